@@ -1,0 +1,106 @@
+// The layer rules of the monorepo: the source of truth for which package may import which.
+// ESLint 10 no longer reads this file itself; eslint.config.js loads it through FlatCompat.
+//
+//   marin → iris, levanter (and its ./sharding subpath), zephyr
+//   levanter → iris            (levanter/src/sharding imports no @tensorflow/*)
+//   zephyr → iris, and @marin/levanter/sharding only through a dynamic import()
+//   iris → nothing of ours
+//
+// A change to this allow-list is a deliberate commit of its own. See README.md, "Layers".
+
+const LAYER_MESSAGE =
+  "Layer violation: {{from.element.type}} may not import '{{dependency.source}}'. " +
+  "Allowed imports are drawn in README.md (section \"Layers\"): levanter → iris; zephyr → iris " +
+  "(+ dynamic import() of @marin/levanter/sharding); marin → iris, levanter, zephyr; nothing reaches " +
+  "another package's src/internal/.";
+
+const packages = ["iris", "levanter", "zephyr", "marin"];
+
+/** Each package's src/internal is an element of its own, so that only its package reaches it. */
+const elements = [
+  ...packages.map((p) => ({ type: `${p}-internal`, pattern: `packages/${p}/src/internal/**`, partialMatch: false })),
+  { type: "levanter-sharding", pattern: "packages/levanter/src/sharding/**", partialMatch: false },
+  ...packages.map((p) => ({ type: p, pattern: `packages/${p}/**`, partialMatch: false })),
+  { type: "root", pattern: "{experiments,bench,test}/**", partialMatch: false },
+];
+
+const el = (...types) => ({ element: { type: types } });
+const own = (p) => [p, `${p}-internal`];
+
+module.exports = {
+  root: true,
+  parser: "@typescript-eslint/parser",
+  parserOptions: { ecmaVersion: "latest", sourceType: "module" },
+  env: { node: true, es2024: true },
+  plugins: ["boundaries", "@typescript-eslint"],
+  extends: ["eslint:recommended", "plugin:@typescript-eslint/recommended"],
+  ignorePatterns: ["**/node_modules/**", "**/dist/**", "**/internal/generated/**", "marin-out/**"],
+  settings: {
+    "boundaries/elements": elements,
+    "boundaries/dependency-nodes": ["import", "dynamic-import", "export", "require"],
+    "boundaries/legacy-templates": false,
+    "import/resolver": {
+      typescript: { alwaysTryTypes: true, project: ["tsconfig.base.json"] },
+      node: true,
+    },
+  },
+  rules: {
+    "boundaries/dependencies": [
+      "error",
+      {
+        default: "disallow",
+        checkAllOrigins: true,
+        checkUnknownLocals: true,
+        message: LAYER_MESSAGE,
+        policies: [
+          // Third-party and Node built-in modules are fine by default...
+          { allow: { to: { module: { origin: ["external", "core"] } } } },
+          // ...but an @marin/* import that does not resolve to workspace code is an undeclared
+          // dependency (or a blocked subpath such as @marin/x/internal/*).
+          { disallow: { to: { module: { origin: "external", source: "@marin/**" } } } },
+          { disallow: { to: { module: { origin: "external", source: "@marin/*" } } } },
+          // The sharding subpath is imported by zephyr without tfjs installed: it must stay tfjs-free.
+          {
+            from: el("levanter-sharding"),
+            disallow: { to: { module: { source: "@tensorflow/**" } } },
+          },
+          {
+            from: el("levanter-sharding"),
+            disallow: { to: { module: { source: "@tensorflow/*" } } },
+          },
+
+          // The layers.
+          { from: el(...own("iris")), allow: { to: el(...own("iris")) } },
+          { from: el("levanter-sharding"), allow: { to: el("iris", "levanter-sharding") } },
+          // The one levanter file the sharding subpath may use besides its own (it imports nothing).
+          { from: el("levanter-sharding"), allow: { to: { element: { type: "levanter", internalPath: "src/errors.ts" } } } },
+          {
+            from: el(...own("levanter")),
+            allow: { to: el("iris", "levanter-sharding", ...own("levanter")) },
+          },
+          { from: el(...own("zephyr")), allow: { to: el("iris", ...own("zephyr")) } },
+          {
+            from: el(...own("zephyr")),
+            allow: { to: el("levanter-sharding"), dependency: { nodeKind: "dynamic-import" } },
+          },
+          {
+            from: el(...own("marin")),
+            allow: { to: el("iris", "levanter", "levanter-sharding", "zephyr", ...own("marin")) },
+          },
+          { from: el("root"), allow: { to: el("iris", "levanter", "levanter-sharding", "zephyr", "marin", "root") } },
+        ],
+      },
+    ],
+    "boundaries/no-unknown-files": "off",
+
+    "@typescript-eslint/no-explicit-any": "off",
+    "@typescript-eslint/no-unused-vars": [
+      "error",
+      { argsIgnorePattern: "^_", varsIgnorePattern: "^_", caughtErrorsIgnorePattern: "^_" },
+    ],
+    "no-constant-condition": ["error", { checkLoops: false }],
+  },
+  overrides: [
+    { files: ["*.cjs"], rules: { "@typescript-eslint/no-require-imports": "off" } },
+  ],
+};

@@ -1,0 +1,19 @@
+/** The closed set of codes a {@link LevanterError} carries. */
+export const LEVANTER_ERROR_CODES = ["INVALID_CONFIG", "BACKEND_UNAVAILABLE", "CHECKPOINT_NOT_FOUND", "CHECKPOINT_CORRUPT", "DATA", "NON_FINITE_LOSS", "DISTRIBUTED", "INTERNAL"] as const;
+
+/** What kind of failure a {@link LevanterError} is. */
+export type LevanterErrorCode = (typeof LEVANTER_ERROR_CODES)[number];
+
+/**
+ * The error every @marin/levanter API throws for an expected failure: a typed `code`, a message for
+ * people that names what was wrong, and the underlying error as `cause`.
+ */
+export class LevanterError extends Error {
+  override readonly name = "LevanterError";
+  readonly code: LevanterErrorCode;
+
+  constructor(code: LevanterErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = code;
+  }
+}

@@ -1,0 +1,19 @@
+/** The closed set of codes a {@link MarinError} carries. */
+export const MARIN_ERROR_CODES = ["INVALID_CONFIG", "INVALID_GRAPH", "STEP_FAILED", "DEP_FAILED", "LEASE_LOST", "FINGERPRINT_MISMATCH", "NOT_FOUND", "INTERNAL"] as const;
+
+/** What kind of failure a {@link MarinError} is. */
+export type MarinErrorCode = (typeof MARIN_ERROR_CODES)[number];
+
+/**
+ * The error every @marin/marin API throws for an expected failure: a typed `code`, a message for
+ * people that names what was wrong, and the underlying error as `cause`.
+ */
+export class MarinError extends Error {
+  override readonly name = "MarinError";
+  readonly code: MarinErrorCode;
+
+  constructor(code: MarinErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = code;
+  }
+}

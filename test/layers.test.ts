@@ -1,0 +1,77 @@
+// Proves the layer rules of .eslintrc.cjs: each forbidden kind of import is reported with the
+// layer message, each allowed kind is not. Sources are linted through ESLint's Node API with
+// virtual file paths inside the real packages, so the real resolver and config are exercised.
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { ESLint } from "eslint";
+import { beforeAll, describe, expect, it } from "vitest";
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+let eslint: ESLint;
+
+beforeAll(() => {
+  eslint = new ESLint({ cwd: root });
+});
+
+async function layerErrors(file: string, code: string): Promise<string[]> {
+  const [result] = await eslint.lintText(code, { filePath: path.join(root, file) });
+  return result!.messages.filter((m) => m.ruleId === "boundaries/dependencies").map((m) => m.message);
+}
+
+const IRIS = "packages/iris/src/fixture.ts";
+const LEVANTER = "packages/levanter/src/fixture.ts";
+const SHARDING = "packages/levanter/src/sharding/fixture.ts";
+const ZEPHYR = "packages/zephyr/src/fixture.ts";
+const MARIN = "packages/marin/src/fixture.ts";
+
+describe("allowed imports", () => {
+  const allowed: Array<[string, string]> = [
+    [LEVANTER, `import { IrisError } from "@marin/iris"; export { IrisError };`],
+    [LEVANTER, `import { shardFor } from "@marin/levanter/sharding"; export { shardFor };`],
+    [LEVANTER, `import * as tf from "@tensorflow/tfjs"; export { tf };`],
+    [SHARDING, `import { IrisError } from "@marin/iris"; export { IrisError };`],
+    [SHARDING, `import { LevanterError } from "../errors.ts"; export { LevanterError };`],
+    [ZEPHYR, `import { IrisError } from "@marin/iris"; export { IrisError };`],
+    [ZEPHYR, `export const load = () => import("@marin/levanter/sharding");`],
+    [MARIN, `import { IrisError } from "@marin/iris"; import { LevanterError } from "@marin/levanter"; import { ZephyrError } from "@marin/zephyr"; export { IrisError, LevanterError, ZephyrError };`],
+    [MARIN, `import { shardFor } from "@marin/levanter/sharding"; export { shardFor };`],
+    [IRIS, `import { IrisError } from "./errors.ts"; import fs from "node:fs"; import { z } from "zod"; export { IrisError, fs, z };`],
+    ["packages/iris/src/internal/x.ts", `import { IrisError } from "../errors.ts"; export { IrisError };`],
+    [IRIS, `import { invariant } from "./internal/assert.ts"; export { invariant };`],
+    ["experiments/fixture.ts", `import { MarinError } from "@marin/marin"; export { MarinError };`],
+  ];
+  it.each(allowed)("%s: %s", async (file, code) => {
+    expect(await layerErrors(file, code)).toEqual([]);
+  });
+});
+
+describe("forbidden imports", () => {
+  const forbidden: Array<[string, string, string]> = [
+    ["lower layer imports a higher one (static)", IRIS, `import { LevanterError } from "@marin/levanter"; export { LevanterError };`],
+    ["side-effect import", IRIS, `import "@marin/levanter";`],
+    ["type-only import", IRIS, `import type { MarinErrorCode } from "@marin/marin"; export type X = MarinErrorCode;`],
+    ["dynamic import", IRIS, `export const m = () => import("@marin/zephyr");`],
+    ["re-export", IRIS, `export { ZephyrError } from "@marin/zephyr";`],
+    ["levanter → zephyr", LEVANTER, `import { ZephyrError } from "@marin/zephyr"; export { ZephyrError };`],
+    ["levanter → marin", LEVANTER, `import { MarinError } from "@marin/marin"; export { MarinError };`],
+    ["zephyr → levanter main entry", ZEPHYR, `import { LevanterError } from "@marin/levanter"; export { LevanterError };`],
+    ["zephyr → levanter main entry, dynamic", ZEPHYR, `export const m = () => import("@marin/levanter");`],
+    ["zephyr → levanter/sharding, static", ZEPHYR, `import { shardFor } from "@marin/levanter/sharding"; export { shardFor };`],
+    ["zephyr → levanter/sharding, type-only", ZEPHYR, `import type { shardFor } from "@marin/levanter/sharding"; export type F = typeof shardFor;`],
+    ["zephyr → marin", ZEPHYR, `import { MarinError } from "@marin/marin"; export { MarinError };`],
+    ["unresolved @marin package", MARIN, `import { x } from "@marin/nonexistent"; export { x };`],
+    ["internal by package name", MARIN, `import { invariant } from "@marin/iris/internal/assert"; export { invariant };`],
+    ["internal by relative path", LEVANTER, `import { invariant } from "../../iris/src/internal/assert.ts"; export { invariant };`],
+    ["internal by relative path, type-only", MARIN, `import type { invariant } from "../../iris/src/internal/assert.ts"; export type Y = typeof invariant;`],
+    ["tfjs under levanter/src/sharding", SHARDING, `import * as tf from "@tensorflow/tfjs"; export { tf };`],
+    ["tfjs subpackage under levanter/src/sharding", SHARDING, `export const m = () => import("@tensorflow/tfjs-backend-wasm");`],
+    ["sharding → levanter main entry", SHARDING, `import { LevanterError } from "../index.ts"; export { LevanterError };`],
+    ["unresolved relative path", IRIS, `import { x } from "./no-such-file.ts"; export { x };`],
+    ["relative path into another package", IRIS, `import { MarinError } from "../../marin/src/errors.ts"; export { MarinError };`],
+  ];
+  it.each(forbidden)("%s", async (_kind, file, code) => {
+    const errors = await layerErrors(file, code);
+    expect(errors.length).toBeGreaterThan(0);
+    expect(errors[0]).toMatch(/README\.md/);
+  });
+});
