@@ -1,0 +1,57 @@
+// Original file: proto/iris/v1/worker.proto
+
+import type { Long } from '@grpc/proto-loader';
+
+/**
+ * What the worker sees of one of its attempts.
+ */
+export interface AttemptObservation {
+  'attemptUid'?: (string);
+  'taskId'?: (string);
+  'attempt'?: (number);
+  /**
+   * BUILDING | RUNNING | SUCCEEDED | FAILED | KILLED
+   */
+  'state'?: (string);
+  'exitCode'?: (number);
+  /**
+   * For FAILED/KILLED: APP_EXIT | SIGNAL | OOM | TIMEOUT | LAUNCH_FAILED | KILLED | WORKER_LOST
+   */
+  'failureKind'?: (string);
+  'error'?: (string);
+  'pid'?: (number);
+  'startedAtMs'?: (number | string | Long);
+  'finishedAtMs'?: (number | string | Long);
+  /**
+   * Log lines of this attempt the worker has written to PushLogs so far.
+   */
+  'logLines'?: (number | string | Long);
+  '_exitCode'?: "exitCode";
+}
+
+/**
+ * What the worker sees of one of its attempts.
+ */
+export interface AttemptObservation__Output {
+  'attemptUid': (string);
+  'taskId': (string);
+  'attempt': (number);
+  /**
+   * BUILDING | RUNNING | SUCCEEDED | FAILED | KILLED
+   */
+  'state': (string);
+  'exitCode'?: (number);
+  /**
+   * For FAILED/KILLED: APP_EXIT | SIGNAL | OOM | TIMEOUT | LAUNCH_FAILED | KILLED | WORKER_LOST
+   */
+  'failureKind': (string);
+  'error': (string);
+  'pid': (number);
+  'startedAtMs': (number);
+  'finishedAtMs': (number);
+  /**
+   * Log lines of this attempt the worker has written to PushLogs so far.
+   */
+  'logLines': (number);
+  '_exitCode'?: "exitCode";
+}

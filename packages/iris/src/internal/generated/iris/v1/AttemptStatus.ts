@@ -1,0 +1,61 @@
+// Original file: proto/iris/v1/types.proto
+
+import type { Long } from '@grpc/proto-loader';
+
+/**
+ * One attempt of a task, as the controller records it.
+ */
+export interface AttemptStatus {
+  /**
+   * 1-based attempt number; the attempt's id is "<task id>:<attempt>".
+   */
+  'attempt'?: (number);
+  /**
+   * Unique id of this attempt, the key of the reconcile protocol.
+   */
+  'attemptUid'?: (string);
+  'workerId'?: (string);
+  /**
+   * ASSIGNED | BUILDING | RUNNING | SUCCEEDED | FAILED | KILLED | WORKER_LOST | PREEMPTED
+   */
+  'state'?: (string);
+  'exitCode'?: (number);
+  /**
+   * "" | APP_EXIT | SIGNAL | OOM | TIMEOUT | WORKER_LOST | LAUNCH_FAILED | PEER_FAILED | KILLED
+   */
+  'failureKind'?: (string);
+  'error'?: (string);
+  'assignedAtMs'?: (number | string | Long);
+  'startedAtMs'?: (number | string | Long);
+  'finishedAtMs'?: (number | string | Long);
+  '_exitCode'?: "exitCode";
+}
+
+/**
+ * One attempt of a task, as the controller records it.
+ */
+export interface AttemptStatus__Output {
+  /**
+   * 1-based attempt number; the attempt's id is "<task id>:<attempt>".
+   */
+  'attempt': (number);
+  /**
+   * Unique id of this attempt, the key of the reconcile protocol.
+   */
+  'attemptUid': (string);
+  'workerId': (string);
+  /**
+   * ASSIGNED | BUILDING | RUNNING | SUCCEEDED | FAILED | KILLED | WORKER_LOST | PREEMPTED
+   */
+  'state': (string);
+  'exitCode'?: (number);
+  /**
+   * "" | APP_EXIT | SIGNAL | OOM | TIMEOUT | WORKER_LOST | LAUNCH_FAILED | PEER_FAILED | KILLED
+   */
+  'failureKind': (string);
+  'error': (string);
+  'assignedAtMs': (number);
+  'startedAtMs': (number);
+  'finishedAtMs': (number);
+  '_exitCode'?: "exitCode";
+}

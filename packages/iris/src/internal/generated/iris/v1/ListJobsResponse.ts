@@ -1,0 +1,11 @@
+// Original file: proto/iris/v1/controller.proto
+
+import type { JobStatus as _iris_v1_JobStatus, JobStatus__Output as _iris_v1_JobStatus__Output } from '../../iris/v1/JobStatus.ts';
+
+export interface ListJobsResponse {
+  'jobs'?: (_iris_v1_JobStatus)[];
+}
+
+export interface ListJobsResponse__Output {
+  'jobs': (_iris_v1_JobStatus__Output)[];
+}
