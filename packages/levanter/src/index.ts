@@ -2,3 +2,11 @@
 // (the token-cache layout and data-parallel sharding live on the `@marin/levanter/sharding` subpath).
 export { LevanterError, LEVANTER_ERROR_CODES } from "./errors.ts";
 export type { LevanterErrorCode } from "./errors.ts";
+
+// --- data, checkpoints (levanter-L2) ---
+export { byteTokenizer, BYTE_EOS_ID } from "./data/byteTokenizer.ts";
+export { bitsPerByte, encodeDocument } from "./data/tokenizer.ts";
+export type { Tokenizer } from "./data/tokenizer.ts";
+export { FeistelPermutation } from "./data/feistelPermutation.ts";
+export { TokenLoader, ValidationBatches, countWindows } from "./data/tokenLoader.ts";
+export type { TokenBatch, TokenLoaderOptions } from "./data/tokenLoader.ts";
