@@ -1,0 +1,5 @@
+#!/usr/bin/env -S node --import tsx
+// `pnpm marin …`: the marin command line (see program.ts).
+import { runCli } from "./program.ts";
+
+process.exitCode = await runCli(process.argv.slice(2));

@@ -1,0 +1,147 @@
+import { Command, CommanderError, Option } from "commander";
+import { MarinError } from "../errors.ts";
+import { explainStep, formatExplanation } from "../executor/explain.ts";
+import { formatPlan, planRun } from "../executor/plan.ts";
+import { listPrefix } from "../executor/prefixStatus.ts";
+import { runGraph } from "../executor/runner.ts";
+import type { StepLauncher } from "../executor/runner.ts";
+import { loadExperiment, resolveCliPath } from "../experiment/experiment.ts";
+import { resolveGraph } from "../step/graph.ts";
+import { formatSummary, LiveView } from "./liveView.ts";
+
+/** The prefix a command uses: `--prefix`, else MARIN_PREFIX, else `./marin-out` (relative to where the command was run). */
+export function resolvePrefix(flag: string | undefined): string {
+  return resolveCliPath(flag ?? process.env.MARIN_PREFIX ?? "marin-out");
+}
+
+const collect = (v: string, prev: string[] = []) => [...prev, v];
+
+function positiveInt(v: string): number {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 1) throw new CommanderError(2, "marin.invalidArgument", `expected a positive integer, got ${v}`);
+  return n;
+}
+
+interface SelectFlags {
+  prefix?: string;
+  only?: string[];
+  force?: string[];
+}
+
+async function loadGraph(script: string, flags: SelectFlags) {
+  const loaded = await loadExperiment(resolveCliPath(script));
+  return { script: loaded.script, graph: resolveGraph(loaded.steps, resolvePrefix(flags.prefix)) };
+}
+
+/** Makes the launcher for steps with resources: iris, embedded LocalCluster unless `cluster` is given. */
+async function irisLauncherFor(script: string, prefix: string, cluster: string | undefined): Promise<StepLauncher> {
+  const { createIrisLauncher } = await import("../remote/irisLauncher.ts");
+  return createIrisLauncher({ script, prefix, cluster });
+}
+
+/** The `marin` command line (commander), writing to the given streams. */
+export function buildProgram(io: { out: (s: string) => void; setExitCode: (c: number) => void }): Command {
+  const program = new Command("marin")
+    .description("Run experiment scripts: steps that run once, in dependency order, and are never redone when finished.")
+    .showHelpAfterError()
+    .exitOverride();
+  const selectOptions = (c: Command) =>
+    c
+      .option("--prefix <dir>", "where outputs live (default: $MARIN_PREFIX or ./marin-out)")
+      .option("--only <regex>", "run only steps whose name matches (and what they need); repeatable", collect)
+      .option("--force <regex>", "rerun matching steps even if they succeeded; repeatable", collect);
+
+  selectOptions(program.command("run").argument("<script>", "experiment script (default-exports a function returning steps)"))
+    .description("run an experiment: what is not finished runs, the rest is skipped")
+    .option("--dry-run", "print the plan (run/skip/why); write nothing, start nothing")
+    .addOption(new Option("--max-concurrent <n>", "steps running at once").argParser(positiveInt).default(4))
+    .option("--cluster <addr>", "run steps with resources on this iris controller (default: an embedded local cluster)")
+    .option("-v, --verbose", "show step log lines in the live view")
+    .action(async (script: string, flags: SelectFlags & { dryRun?: boolean; maxConcurrent: number; cluster?: string; verbose?: boolean }) => {
+      const { script: abs, graph } = await loadGraph(script, flags);
+      if (flags.dryRun) {
+        const plan = await planRun(graph, flags);
+        io.out(formatPlan(plan).join("\n"));
+        return;
+      }
+      const view = new LiveView(process.stderr, { verbose: flags.verbose });
+      const controller = new AbortController();
+      const onSignal = () => controller.abort();
+      process.once("SIGINT", onSignal);
+      process.once("SIGTERM", onSignal);
+      try {
+        const summary = await runGraph(graph, {
+          only: flags.only,
+          force: flags.force,
+          maxConcurrent: flags.maxConcurrent,
+          signal: controller.signal,
+          onEvent: (e) => view.handle(e),
+          remoteLauncher: () => irisLauncherFor(abs, graph.prefix, flags.cluster),
+        });
+        view.stop();
+        io.out(formatSummary(summary).join("\n"));
+        if (!summary.ok) io.setExitCode(1);
+      } finally {
+        view.stop();
+        process.off("SIGINT", onSignal);
+        process.off("SIGTERM", onSignal);
+      }
+    });
+
+  selectOptions(program.command("plan").argument("<script>", "experiment script"))
+    .description("print what `run` would do and why; writes nothing")
+    .action(async (script: string, flags: SelectFlags) => {
+      const { graph } = await loadGraph(script, flags);
+      io.out(formatPlan(await planRun(graph, flags)).join("\n"));
+    });
+
+  program
+    .command("explain")
+    .argument("<script>", "experiment script")
+    .argument("<step>", "step name")
+    .option("--prefix <dir>", "where outputs live (default: $MARIN_PREFIX or ./marin-out)")
+    .description("say whether a step would run and why; for a changed config, the changed fields (old → new)")
+    .action(async (script: string, step: string, flags: { prefix?: string }) => {
+      const { graph } = await loadGraph(script, flags);
+      io.out(formatExplanation(await explainStep(graph, step)).join("\n"));
+    });
+
+  program
+    .command("status")
+    .option("--prefix <dir>", "where outputs live (default: $MARIN_PREFIX or ./marin-out)")
+    .description("list the step outputs under a prefix with their state")
+    .action(async (flags: { prefix?: string }) => {
+      const prefix = resolvePrefix(flags.prefix);
+      const entries = await listPrefix(prefix);
+      if (entries.length === 0) {
+        io.out(`no step outputs under ${prefix}`);
+        return;
+      }
+      const width = Math.max(...entries.map((e) => e.id.length));
+      for (const e of entries) {
+        const s = e.status;
+        const took = s.startedAt && s.finishedAt ? ` ${((s.finishedAt - s.startedAt) / 1000).toFixed(1)}s` : "";
+        const when = new Date(s.finishedAt ?? s.updatedAt).toISOString();
+        const state = s.state === "RUNNING" && !e.leaseLive ? "RUNNING (stale lease)" : s.state;
+        io.out(`${e.id.padEnd(width)}  ${state.padEnd(10)} ${when}${took}${s.error ? `  ${s.error.split("\n")[0]}` : ""}`);
+      }
+    });
+  return program;
+}
+
+/** Runs the CLI with `args` (without `node` and the script); resolves with the exit code. */
+export async function runCli(args: string[]): Promise<number> {
+  let code = 0;
+  const program = buildProgram({ out: (s) => process.stdout.write(`${s}\n`), setExitCode: (c) => (code = c) });
+  try {
+    await program.parseAsync(args, { from: "user" });
+    return code;
+  } catch (e) {
+    if (e instanceof CommanderError) return e.exitCode;
+    if (e instanceof MarinError) {
+      process.stderr.write(`marin: ${e.message}\n`);
+      return 1;
+    }
+    throw e;
+  }
+}

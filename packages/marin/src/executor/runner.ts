@@ -1,0 +1,429 @@
+import { randomBytes } from "node:crypto";
+import { createWriteStream, mkdirSync, promises as fs } from "node:fs";
+import type { WriteStream } from "node:fs";
+import path from "node:path";
+import { MarinError } from "../errors.ts";
+import type { ResolvedStep, StepGraph } from "../step/graph.ts";
+import type { StepContext } from "../step/step.ts";
+import type { Clock } from "./clock.ts";
+import { systemClock } from "./clock.ts";
+import { defaultOwner, tryAcquireLease } from "./lease.ts";
+import type { Lease } from "./lease.ts";
+import { planRun } from "./plan.ts";
+import type { Plan, PlanEntry, PlanOptions } from "./plan.ts";
+import { infoOf, writeInfo, writeLastRun } from "./records.ts";
+import { metaDir, prefixMetaDir, readStatus, stagingDir, writeFileAtomic, writeStatus } from "./stepFiles.ts";
+
+/** How a step ended in a run. */
+export type StepOutcome = "ran" | "skipped" | "reused" | "failed" | "dep_failed" | "not_selected" | "cancelled";
+
+/** One step's line in a run summary. */
+export interface StepReport {
+  name: string;
+  id: string;
+  outputPath: string;
+  outcome: StepOutcome;
+  /** Wall time this runner spent on the step (running or waiting). */
+  durationMs: number;
+  error?: string;
+  /** What the step's `fn` returned (also for a skipped step: read from its status). */
+  result?: unknown;
+}
+
+/** What a run did. */
+export interface RunSummary {
+  runId: string;
+  prefix: string;
+  ok: boolean;
+  steps: StepReport[];
+  /** Time from the start of planning to the end, in ms. */
+  wallMs: number;
+}
+
+/** A state change the runner reports while it works (the live view draws these). */
+export type RunEvent =
+  | { type: "plan"; plan: Plan }
+  | { type: "step"; name: string; state: "waiting" | "running" | "publishing"; detail?: string }
+  | { type: "step-done"; report: StepReport }
+  | { type: "log"; name: string; line: string };
+
+/** What a launcher gets to run one step's body somewhere. */
+export interface LaunchArgs {
+  /** Where the body writes (the staging folder). */
+  stagingPath: string;
+  signal: AbortSignal;
+  log(line: string): void;
+  /** The lease's fencing token (the remote task writes its result under it). */
+  token: number;
+  runId: string;
+}
+
+/** Runs the body of steps that have `resources` somewhere else (an iris cluster). */
+export interface StepLauncher {
+  run(step: ResolvedStep, args: LaunchArgs): Promise<unknown>;
+  close(): Promise<void>;
+}
+
+/** How to run. */
+export interface RunOptions extends PlanOptions {
+  /** Steps running at once (default 4). */
+  maxConcurrent?: number;
+  /** Lease lifetime without renewal (default 30 s, or MARIN_LEASE_TTL_MS). */
+  leaseTtlMs?: number;
+  /** How often to look again at a step another runner holds (default 500 ms). */
+  pollMs?: number;
+  /** Lease owner name (default `host:pid`). */
+  owner?: string;
+  /** Cancels the run: running steps are aborted and recorded FAILED. */
+  signal?: AbortSignal;
+  onEvent?: (e: RunEvent) => void;
+  /** Makes the launcher for steps with `resources`; called at most once, only when such a step runs. */
+  remoteLauncher?: () => Promise<StepLauncher>;
+}
+
+function errorText(e: unknown): string {
+  if (e instanceof Error) return e.stack && !(e instanceof MarinError) ? e.stack : e.message;
+  return String(e);
+}
+
+function toJsonResult(v: unknown): unknown {
+  if (v === undefined) return undefined;
+  try {
+    return JSON.parse(JSON.stringify(v));
+  } catch {
+    return undefined;
+  }
+}
+
+class StepLog {
+  private stream: WriteStream | undefined;
+  private readonly file: string;
+  private readonly onLine: (line: string) => void;
+
+  constructor(file: string, onLine: (line: string) => void) {
+    this.file = file;
+    this.onLine = onLine;
+  }
+
+  write(line: string): void {
+    if (!this.stream) {
+      // Created on first use only, so a run that runs nothing creates no log folder.
+      mkdirSync(path.dirname(this.file), { recursive: true });
+      this.stream = createWriteStream(this.file, { flags: "a" });
+    }
+    this.stream.write(`${new Date().toISOString()} ${line}\n`);
+    this.onLine(line);
+  }
+
+  async close(): Promise<void> {
+    const s = this.stream;
+    if (s) await new Promise<void>((r) => s.end(r));
+  }
+}
+
+
+/** Removes everything in a step's output folder except its `.marin/` bookkeeping. */
+async function clearOutputs(outputPath: string): Promise<void> {
+  let names: string[] = [];
+  try {
+    names = await fs.readdir(outputPath);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== "ENOENT") throw e;
+  }
+  await Promise.all(names.filter((n) => n !== ".marin").map((n) => fs.rm(path.join(outputPath, n), { recursive: true, force: true })));
+}
+
+/** Moves the staging folder's entries into the output folder (after the fencing check). */
+async function publish(outputPath: string, lease: Lease): Promise<void> {
+  const staging = stagingDir(outputPath);
+  await lease.assertHeld();
+  await clearOutputs(outputPath);
+  const names = await fs.readdir(staging);
+  for (const n of names) await fs.rename(path.join(staging, n), path.join(outputPath, n));
+  await fs.rm(staging, { recursive: true, force: true });
+}
+
+/** The run-wide state shared by step executions. */
+class Run {
+  readonly runId: string;
+  readonly graph: StepGraph;
+  readonly opts: RunOptions;
+  readonly clock: Clock;
+  readonly owner: string;
+  readonly ttlMs: number;
+  readonly startedAt: number;
+  private launcher: Promise<StepLauncher> | undefined;
+
+  constructor(graph: StepGraph, opts: RunOptions) {
+    this.graph = graph;
+    this.opts = opts;
+    this.clock = opts.clock ?? systemClock;
+    this.owner = opts.owner ?? defaultOwner();
+    const envTtl = Number(process.env.MARIN_LEASE_TTL_MS);
+    this.ttlMs = opts.leaseTtlMs ?? (Number.isFinite(envTtl) && envTtl > 0 ? envTtl : 30_000);
+    this.startedAt = this.clock.now();
+    const stamp = new Date(this.startedAt).toISOString().replace(/[:.]/g, "-");
+    this.runId = `${stamp}-${randomBytes(3).toString("hex")}`;
+  }
+
+  emit(e: RunEvent): void {
+    this.opts.onEvent?.(e);
+  }
+
+  runDir(): string {
+    return path.join(prefixMetaDir(this.graph.prefix), "runs", this.runId);
+  }
+
+  getLauncher(): Promise<StepLauncher> {
+    if (!this.launcher) {
+      const make = this.opts.remoteLauncher;
+      if (!make) {
+        return Promise.reject(new MarinError("INVALID_CONFIG", "this step has resources but no launcher for remote steps was configured"));
+      }
+      this.launcher = make();
+    }
+    return this.launcher;
+  }
+
+  async close(): Promise<void> {
+    if (this.launcher) await (await this.launcher).close();
+  }
+
+  /** Runs one step under its lease; resolves with its report (never throws for a step failure). */
+  async execute(entry: PlanEntry): Promise<StepReport> {
+    const rs = entry.step;
+    const t0 = this.clock.now();
+    const base = { name: rs.name, id: rs.id, outputPath: rs.outputPath };
+    const dir = metaDir(rs.outputPath);
+    const signal = this.opts.signal;
+    let announcedWait = false;
+    for (;;) {
+      if (signal?.aborted) return { ...base, outcome: "cancelled", durationMs: this.clock.now() - t0 };
+      const status = await readStatus(rs.outputPath);
+      const doneBySomeone = status?.state === "SUCCESS" && (!entry.forced || (status.finishedAt ?? 0) >= this.startedAt);
+      if (doneBySomeone) {
+        return { ...base, outcome: announcedWait ? "reused" : "skipped", durationMs: this.clock.now() - t0, result: status.result };
+      }
+      const got = await tryAcquireLease(dir, this.owner, { clock: this.clock, ttlMs: this.ttlMs });
+      if (!got.acquired) {
+        if (!announcedWait) {
+          this.emit({ type: "step", name: rs.name, state: "waiting", detail: `held by ${got.holder.owner}` });
+          announcedWait = true;
+        }
+        try {
+          await this.clock.sleep(this.opts.pollMs ?? 500, signal);
+        } catch {
+          return { ...base, outcome: "cancelled", durationMs: this.clock.now() - t0 };
+        }
+        continue;
+      }
+      const lease = got.lease;
+      // Double-check under the lease: another runner may have finished it since we looked.
+      const again = await readStatus(rs.outputPath);
+      if (again?.state === "SUCCESS" && (!entry.forced || (again.finishedAt ?? 0) >= this.startedAt)) {
+        await lease.release();
+        return { ...base, outcome: announcedWait ? "reused" : "skipped", durationMs: this.clock.now() - t0, result: again.result };
+      }
+      return this.runHeld(entry, lease, t0);
+    }
+  }
+
+  private async runHeld(entry: PlanEntry, lease: Lease, t0: number): Promise<StepReport> {
+    const rs = entry.step;
+    const base = { name: rs.name, id: rs.id, outputPath: rs.outputPath };
+    const startedAt = this.clock.now();
+    const log = new StepLog(path.join(this.runDir(), "logs", `${rs.name}.log`), (line) => this.emit({ type: "log", name: rs.name, line }));
+    lease.start();
+    const abort = new AbortController();
+    const onLost = () => abort.abort(lease.signal.reason);
+    const onCancel = () => abort.abort(new MarinError("STEP_FAILED", "run cancelled"));
+    lease.signal.addEventListener("abort", onLost, { once: true });
+    this.opts.signal?.addEventListener("abort", onCancel, { once: true });
+    const common = { owner: lease.owner, token: lease.token, runId: this.runId };
+    try {
+      const info = infoOf(rs, startedAt, this.runId);
+      await writeInfo(info);
+      await writeLastRun(this.graph.prefix, info);
+      await writeStatus(rs.outputPath, { state: "RUNNING", updatedAt: startedAt, startedAt, ...common });
+      this.emit({ type: "step", name: rs.name, state: "running" });
+      const staging = stagingDir(rs.outputPath);
+      if (!rs.step.resumable) await fs.rm(staging, { recursive: true, force: true });
+      await fs.mkdir(staging, { recursive: true });
+      let result: unknown;
+      const aborted = new Promise<never>((_, reject) => {
+        if (abort.signal.aborted) reject(abort.signal.reason);
+        abort.signal.addEventListener("abort", () => reject(abort.signal.reason), { once: true });
+      });
+      aborted.catch(() => undefined);
+      if (rs.step.resources) {
+        const launcher = await this.getLauncher();
+        result = await Promise.race([
+          launcher.run(rs, { stagingPath: staging, signal: abort.signal, log: (l) => log.write(l), token: lease.token, runId: this.runId }),
+          aborted,
+        ]);
+      } else {
+        const ctx: StepContext<unknown> = {
+          name: rs.name,
+          id: rs.id,
+          config: rs.config,
+          outputPath: staging,
+          finalPath: rs.outputPath,
+          prefix: this.graph.prefix,
+          signal: abort.signal,
+          log: (l) => log.write(l),
+        };
+        result = await Promise.race([Promise.resolve().then(() => rs.step.fn(ctx)), aborted]);
+      }
+      this.emit({ type: "step", name: rs.name, state: "publishing" });
+      await publish(rs.outputPath, lease);
+      const finishedAt = this.clock.now();
+      const json = toJsonResult(result);
+      await lease.assertHeld();
+      await writeStatus(rs.outputPath, { state: "SUCCESS", updatedAt: finishedAt, startedAt, finishedAt, ...common, ...(json === undefined ? {} : { result: json }) });
+      await lease.release();
+      return { ...base, outcome: "ran", durationMs: finishedAt - t0, ...(json === undefined ? {} : { result: json }) };
+    } catch (e) {
+      const error = errorText(e);
+      log.write(`step failed: ${error}`);
+      const finishedAt = this.clock.now();
+      const lost = lease.signal.aborted;
+      if (!lost) {
+        // Only the holder writes the status; a runner that lost the lease leaves it to the new holder.
+        await writeStatus(rs.outputPath, { state: "FAILED", updatedAt: finishedAt, startedAt, finishedAt, error, ...common }).catch(() => undefined);
+        await lease.release().catch(() => undefined);
+      } else {
+        await lease.stop();
+      }
+      const cancelled = this.opts.signal?.aborted === true;
+      return { ...base, outcome: cancelled ? "cancelled" : "failed", durationMs: finishedAt - t0, error };
+    } finally {
+      lease.signal.removeEventListener("abort", onLost);
+      this.opts.signal?.removeEventListener("abort", onCancel);
+      await log.close();
+    }
+  }
+
+  /** Records DEP_FAILED for a step whose dependency failed, unless someone else holds or finished it. */
+  async markDepFailed(rs: ResolvedStep, failedDep: string): Promise<void> {
+    const got = await tryAcquireLease(metaDir(rs.outputPath), this.owner, { clock: this.clock, ttlMs: this.ttlMs });
+    if (!got.acquired) return;
+    try {
+      const status = await readStatus(rs.outputPath);
+      if (status?.state !== "SUCCESS") {
+        const now = this.clock.now();
+        await writeStatus(rs.outputPath, { state: "DEP_FAILED", updatedAt: now, finishedAt: now, error: `dependency ${failedDep} failed`, runId: this.runId });
+      }
+    } finally {
+      await got.lease.release();
+    }
+  }
+}
+
+/**
+ * Runs a planned graph: steps in topological order, independent ones in parallel, finished ones
+ * skipped; a failed step marks its dependants DEP_FAILED while the others continue.
+ */
+export async function runGraph(graph: StepGraph, opts: RunOptions = {}): Promise<RunSummary> {
+  const clock = opts.clock ?? systemClock;
+  const t0 = clock.now();
+  const plan = await planRun(graph, opts);
+  const run = new Run(graph, opts);
+  run.emit({ type: "plan", plan });
+  const maxConcurrent = Math.max(1, opts.maxConcurrent ?? 4);
+  const reports = new Map<string, StepReport>();
+  const dependants = new Map<string, PlanEntry[]>();
+  for (const e of plan.entries) for (const d of e.step.deps) dependants.set(d.id, [...(dependants.get(d.id) ?? []), e]);
+
+  const finish = (r: StepReport) => {
+    reports.set(r.id, r);
+    run.emit({ type: "step-done", report: r });
+  };
+  // Steps the plan skips are final now (a skipped step's result comes from its status).
+  const pending: PlanEntry[] = [];
+  for (const e of plan.entries) {
+    if (e.action === "skip") {
+      finish({
+        name: e.step.name,
+        id: e.step.id,
+        outputPath: e.step.outputPath,
+        outcome: e.selected ? "skipped" : "not_selected",
+        durationMs: 0,
+        ...(e.selected && e.status?.result !== undefined ? { result: e.status.result } : {}),
+      });
+    } else {
+      pending.push(e);
+    }
+  }
+  const failedIds = new Set<string>();
+  const markDependantsFailed = async (id: string, name: string) => {
+    const queue = [...(dependants.get(id) ?? [])];
+    while (queue.length) {
+      const d = queue.shift()!;
+      if (reports.has(d.step.id) || d.action === "skip") continue;
+      const idx = pending.indexOf(d);
+      if (idx >= 0) pending.splice(idx, 1);
+      await run.markDepFailed(d.step, name).catch(() => undefined);
+      failedIds.add(d.step.id);
+      finish({ name: d.step.name, id: d.step.id, outputPath: d.step.outputPath, outcome: "dep_failed", durationMs: 0, error: `dependency ${name} failed` });
+      queue.push(...(dependants.get(d.step.id) ?? []));
+    }
+  };
+
+  const running = new Map<string, Promise<void>>();
+  try {
+    while (pending.length || running.size) {
+      if (opts.signal?.aborted && running.size === 0) break;
+      for (let i = 0; i < pending.length && running.size < maxConcurrent && !opts.signal?.aborted; ) {
+        const e = pending[i];
+        const ready = e.step.deps.every((d) => {
+          const r = reports.get(d.id);
+          return r !== undefined && (r.outcome === "ran" || r.outcome === "skipped" || r.outcome === "reused");
+        });
+        if (!ready) {
+          i++;
+          continue;
+        }
+        pending.splice(i, 1);
+        const p = run.execute(e).then(async (r) => {
+          running.delete(e.step.id);
+          finish(r);
+          if (r.outcome === "failed" || r.outcome === "cancelled") {
+            failedIds.add(r.id);
+            await markDependantsFailed(r.id, r.name);
+          }
+        });
+        running.set(e.step.id, p);
+      }
+      if (running.size === 0) {
+        if (pending.length && !opts.signal?.aborted) {
+          throw new MarinError("INTERNAL", `no step can start: ${pending.map((e) => e.step.name).join(", ")}`);
+        }
+        break;
+      }
+      await Promise.race(running.values());
+    }
+  } finally {
+    await run.close();
+  }
+  for (const e of pending) {
+    if (!reports.has(e.step.id)) finish({ name: e.step.name, id: e.step.id, outputPath: e.step.outputPath, outcome: "cancelled", durationMs: 0 });
+  }
+  // Keep the per-name pointer on the identity this run used, so `explain` diffs against it.
+  await Promise.all(
+    plan.entries
+      .filter((e) => e.selected && e.action === "skip" && e.lastRun?.id !== e.step.id)
+      .map((e) => writeLastRun(graph.prefix, infoOf(e.step, clock.now())).catch(() => undefined)),
+  );
+  const steps = plan.entries.map((e) => reports.get(e.step.id)!);
+  const summary: RunSummary = {
+    runId: run.runId,
+    prefix: graph.prefix,
+    ok: steps.every((s) => s.outcome !== "failed" && s.outcome !== "dep_failed" && s.outcome !== "cancelled"),
+    steps,
+    wallMs: clock.now() - t0,
+  };
+  if (steps.some((s) => s.outcome !== "skipped" && s.outcome !== "not_selected")) {
+    await writeFileAtomic(path.join(run.runDir(), "run.json"), JSON.stringify(summary, null, 2) + "\n");
+  }
+  return summary;
+}

@@ -1,0 +1,84 @@
+import { randomBytes } from "node:crypto";
+import { promises as fs } from "node:fs";
+import path from "node:path";
+import { z } from "zod";
+import { MarinError } from "../errors.ts";
+
+/** Where a step's bookkeeping lives: `<output>/.marin/`. */
+export function metaDir(outputPath: string): string {
+  return path.join(outputPath, ".marin");
+}
+
+/** The staging folder a running step writes into (published by rename on success). */
+export function stagingDir(outputPath: string): string {
+  return path.join(metaDir(outputPath), "staging");
+}
+
+/** The prefix-wide bookkeeping folder: run records, logs, the embedded cluster's database, pointers. */
+export function prefixMetaDir(prefix: string): string {
+  return path.join(prefix, ".marin");
+}
+
+/** The states a step's `status.json` records. */
+export const STEP_STATES = ["RUNNING", "SUCCESS", "FAILED", "DEP_FAILED"] as const;
+/** One of {@link STEP_STATES}. */
+export type StepState = (typeof STEP_STATES)[number];
+
+const statusSchema = z.object({
+  state: z.enum(STEP_STATES),
+  updatedAt: z.number(),
+  startedAt: z.number().optional(),
+  finishedAt: z.number().optional(),
+  error: z.string().optional(),
+  owner: z.string().optional(),
+  token: z.number().optional(),
+  runId: z.string().optional(),
+  result: z.unknown().optional(),
+});
+
+/** The content of `<output>/.marin/status.json`. */
+export type StepStatus = z.infer<typeof statusSchema>;
+
+/** Writes a file so that readers see either the old or the new content, never a mix. */
+export async function writeFileAtomic(file: string, data: string): Promise<void> {
+  await fs.mkdir(path.dirname(file), { recursive: true });
+  const tmp = `${file}.tmp-${process.pid}-${randomBytes(4).toString("hex")}`;
+  await fs.writeFile(tmp, data);
+  try {
+    await fs.rename(tmp, file);
+  } catch (e) {
+    await fs.rm(tmp, { force: true });
+    throw e;
+  }
+}
+
+/** Reads and parses a JSON file; `undefined` if it does not exist. */
+export async function readJson(file: string): Promise<unknown> {
+  let text: string;
+  try {
+    text = await fs.readFile(file, "utf8");
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "ENOENT" || (e as NodeJS.ErrnoException).code === "ENOTDIR") return undefined;
+    throw e;
+  }
+  try {
+    return JSON.parse(text);
+  } catch (e) {
+    throw new MarinError("INTERNAL", `${file}: not valid JSON`, { cause: e });
+  }
+}
+
+/** A step's status, or `undefined` if it never ran at this prefix. */
+export async function readStatus(outputPath: string): Promise<StepStatus | undefined> {
+  const file = path.join(metaDir(outputPath), "status.json");
+  const raw = await readJson(file);
+  if (raw === undefined) return undefined;
+  const parsed = statusSchema.safeParse(raw);
+  if (!parsed.success) throw new MarinError("INTERNAL", `${file}: unexpected content: ${parsed.error.issues[0]?.message}`);
+  return parsed.data;
+}
+
+/** Replaces a step's status (atomically). */
+export async function writeStatus(outputPath: string, status: StepStatus): Promise<void> {
+  await writeFileAtomic(path.join(metaDir(outputPath), "status.json"), JSON.stringify(status, null, 2) + "\n");
+}
