@@ -1,0 +1,202 @@
+import { mkdir, mkdtemp, readdir, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import fc from "fast-check";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ZephyrError } from "../errors.ts";
+import { canonicalKey, encodeKey, loadKeyHasher } from "./keyCodec.ts";
+import { ExternalMerge } from "./mergeRuns.ts";
+import { JOIN_LEFT_TAG, JOIN_RIGHT_TAG, dedupPartition, groupPartition, joinPartition, partitionSizes } from "./shuffleReader.ts";
+import { ShuffleWriter } from "./shuffleWriter.ts";
+import type { SpillRun } from "./spillRun.ts";
+import { segmentsOf } from "./spillRun.ts";
+
+let root: string;
+let counter = 0;
+beforeAll(async () => {
+  root = await mkdtemp(path.join(os.tmpdir(), "zephyr-shuffle-"));
+});
+afterAll(async () => {
+  await rm(root, { recursive: true, force: true });
+});
+
+async function freshDir(): Promise<string> {
+  const dir = path.join(root, `case-${counter++}`);
+  await mkdir(dir);
+  return dir;
+}
+
+interface Row {
+  k: unknown;
+  v: number;
+}
+
+/** Shards rows round-robin over `mappers` writers, like a map stage would. */
+async function scatter(rows: readonly Row[], opts: { dir: string; mappers: number; partitions: number; budget: number; tag?: number; name?: string }): Promise<SpillRun[]> {
+  const runs: SpillRun[] = [];
+  for (let m = 0; m < opts.mappers; m++) {
+    const w = await ShuffleWriter.create({ dir: opts.dir, numPartitions: opts.partitions, memoryBudgetBytes: opts.budget, name: `${opts.name ?? "m"}${m}`, tag: opts.tag });
+    // Contiguous slices keep "input order" = mapper order, then position.
+    const per = Math.ceil(rows.length / opts.mappers);
+    for (const r of rows.slice(m * per, (m + 1) * per)) w.add(r.k, r);
+    runs.push(...w.close().runs);
+  }
+  return runs;
+}
+
+/** In-memory reference: groups in first-seen order, keyed by canonical encoding. */
+function referenceGroups(rows: readonly Row[]): Map<string, Row[]> {
+  const groups = new Map<string, Row[]>();
+  for (const r of rows) {
+    const id = Buffer.from(encodeKey(r.k)).toString("hex");
+    const g = groups.get(id);
+    if (g) g.push(r);
+    else groups.set(id, [r]);
+  }
+  return groups;
+}
+
+// Keys that stress canonicalisation: objects with shuffled key order, -0, nested arrays, collisions in few values.
+const keyArb: fc.Arbitrary<unknown> = fc.oneof(
+  fc.integer({ min: -3, max: 3 }),
+  fc.constantFrom(0, -0, "a", "b", "", null, true),
+  fc.tuple(fc.integer({ min: 0, max: 2 }), fc.string({ maxLength: 2 })),
+  fc.record({ x: fc.integer({ min: 0, max: 2 }), y: fc.constantFrom("p", "q") }).map((o) => (o.x % 2 ? { y: o.y, x: o.x } : o)),
+);
+const rowsArb = fc.array(keyArb, { maxLength: 300 }).map((keys) => keys.map((k, v) => ({ k, v })));
+const layoutArb = fc.record({
+  mappers: fc.integer({ min: 1, max: 3 }),
+  partitions: fc.integer({ min: 1, max: 5 }),
+  budget: fc.constantFrom(4096, 16384, 1 << 20),
+  maxFanIn: fc.constantFrom(2, 3, 32),
+});
+
+const mergeOpts = (dir: string, maxFanIn: number) => ({ tmpDir: dir, memoryBudgetBytes: 256 * 1024, maxFanIn });
+
+describe("shuffle", () => {
+  it("groupBy equals the in-memory reference, across partitions, spills and multi-pass merges", async () => {
+    await fc.assert(
+      fc.asyncProperty(rowsArb, layoutArb, async (rows, layout) => {
+        const dir = await freshDir();
+        const runs = await scatter(rows, { dir, ...layout });
+        const got = new Map<string, number[]>();
+        for (let p = 0; p < layout.partitions; p++) {
+          for (const g of groupPartition<Row>(runs, p, mergeOpts(dir, layout.maxFanIn))) {
+            const id = Buffer.from(encodeKey(g.key)).toString("hex");
+            expect(got.has(id)).toBe(false); // each key is one group, in one partition
+            expect(g.key).toEqual(canonicalKey(g.key));
+            got.set(id, [...g.values].map((r) => r.v));
+          }
+        }
+        // Values are compared by identity (v): msgpack, like JSON, turns a -0 inside a record into 0.
+        const want = new Map([...referenceGroups(rows)].map(([id, g]) => [id, g.map((r) => r.v)]));
+        expect(new Map([...got].sort())).toEqual(new Map([...want].sort()));
+        // Only the mappers' runs remain: intermediate merge runs were removed.
+        expect((await readdir(dir)).sort()).toEqual(runs.map((r) => path.basename(r.path)).sort());
+        await rm(dir, { recursive: true });
+      }),
+      { numRuns: 60 },
+    );
+  });
+
+  it("deduplicate keeps the first record of every key", async () => {
+    await fc.assert(
+      fc.asyncProperty(rowsArb, layoutArb, async (rows, layout) => {
+        const dir = await freshDir();
+        const runs = await scatter(rows, { dir, ...layout });
+        const got: number[] = [];
+        for (let p = 0; p < layout.partitions; p++) for (const r of dedupPartition<Row>(runs, p, mergeOpts(dir, layout.maxFanIn))) got.push(r.v);
+        const want = [...referenceGroups(rows).values()].map((g) => g[0].v);
+        expect(got.sort((a, b) => a - b)).toEqual(want.sort((a, b) => a - b));
+        await rm(dir, { recursive: true });
+      }),
+      { numRuns: 40 },
+    );
+  });
+
+  it.each(["inner", "left"] as const)("%s join equals the nested-loop reference", async (kind) => {
+    await fc.assert(
+      fc.asyncProperty(rowsArb, rowsArb, layoutArb, async (lefts, rights, layout) => {
+        const dir = await freshDir();
+        const leftRuns = await scatter(lefts, { dir, ...layout, tag: JOIN_LEFT_TAG, name: "l" });
+        const rightRuns = await scatter(rights, { dir, ...layout, tag: JOIN_RIGHT_TAG, name: "r" });
+        const got: (readonly [Row, Row | undefined])[] = [];
+        for (let p = 0; p < layout.partitions; p++) got.push(...joinPartition<Row, Row>(leftRuns, rightRuns, p, kind, mergeOpts(dir, layout.maxFanIn)));
+        const want: (readonly [Row, Row | undefined])[] = [];
+        const same = (a: unknown, b: unknown): boolean => Buffer.from(encodeKey(a)).equals(encodeKey(b));
+        for (const l of lefts) {
+          const matches = rights.filter((r) => same(l.k, r.k));
+          if (matches.length === 0 && kind === "left") want.push([l, undefined]);
+          for (const r of matches) want.push([l, r]);
+        }
+        const order = (x: readonly [Row, Row | undefined]): number => x[0].v * 1000 + (x[1] ? x[1].v : -1);
+        expect(got.map(order).sort((a, b) => a - b)).toEqual(want.map(order).sort((a, b) => a - b));
+        await rm(dir, { recursive: true });
+      }),
+      { numRuns: 30 },
+    );
+  });
+
+  it("orders groups deterministically and keeps input order inside a group", async () => {
+    const rows = Array.from({ length: 5000 }, (_, v) => ({ k: `key-${v % 37}`, v }));
+    const dir = await freshDir();
+    const run = async () => {
+      const runs = await scatter(rows, { dir, mappers: 3, partitions: 2, budget: 8192, name: `d${counter++}-` });
+      const out: [unknown, number[]][] = [];
+      for (let p = 0; p < 2; p++) for (const g of groupPartition<Row>(runs, p, mergeOpts(dir, 4))) out.push([g.key, [...g.values].map((r) => r.v)]);
+      return { out, runs: runs.length };
+    };
+    const a = await run();
+    const b = await run();
+    expect(a.runs).toBeGreaterThan(10);
+    expect(a.out).toEqual(b.out);
+    for (const [, vs] of a.out) expect(vs).toEqual([...vs].sort((x, y) => x - y));
+  });
+
+  it("streams a group's values lazily and skips what the reducer leaves", async () => {
+    const rows = Array.from({ length: 3000 }, (_, v) => ({ k: v % 3, v }));
+    const dir = await freshDir();
+    const runs = await scatter(rows, { dir, mappers: 2, partitions: 1, budget: 4096 });
+    const firstTwo: number[][] = [];
+    const stale: Iterable<Row>[] = [];
+    for (const g of groupPartition<Row>(runs, 0, mergeOpts(dir, 3))) {
+      const it = g.values[Symbol.iterator]();
+      firstTwo.push([(it.next().value as Row).v, (it.next().value as Row).v]);
+      stale.push(g.values);
+    }
+    expect(firstTwo.length).toBe(3);
+    expect(firstTwo.map(([a, b]) => b - a)).toEqual([3, 3, 3]);
+    // Iterating a group's values after moving on yields nothing (no values of another group).
+    expect([...stale[0]]).toEqual([]);
+  });
+
+  it("routes keys by XXH64 of the canonical encoding, independent of object key order", async () => {
+    const h = await loadKeyHasher();
+    const a = encodeKey({ a: 1, b: [1, { d: 2, c: 3 }] });
+    const b = encodeKey({ b: [1, { c: 3, d: 2 }], a: 1 });
+    expect(Buffer.from(a).equals(b)).toBe(true);
+    expect(h.hash(a)).toBe(h.hash(b));
+    expect(encodeKey(-0)).toEqual(encodeKey(0));
+    const counts = new Array<number>(8).fill(0);
+    for (let i = 0; i < 8000; i++) counts[h.partitionOf(encodeKey(`k${i}`), 8)]++;
+    for (const c of counts) expect(c).toBeGreaterThan(800);
+  });
+
+  it("reports partition sizes, refuses bad options, and removes runs on abort", async () => {
+    const dir = await freshDir();
+    await expect(ShuffleWriter.create({ dir, numPartitions: 0 })).rejects.toBeInstanceOf(ZephyrError);
+    await expect(ShuffleWriter.create({ dir, numPartitions: 2, tag: 300 })).rejects.toThrow(/tag/);
+    expect(() => new ExternalMerge([], { tmpDir: dir, maxFanIn: 1 })).toThrow(/maxFanIn/);
+    const w = await ShuffleWriter.create({ dir, numPartitions: 3, memoryBudgetBytes: 4096 });
+    for (let i = 0; i < 500; i++) w.add(i, { i });
+    const out = w.close();
+    const sizes = partitionSizes(out.runs, 3);
+    expect(sizes.records.reduce((a, b) => a + b)).toBe(500);
+    expect(sizes.bytes.reduce((a, b) => a + b)).toBe(out.bytes);
+    expect(() => segmentsOf(out.runs, 3)).toThrow(/partition 3/);
+    const w2 = await ShuffleWriter.create({ dir, numPartitions: 3, memoryBudgetBytes: 4096, name: "gone" });
+    for (let i = 0; i < 500; i++) w2.add(i, { i });
+    w2.abort();
+    expect((await readdir(dir)).filter((f) => f.startsWith("gone"))).toEqual([]);
+  });
+});

@@ -1,0 +1,260 @@
+// The map side of a shuffle: hash-partition records by key, buffer them under a memory budget,
+// and flush each full buffer as one sorted spill run (one file per flush, not per partition, so
+// the file count stays mappers × flushes whatever the partition count).
+import { closeSync, openSync, rmSync, writeSync } from "node:fs";
+import path from "node:path";
+import { pack } from "msgpackr";
+import { ZephyrError } from "../errors.ts";
+import { encodeKey, loadKeyHasher } from "./keyCodec.ts";
+import type { KeyHasher } from "./keyCodec.ts";
+import { FRAME_HEADER_BYTES } from "./spillRun.ts";
+import type { SpillRun } from "./spillRun.ts";
+
+/** Options of {@link ShuffleWriter.create}. */
+export interface ShuffleWriterOptions {
+  /** Directory for the run files (the caller's temp directory; it removes it when done). */
+  dir: string;
+  /** Number of reduce partitions (≥ 1). Every side of a join must use the same number. */
+  numPartitions: number;
+  /** Bytes of buffered records before a flush (default 64 MiB); includes bookkeeping. */
+  memoryBudgetBytes?: number;
+  /** Distinguishes the files of several writers sharing `dir` (for example "m0003"). */
+  name?: string;
+  /**
+   * A byte (0–255) stamped on every record; among equal keys, lower tags merge first. Joins use
+   * it to tell the sides apart ({@link JOIN_RIGHT_TAG}, {@link JOIN_LEFT_TAG}).
+   */
+  tag?: number;
+}
+
+/** What a closed {@link ShuffleWriter} produced: hand `runs` to every reducer. */
+export interface ShuffleMapOutput {
+  /** The sorted runs, in flush order. Plain JSON. */
+  readonly runs: SpillRun[];
+  /** Records written. */
+  readonly records: number;
+  /** Bytes of all run files. */
+  readonly bytes: number;
+}
+
+/** Default map-side buffer: large enough for long sorted runs, small next to a worker's heap. */
+export const DEFAULT_SHUFFLE_MEMORY_BYTES = 64 * 1024 * 1024;
+/** Bookkeeping per buffered record (typed-array metadata plus msgpackr's alignment slack). */
+const PER_RECORD_BYTES = 40;
+const ARENA_CHUNK_BYTES = 1 << 20;
+const WRITE_BLOCK_BYTES = 1 << 20;
+
+/**
+ * Buffers `(key, value)` records and spills them, sorted by (partition, key hash, key), to run
+ * files under `dir`. Records are serialised on `add` (msgpack), so the budget counts real bytes and
+ * later mutation of a record cannot change what was shuffled. I/O is synchronous: a shuffle runs on
+ * a worker thread or inline, and sync writes keep the hot path free of promises.
+ *
+ * @example
+ * const w = await ShuffleWriter.create({ dir, numPartitions: 4, memoryBudgetBytes: 32 << 20, name: "m0" });
+ * for (const r of records) w.add(r.user, r);
+ * const out = w.close();   // give out.runs (of every mapper) to each reducer
+ */
+export class ShuffleWriter {
+  private readonly dir: string;
+  private readonly numPartitions: number;
+  private readonly budget: number;
+  private readonly name: string;
+  private readonly tag: number;
+  private readonly hasher: KeyHasher;
+  private readonly bigPartitions: bigint;
+
+  // The buffer: frames laid out as on disk in arena chunks, plus per-record metadata.
+  private chunks: Buffer[] = [];
+  private chunkPos = 0;
+  private n = 0;
+  private partOf = new Uint32Array(1024);
+  private hashOf = new Float64Array(1024);
+  private chunkOf = new Uint32Array(1024);
+  private offsetOf = new Uint32Array(1024);
+  private arenaBytes = 0;
+  private readonly arenaChunkBytes: number;
+
+  private readonly runs: SpillRun[] = [];
+  private records = 0;
+  private bytes = 0;
+  private closed = false;
+
+  private constructor(options: ShuffleWriterOptions, hasher: KeyHasher) {
+    this.dir = path.resolve(options.dir);
+    this.numPartitions = options.numPartitions;
+    this.budget = options.memoryBudgetBytes ?? DEFAULT_SHUFFLE_MEMORY_BYTES;
+    this.name = options.name ?? "map";
+    this.tag = options.tag ?? 0;
+    this.hasher = hasher;
+    this.bigPartitions = BigInt(options.numPartitions);
+    // Small chunks under a small budget, so one half-empty chunk cannot force a flush per record.
+    this.arenaChunkBytes = Math.min(ARENA_CHUNK_BYTES, Math.max(1024, Math.floor(this.budget / 16)));
+  }
+
+  /** Validates the options and loads the key hasher. */
+  static async create(options: ShuffleWriterOptions): Promise<ShuffleWriter> {
+    if (!Number.isInteger(options.numPartitions) || options.numPartitions < 1) {
+      throw new ZephyrError("INVALID_ARGUMENT", `shuffle.numPartitions: expected a positive integer, got ${options.numPartitions}`);
+    }
+    const budget = options.memoryBudgetBytes;
+    if (budget !== undefined && (!Number.isFinite(budget) || budget < 4096)) {
+      throw new ZephyrError("INVALID_ARGUMENT", `shuffle.memoryBudgetBytes: expected at least 4096, got ${budget}`);
+    }
+    const tag = options.tag;
+    if (tag !== undefined && (!Number.isInteger(tag) || tag < 0 || tag > 255)) {
+      throw new ZephyrError("INVALID_ARGUMENT", `shuffle.tag: expected an integer in 0..255, got ${tag}`);
+    }
+    if (options.name !== undefined && !/^[\w.-]+$/.test(options.name)) {
+      throw new ZephyrError("INVALID_ARGUMENT", `shuffle.name: expected letters, digits, "_", "-" or ".", got ${JSON.stringify(options.name)}`);
+    }
+    return new ShuffleWriter(options, await loadKeyHasher());
+  }
+
+  /** Routes one record by `key` (any msgpack-serialisable value; see {@link canonicalKey}). */
+  add(key: unknown, value: unknown): void {
+    if (this.closed) throw new ZephyrError("INVALID_ARGUMENT", "ShuffleWriter: add after close");
+    const keyBytes = encodeKey(key);
+    let valueBytes: Uint8Array;
+    try {
+      valueBytes = pack(value);
+    } catch (cause) {
+      throw new ZephyrError("BAD_RECORD", `shuffle: record cannot be serialised: ${(cause as Error).message}`, { cause });
+    }
+    const h = this.hasher.hash(keyBytes);
+    const frameBytes = FRAME_HEADER_BYTES + keyBytes.length + valueBytes.length;
+
+    let chunk = this.chunks[this.chunks.length - 1];
+    if (chunk === undefined || this.chunkPos + frameBytes > chunk.length) {
+      chunk = Buffer.allocUnsafe(Math.max(this.arenaChunkBytes, frameBytes));
+      this.arenaBytes += chunk.length;
+      this.chunks.push(chunk);
+      this.chunkPos = 0;
+    }
+    const at = this.chunkPos;
+    chunk.writeUInt32LE(frameBytes - 4, at);
+    const sortHash = Number(h >> 11n);
+    chunk.writeDoubleLE(sortHash, at + 4);
+    chunk[at + 12] = this.tag;
+    chunk.writeUInt32LE(keyBytes.length, at + 13);
+    chunk.set(keyBytes, at + FRAME_HEADER_BYTES);
+    chunk.set(valueBytes, at + FRAME_HEADER_BYTES + keyBytes.length);
+    this.chunkPos += frameBytes;
+
+    if (this.n === this.partOf.length) this.grow();
+    const i = this.n++;
+    this.partOf[i] = Number(h % this.bigPartitions);
+    this.hashOf[i] = sortHash;
+    this.chunkOf[i] = this.chunks.length - 1;
+    this.offsetOf[i] = at;
+    this.records++;
+    if (this.arenaBytes + this.n * PER_RECORD_BYTES >= this.budget) this.flush();
+  }
+
+  /** Spills what is buffered, then reports every run written. The writer cannot be reused. */
+  close(): ShuffleMapOutput {
+    if (this.closed) throw new ZephyrError("INVALID_ARGUMENT", "ShuffleWriter: closed twice");
+    this.flush();
+    this.closed = true;
+    return { runs: [...this.runs], records: this.records, bytes: this.bytes };
+  }
+
+  /** Deletes the run files written so far (after a failure); the writer cannot be reused. */
+  abort(): void {
+    this.closed = true;
+    this.chunks = [];
+    for (const run of this.runs) rmSync(run.path, { force: true });
+    this.runs.length = 0;
+  }
+
+  private grow(): void {
+    const cap = this.partOf.length * 2;
+    const g32 = (a: Uint32Array<ArrayBuffer>): Uint32Array<ArrayBuffer> => {
+      const b = new Uint32Array(cap);
+      b.set(a);
+      return b;
+    };
+    this.partOf = g32(this.partOf);
+    this.chunkOf = g32(this.chunkOf);
+    this.offsetOf = g32(this.offsetOf);
+    const h = new Float64Array(cap);
+    h.set(this.hashOf);
+    this.hashOf = h;
+  }
+
+  /** Sorts the buffer by (partition, hash, key bytes, arrival) and writes it as one run file. */
+  private flush(): void {
+    const n = this.n;
+    if (n === 0) return;
+    const { partOf, hashOf, chunkOf, offsetOf, chunks } = this;
+    const order = new Uint32Array(n);
+    for (let i = 0; i < n; i++) order[i] = i;
+    order.sort((a, b) => {
+      const dp = partOf[a] - partOf[b];
+      if (dp !== 0) return dp;
+      const ha = hashOf[a];
+      const hb = hashOf[b];
+      if (ha !== hb) return ha < hb ? -1 : 1;
+      const ca = chunks[chunkOf[a]];
+      const cb = chunks[chunkOf[b]];
+      const oa = offsetOf[a];
+      const ob = offsetOf[b];
+      const ka = oa + FRAME_HEADER_BYTES;
+      const kb = ob + FRAME_HEADER_BYTES;
+      const c = ca.compare(cb, kb, kb + cb.readUInt32LE(ob + 13), ka, ka + ca.readUInt32LE(oa + 13));
+      return c !== 0 ? c : a - b;
+    });
+
+    const runPath = path.join(this.dir, `${this.name}-run${String(this.runs.length).padStart(5, "0")}.spill`);
+    const offsets = new Array<number>(this.numPartitions + 1).fill(0);
+    const counts = new Array<number>(this.numPartitions).fill(0);
+    let fd: number;
+    try {
+      fd = openSync(runPath, "w");
+    } catch (cause) {
+      throw new ZephyrError("IO", `creating spill run ${runPath} failed`, { cause });
+    }
+    let written = 0;
+    try {
+      const out = Buffer.allocUnsafe(WRITE_BLOCK_BYTES);
+      let outPos = 0;
+      let partition = 0;
+      const writeOut = (buf: Buffer, start: number, end: number): void => {
+        let at = start;
+        while (at < end) at += writeSync(fd, buf, at, end - at);
+        written += end - start;
+      };
+      for (let j = 0; j < n; j++) {
+        const i = order[j];
+        const p = partOf[i];
+        while (partition < p) offsets[++partition] = written + outPos;
+        counts[p]++;
+        const chunk = chunks[chunkOf[i]];
+        const start = offsetOf[i];
+        const len = 4 + chunk.readUInt32LE(start);
+        if (outPos + len > out.length) {
+          writeOut(out, 0, outPos);
+          outPos = 0;
+        }
+        if (len > out.length) writeOut(chunk, start, start + len);
+        else {
+          chunk.copy(out, outPos, start, start + len);
+          outPos += len;
+        }
+      }
+      writeOut(out, 0, outPos);
+      while (partition < this.numPartitions) offsets[++partition] = written;
+    } catch (cause) {
+      closeSync(fd);
+      rmSync(runPath, { force: true });
+      throw cause instanceof ZephyrError ? cause : new ZephyrError("IO", `writing spill run ${runPath} failed`, { cause });
+    }
+    closeSync(fd);
+    this.runs.push({ path: runPath, offsets, counts });
+    this.bytes += written;
+    this.n = 0;
+    this.chunks = [];
+    this.chunkPos = 0;
+    this.arenaBytes = 0;
+  }
+}
