@@ -128,16 +128,29 @@ export function formatCores(millis: number): string {
 
 // ---------------------------------------------------------------------------------------------
 
-interface Free {
+/**
+ * Free capacity of the workers of one constraint set, as a max-segment-tree over their positions
+ * (snapshot order): each node holds the largest free cpu, memory and per-kind device count below
+ * it, so "leftmost worker that fits" skips whole ranges that cannot, and the root answers "best
+ * free" for the reasons in O(1).
+ */
+interface FreeTree {
+  n: number;
+  size: number;
   cpu: Float64Array;
   mem: Float64Array;
-  dev: Map<string, Float64Array>;
+  dev: Float64Array[];
 }
 
-/** A distinct constraint set: its eligible workers, computed once. */
+/** A distinct constraint set: its eligible workers (in snapshot order) and their free tree. */
 interface ConstraintSet {
   constraints: SchedConstraint[];
   eligible: Int32Array;
+  tree: FreeTree;
+  /** Its classes without devices, by cpu then memory. */
+  plainClasses: Map<number, Map<number, TaskClass>>;
+  /** Its classes with devices, by `cpu|memory|kind=count,…`. */
+  deviceClasses: Map<string, TaskClass>;
 }
 
 /** A distinct (constraint set, request) pair; see the file comment. */
@@ -145,18 +158,35 @@ interface TaskClass {
   cs: ConstraintSet;
   cpu: number;
   mem: number;
-  devs: [kind: string, count: number][];
+  /** Requested devices as (kind index, count), count > 0. */
+  devKinds: readonly number[];
+  devCounts: readonly number[];
   cursor: number;
   failedReason: string | undefined;
 }
 
-function resourceKey(r: SchedResources): string {
-  const devs = Object.keys(r.devices)
-    .filter((k) => r.devices[k] > 0)
-    .sort()
-    .map((k) => `${k}=${r.devices[k]}`)
-    .join(",");
-  return `${r.cpuMillis}|${r.memoryBytes}|${devs}`;
+const NO_DEVICES: readonly number[] = [];
+
+function sameConstraints(a: SchedConstraint[], b: SchedConstraint[]): boolean {
+  if (a === b) return true;
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i];
+    const y = b[i];
+    if (x.key !== y.key || x.op !== y.op || x.value !== y.value) return false;
+    const xv = x.values ?? [];
+    const yv = y.values ?? [];
+    if (xv.length !== yv.length || xv.some((v, j) => v !== yv[j])) return false;
+  }
+  return true;
+}
+
+function sameRequest(a: SchedResources, b: SchedResources): boolean {
+  if (a === b) return true;
+  if (a.cpuMillis !== b.cpuMillis || a.memoryBytes !== b.memoryBytes) return false;
+  for (const k in a.devices) if ((a.devices[k] ?? 0) !== (b.devices[k] ?? 0)) return false;
+  for (const k in b.devices) if ((a.devices[k] ?? 0) !== (b.devices[k] ?? 0)) return false;
+  return true;
 }
 
 function constraintKey(cs: SchedConstraint[]): string {
@@ -180,64 +210,195 @@ export function schedule(snapshot: SchedSnapshot): SchedResult {
   const { workers, pending } = snapshot;
   const nW = workers.length;
 
-  const free: Free = { cpu: new Float64Array(nW), mem: new Float64Array(nW), dev: new Map() };
-  const kinds = new Set<string>();
-  for (const w of workers) for (const k of Object.keys(w.capacity.devices)) kinds.add(k);
-  for (const t of pending) for (const k of Object.keys(t.request.devices)) kinds.add(k);
-  for (const k of kinds) free.dev.set(k, new Float64Array(nW));
+  // Device kinds as small integers.
+  const kindIndex = new Map<string, number>();
+  const kindNames: string[] = [];
+  const addKind = (k: string): void => {
+    if (!kindIndex.has(k)) {
+      kindIndex.set(k, kindNames.length);
+      kindNames.push(k);
+    }
+  };
+  for (const w of workers) for (const k in w.capacity.devices) addKind(k);
+  for (const t of pending) for (const k in t.request.devices) addKind(k);
+  const nK = kindNames.length;
+
+  // Free capacity per worker; trees hold copies at their leaves.
+  const freeCpu = new Float64Array(nW);
+  const freeMem = new Float64Array(nW);
+  const freeDev = kindNames.map(() => new Float64Array(nW));
   for (let i = 0; i < nW; i++) {
     const w = workers[i];
-    free.cpu[i] = w.capacity.cpuMillis - w.used.cpuMillis;
-    free.mem[i] = w.capacity.memoryBytes - w.used.memoryBytes;
-    for (const [k, arr] of free.dev) arr[i] = (w.capacity.devices[k] ?? 0) - (w.used.devices[k] ?? 0);
+    freeCpu[i] = w.capacity.cpuMillis - w.used.cpuMillis;
+    freeMem[i] = w.capacity.memoryBytes - w.used.memoryBytes;
+    for (let k = 0; k < nK; k++) {
+      freeDev[k][i] = (w.capacity.devices[kindNames[k]] ?? 0) - (w.used.devices[kindNames[k]] ?? 0);
+    }
   }
 
-  // Classes, shared across tasks with the same constraints and request.
+  // Which trees hold each worker, at which position: placements update all of them.
+  const memberships: { tree: FreeTree; pos: number }[][] = Array.from({ length: nW }, () => []);
+
+  function buildTree(eligible: Int32Array): FreeTree {
+    const n = eligible.length;
+    let size = 1;
+    while (size < n) size <<= 1;
+    const tree: FreeTree = {
+      n,
+      size,
+      cpu: new Float64Array(2 * size).fill(-Infinity),
+      mem: new Float64Array(2 * size).fill(-Infinity),
+      dev: kindNames.map(() => new Float64Array(2 * size).fill(-Infinity)),
+    };
+    for (let p = 0; p < n; p++) {
+      const w = eligible[p];
+      tree.cpu[size + p] = freeCpu[w];
+      tree.mem[size + p] = freeMem[w];
+      for (let k = 0; k < nK; k++) tree.dev[k][size + p] = freeDev[k][w];
+      memberships[w].push({ tree, pos: p });
+    }
+    for (let i = size - 1; i >= 1; i--) {
+      tree.cpu[i] = Math.max(tree.cpu[2 * i], tree.cpu[2 * i + 1]);
+      tree.mem[i] = Math.max(tree.mem[2 * i], tree.mem[2 * i + 1]);
+      for (let k = 0; k < nK; k++) tree.dev[k][i] = Math.max(tree.dev[k][2 * i], tree.dev[k][2 * i + 1]);
+    }
+    return tree;
+  }
+
+  function updateTrees(w: number): void {
+    for (const { tree, pos } of memberships[w]) {
+      let i = tree.size + pos;
+      tree.cpu[i] = freeCpu[w];
+      tree.mem[i] = freeMem[w];
+      for (let k = 0; k < nK; k++) tree.dev[k][i] = freeDev[k][w];
+      for (i >>= 1; i >= 1; i >>= 1) {
+        tree.cpu[i] = Math.max(tree.cpu[2 * i], tree.cpu[2 * i + 1]);
+        tree.mem[i] = Math.max(tree.mem[2 * i], tree.mem[2 * i + 1]);
+        for (let k = 0; k < nK; k++) tree.dev[k][i] = Math.max(tree.dev[k][2 * i], tree.dev[k][2 * i + 1]);
+      }
+    }
+  }
+
+  /** Whether the maxima below `node` could hold the request (exact at a leaf). */
+  function nodeFits(tree: FreeTree, node: number, cls: TaskClass): boolean {
+    if (tree.cpu[node] < cls.cpu || tree.mem[node] < cls.mem) return false;
+    for (let j = 0; j < cls.devKinds.length; j++) {
+      if (tree.dev[cls.devKinds[j]][node] < cls.devCounts[j]) return false;
+    }
+    return true;
+  }
+
+  /**
+   * The leftmost position ≥ `from` whose worker fits the class, or -1: a depth-first walk from
+   * the leaf at `from` rightwards, descending into nodes whose maxima could fit. Maxima of
+   * different dimensions may come from different workers, so a descent can fail and move on.
+   */
+  function leftmost(cls: TaskClass, from: number): number {
+    const tree = cls.cs.tree;
+    if (from >= tree.n) return -1;
+    const size = tree.size;
+    let i = from + size;
+    for (;;) {
+      if (nodeFits(tree, i, cls)) {
+        if (i >= size) return i - size;
+        i = 2 * i;
+        continue;
+      }
+      while (i & 1) i >>= 1;
+      if (i === 0) return -1;
+      i++;
+    }
+  }
+
+  /** How many workers of the class's constraint set fit it now. */
+  function countFits(cls: TaskClass): number {
+    const tree = cls.cs.tree;
+    const rec = (node: number, lo: number, hi: number): number => {
+      if (lo >= tree.n || !nodeFits(tree, node, cls)) return 0;
+      if (hi - lo === 1) return 1;
+      const mid = (lo + hi) >> 1;
+      return rec(2 * node, lo, mid) + rec(2 * node + 1, mid, hi);
+    };
+    return tree.n === 0 ? 0 : rec(1, 0, tree.size);
+  }
+
+  function take(cls: TaskClass, w: number): void {
+    freeCpu[w] -= cls.cpu;
+    freeMem[w] -= cls.mem;
+    for (let j = 0; j < cls.devKinds.length; j++) freeDev[cls.devKinds[j]][w] -= cls.devCounts[j];
+    updateTrees(w);
+  }
+
+  // Classes, shared across tasks with the same constraints and request. Tasks of one job are
+  // usually adjacent, so the previous task's class is checked first (by value, which is much
+  // cheaper than building the key: number-to-string conversions dominate otherwise).
   const constraintSets = new Map<string, ConstraintSet>();
-  const classes = new Map<string, TaskClass>();
   const taskClass: TaskClass[] = new Array(pending.length);
   const seen = new Set<string>();
-  for (let i = 0; i < pending.length; i++) {
-    const t = pending[i];
-    invariant(!seen.has(t.taskId), `duplicate pending task ${t.taskId}`);
-    seen.add(t.taskId);
-    const ck = constraintKey(t.constraints);
-    let cs = constraintSets.get(ck);
+
+  function constraintSetOf(constraints: SchedConstraint[]): ConstraintSet {
+    const key = constraintKey(constraints);
+    let cs = constraintSets.get(key);
     if (!cs) {
       const eligible: number[] = [];
       for (let w = 0; w < nW; w++) {
         const attrs = workers[w].attributes;
-        if (t.constraints.every((c) => constraintMatches(c, attrs))) eligible.push(w);
+        if (constraints.every((c) => constraintMatches(c, attrs))) eligible.push(w);
       }
-      cs = { constraints: t.constraints, eligible: Int32Array.from(eligible) };
-      constraintSets.set(ck, cs);
+      const el = Int32Array.from(eligible);
+      cs = { constraints, eligible: el, tree: buildTree(el), plainClasses: new Map(), deviceClasses: new Map() };
+      constraintSets.set(key, cs);
     }
-    const key = `${ck}\u0003${resourceKey(t.request)}`;
-    let cls = classes.get(key);
-    if (!cls) {
-      cls = {
-        cs,
-        cpu: t.request.cpuMillis,
-        mem: t.request.memoryBytes,
-        devs: Object.entries(t.request.devices).filter(([, n]) => n > 0),
-        cursor: 0,
-        failedReason: undefined,
-      };
-      classes.set(key, cls);
-    }
-    taskClass[i] = cls;
+    return cs;
   }
 
-  const fits = (cls: TaskClass, w: number): boolean => {
-    if (free.cpu[w] < cls.cpu || free.mem[w] < cls.mem) return false;
-    for (const [k, n] of cls.devs) if (free.dev.get(k)![w] < n) return false;
-    return true;
-  };
-  const take = (cls: TaskClass, w: number): void => {
-    free.cpu[w] -= cls.cpu;
-    free.mem[w] -= cls.mem;
-    for (const [k, n] of cls.devs) free.dev.get(k)![w] -= n;
-  };
+  function classOf(cs: ConstraintSet, request: SchedResources): TaskClass {
+    let devs: string[] | undefined;
+    for (const k in request.devices) if (request.devices[k] > 0) (devs ??= []).push(k);
+    const make = (): TaskClass => ({
+      cs,
+      cpu: request.cpuMillis,
+      mem: request.memoryBytes,
+      devKinds: devs === undefined ? NO_DEVICES : devs.map((k) => kindIndex.get(k)!),
+      devCounts: devs === undefined ? NO_DEVICES : devs.map((k) => request.devices[k]),
+      cursor: 0,
+      failedReason: undefined,
+    });
+    if (devs === undefined) {
+      // Numeric keys: converting large byte counts to strings would dominate this loop.
+      let byMem = cs.plainClasses.get(request.cpuMillis);
+      if (!byMem) cs.plainClasses.set(request.cpuMillis, (byMem = new Map()));
+      let cls = byMem.get(request.memoryBytes);
+      if (!cls) byMem.set(request.memoryBytes, (cls = make()));
+      return cls;
+    }
+    devs.sort();
+    const key = `${request.cpuMillis}|${request.memoryBytes}|${devs.map((k) => `${k}=${request.devices[k]}`).join(",")}`;
+    let cls = cs.deviceClasses.get(key);
+    if (!cls) cs.deviceClasses.set(key, (cls = make()));
+    return cls;
+  }
+
+  let prevConstraints: SchedConstraint[] | undefined;
+  let prevCs: ConstraintSet | undefined;
+  let prevRequest: SchedResources | undefined;
+  let prevCls: TaskClass | undefined;
+  for (let i = 0; i < pending.length; i++) {
+    const t = pending[i];
+    invariant(!seen.has(t.taskId), `duplicate pending task ${t.taskId}`);
+    seen.add(t.taskId);
+    const cs =
+      prevConstraints !== undefined && sameConstraints(t.constraints, prevConstraints)
+        ? prevCs!
+        : constraintSetOf(t.constraints);
+    const cls =
+      prevRequest !== undefined && cs === prevCs && sameRequest(t.request, prevRequest) ? prevCls! : classOf(cs, t.request);
+    taskClass[i] = cls;
+    prevConstraints = t.constraints;
+    prevCs = cs;
+    prevRequest = t.request;
+    prevCls = cls;
+  }
 
   // Order: priority desc, age asc, then snapshot order (stable).
   const order = Array.from(pending.keys());
@@ -267,8 +428,7 @@ export function schedule(snapshot: SchedSnapshot): SchedResult {
     const t = pending[i];
     if (t.gangId !== undefined) {
       const members = gangs.get(t.gangId)!;
-      if (members[0] !== i) continue;
-      placeGang(members);
+      if (members[0] === i) placeGang(members);
       continue;
     }
     const cls = taskClass[i];
@@ -276,14 +436,15 @@ export function schedule(snapshot: SchedSnapshot): SchedResult {
       reasons[i] = cls.failedReason;
       continue;
     }
-    const el = cls.cs.eligible;
-    while (cls.cursor < el.length && !fits(cls, el[cls.cursor])) cls.cursor++;
-    if (cls.cursor < el.length) {
-      const w = el[cls.cursor];
+    const p = leftmost(cls, cls.cursor);
+    if (p >= 0) {
+      cls.cursor = p;
+      const w = cls.cs.eligible[p];
       take(cls, w);
       placedOn[i] = w;
       assignments.push({ taskId: t.taskId, workerId: workers[w].id });
     } else {
+      cls.cursor = cls.cs.tree.n;
       cls.failedReason = explainSingle(cls);
       reasons[i] = cls.failedReason;
     }
@@ -291,35 +452,29 @@ export function schedule(snapshot: SchedSnapshot): SchedResult {
 
   function placeGang(members: number[]): void {
     // Tentative: distinct workers, so each member only needs its own worker to fit. Members of
-    // one class continue the scan where the previous member of that class stopped.
+    // one class continue the search after the previous member of that class.
     const used = new Set<number>();
     const localCursor = new Map<TaskClass, number>();
     const chosen: number[] = [];
-    let failedAt = -1;
     for (let m = 0; m < members.length; m++) {
       const cls = taskClass[members[m]];
-      const el = cls.cs.eligible;
-      let c = localCursor.get(cls) ?? cls.cursor;
-      while (c < el.length && (used.has(el[c]) || !fits(cls, el[c]))) c++;
-      if (c >= el.length) {
-        failedAt = m;
-        break;
+      let p = leftmost(cls, localCursor.get(cls) ?? cls.cursor);
+      while (p >= 0 && used.has(cls.cs.eligible[p])) p = leftmost(cls, p + 1);
+      if (p < 0) {
+        const reason = explainGang(members, m);
+        for (const idx of members) reasons[idx] = reason;
+        return;
       }
-      used.add(el[c]);
-      chosen.push(el[c]);
-      localCursor.set(cls, c + 1);
+      used.add(cls.cs.eligible[p]);
+      chosen.push(cls.cs.eligible[p]);
+      localCursor.set(cls, p + 1);
     }
-    if (failedAt < 0) {
-      for (let m = 0; m < members.length; m++) {
-        const idx = members[m];
-        take(taskClass[idx], chosen[m]);
-        placedOn[idx] = chosen[m];
-        assignments.push({ taskId: pending[idx].taskId, workerId: workers[chosen[m]].id });
-      }
-      return;
+    for (let m = 0; m < members.length; m++) {
+      const idx = members[m];
+      take(taskClass[idx], chosen[m]);
+      placedOn[idx] = chosen[m];
+      assignments.push({ taskId: pending[idx].taskId, workerId: workers[chosen[m]].id });
     }
-    const reason = explainGang(members, failedAt);
-    for (const idx of members) reasons[idx] = reason;
   }
 
   function explainGang(members: number[], failedAt: number): string {
@@ -328,12 +483,10 @@ export function schedule(snapshot: SchedSnapshot): SchedResult {
     if (nW === 0) return `gang of ${n}: no workers registered`;
     const constraintReason = explainConstraints(cls.cs);
     if (constraintReason !== undefined) return `gang of ${n}: ${constraintReason}`;
-    let fitting = 0;
-    for (const w of cls.cs.eligible) if (fits(cls, w)) fitting++;
     const scope = cls.cs.constraints.length > 0 ? ` matching ${describeConstraints(cls.cs.constraints)}` : "";
     return (
-      `gang of ${n} needs ${n} workers${scope} with ${describeRequest(cls)} free, ` +
-      `only ${fitting} fit (${cls.cs.eligible.length} workers)`
+      `gang of ${n} needs ${n} workers${scope} with ${describeRequest(cls, kindNames)} free, ` +
+      `only ${countFits(cls)} fit (${cls.cs.eligible.length} workers)`
     );
   }
 
@@ -341,27 +494,22 @@ export function schedule(snapshot: SchedSnapshot): SchedResult {
     if (nW === 0) return "no workers registered";
     const constraintReason = explainConstraints(cls.cs);
     if (constraintReason !== undefined) return constraintReason;
-    const el = cls.cs.eligible;
-    const count = `(${el.length} ${el.length === 1 ? "worker" : "workers"})`;
-    let bestCpu = -Infinity;
-    let bestMem = -Infinity;
-    const bestDev = new Map<string, number>();
-    for (const w of el) {
-      bestCpu = Math.max(bestCpu, free.cpu[w]);
-      bestMem = Math.max(bestMem, free.mem[w]);
-      for (const [k] of cls.devs) bestDev.set(k, Math.max(bestDev.get(k) ?? -Infinity, free.dev.get(k)![w]));
+    const tree = cls.cs.tree;
+    const count = `(${tree.n} ${tree.n === 1 ? "worker" : "workers"})`;
+    for (let j = 0; j < cls.devKinds.length; j++) {
+      const best = tree.dev[cls.devKinds[j]][1];
+      if (best < cls.devCounts[j]) {
+        const kind = kindNames[cls.devKinds[j]];
+        return `insufficient ${kind} devices: need ${cls.devCounts[j]}, best worker has ${Math.max(0, best)} free ${count}`;
+      }
     }
-    for (const [k, n] of cls.devs) {
-      const best = bestDev.get(k)!;
-      if (best < n) return `insufficient ${k} devices: need ${n}, best worker has ${Math.max(0, best)} free ${count}`;
+    if (tree.mem[1] < cls.mem) {
+      return `insufficient memory: need ${formatBytes(cls.mem)}, best worker has ${formatBytes(Math.max(0, tree.mem[1]))} free ${count}`;
     }
-    if (bestMem < cls.mem) {
-      return `insufficient memory: need ${formatBytes(cls.mem)}, best worker has ${formatBytes(Math.max(0, bestMem))} free ${count}`;
+    if (tree.cpu[1] < cls.cpu) {
+      return `insufficient cpu: need ${formatCores(cls.cpu)}, best worker has ${formatCores(Math.max(0, tree.cpu[1]))} free ${count}`;
     }
-    if (bestCpu < cls.cpu) {
-      return `insufficient cpu: need ${formatCores(cls.cpu)}, best worker has ${formatCores(Math.max(0, bestCpu))} free ${count}`;
-    }
-    return `insufficient resources: no worker has ${describeRequest(cls)} free at once ${count}`;
+    return `insufficient resources: no worker has ${describeRequest(cls, kindNames)} free at once ${count}`;
   }
 
   function explainConstraints(cs: ConstraintSet): string | undefined {
@@ -389,8 +537,8 @@ function describeConstraints(cs: SchedConstraint[]): string {
   return cs.map(describeConstraint).join(", ");
 }
 
-function describeRequest(cls: { cpu: number; mem: number; devs: [string, number][] }): string {
+function describeRequest(cls: TaskClass, kindNames: string[]): string {
   const parts = [`cpu ${formatCores(cls.cpu)}`, `memory ${formatBytes(cls.mem)}`];
-  for (const [k, n] of cls.devs) parts.push(`${n} ${k}`);
+  for (let j = 0; j < cls.devKinds.length; j++) parts.push(`${cls.devCounts[j]} ${kindNames[cls.devKinds[j]]}`);
   return parts.join(", ");
 }
