@@ -11,10 +11,10 @@ export interface StreamLogsRequest {
    */
   'afterSeq'?: (number | string | Long);
   /**
-   * Only this task index; -1 (or unset with all_tasks) for every task.
+   * With filter_task, only the lines of task `task_index`; otherwise every task's.
    */
   'taskIndex'?: (number);
-  'allTasks'?: (boolean);
+  'filterTask'?: (boolean);
 }
 
 export interface StreamLogsRequest__Output {
@@ -26,8 +26,8 @@ export interface StreamLogsRequest__Output {
    */
   'afterSeq': (number);
   /**
-   * Only this task index; -1 (or unset with all_tasks) for every task.
+   * With filter_task, only the lines of task `task_index`; otherwise every task's.
    */
   'taskIndex': (number);
-  'allTasks': (boolean);
+  'filterTask': (boolean);
 }

@@ -1,0 +1,361 @@
+// The controller process: ControllerState served over gRPC (both services on one port), the
+// liveness/scheduling tick, and the streams (WatchJob, StreamLogs, WatchAssignments).
+import * as grpc from "@grpc/grpc-js";
+import { mkdirSync } from "node:fs";
+import path from "node:path";
+import { IrisError, grpcStatusOf } from "../errors.ts";
+import type { ControllerServiceHandlers } from "../internal/generated/iris/v1/ControllerService.ts";
+import type { WorkerControlServiceHandlers } from "../internal/generated/iris/v1/WorkerControlService.ts";
+import type { JobStatus } from "../internal/generated/iris/v1/JobStatus.ts";
+import { isAuthorized, loadIrisProto } from "../internal/rpc.ts";
+import { wireToSpecInput } from "../internal/wire.ts";
+import { isTerminalJobState, normalizeJobSpec } from "../jobSpec.ts";
+import { ControllerState } from "./controllerState.ts";
+import type { Clock } from "./controllerState.ts";
+import { openDb } from "./db.ts";
+import type { Db } from "./db.ts";
+
+/** Options of {@link Controller.start}. */
+export interface ControllerOptions {
+  /** Port to listen on (0 = any free port). */
+  port?: number;
+  /** Interface to bind (default "0.0.0.0"; LocalCluster uses "127.0.0.1"). */
+  host?: string;
+  /** SQLite database file (created with its directory if missing). */
+  dbPath: string;
+  /** Bearer token every RPC must carry; undefined/"" = auth off. */
+  token?: string | undefined;
+  /** A worker silent for this long is lost and its attempts retried elsewhere (default 30 s). */
+  workerTimeoutMs?: number;
+  /** How often workers reconcile without a notice (default min(1 s, workerTimeout / 3)). */
+  reconcileIntervalMs?: number;
+  /** Points kept per attempt's metrics series (default 10,000). */
+  metricsLimit?: number;
+  clock?: Clock;
+}
+
+type Listener = () => void;
+
+function rpcError(e: unknown): Partial<grpc.StatusObject> {
+  if (e instanceof IrisError) return { code: grpcStatusOf(e.code), details: e.message };
+  return { code: grpc.status.INTERNAL, details: e instanceof Error ? e.message : String(e) };
+}
+
+const UNAUTHENTICATED = { code: grpc.status.UNAUTHENTICATED, details: "missing or invalid bearer token" };
+
+/**
+ * The iris controller: owns the cluster state (one SQLite file) and serves ControllerService
+ * (clients) and WorkerControlService (workers) on one gRPC port.
+ *
+ * @example
+ * const c = await Controller.start({ port: 0, dbPath: "/tmp/iris/controller.sqlite" });
+ * console.log(c.address); await c.stop();
+ */
+export class Controller {
+  /** "host:port" clients dial (127.0.0.1 when bound to all interfaces). */
+  readonly address: string;
+  readonly port: number;
+  readonly state: ControllerState;
+  private readonly server: grpc.Server;
+  private readonly db: Db;
+  private readonly token: string | undefined;
+  private readonly timer: NodeJS.Timeout;
+  private readonly jobListeners = new Map<string, Set<Listener>>();
+  private readonly logListeners = new Map<string, Set<Listener>>();
+  private readonly workerStreams = new Map<string, Set<grpc.ServerWritableStream<unknown, unknown>>>();
+  private generation = 0;
+  private scheduleQueued = false;
+  private stopped = false;
+
+  private constructor(server: grpc.Server, db: Db, state: ControllerState, port: number, host: string, token: string | undefined, tickMs: number) {
+    this.server = server;
+    this.db = db;
+    this.state = state;
+    this.port = port;
+    this.address = `${host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host}:${port}`;
+    this.token = token;
+    this.timer = setInterval(() => this.tick(), tickMs);
+    this.timer.unref();
+  }
+
+  /** Opens the database, starts serving, and resumes the state found there. */
+  static async start(opts: ControllerOptions): Promise<Controller> {
+    mkdirSync(path.dirname(path.resolve(opts.dbPath)), { recursive: true });
+    const db = openDb(opts.dbPath);
+    const workerTimeoutMs = opts.workerTimeoutMs ?? 30_000;
+    const reconcileIntervalMs = opts.reconcileIntervalMs ?? Math.max(100, Math.min(1000, Math.floor(workerTimeoutMs / 3)));
+    const ref: { self?: Controller } = {};
+    const state = new ControllerState(db, {
+      workerTimeoutMs,
+      ...(opts.metricsLimit !== undefined ? { metricsLimit: opts.metricsLimit } : {}),
+      ...(opts.clock ? { clock: opts.clock } : {}),
+      listener: {
+        jobChanged: (id) => ref.self?.onJobChanged(id),
+        workerChanged: (id) => ref.self?.onWorkerChanged(id),
+        logsAppended: (id) => ref.self?.fire(ref.self.logListeners, id),
+      },
+    });
+    const server = new grpc.Server({ "grpc.max_receive_message_length": 64 * 1024 * 1024 });
+    const host = opts.host ?? "0.0.0.0";
+    const port = await new Promise<number>((resolve, reject) =>
+      server.bindAsync(`${host}:${opts.port ?? 0}`, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
+    );
+    const token = opts.token || undefined;
+    const self = new Controller(server, db, state, port, host, token, Math.max(50, Math.min(500, Math.floor(workerTimeoutMs / 4))));
+    const proto = loadIrisProto();
+    server.addService(proto.ControllerService.service, self.controllerHandlers());
+    server.addService(proto.WorkerControlService.service, self.workerHandlers(reconcileIntervalMs, workerTimeoutMs));
+    ref.self = self;
+    self.scheduleSoon();
+    return self;
+  }
+
+  /** Stops serving (streams are cancelled) and closes the database. */
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    clearInterval(this.timer);
+    this.server.forceShutdown();
+    this.db.close();
+  }
+
+  // ---- internals ------------------------------------------------------------------------------
+
+  private tick(): void {
+    if (this.stopped) return;
+    try {
+      this.state.checkWorkers();
+      this.state.schedulePass();
+    } catch (e) {
+      if (!this.stopped) console.error("iris controller: tick failed:", e);
+    }
+  }
+
+  private scheduleSoon(): void {
+    if (this.scheduleQueued || this.stopped) return;
+    this.scheduleQueued = true;
+    setImmediate(() => {
+      this.scheduleQueued = false;
+      if (!this.stopped) this.state.schedulePass();
+    });
+  }
+
+  private onJobChanged(instanceId: string): void {
+    this.fire(this.jobListeners, instanceId);
+    this.fire(this.logListeners, instanceId);
+    this.scheduleSoon();
+  }
+
+  private onWorkerChanged(workerId: string): void {
+    const streams = this.workerStreams.get(workerId);
+    if (!streams) return;
+    const generation = ++this.generation;
+    for (const s of streams) s.write({ generation });
+  }
+
+  private fire(map: Map<string, Set<Listener>>, id: string): void {
+    const set = map.get(id);
+    if (set) for (const l of [...set]) l();
+  }
+
+  private listen(map: Map<string, Set<Listener>>, id: string, l: Listener): () => void {
+    let set = map.get(id);
+    if (!set) map.set(id, (set = new Set()));
+    set.add(l);
+    return () => {
+      set.delete(l);
+      if (set.size === 0) map.delete(id);
+    };
+  }
+
+  private authorized(call: { metadata: grpc.Metadata }): boolean {
+    return isAuthorized(call.metadata, this.token);
+  }
+
+  // Wraps a synchronous unary handler: auth first, IrisError → status.
+  private unary<Req, Res>(fn: (req: Req) => Res): grpc.handleUnaryCall<Req, Res> {
+    return (call, callback) => {
+      if (!this.authorized(call)) return callback(UNAUTHENTICATED);
+      try {
+        callback(null, fn(call.request));
+      } catch (e) {
+        callback(rpcError(e));
+      }
+    };
+  }
+
+  private controllerHandlers(): ControllerServiceHandlers {
+    const s = this.state;
+    return {
+      LaunchJob: this.unary((req) => {
+        if (!req.spec) throw new IrisError("INVALID_ARGUMENT", "invalid job spec: spec: required");
+        const spec = normalizeJobSpec(wireToSpecInput(req.spec), req.spec.name);
+        return s.launchJob(spec);
+      }),
+      GetJob: this.unary((req) => s.jobStatus(s.findJob(req.name, req.instanceId).instance_id)),
+      ListJobs: this.unary((req) => ({ jobs: s.listJobs(req.prefix).map((id) => s.jobStatus(id)) })),
+      ListTasks: this.unary((req) => ({ tasks: s.jobStatus(s.findJob(req.name, req.instanceId).instance_id).tasks })),
+      TerminateJob: this.unary((req) => {
+        s.terminateJob(req.name);
+        return {};
+      }),
+      WatchJob: (call) => {
+        if (!this.authorized(call)) return void call.emit("error", UNAUTHENTICATED);
+        let instanceId: string;
+        try {
+          instanceId = s.findJob(call.request.name, call.request.instanceId).instance_id;
+        } catch (e) {
+          return void call.emit("error", rpcError(e));
+        }
+        let lastVersion = -1;
+        let queued = false;
+        let done = false;
+        const send = (): void => {
+          queued = false;
+          if (done || this.stopped) return;
+          let st: JobStatus;
+          try {
+            st = s.jobStatus(instanceId);
+          } catch (e) {
+            done = true;
+            unlisten();
+            return void call.emit("error", rpcError(e));
+          }
+          if (Number(st.version) !== lastVersion) {
+            lastVersion = Number(st.version);
+            call.write(st);
+          }
+          if (isTerminalJobState(String(st.state))) {
+            done = true;
+            unlisten();
+            call.end();
+          }
+        };
+        const unlisten = this.listen(this.jobListeners, instanceId, () => {
+          if (!queued) {
+            queued = true;
+            setImmediate(send);
+          }
+        });
+        call.on("cancelled", () => {
+          done = true;
+          unlisten();
+        });
+        send();
+      },
+      StreamLogs: (call) => {
+        if (!this.authorized(call)) return void call.emit("error", UNAUTHENTICATED);
+        const req = call.request;
+        let instanceId: string;
+        try {
+          instanceId = s.findJob(req.name, req.instanceId).instance_id;
+        } catch (e) {
+          return void call.emit("error", rpcError(e));
+        }
+        const taskIndex = req.filterTask ? req.taskIndex : undefined;
+        let seq = Number(req.afterSeq) || 0;
+        let done = false;
+        let queued = false;
+        let graceTimer: NodeJS.Timeout | undefined;
+        const finish = (): void => {
+          if (done) return;
+          done = true;
+          unlisten();
+          if (graceTimer) clearTimeout(graceTimer);
+          call.end();
+        };
+        const pump = (): void => {
+          queued = false;
+          if (done || this.stopped) return;
+          for (;;) {
+            const entries = s.readLogs(instanceId, seq, taskIndex);
+            if (entries.length === 0) break;
+            seq = Number(entries[entries.length - 1]!.seq);
+            call.write({ entries });
+          }
+          if (!req.follow || s.logsComplete(instanceId)) return finish();
+          // A finished job whose last lines never arrive (its worker died) ends the stream after
+          // a grace period instead of hanging.
+          if (!graceTimer && isTerminalJobState(s.jobStatus(instanceId).state)) {
+            graceTimer = setTimeout(() => {
+              pumpNow();
+              finish();
+            }, 3000);
+          }
+        };
+        const pumpNow = (): void => {
+          if (!queued) {
+            queued = true;
+            setImmediate(pump);
+          }
+        };
+        const unlisten = this.listen(this.logListeners, instanceId, pumpNow);
+        call.on("cancelled", finish);
+        pump();
+      },
+      RegisterEndpoint: this.unary((req) =>
+        s.registerEndpoint({ name: req.name, address: req.address, metadata: req.metadata, attemptId: req.attemptId, scopeJob: req.scopeJob }),
+      ),
+      UnregisterEndpoint: this.unary((req) => {
+        s.unregisterEndpoint(req.endpointId);
+        return {};
+      }),
+      ResolveEndpoint: this.unary((req) => s.resolveEndpoint(req.name, req.scopeJob)),
+      ListEndpoints: this.unary((req) => ({ endpoints: s.listEndpoints(req.prefix, req.scopeJob) })),
+      ReportTaskStatus: this.unary((req) => {
+        s.reportTaskStatus(req.taskId, req.attempt, req.statusText, req.metrics);
+        return {};
+      }),
+      GetTaskMetrics: this.unary((req) => s.taskMetrics(req.taskId, req.attempt)),
+      ListWorkers: this.unary(() => ({ workers: s.listWorkers() })),
+    };
+  }
+
+  private workerHandlers(reconcileIntervalMs: number, workerTimeoutMs: number): WorkerControlServiceHandlers {
+    const s = this.state;
+    return {
+      RegisterWorker: this.unary((req) => {
+        const cap = req.capacity;
+        const devices: Record<string, number> = {};
+        for (const d of cap?.devices ?? []) devices[d.kind] = (devices[d.kind] ?? 0) + d.count;
+        const workerId = s.registerWorker({
+          workerId: req.workerId,
+          host: req.host,
+          attributes: req.attributes,
+          capacity: { cpuMillis: Number(cap?.cpuMillis ?? 0), memoryBytes: Number(cap?.memoryBytes ?? 0), devices },
+        });
+        this.scheduleSoon();
+        return { workerId, reconcileIntervalMs, workerTimeoutMs };
+      }),
+      Reconcile: this.unary((req) => s.reconcile(req.workerId, req.observed, { healthy: req.health ? req.health.healthy : true })),
+      WatchAssignments: (call) => {
+        if (!this.authorized(call)) return void call.emit("error", UNAUTHENTICATED);
+        const id = call.request.workerId;
+        if (!s.isWorkerAlive(id)) {
+          return void call.emit("error", { code: grpc.status.NOT_FOUND, details: `worker ${id} is not registered: register again` });
+        }
+        let set = this.workerStreams.get(id);
+        if (!set) this.workerStreams.set(id, (set = new Set()));
+        const stream = call as grpc.ServerWritableStream<unknown, unknown>;
+        set.add(stream);
+        call.on("cancelled", () => {
+          set.delete(stream);
+          if (set.size === 0) this.workerStreams.delete(id);
+        });
+        call.write({ generation: ++this.generation });
+      },
+      PushLogs: (call, callback) => {
+        if (!this.authorized(call)) return callback(UNAUTHENTICATED);
+        call.on("data", (req: { lines: { attemptUid: string; stream: string; line: string; timeMs: number }[] }) => {
+          try {
+            s.appendLogs(req.lines);
+          } catch (e) {
+            if (!this.stopped) console.error("iris controller: dropping log lines:", e);
+          }
+        });
+        call.on("end", () => callback(null, {}));
+        call.on("error", () => undefined);
+      },
+    };
+  }
+}

@@ -1,0 +1,182 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { AttemptObservation__Output } from "../internal/generated/iris/v1/AttemptObservation.ts";
+import { normalizeJobSpec } from "../jobSpec.ts";
+import type { JobSpecInput } from "../jobSpec.ts";
+import { ControllerState, deriveJobState } from "./controllerState.ts";
+import { openDb } from "./db.ts";
+import type { Db } from "./db.ts";
+
+const GB = 1024 ** 3;
+
+class FakeClock {
+  t = 1_000_000;
+  now(): number {
+    return this.t;
+  }
+}
+
+function obs(uid: string, state: string, extra: Partial<AttemptObservation__Output> = {}): AttemptObservation__Output {
+  return { attemptUid: uid, taskId: "", attempt: 0, state, failureKind: "", error: "", pid: 1, startedAtMs: 0, finishedAtMs: 0, logLines: 0, ...extra };
+}
+
+describe("ControllerState", () => {
+  let dir: string;
+  let db: Db;
+  let clock: FakeClock;
+  let s: ControllerState;
+
+  const launch = (name: string, spec: Partial<JobSpecInput> = {}) =>
+    s.launchJob(normalizeJobSpec({ entrypoint: { command: ["true"] }, ...spec }, name));
+  const addWorker = (id: string, cpuMillis = 4000) =>
+    s.registerWorker({ workerId: id, host: "127.0.0.1", attributes: {}, capacity: { cpuMillis, memoryBytes: 8 * GB, devices: {} } });
+  const runSet = (w: string) => s.reconcile(w, [], { healthy: true }).run;
+  const job = (name: string) => s.jobStatus(s.findJob(name).instance_id);
+
+  beforeEach(() => {
+    dir = mkdtempSync(path.join(os.tmpdir(), "iris-state-"));
+    db = openDb(path.join(dir, "c.sqlite"));
+    clock = new FakeClock();
+    s = new ControllerState(db, { clock, workerTimeoutMs: 3000, metricsLimit: 5 });
+  });
+  afterEach(() => {
+    db.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("derives job state from task states", () => {
+    expect(deriveJobState(["PENDING", "PENDING"], 0)).toBe("PENDING");
+    expect(deriveJobState(["RUNNING", "PENDING"], 0)).toBe("RUNNING");
+    expect(deriveJobState(["SUCCEEDED", "SUCCEEDED"], 0)).toBe("SUCCEEDED");
+    expect(deriveJobState(["SUCCEEDED", "FAILED"], 0)).toBe("FAILED");
+    expect(deriveJobState(["SUCCEEDED", "FAILED"], 1)).toBe("SUCCEEDED");
+    expect(deriveJobState(["KILLED", "KILLED"], 0)).toBe("KILLED");
+    expect(deriveJobState(["WORKER_LOST", "RUNNING"], 0)).toBe("FAILED");
+  });
+
+  it("runs a job to success and keeps history when the name is reused", () => {
+    addWorker("w1");
+    const first = launch("/alice/job", { replicas: 2 });
+    expect(() => launch("/alice/job")).toThrow(/ALREADY_EXISTS|still/);
+    s.schedulePass();
+    const run = runSet("w1");
+    expect(run.map((r) => r.taskIndex).sort()).toEqual([0, 1]);
+    expect(run[0]!.numTasks).toBe(2);
+    s.reconcile("w1", run.map((r) => obs(r.attemptUid!, "RUNNING")), { healthy: true });
+    expect(job("/alice/job").state).toBe("RUNNING");
+    s.reconcile("w1", run.map((r) => obs(r.attemptUid!, "SUCCEEDED", { exitCode: 0 })), { healthy: true });
+    expect(job("/alice/job").state).toBe("SUCCEEDED");
+    expect(runSet("w1")).toEqual([]);
+    const second = launch("/alice/job");
+    expect(second.instanceId).not.toBe(first.instanceId);
+    expect(s.jobStatus(first.instanceId).state).toBe("SUCCEEDED");
+    expect(job("/alice/job").instanceId).toBe(second.instanceId);
+  });
+
+  it("retries a failed task within maxRetriesFailure, then fails the job", () => {
+    addWorker("w1");
+    launch("/alice/flaky", { maxRetriesFailure: 1 });
+    for (let i = 0; i < 2; i++) {
+      s.schedulePass();
+      const [r] = runSet("w1");
+      expect(r!.attempt).toBe(i + 1);
+      s.reconcile("w1", [obs(r!.attemptUid!, "FAILED", { exitCode: 3, failureKind: "APP_EXIT" })], { healthy: true });
+    }
+    const st = job("/alice/flaky");
+    expect(st.state).toBe("FAILED");
+    expect(st.tasks![0]!.failures).toBe(2);
+    expect(st.error).toMatch(/APP_EXIT\(3\)/);
+  });
+
+  it("declares a silent worker lost and retries its attempts elsewhere against the preemption budget", () => {
+    addWorker("w1");
+    launch("/alice/long", { maxRetriesFailure: 0 });
+    s.schedulePass();
+    const [r] = runSet("w1");
+    addWorker("w2");
+    clock.t += 2000;
+    s.reconcile("w2", [], { healthy: true });
+    clock.t += 2000;
+    expect(s.checkWorkers()).toEqual(["w1"]);
+    let st = job("/alice/long");
+    expect(st.tasks![0]!.attempts![0]!.failureKind).toBe("WORKER_LOST");
+    expect(st.tasks![0]!.preemptions).toBe(1);
+    expect(st.tasks![0]!.failures).toBe(0);
+    s.schedulePass();
+    const [r2] = runSet("w2");
+    expect(r2!.attempt).toBe(2);
+    // The lost worker comes back still running the old attempt: it is told to stop it.
+    expect(() => s.reconcile("w1", [], { healthy: true })).toThrow(/register again/);
+    addWorker("w1");
+    expect(s.reconcile("w1", [obs(r!.attemptUid!, "RUNNING")], { healthy: true }).stop.map((x) => x.attemptUid)).toEqual([r!.attemptUid]);
+    s.reconcile("w2", [obs(r2!.attemptUid!, "SUCCEEDED", { exitCode: 0 })], { healthy: true });
+    st = job("/alice/long");
+    expect(st.state).toBe("SUCCEEDED");
+  });
+
+  it("ends a gang's other members as PEER_FAILED and reruns the whole gang", () => {
+    addWorker("w1");
+    addWorker("w2");
+    launch("/alice/gang", { replicas: 2, gang: true, maxRetriesFailure: 1 });
+    s.schedulePass();
+    const a = runSet("w1")[0]!;
+    const b = runSet("w2")[0]!;
+    s.reconcile("w1", [obs(a.attemptUid!, "FAILED", { exitCode: 1, failureKind: "APP_EXIT" })], { healthy: true });
+    const st = job("/alice/gang");
+    const peer = st.tasks!.find((t) => t.index === b.taskIndex)!;
+    expect(peer.attempts![0]!.failureKind).toBe("PEER_FAILED");
+    expect(peer.failures).toBe(0);
+    expect(s.reconcile("w2", [obs(b.attemptUid!, "RUNNING")], { healthy: true }).stop.map((x) => x.reason)).toEqual(["PEER_FAILED"]);
+    s.reconcile("w2", [obs(b.attemptUid!, "KILLED", { failureKind: "KILLED" })], { healthy: true });
+    s.schedulePass();
+    const again = [...runSet("w1"), ...runSet("w2")];
+    expect(again.map((r) => r.attempt)).toEqual([2, 2]);
+  });
+
+  it("keeps a gang that does not fit pending with a reason", () => {
+    addWorker("w1");
+    launch("/alice/biggang", { replicas: 3, gang: true });
+    s.schedulePass();
+    const st = job("/alice/biggang");
+    expect(st.state).toBe("PENDING");
+    expect(st.tasks![0]!.pendingReason).not.toBe("");
+  });
+
+  it("terminates a job and its children, and drops endpoints leased to ended attempts", () => {
+    addWorker("w1");
+    launch("/alice/parent");
+    s.schedulePass();
+    const [p] = runSet("w1");
+    s.reconcile("w1", [obs(p!.attemptUid!, "RUNNING")], { healthy: true });
+    launch("/alice/parent/child");
+    s.schedulePass();
+    s.registerEndpoint({ name: "svc", address: "127.0.0.1:1", metadata: {}, attemptId: "/alice/parent/0:1", scopeJob: "" });
+    expect(s.resolveEndpoint("/alice/parent/svc", "").address).toBe("127.0.0.1:1");
+    expect(s.resolveEndpoint("svc", "/alice/parent/child").name).toBe("/alice/parent/svc");
+    s.terminateJob("/alice/parent");
+    expect(job("/alice/parent").state).toBe("KILLED");
+    expect(job("/alice/parent/child").state).toBe("KILLED");
+    expect(() => s.resolveEndpoint("/alice/parent/svc", "")).toThrow(/no endpoint/);
+    const after = s.reconcile("w1", [obs(p!.attemptUid!, "RUNNING")], { healthy: true });
+    expect(after.stop).toEqual([{ attemptUid: p!.attemptUid, reason: "KILLED" }]);
+    expect(after.run).toEqual([]);
+  });
+
+  it("keeps a bounded metrics series per attempt", () => {
+    addWorker("w1");
+    launch("/alice/train");
+    s.schedulePass();
+    for (let i = 0; i < 8; i++) s.reportTaskStatus("/alice/train/0", 0, `step ${i}`, { step: i, loss: 10 - i });
+    const m = s.taskMetrics("/alice/train/0", 0);
+    expect(m.statusText).toBe("step 7");
+    expect(m.points.map((p) => p.step)).toEqual([3, 4, 5, 6, 7]);
+  });
+
+  it("rejects invalid specs naming the field", () => {
+    expect(() => normalizeJobSpec({ entrypoint: { command: ["x"] }, replicas: -3 }, "/a/b")).toThrow(/replicas/);
+    expect(() => normalizeJobSpec({ entrypoint: { command: [] } }, "/a/b")).toThrow(/entrypoint/);
+    expect(() => normalizeJobSpec({ entrypoint: { command: ["x"] } }, "/a/7")).toThrow(/may not be a number/);
+  });
+});

@@ -1,0 +1,241 @@
+// The job spec as users write it (JobSpecInput), its validation (zod, at the client and again at
+// the controller), and the public status types. Inside the package everything passes the
+// normalized JobSpec.
+import { z } from "zod";
+import { IrisError } from "./errors.ts";
+
+const PORT_NAME = /^[A-Za-z][A-Za-z0-9_]*$/;
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const SEGMENT = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
+
+const nonNegInt = z.number().int().nonnegative();
+
+const constraintSchema = z
+  .object({
+    key: z.string().min(1),
+    op: z.enum(["EQ", "NE", "EXISTS", "IN", "GT", "LT"]),
+    value: z.string().optional(),
+    values: z.array(z.string()).optional(),
+  })
+  .superRefine((c, ctx) => {
+    if ((c.op === "EQ" || c.op === "NE" || c.op === "GT" || c.op === "LT") && c.value === undefined) {
+      ctx.addIssue({ code: "custom", path: ["value"], message: `expected a value for op ${c.op}` });
+    }
+    if ((c.op === "GT" || c.op === "LT") && c.value !== undefined && !Number.isFinite(Number(c.value))) {
+      ctx.addIssue({ code: "custom", path: ["value"], message: `expected a number for op ${c.op}, got "${c.value}"` });
+    }
+    if (c.op === "IN" && (!c.values || c.values.length === 0)) {
+      ctx.addIssue({ code: "custom", path: ["values"], message: "expected at least one value for op IN" });
+    }
+  });
+
+const entrypointSchema = z.union([
+  z.strictObject({ command: z.array(z.string()).min(1, "expected a non-empty argv"), cwd: z.string().optional() }),
+  z.strictObject({
+    module: z.string().refine((m) => m.startsWith("file:") || m.startsWith("/"), "expected a file: URL or an absolute path"),
+    export: z.string().min(1),
+    args: z.unknown().optional(),
+  }),
+]);
+
+/** The zod schema of {@link JobSpecInput}. */
+export const jobSpecInputSchema = z.strictObject({
+  name: z.string().min(1).optional(),
+  entrypoint: entrypointSchema,
+  replicas: z.number().int().min(1).max(100_000).optional(),
+  gang: z.boolean().optional(),
+  resources: z
+    .strictObject({
+      cpuMillis: nonNegInt.optional(),
+      memoryBytes: nonNegInt.optional(),
+      devices: z.array(z.strictObject({ kind: z.string().min(1), count: z.number().int().positive() })).optional(),
+    })
+    .optional(),
+  constraints: z.array(constraintSchema).optional(),
+  env: z.record(z.string().regex(ENV_NAME, "expected an environment variable name"), z.string()).optional(),
+  ports: z
+    .array(z.string().regex(PORT_NAME, "expected a port name (letters, digits, _)"))
+    .refine((p) => new Set(p.map((n) => n.toUpperCase())).size === p.length, "expected distinct port names")
+    .optional(),
+  timeoutMs: nonNegInt.optional(),
+  maxRetriesFailure: nonNegInt.optional(),
+  maxRetriesPreemption: nonNegInt.optional(),
+  maxTaskFailures: nonNegInt.optional(),
+  priority: z.number().int().optional(),
+});
+
+/**
+ * What a client submits. `name`: bare `NAME` → `/<user>/NAME`; a name starting with `/` is used
+ * as given; omitted → a generated unique name.
+ */
+export type JobSpecInput = z.input<typeof jobSpecInputSchema>;
+
+/** How a task starts: any program, or an exported function of a module run by iris's task runner. */
+export type Entrypoint = { command: string[]; cwd?: string } | { module: string; export: string; args?: unknown };
+
+/** A constraint on worker attributes. */
+export interface Constraint {
+  key: string;
+  op: "EQ" | "NE" | "EXISTS" | "IN" | "GT" | "LT";
+  value?: string;
+  values?: string[];
+}
+
+/** A job spec with every default applied and the full name resolved. */
+export interface JobSpec {
+  name: string;
+  entrypoint: Entrypoint;
+  replicas: number;
+  gang: boolean;
+  resources: { cpuMillis: number; memoryBytes: number; devices: { kind: string; count: number }[] };
+  constraints: Constraint[];
+  env: Record<string, string>;
+  ports: string[];
+  timeoutMs: number;
+  maxRetriesFailure: number;
+  maxRetriesPreemption: number;
+  maxTaskFailures: number;
+  priority: number;
+}
+
+/** Default cpu request of a task (millicores). */
+export const DEFAULT_CPU_MILLIS = 1000;
+
+/** Job states; a job's state is derived from its tasks. */
+export type JobState = "PENDING" | "RUNNING" | "SUCCEEDED" | "FAILED" | "KILLED" | "UNSCHEDULABLE";
+
+/** Task states. */
+export type TaskState =
+  | "PENDING"
+  | "ASSIGNED"
+  | "BUILDING"
+  | "RUNNING"
+  | "SUCCEEDED"
+  | "FAILED"
+  | "KILLED"
+  | "WORKER_LOST"
+  | "PREEMPTED"
+  | "UNSCHEDULABLE";
+
+/** Why an attempt ended (set by the worker or, for WORKER_LOST/PEER_FAILED/KILLED, the controller). */
+export type FailureKind = "APP_EXIT" | "SIGNAL" | "OOM" | "TIMEOUT" | "WORKER_LOST" | "LAUNCH_FAILED" | "PEER_FAILED" | "KILLED";
+
+/** The state of one task and its latest attempt. */
+export interface TaskStatus {
+  taskId: string;
+  index: number;
+  state: string;
+  attempt: number;
+  exitCode?: number;
+  failureKind?: string;
+  pendingReason?: string;
+  statusText?: string;
+  error?: string;
+  workerId?: string;
+  attempts: AttemptStatus[];
+}
+
+/** One attempt of a task. */
+export interface AttemptStatus {
+  attempt: number;
+  workerId: string;
+  state: string;
+  exitCode?: number;
+  failureKind?: string;
+  error?: string;
+  startedAtMs?: number;
+  finishedAtMs?: number;
+}
+
+/** The state of one submission of a job. */
+export interface JobStatus {
+  name: string;
+  instanceId: string;
+  state: JobState;
+  error?: string;
+  tasks: TaskStatus[];
+  submittedAtMs: number;
+  finishedAtMs?: number;
+}
+
+/** One line of a task's output. */
+export interface LogEntry {
+  taskIndex: number;
+  attempt: number;
+  stream: "stdout" | "stderr";
+  line: string;
+  timeMs: number;
+}
+
+/** One point of a task's reported metrics. */
+export interface MetricPoint {
+  step: number;
+  timeMs: number;
+  metrics: Record<string, number>;
+}
+
+/** A registered endpoint. */
+export interface Endpoint {
+  name: string;
+  address: string;
+  metadata: Record<string, string>;
+}
+
+/** Whether a job state is final. */
+export function isTerminalJobState(state: string): boolean {
+  return state === "SUCCEEDED" || state === "FAILED" || state === "KILLED" || state === "UNSCHEDULABLE";
+}
+
+/** Formats zod issues for people: `resources.cpuMillis: expected …, got …; …`. */
+export function formatIssues(issues: readonly z.core.$ZodIssue[], prefix = ""): string {
+  return issues
+    .map((i) => {
+      const p = [prefix, ...i.path.map(String)].filter((s) => s !== "").join(".");
+      return `${p || "(root)"}: ${i.message}`;
+    })
+    .join("; ");
+}
+
+/**
+ * Checks a full job name: `/user/job[/child…]`, segments of letters, digits, `.`, `_`, `-`, and
+ * no purely numeric segment after the user (those name tasks).
+ */
+export function checkJobName(name: string): string | undefined {
+  if (!name.startsWith("/")) return `name: expected a full name starting with "/", got "${name}"`;
+  const segs = name.slice(1).split("/");
+  if (segs.length < 2) return `name: expected /<user>/<job>, got "${name}"`;
+  for (const [i, s] of segs.entries()) {
+    if (!SEGMENT.test(s)) return `name: invalid segment "${s}" in "${name}" (letters, digits, . _ -)`;
+    if (i > 0 && /^\d+$/.test(s)) return `name: segment "${s}" in "${name}" may not be a number (numbers name tasks)`;
+  }
+  return undefined;
+}
+
+/** Validates a spec and applies defaults; `name` must already be the full name. */
+export function normalizeJobSpec(input: unknown, fullName: string): JobSpec {
+  const r = jobSpecInputSchema.safeParse(input);
+  if (!r.success) throw new IrisError("INVALID_ARGUMENT", `invalid job spec: ${formatIssues(r.error.issues)}`);
+  const nameErr = checkJobName(fullName);
+  if (nameErr) throw new IrisError("INVALID_ARGUMENT", `invalid job spec: ${nameErr}`);
+  const s = r.data;
+  const ep = s.entrypoint;
+  return {
+    name: fullName,
+    entrypoint: "command" in ep ? { command: ep.command, ...(ep.cwd ? { cwd: ep.cwd } : {}) } : { module: ep.module, export: ep.export, args: ep.args },
+    replicas: s.replicas ?? 1,
+    gang: s.gang ?? false,
+    resources: {
+      cpuMillis: s.resources?.cpuMillis ?? DEFAULT_CPU_MILLIS,
+      memoryBytes: s.resources?.memoryBytes ?? 0,
+      devices: s.resources?.devices ?? [],
+    },
+    constraints: (s.constraints ?? []).map((c) => ({ key: c.key, op: c.op, ...(c.value !== undefined ? { value: c.value } : {}), ...(c.values ? { values: c.values } : {}) })),
+    env: s.env ?? {},
+    ports: s.ports ?? [],
+    timeoutMs: s.timeoutMs ?? 0,
+    maxRetriesFailure: s.maxRetriesFailure ?? 0,
+    maxRetriesPreemption: s.maxRetriesPreemption ?? 10,
+    maxTaskFailures: s.maxTaskFailures ?? 0,
+    priority: s.priority ?? 0,
+  };
+}
