@@ -10,3 +10,15 @@ export type { Tokenizer } from "./data/tokenizer.ts";
 export { FeistelPermutation } from "./data/feistelPermutation.ts";
 export { TokenLoader, ValidationBatches, countWindows } from "./data/tokenLoader.ts";
 export type { TokenBatch, TokenLoaderOptions } from "./data/tokenLoader.ts";
+export { Checkpointer, checkpointerConfigSchema } from "./checkpoint/checkpointer.ts";
+export type { CheckpointerConfig, CheckpointerConfigInput, SaveFn, SavedCheckpoint } from "./checkpoint/checkpointer.ts";
+export {
+  METADATA_FILE,
+  checkpointDirName,
+  findLatestCheckpoint,
+  listCheckpoints,
+  loadCheckpoint,
+  readCheckpointMetadata,
+  saveCheckpoint,
+} from "./checkpoint/checkpointStore.ts";
+export type { ArrayDtype, CheckpointMetadata, CheckpointPayload, FoundCheckpoint, LoadedCheckpoint, StoredArray } from "./checkpoint/checkpointStore.ts";
