@@ -1,0 +1,112 @@
+// The output commit protocol. Each attempt writes to its own hidden temp file; committing is a
+// hard link onto the final name, which fails if that name exists, so a late duplicate attempt
+// can never replace a committed shard, and a reader never sees a partial file. A per-shard marker
+// (written after the link) records the count; `_SUCCESS` lists every shard once all are in.
+import { randomBytes } from "node:crypto";
+import { mkdir, link, readFile, rename, stat, unlink, writeFile, readdir } from "node:fs/promises";
+import path from "node:path";
+import { ZephyrError } from "../errors.ts";
+
+/** What a committed shard file holds. */
+export interface CommittedShard {
+  readonly path: string;
+  readonly count: number;
+  readonly bytes: number;
+}
+
+/**
+ * The path of shard `shard` of `total` for an output pattern: `{shard}` and `{total}` become
+ * 5-digit zero-padded numbers. A pattern without `{shard}` is accepted only for a single shard.
+ */
+export function shardPath(pattern: string, shard: number, total: number): string {
+  const pad = (n: number): string => String(n).padStart(5, "0");
+  if (!pattern.includes("{shard}") && total > 1) {
+    throw new ZephyrError("INVALID_ARGUMENT", `output pattern ${JSON.stringify(pattern)} has no {shard} but ${total} shards would write to it; add {shard} (for example "out/part-{shard}-of-{total}.jsonl.gz")`);
+  }
+  return path.resolve(pattern.replaceAll("{shard}", pad(shard)).replaceAll("{total}", pad(total)));
+}
+
+/** A fresh hidden temp name beside `finalPath`, unique to this attempt. */
+export function tempPathFor(finalPath: string): string {
+  const base = path.basename(finalPath);
+  return path.join(path.dirname(finalPath), `.${base}.tmp-${process.pid}-${randomBytes(6).toString("hex")}`);
+}
+
+function markerPath(finalPath: string): string {
+  return path.join(path.dirname(finalPath), ".zephyr", `${path.basename(finalPath)}.json`);
+}
+
+async function writeAtomic(file: string, text: string): Promise<void> {
+  await mkdir(path.dirname(file), { recursive: true });
+  const tmp = `${file}.tmp-${process.pid}-${randomBytes(4).toString("hex")}`;
+  await writeFile(tmp, text);
+  await rename(tmp, file);
+}
+
+/**
+ * Commits `tmpPath` as `finalPath` unless a shard is already committed there. Resolves to
+ * `"committed"` when this attempt won, `"already"` when another attempt had (this attempt's temp
+ * file is then removed). Either way the marker is (re)written with `count` and `bytes`: attempts
+ * of a deterministic pipeline agree, and this repairs a winner that died between link and marker.
+ */
+export async function commitFile(tmpPath: string, finalPath: string, count: number): Promise<"committed" | "already"> {
+  let outcome: "committed" | "already" = "committed";
+  try {
+    await link(tmpPath, finalPath);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw new ZephyrError("IO", `committing ${finalPath} failed`, { cause: e });
+    outcome = "already";
+  }
+  await unlink(tmpPath).catch(() => undefined);
+  const bytes = (await stat(finalPath)).size;
+  if (outcome === "committed" || !(await readCommitted(finalPath))) {
+    await writeAtomic(markerPath(finalPath), JSON.stringify({ path: finalPath, count, bytes }));
+  }
+  return outcome;
+}
+
+/** The committed shard at `finalPath`, or `undefined` if there is none (or it does not match its marker). */
+export async function readCommitted(finalPath: string): Promise<CommittedShard | undefined> {
+  try {
+    const marker = JSON.parse(await readFile(markerPath(finalPath), "utf8")) as CommittedShard;
+    const size = (await stat(finalPath)).size;
+    if (size !== marker.bytes || typeof marker.count !== "number") return undefined;
+    return { path: finalPath, count: marker.count, bytes: marker.bytes };
+  } catch {
+    return undefined;
+  }
+}
+
+/** The directory that holds all `paths` (where `_SUCCESS` goes). */
+export function commonDir(paths: readonly string[]): string {
+  let dir = path.dirname(paths[0]);
+  for (const p of paths) while (!(p.startsWith(dir + path.sep) || path.dirname(p) === dir)) dir = path.dirname(dir);
+  return dir;
+}
+
+/** Writes `_SUCCESS` (JSON: the shards, their counts and sizes) beside the outputs, last. */
+export async function writeSuccessManifest(shards: readonly CommittedShard[], fingerprint: string): Promise<string> {
+  const dir = commonDir(shards.map((s) => s.path));
+  const file = path.join(dir, "_SUCCESS");
+  const manifest = {
+    fingerprint,
+    total: shards.reduce((a, s) => a + s.count, 0),
+    shards: shards.map((s) => ({ path: path.relative(dir, s.path), count: s.count, bytes: s.bytes })),
+  };
+  await writeAtomic(file, JSON.stringify(manifest, null, 2) + "\n");
+  return file;
+}
+
+/** Removes temp files of `finalPaths` left by attempts that died (hidden, so readers never saw them). */
+export async function removeStaleTemps(finalPaths: readonly string[]): Promise<void> {
+  const byDir = new Map<string, Set<string>>();
+  for (const p of finalPaths) {
+    const set = byDir.get(path.dirname(p)) ?? new Set<string>();
+    set.add(`.${path.basename(p)}.tmp-`);
+    byDir.set(path.dirname(p), set);
+  }
+  for (const [dir, prefixes] of byDir) {
+    const names = await readdir(dir).catch(() => [] as string[]);
+    await Promise.all(names.filter((n) => [...prefixes].some((pre) => n.startsWith(pre))).map((n) => unlink(path.join(dir, n)).catch(() => undefined)));
+  }
+}

@@ -1,0 +1,375 @@
+// The coordinator: resolves a plan's shards, runs stage after stage on a backend with per-shard
+// retries, commits outputs, and gathers counters.
+import { mkdtemp, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import type { Dataset } from "../dataset.ts";
+import { ZephyrError } from "../errors.ts";
+import { expandGlob } from "../io/files.ts";
+import type { Plan, Stage } from "../plan/planner.ts";
+import { planStages } from "../plan/planner.ts";
+import { chooseBackend } from "./backends.ts";
+import type { Backend, BackendName, IrisBackendOptions } from "./backends.ts";
+import type { ChunkRange } from "./chunkFile.ts";
+import { readChunkRange } from "./chunkFile.ts";
+import { readCommitted, removeStaleTemps, shardPath, writeSuccessManifest } from "./commit.ts";
+import type { CommittedShard } from "./commit.ts";
+import { JOIN_LEFT_TAG, JOIN_RIGHT_TAG } from "./exchange.ts";
+import type { ScatterRef } from "./exchange.ts";
+import type { OutputResult, ShardOutputSpec } from "./outputs.ts";
+import { StageProgress } from "./progress.ts";
+import type { ShardInput, StageCounters, TaskResult, TaskSpec } from "./task.ts";
+import { loadLevanterSharding } from "./tokenCache.ts";
+
+/** Options every sink takes (its last argument). */
+export interface RunOptions {
+  /** `inline` (this thread), `threads` (a worker pool), or `iris` (one iris task per shard). Default: `threads` for a `definePipeline` Dataset, else `inline`. */
+  backend?: BackendName;
+  /** Worker threads for the `threads` backend (default: one per core). */
+  threads?: number;
+  /** Times a failed shard is retried before the run fails (default 2). Errors in user code and bad records are not retried. */
+  maxShardRetries?: number;
+  /** Memory a shuffle may buffer per shard before it spills (default 256 MiB). */
+  memoryBudgetBytes?: number;
+  /** Where intermediate files go (default: a fresh directory under the OS temp dir, removed after the run). */
+  scratchDir?: string;
+  /** Show a progress bar per stage (default: when stderr is a TTY). */
+  progress?: boolean;
+  /** The iris backend's settings. */
+  iris?: IrisBackendOptions;
+}
+
+/** Options of the file sinks. */
+export interface WriteOptions extends RunOptions {
+  /** Keep shards already committed by an earlier run and run only the missing ones. */
+  skipExisting?: boolean;
+}
+
+/** Options of `writeTokenCache`. */
+export interface TokenCacheOptions extends WriteOptions {
+  /** Tokenizer name recorded in the cache (default `"unknown"`). */
+  tokenizer?: string;
+  /** Every id must be below this (default 2^31). */
+  vocabSize?: number;
+}
+
+/** Counters of one stage. */
+export interface StageStats {
+  readonly id: number;
+  readonly name: string;
+  readonly shards: number;
+  /** Summed over shards; `timeMs` is the summed shard time. */
+  readonly counters: StageCounters;
+  /** Wall-clock time of the stage. */
+  readonly wallMs: number;
+  /** Shards skipped because their output was already committed. */
+  readonly skipped: number;
+  /** Failed attempts that were retried. */
+  readonly retries: number;
+}
+
+/** What a run reports besides its result. */
+export interface RunStats {
+  readonly backend: BackendName;
+  readonly fingerprint: string;
+  readonly stages: readonly StageStats[];
+  /** User counters (`ctx.counter(name)`), plus `badRecords` for skipped malformed lines. */
+  readonly counters: Readonly<Record<string, number>>;
+  readonly wallMs: number;
+}
+
+/** What a file sink resolves to. */
+export interface WriteResult {
+  /** One path per shard, in shard order. */
+  readonly paths: string[];
+  /** Records per shard. */
+  readonly counts: number[];
+  /** The `_SUCCESS` manifest (for the token cache: its ledger.json). */
+  readonly manifest: string;
+  readonly stats: RunStats;
+}
+
+/** What a plan ends in. */
+export type SinkSpec =
+  | { readonly kind: "collect" }
+  | { readonly kind: "count" }
+  | { readonly kind: "jsonl"; readonly pattern: string }
+  | { readonly kind: "parquet"; readonly pattern: string }
+  | { readonly kind: "tokenCache"; readonly dir: string };
+
+const DEFAULT_BUDGET = 256 * 1024 * 1024;
+const NOT_RETRIED = new Set(["USER_FUNCTION", "BAD_RECORD", "INVALID_ARGUMENT", "FINGERPRINT_MISMATCH", "MISSING_DEPENDENCY"]);
+
+function zero(): StageCounters {
+  return { recordsIn: 0, recordsOut: 0, bytesIn: 0, bytesOut: 0, timeMs: 0 };
+}
+
+/** The stage that consumes `stageId`'s scatter, and how many partitions it wants. */
+function consumerOf(stages: readonly Stage[], stageId: number): Stage | undefined {
+  return stages.find((s) => (s.input.kind === "shuffle" && s.input.from === stageId) || (s.input.kind === "join" && (s.input.left === stageId || s.input.right === stageId)));
+}
+
+async function resolveShardCounts(plan: Plan): Promise<{ shards: number[]; paths: Map<number, string[]> }> {
+  const shards: number[] = [];
+  const paths = new Map<number, string[]>();
+  for (const s of plan.stages) {
+    const input = s.input;
+    switch (input.kind) {
+      case "source": {
+        const src = input.source;
+        if (src.kind === "list") shards.push(src.shards);
+        else if (src.kind === "iterable") shards.push(1);
+        else {
+          const found = await expandGlob(src.patterns);
+          paths.set(s.id, found);
+          shards.push(found.length);
+        }
+        break;
+      }
+      case "reshard":
+        shards.push(input.shards);
+        break;
+      case "gather":
+        shards.push(1);
+        break;
+      case "shuffle":
+        shards.push(input.shards ?? shards[input.from]);
+        break;
+      case "join":
+        shards.push(input.shards ?? shards[input.left]);
+        break;
+    }
+  }
+  return { shards, paths };
+}
+
+/** Splits the concatenation of `chunks` into `n` contiguous, near-equal ranges. */
+function splitChunks(chunks: readonly { file: string; count: number }[], n: number): ChunkRange[][] {
+  const total = chunks.reduce((a, c) => a + c.count, 0);
+  const out: ChunkRange[][] = [];
+  for (let i = 0; i < n; i++) {
+    const from = Math.floor((i * total) / n);
+    const to = Math.floor(((i + 1) * total) / n);
+    const ranges: ChunkRange[] = [];
+    let base = 0;
+    for (const c of chunks) {
+      const a = Math.max(from, base);
+      const b = Math.min(to, base + c.count);
+      if (b > a) ranges.push({ file: c.file, skip: a - base, take: b - a });
+      base += c.count;
+    }
+    out.push(ranges);
+  }
+  return out;
+}
+
+let noticeShown = false;
+
+function pickBackend(ds: Dataset<unknown>, options: RunOptions): BackendName {
+  const asked = options.backend;
+  if (asked !== undefined && asked !== "inline" && asked !== "threads" && asked !== "iris") {
+    throw new ZephyrError("INVALID_ARGUMENT", `backend: expected "inline", "threads" or "iris", got ${JSON.stringify(asked)}`);
+  }
+  if (ds.origin) return asked ?? "threads";
+  if (asked === "threads" || asked === "iris") {
+    throw new ZephyrError(
+      "INVALID_ARGUMENT",
+      `backend "${asked}" runs the pipeline in other threads or processes, which cannot receive closures: define it in a module with definePipeline(import.meta.url, build) and call the returned factory (or run it with backend "inline")`,
+    );
+  }
+  if (!noticeShown && asked === undefined) {
+    noticeShown = true;
+    process.stderr.write("zephyr: running inline (this thread); parallel backends (threads, iris) need a pipeline defined with definePipeline(import.meta.url, build)\n");
+  }
+  return "inline";
+}
+
+function isRetryable(e: unknown): boolean {
+  return !(e instanceof ZephyrError && NOT_RETRIED.has(e.code));
+}
+
+/** Plans `ds`, runs it on the chosen backend, and produces the sink's value. */
+export async function runPlan(ds: Dataset<unknown>, sink: SinkSpec, options: RunOptions & WriteOptions & TokenCacheOptions): Promise<{ value: unknown; stats: RunStats }> {
+  const started = performance.now();
+  const backendName = pickBackend(ds, options);
+  const maxRetries = options.maxShardRetries ?? 2;
+  if (!Number.isInteger(maxRetries) || maxRetries < 0) throw new ZephyrError("INVALID_ARGUMENT", `maxShardRetries: expected a non-negative integer, got ${maxRetries}`);
+  const budget = options.memoryBudgetBytes ?? DEFAULT_BUDGET;
+  if (!(budget > 0)) throw new ZephyrError("INVALID_ARGUMENT", `memoryBudgetBytes: expected a positive number, got ${budget}`);
+  if (sink.kind === "tokenCache") await loadLevanterSharding();
+
+  const plan = planStages(ds.logical);
+  const { shards, paths } = await resolveShardCounts(plan);
+  const last = plan.stages[plan.stages.length - 1];
+  const sinkShards = shards[last.id];
+
+  // Final output paths, and what an earlier run already committed.
+  let finalPaths: string[] = [];
+  const committed = new Map<number, CommittedShard>();
+  if (sink.kind === "jsonl" || sink.kind === "parquet") {
+    finalPaths = Array.from({ length: sinkShards }, (_, i) => shardPath(sink.pattern, i, sinkShards));
+  } else if (sink.kind === "tokenCache") {
+    const lev = await loadLevanterSharding();
+    finalPaths = Array.from({ length: sinkShards }, (_, i) => path.resolve(sink.dir, lev.shardFileName(i)));
+  }
+  if (options.skipExisting) {
+    for (let i = 0; i < finalPaths.length; i++) {
+      const c = await readCommitted(finalPaths[i]);
+      if (c) committed.set(i, c);
+    }
+  }
+
+  const ownScratch = options.scratchDir === undefined;
+  const scratch = options.scratchDir ?? (await mkdtemp(path.join(os.tmpdir(), "zephyr-")));
+  const backend: Backend = await chooseBackend(backendName, ds, plan, { threads: options.threads, iris: options.iris, scratch });
+  const progress = new StageProgress(options.progress ?? Boolean(process.stderr.isTTY));
+  const stageStats: StageStats[] = [];
+  const userCounters: Record<string, number> = {};
+  const outputs: OutputResult[][] = [];
+  try {
+    const allCommitted = finalPaths.length > 0 && committed.size === finalPaths.length;
+    for (const stage of allCommitted ? [] : plan.stages) {
+      const stageStart = performance.now();
+      const n = shards[stage.id];
+      const specs: TaskSpec[] = [];
+      const skipped: number[] = [];
+      for (let i = 0; i < n; i++) {
+        if (stage === last && committed.has(i)) {
+          skipped.push(i);
+          continue;
+        }
+        specs.push({
+          stageId: stage.id,
+          shard: i,
+          numShards: n,
+          attempt: 0,
+          input: shardInput(stage, i, n, paths, outputs, scratch),
+          output: shardOutput(stage, i, n, scratch, sink, finalPaths, plan, shards, backendName, options),
+          memoryBudgetBytes: budget,
+        });
+      }
+      const bar = progress.stage(stage, n);
+      bar.advance(skipped.length);
+      let retries = 0;
+      const results = await backend.runStage(stage, specs, {
+        maxRetries,
+        isRetryable,
+        onRetry: () => retries++,
+        onShardDone: () => bar.advance(1),
+      });
+      bar.done();
+      const counters = zero();
+      const stageOut: OutputResult[] = new Array<OutputResult>(n);
+      results.forEach((r: TaskResult, k) => {
+        const c = r.counters;
+        counters.recordsIn += c.recordsIn;
+        counters.recordsOut += c.recordsOut;
+        counters.bytesIn += c.bytesIn;
+        counters.bytesOut += c.bytesOut;
+        counters.timeMs += c.timeMs;
+        for (const [name, v] of Object.entries(r.user)) userCounters[name] = (userCounters[name] ?? 0) + v;
+        stageOut[specs[k].shard] = r.output;
+      });
+      for (const i of skipped) {
+        const c = committed.get(i)!;
+        stageOut[i] = { kind: "file", path: c.path, count: c.count, bytes: c.bytes, outcome: "already" };
+      }
+      outputs[stage.id] = stageOut;
+      stageStats.push({ id: stage.id, name: stage.name, shards: n, counters, wallMs: performance.now() - stageStart, skipped: skipped.length, retries });
+    }
+    const stats: RunStats = { backend: backendName, fingerprint: plan.fingerprint, stages: stageStats, counters: userCounters, wallMs: 0 };
+    const value = await sinkValue(sink, outputs[last.id], finalPaths, committed, plan, allCommitted);
+    (stats as { wallMs: number }).wallMs = performance.now() - started;
+    return { value: sink.kind === "collect" || sink.kind === "count" ? value : { ...(value as object), stats }, stats };
+  } finally {
+    progress.stop();
+    await backend.close();
+    if (ownScratch) await rm(scratch, { recursive: true, force: true });
+  }
+}
+
+function shardInput(stage: Stage, i: number, n: number, paths: Map<number, string[]>, outputs: OutputResult[][], scratch: string): ShardInput {
+  const input = stage.input;
+  const tmpDir = path.join(scratch, `stage-${stage.id}`, `merge-${String(i).padStart(5, "0")}`);
+  switch (input.kind) {
+    case "source": {
+      const p = paths.get(stage.id);
+      return p ? { kind: "path", path: p[i] } : { kind: "source" };
+    }
+    case "reshard":
+    case "gather": {
+      const chunks = outputs[input.from].map((o) => {
+        if (o.kind !== "chunks") throw new ZephyrError("INTERNAL", `stage ${input.from} should have written chunks`);
+        return { file: o.file, count: o.count };
+      });
+      return { kind: "chunks", ranges: input.kind === "gather" ? splitChunks(chunks, 1)[0] : splitChunks(chunks, n)[i] };
+    }
+    case "shuffle":
+      return { kind: "shuffle", refs: scatterRefs(outputs[input.from]), partition: i, tmpDir };
+    case "join":
+      return { kind: "join", left: scatterRefs(outputs[input.left]), right: scatterRefs(outputs[input.right]), partition: i, tmpDir };
+  }
+}
+
+function scatterRefs(outs: readonly OutputResult[]): ScatterRef[] {
+  return outs.map((o) => {
+    if (o.kind !== "scatter") throw new ZephyrError("INTERNAL", "expected scatter outputs");
+    return o.ref;
+  });
+}
+
+function shardOutput(stage: Stage, i: number, n: number, scratch: string, sink: SinkSpec, finalPaths: string[], plan: Plan, shards: number[], backend: BackendName, options: TokenCacheOptions): ShardOutputSpec {
+  const tag = `stage-${stage.id}/shard-${String(i).padStart(5, "0")}`;
+  switch (stage.output.kind) {
+    case "chunks":
+      return { kind: "chunks", file: path.join(scratch, `${tag}.chunk`) };
+    case "scatter": {
+      const consumer = consumerOf(plan.stages, stage.id);
+      if (!consumer) throw new ZephyrError("INTERNAL", `stage ${stage.id} scatters to no stage`);
+      const tagByte = consumer.input.kind === "join" && consumer.input.right === stage.id ? JOIN_RIGHT_TAG : JOIN_LEFT_TAG;
+      return { kind: "scatter", dir: path.join(scratch, tag), partitions: shards[consumer.id], tag: tagByte };
+    }
+    case "sink":
+      switch (sink.kind) {
+        case "collect":
+          // Out-of-process backends hand records back through a file.
+          return backend === "iris" ? { kind: "chunks", file: path.join(scratch, `${tag}.collect`) } : { kind: "collect" };
+        case "count":
+          return { kind: "count" };
+        case "jsonl":
+        case "parquet":
+          return { kind: sink.kind, path: finalPaths[i] };
+        case "tokenCache":
+          void n;
+          return { kind: "tokenCache", dir: path.resolve(sink.dir), tokenizer: options.tokenizer ?? "unknown", vocabSize: options.vocabSize ?? 2 ** 31 };
+      }
+  }
+}
+
+async function sinkValue(sink: SinkSpec, outs: OutputResult[] | undefined, finalPaths: string[], committed: Map<number, CommittedShard>, plan: Plan, allCommitted: boolean): Promise<unknown> {
+  if (sink.kind === "collect") {
+    const records: unknown[] = [];
+    for (const o of outs ?? []) {
+      if (o.kind === "collect") for (const r of o.records) records.push(r);
+      else if (o.kind === "chunks") for await (const b of readChunkRange({ file: o.file, skip: 0, take: o.count })) for (const r of b) records.push(r);
+    }
+    return records;
+  }
+  if (sink.kind === "count") return (outs ?? []).reduce((a, o) => a + (o.kind === "count" ? o.count : 0), 0);
+  const files: CommittedShard[] = allCommitted
+    ? finalPaths.map((_, i) => committed.get(i)!)
+    : (outs ?? []).map((o) => {
+        if (o.kind !== "file") throw new ZephyrError("INTERNAL", "expected file outputs");
+        return { path: o.path, count: o.count, bytes: o.bytes };
+      });
+  let manifest: string;
+  if (sink.kind === "tokenCache") {
+    const lev = await loadLevanterSharding();
+    await lev.finalizeTokenCache(path.resolve(sink.dir), { numShards: files.length });
+    manifest = path.join(path.resolve(sink.dir), "ledger.json");
+  } else {
+    await removeStaleTemps(finalPaths);
+    manifest = await writeSuccessManifest(files, plan.fingerprint);
+  }
+  return { paths: files.map((f) => f.path), counts: files.map((f) => f.count), manifest };
+}

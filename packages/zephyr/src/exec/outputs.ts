@@ -1,0 +1,132 @@
+// Where a shard's records go: back to the coordinator (collect, count), to an intermediate file
+// (chunks, scatter), or to a committed output file (JSONL, Parquet, token cache).
+import { stat } from "node:fs/promises";
+import { mkdir } from "node:fs/promises";
+import path from "node:path";
+import { ZephyrError } from "../errors.ts";
+import { JsonlWriter } from "../io/jsonl.ts";
+import type { Stage } from "../plan/planner.ts";
+import { ChunkWriter } from "./chunkFile.ts";
+import { commitFile, tempPathFor } from "./commit.ts";
+import { openScatter } from "./exchange.ts";
+import type { StageWhere } from "./fused.ts";
+import { openParquetWriter } from "./parquetSeam.ts";
+import type { ScatterRef } from "./exchange.ts";
+import { loadLevanterSharding, tokenIdsOf } from "./tokenCache.ts";
+
+/** Where one shard writes (resolved by the coordinator). */
+export type ShardOutputSpec =
+  | { readonly kind: "collect" }
+  | { readonly kind: "count" }
+  | { readonly kind: "chunks"; readonly file: string }
+  | { readonly kind: "scatter"; readonly dir: string; readonly partitions: number; readonly tag: number }
+  | { readonly kind: "jsonl"; readonly path: string }
+  | { readonly kind: "parquet"; readonly path: string }
+  | { readonly kind: "tokenCache"; readonly dir: string; readonly tokenizer: string; readonly vocabSize: number };
+
+/** What a shard's output reports. */
+export type OutputResult =
+  | { readonly kind: "collect"; readonly records: unknown[] }
+  | { readonly kind: "count"; readonly count: number }
+  | { readonly kind: "chunks"; readonly file: string; readonly count: number; readonly bytes: number }
+  | { readonly kind: "scatter"; readonly ref: ScatterRef; readonly bytes: number }
+  | { readonly kind: "file"; readonly path: string; readonly count: number; readonly bytes: number; readonly outcome: "committed" | "already" };
+
+/** A shard's open output. `write` returns a promise only when the caller must wait. */
+export interface ShardOutput {
+  write(batch: unknown[]): Promise<void> | undefined;
+  close(): Promise<OutputResult>;
+  abort(): Promise<void>;
+}
+
+/** Opens the output of one shard. */
+export async function openShardOutput(spec: ShardOutputSpec, stage: Stage, task: { shard: number; memoryBudgetBytes: number }, where: StageWhere): Promise<ShardOutput> {
+  switch (spec.kind) {
+    case "collect": {
+      const records: unknown[] = [];
+      return {
+        write(b) {
+          for (let i = 0; i < b.length; i++) records.push(b[i]);
+          return undefined;
+        },
+        close: async () => ({ kind: "collect", records }),
+        abort: async () => undefined,
+      };
+    }
+    case "count": {
+      let count = 0;
+      return {
+        write(b) {
+          count += b.length;
+          return undefined;
+        },
+        close: async () => ({ kind: "count", count }),
+        abort: async () => undefined,
+      };
+    }
+    case "chunks": {
+      await mkdir(path.dirname(spec.file), { recursive: true });
+      const w = await ChunkWriter.create(spec.file);
+      return {
+        write: (b) => w.write(b),
+        close: async () => {
+          const count = await w.close();
+          return { kind: "chunks", file: spec.file, count, bytes: w.bytes };
+        },
+        abort: async () => {
+          await w.close().catch(() => undefined);
+        },
+      };
+    }
+    case "scatter": {
+      if (stage.output.kind !== "scatter") throw new ZephyrError("INTERNAL", `stage ${stage.id} does not scatter`);
+      await mkdir(spec.dir, { recursive: true });
+      const w = await openScatter(spec.dir, spec.partitions, stage.output.key as (r: unknown) => unknown, task.memoryBudgetBytes, spec.tag, where);
+      return {
+        write: (b) => w.write(b),
+        close: async () => {
+          const { ref, bytes } = await w.close();
+          return { kind: "scatter", ref, bytes };
+        },
+        abort: () => w.abort(),
+      };
+    }
+    case "jsonl":
+    case "parquet": {
+      await mkdir(path.dirname(spec.path), { recursive: true });
+      const tmp = tempPathFor(spec.path);
+      const w = spec.kind === "jsonl" ? JsonlWriter.create(tmp) : await openParquetWriter(tmp);
+      let count = 0;
+      return {
+        write(b) {
+          count += b.length;
+          return w.writeMany(b);
+        },
+        close: async () => {
+          await w.close();
+          const outcome = await commitFile(tmp, spec.path, count);
+          const bytes = (await stat(spec.path)).size;
+          return { kind: "file", path: spec.path, count, bytes, outcome };
+        },
+        abort: () => w.abort(),
+      };
+    }
+    case "tokenCache": {
+      const lev = await loadLevanterSharding();
+      const w = await lev.TokenCacheShardWriter.open(spec.dir, task.shard, { tokenizer: spec.tokenizer, vocabSize: spec.vocabSize });
+      let count = 0;
+      return {
+        write: async (b) => {
+          for (const r of b) await w.writeDocument(tokenIdsOf(r, count++));
+        },
+        close: async () => {
+          const summary = await w.close();
+          const file = path.join(spec.dir, summary.file);
+          const bytes = (await stat(file)).size;
+          return { kind: "file", path: file, count: summary.numDocuments, bytes, outcome: "committed" };
+        },
+        abort: () => w.abort(),
+      };
+    }
+  }
+}

@@ -1,0 +1,54 @@
+// The threads backend: a piscina pool, one worker thread per core. Workers import the pipeline's
+// module (closures cannot be sent), rebuild the plan and check its fingerprint.
+import { Piscina } from "piscina";
+import type { PipelineOrigin } from "../dataset.ts";
+import { cores } from "../dataset.ts";
+import { ZephyrError } from "../errors.ts";
+import type { Plan } from "../plan/planner.ts";
+import { withRetries } from "./backends.ts";
+import type { Backend } from "./backends.ts";
+import { reviveError } from "./remoteTask.ts";
+import type { RemoteReply, RemoteTask } from "./remoteTask.ts";
+
+const WORKER = new URL("./threadWorker.mjs", import.meta.url).href;
+
+let shared: { pool: Piscina; size: number } | undefined;
+
+// One pool per process, reused across runs (workers keep their imported modules warm); idle
+// threads exit after a while so a finished program is not kept alive.
+function poolOf(size: number): Piscina {
+  if (shared && shared.size === size) return shared.pool;
+  if (shared) void shared.pool.destroy();
+  const pool = new Piscina({ filename: WORKER, minThreads: 0, maxThreads: size, idleTimeout: 1500, concurrentTasksPerWorker: 1 });
+  shared = { pool, size };
+  return pool;
+}
+
+/** Closes the shared pool now (tests and short scripts that want a prompt exit). */
+export async function closeThreadPool(): Promise<void> {
+  const s = shared;
+  shared = undefined;
+  await s?.pool.destroy();
+}
+
+/** Creates the threads backend for `plan`, defined by `origin`. */
+export function threadsBackend(origin: PipelineOrigin, plan: Plan, threads?: number): Backend {
+  const size = threads ?? cores();
+  if (!Number.isInteger(size) || size <= 0) throw new ZephyrError("INVALID_ARGUMENT", `threads: expected a positive integer, got ${threads}`);
+  const pool = poolOf(size);
+  return {
+    runStage(stage, specs, hooks) {
+      return Promise.all(
+        specs.map((spec) =>
+          withRetries(spec, stage, hooks, async (s) => {
+            const task: RemoteTask = { origin, fingerprint: plan.fingerprint, spec: s };
+            const reply = (await pool.run(task)) as RemoteReply;
+            if (!reply.ok) throw reviveError(reply.error);
+            return reply.result;
+          }),
+        ),
+      );
+    },
+    close: async () => undefined,
+  };
+}
