@@ -155,9 +155,11 @@ export class GraphBuilder {
         const parsed = step.schema.safeParse(config);
         if (!parsed.success) {
           const lines = parsed.error.issues.map((i) => {
-            const where = describePath(i.path.filter((p): p is string | number => typeof p !== "symbol"));
-            const got = "input" in i ? `, got ${JSON.stringify((i as { input?: unknown }).input)}` : "";
-            return `${where}: ${i.message}${got}`;
+            const at = i.path.filter((p): p is string | number => typeof p !== "symbol");
+            let value: unknown = config;
+            for (const k of at) value = value !== null && typeof value === "object" ? (value as Record<string | number, unknown>)[k] : undefined;
+            const got = value === undefined ? "missing" : JSON.stringify(value);
+            return `${describePath(at)}: ${i.message.replace(/^Invalid input: /, "")}, got ${got}`;
           });
           throw new MarinError("INVALID_CONFIG", `step ${step.name}: invalid config:\n  ${lines.join("\n  ")}`);
         }

@@ -1,0 +1,213 @@
+import { promises as fs } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { resolveGraph } from "../step/graph.ts";
+import { defineStep, outputOf } from "../step/step.ts";
+import type { Step, StepContext } from "../step/step.ts";
+import { planRun } from "./plan.ts";
+import { runGraph } from "./runner.ts";
+import { readStatus } from "./stepFiles.ts";
+
+let tmp: string;
+let prefix: string;
+beforeEach(async () => {
+  tmp = await fs.mkdtemp(path.join(os.tmpdir(), "marin-runner-"));
+  prefix = path.join(tmp, "out");
+});
+afterEach(async () => {
+  await fs.rm(tmp, { recursive: true, force: true });
+});
+
+/** Every file under `root` with its mtime (the "nothing changed" check). */
+async function snapshot(root: string): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
+  const walk = async (d: string) => {
+    let names: string[] = [];
+    try {
+      names = await fs.readdir(d);
+    } catch {
+      return;
+    }
+    for (const n of names) {
+      const p = path.join(d, n);
+      const st = await fs.stat(p);
+      out.set(path.relative(root, p), st.mtimeMs);
+      if (st.isDirectory()) await walk(p);
+    }
+  };
+  await walk(root);
+  return out;
+}
+
+/** A diamond whose bodies record their calls and write a file each. */
+function diamond(calls: string[], opts: { failB?: boolean; n?: number } = {}) {
+  const body = (name: string, fail = false) => async (ctx: StepContext<unknown>) => {
+    calls.push(name);
+    if (fail) throw new Error(`${name} exploded`);
+    await fs.writeFile(path.join(ctx.outputPath, "out.txt"), `${name}:${JSON.stringify(ctx.config)}`);
+    return { name };
+  };
+  const a = defineStep({ name: "a", config: { n: opts.n ?? 1 }, fn: body("a") });
+  const b = defineStep({ name: "b", config: { in: outputOf(a) }, fn: body("b", opts.failB) });
+  const c = defineStep({ name: "c", config: { in: outputOf(a) }, fn: body("c") });
+  const d = defineStep({ name: "d", config: { l: outputOf(b), r: outputOf(c) }, fn: body("d") });
+  const e = defineStep({ name: "e", config: {}, fn: body("e") });
+  return [d, e] as Step<unknown>[];
+}
+
+describe("runner", () => {
+  it("runs a diamond once each in dependency order, then skips everything", async () => {
+    const calls: string[] = [];
+    const g = resolveGraph(diamond(calls), prefix);
+    const first = await runGraph(g);
+    expect(first.ok).toBe(true);
+    expect([...calls].sort()).toEqual(["a", "b", "c", "d", "e"]);
+    expect(calls.indexOf("a")).toBeLessThan(calls.indexOf("b"));
+    expect(calls.indexOf("d")).toBe(calls.length - 1 - (calls.indexOf("e") > calls.indexOf("d") ? 1 : 0));
+    for (const s of g.steps) {
+      expect((await readStatus(s.outputPath))?.state).toBe("SUCCESS");
+      expect(await fs.readFile(path.join(s.outputPath, "out.txt"), "utf8")).toContain(s.name);
+      await expect(fs.stat(path.join(s.outputPath, ".marin", "staging"))).rejects.toThrow();
+    }
+    const d = g.byName.get("d")!;
+    expect(await fs.readFile(path.join(d.outputPath, "out.txt"), "utf8")).toContain(g.byName.get("b")!.outputPath);
+
+    calls.length = 0;
+    const before = await snapshot(tmp);
+    const second = await runGraph(resolveGraph(diamond(calls), prefix));
+    expect(calls).toEqual([]);
+    expect(second.steps.map((s) => s.outcome)).toEqual(["skipped", "skipped", "skipped", "skipped", "skipped"]);
+    expect(second.steps.find((s) => s.name === "d")?.result).toEqual({ name: "d" });
+    expect(await snapshot(tmp)).toEqual(before);
+  });
+
+  it("a failure marks dependants DEP_FAILED, the rest continue, nothing of the failed step is published", async () => {
+    const calls: string[] = [];
+    const g = resolveGraph(diamond(calls, { failB: true }), prefix);
+    const r = await runGraph(g, { maxConcurrent: 1 });
+    expect(r.ok).toBe(false);
+    const outcome = Object.fromEntries(r.steps.map((s) => [s.name, s.outcome]));
+    expect(outcome).toEqual({ a: "ran", b: "failed", c: "ran", d: "dep_failed", e: "ran" });
+    expect(calls).not.toContain("d");
+    const b = await readStatus(g.byName.get("b")!.outputPath);
+    expect(b?.state).toBe("FAILED");
+    expect(b?.error).toContain("b exploded");
+    expect((await readStatus(g.byName.get("d")!.outputPath))?.state).toBe("DEP_FAILED");
+    expect(await fs.readdir(g.byName.get("b")!.outputPath)).toEqual([".marin"]);
+
+    // Fixed code: the rerun runs only b and d.
+    calls.length = 0;
+    const again = await runGraph(resolveGraph(diamond(calls), prefix));
+    expect(again.ok).toBe(true);
+    expect(calls.sort()).toEqual(["b", "d"]);
+  });
+
+  it("runs independent steps in parallel, never more than --max-concurrent", async () => {
+    let live = 0;
+    let peak = 0;
+    const steps = Array.from({ length: 6 }, (_, i) =>
+      defineStep({
+        name: `s${i}`,
+        config: { i },
+        fn: async () => {
+          live++;
+          peak = Math.max(peak, live);
+          // Hold until three run at once (or give up after 2 s, so a too-low limit fails the assertion).
+          const deadline = Date.now() + 2000;
+          while (live < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+          await new Promise((r) => setTimeout(r, 20));
+          live--;
+        },
+      }),
+    );
+    const r = await runGraph(resolveGraph(steps, prefix), { maxConcurrent: 3 });
+    expect(r.ok).toBe(true);
+    expect(peak).toBe(3);
+  });
+
+  it("--only runs the matches and what they need; --force reruns a finished step", async () => {
+    const calls: string[] = [];
+    let r = await runGraph(resolveGraph(diamond(calls), prefix), { only: ["^b$"] });
+    expect(calls.sort()).toEqual(["a", "b"]);
+    expect(r.steps.find((s) => s.name === "d")?.outcome).toBe("not_selected");
+
+    calls.length = 0;
+    r = await runGraph(resolveGraph(diamond(calls), prefix), { only: ["^d$"] });
+    expect(calls.sort()).toEqual(["c", "d"]);
+
+    calls.length = 0;
+    r = await runGraph(resolveGraph(diamond(calls), prefix), { force: ["^c$"] });
+    // e never ran; c ran before and is forced; a, b, d are done.
+    expect(calls.sort()).toEqual(["c", "e"]);
+    expect(r.steps.find((s) => s.name === "c")?.outcome).toBe("ran");
+
+    // A finished step prunes its own dependencies: --only d with a forced a still runs only what d needs.
+    calls.length = 0;
+    r = await runGraph(resolveGraph(diamond(calls), prefix), { only: ["^d$"] });
+    expect(calls).toEqual([]);
+  });
+
+  it("a plan (dry run) reads only: no file appears or changes", async () => {
+    const calls: string[] = [];
+    await runGraph(resolveGraph(diamond(calls, { n: 1 }), prefix));
+    const before = await snapshot(tmp);
+    const plan = await planRun(resolveGraph(diamond(calls, { n: 2 }), prefix));
+    expect(plan.entries.map((e) => e.action)).toEqual(["run", "run", "run", "run", "skip"]);
+    expect(plan.byName.get("a")!.reason).toContain("identity changed");
+    expect(plan.byName.get("a")!.changes).toEqual([{ path: "n", old: "1", new: "2" }]);
+    expect(await snapshot(tmp)).toEqual(before);
+    const fresh = path.join(tmp, "never");
+    await planRun(resolveGraph(diamond(calls), fresh));
+    await expect(fs.stat(fresh)).rejects.toThrow();
+  });
+
+  it("a step whose lease is lost is aborted and not marked SUCCESS", async () => {
+    const g = resolveGraph(
+      [
+        defineStep({
+          name: "slow",
+          config: {},
+          fn: async (ctx) => {
+            await fs.writeFile(path.join(ctx.outputPath, "partial"), "x");
+            // Another runner takes the step over: the next token appears.
+            const meta = path.join(ctx.finalPath, ".marin");
+            const tokens = (await fs.readdir(meta)).filter((n) => /^lease-\d+\.json$/.test(n));
+            const top = Math.max(...tokens.map((n) => Number(/\d+/.exec(n)![0])));
+            const rival = { owner: "rival", token: top + 1, expiresAt: Date.now() + 60_000, host: "elsewhere", pid: 1 };
+            await fs.writeFile(path.join(meta, `lease-${top + 1}.json`), JSON.stringify(rival));
+            await new Promise<void>((_, reject) => ctx.signal.addEventListener("abort", () => reject(ctx.signal.reason)));
+          },
+        }),
+      ],
+      prefix,
+    );
+    const r = await runGraph(g, { leaseTtlMs: 300 });
+    expect(r.steps[0].outcome).toBe("failed");
+    expect(r.steps[0].error).toMatch(/lease .* lost/);
+    const st = await readStatus(g.steps[0].outputPath);
+    expect(st?.state).not.toBe("SUCCESS");
+    expect(await fs.readdir(g.steps[0].outputPath)).toEqual([".marin"]);
+  });
+
+  it("a resumable step keeps its staging folder across a failed attempt", async () => {
+    let attempt = 0;
+    const mk = () =>
+      defineStep({
+        name: "train",
+        config: {},
+        resumable: true,
+        fn: async (ctx) => {
+          attempt++;
+          const ck = path.join(ctx.outputPath, "checkpoint");
+          const seen = await fs.readFile(ck, "utf8").catch(() => "none");
+          await fs.writeFile(ck, `attempt ${attempt}`);
+          if (attempt === 1) throw new Error("crash");
+          return { resumedFrom: seen };
+        },
+      });
+    expect((await runGraph(resolveGraph([mk()], prefix))).ok).toBe(false);
+    const r = await runGraph(resolveGraph([mk()], prefix));
+    expect(r.steps[0].result).toEqual({ resumedFrom: "attempt 1" });
+  });
+});
