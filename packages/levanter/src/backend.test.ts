@@ -1,0 +1,116 @@
+import * as tf from "@tensorflow/tfjs";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { matMul2d, oneHotFloat, parseBackendName, selectBackend } from "./backend.ts";
+import { LevanterError } from "./errors.ts";
+
+// Each fix is checked by computing the same values on the pure-JS cpu backend (the reference) and
+// on wasm, in this one process.
+async function onBoth<T>(fn: () => T): Promise<{ cpu: T; wasm: T }> {
+  await tf.setBackend("cpu");
+  const cpu = fn();
+  await tf.setBackend("wasm");
+  const wasm = fn();
+  return { cpu, wasm };
+}
+
+function seeded(shape: number[], seed: number): tf.Tensor {
+  return tf.randomNormal(shape, 0, 1, "float32", seed);
+}
+
+function maxAbsDiff(a: Float32Array | number[], b: Float32Array | number[]): number {
+  let m = 0;
+  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i]! - b[i]!));
+  return m;
+}
+
+describe("selectBackend", () => {
+  let previous: string | undefined;
+  beforeAll(() => {
+    previous = process.env.LEVANTER_LOG;
+    process.env.LEVANTER_LOG = "silent";
+  });
+  afterAll(() => {
+    process.env.LEVANTER_LOG = previous;
+  });
+
+  it("takes the first backend that loads and says why each earlier one was skipped", async () => {
+    const sel = await selectBackend();
+    const order = ["tensorflow-gpu", "tensorflow", "wasm", "cpu"];
+    // Without libtensorflow (these machines) that is wasm; with it, a native backend. Either way
+    // every earlier candidate is listed with a reason.
+    expect(order.indexOf(sel.name)).toBeLessThanOrEqual(order.indexOf("wasm"));
+    expect(sel.skipped.map((s) => s.name)).toEqual(order.slice(0, order.indexOf(sel.name)));
+    for (const s of sel.skipped) expect(s.reason.length).toBeGreaterThan(0);
+    expect(tf.getBackend()).toBe(sel.tfBackend);
+  });
+
+  it("honours a forced backend and rejects an unavailable or unknown one", async () => {
+    expect((await selectBackend({ force: "cpu" })).name).toBe("cpu");
+    expect(tf.getBackend()).toBe("cpu");
+    // @tensorflow/tfjs-node is deliberately not a dependency of this package, so it cannot load.
+    await expect(selectBackend({ force: "tensorflow" })).rejects.toThrow(LevanterError);
+    expect(() => parseBackendName("gpu")).toThrow(/LEVANTER_BACKEND: expected one of/);
+  });
+});
+
+describe("wasm fixes agree with the cpu backend", () => {
+  beforeAll(async () => {
+    await selectBackend({ force: "wasm" });
+  });
+
+  it("matMul2d: forward and explicit-transpose gradients", async () => {
+    const r = await onBoth(() =>
+      tf.tidy(() => {
+        const a = seeded([24, 16], 1) as tf.Tensor2D;
+        const b = seeded([16, 40], 2) as tf.Tensor2D;
+        const w = seeded([24, 40], 3);
+        const f = (x: tf.Tensor, y: tf.Tensor) => matMul2d(x as tf.Tensor2D, y as tf.Tensor2D).mul(w).sum();
+        const [ga, gb] = tf.grads(f)([a, b]);
+        const builtin = tf.grads((x: tf.Tensor, y: tf.Tensor) => tf.matMul(x as tf.Tensor2D, y as tf.Tensor2D).mul(w).sum())([a, b]);
+        return {
+          y: Array.from(matMul2d(a, b).dataSync()),
+          ga: Array.from(ga!.dataSync()),
+          gb: Array.from(gb!.dataSync()),
+          builtinGa: Array.from(builtin[0]!.dataSync()),
+        };
+      }),
+    );
+    expect(maxAbsDiff(r.wasm.y, r.cpu.y)).toBeLessThan(1e-4);
+    expect(maxAbsDiff(r.wasm.ga, r.cpu.ga)).toBeLessThan(1e-4);
+    expect(maxAbsDiff(r.wasm.gb, r.cpu.gb)).toBeLessThan(1e-4);
+    expect(maxAbsDiff(r.cpu.ga, r.cpu.builtinGa)).toBeLessThan(1e-4);
+    expect(Math.max(...r.cpu.ga.map(Math.abs))).toBeGreaterThan(0.1);
+  });
+
+  it("oneHotFloat: exact ones and zeros, and a cross-entropy that is not silently zero", async () => {
+    const r = await onBoth(() =>
+      tf.tidy(() => {
+        const ids = tf.tensor1d([3, 0, 2, 3], "int32");
+        const oh = oneHotFloat(ids, 5);
+        const logits = seeded([4, 5], 4);
+        const ce = tf.logSumExp(logits, -1).sub(logits.mul(oh).sum(-1)).mean();
+        return { oh: Array.from(oh.dataSync()), ce: ce.dataSync()[0]! };
+      }),
+    );
+    expect(r.wasm.oh).toEqual(r.cpu.oh);
+    expect(r.cpu.oh.reduce((s, v) => s + v, 0)).toBe(4);
+    expect(r.wasm.ce).toBeGreaterThan(0.1);
+    expect(Math.abs(r.wasm.ce - r.cpu.ce)).toBeLessThan(1e-5);
+  });
+
+  it("UnsortedSegmentSum kernel: gather (embedding lookup) has the cpu gradient on wasm", async () => {
+    const r = await onBoth(() =>
+      tf.tidy(() => {
+        const table = seeded([7, 6], 5);
+        const ids = tf.tensor1d([1, 4, 1, 6, 0, 1], "int32");
+        const w = seeded([6, 6], 6);
+        const g = tf.grad((t: tf.Tensor) => tf.gather(t, ids).mul(w).sum())(table);
+        return Array.from(g.dataSync());
+      }),
+    );
+    expect(maxAbsDiff(r.wasm, r.cpu)).toBeLessThan(1e-5);
+    // Row 1 was looked up three times: its gradient is the sum of three rows of w.
+    expect(r.cpu.slice(6, 12).some((v) => Math.abs(v) > 0.1)).toBe(true);
+    expect(r.cpu.slice(12, 18).every((v) => v === 0)).toBe(true);
+  });
+});

@@ -1,0 +1,74 @@
+import { z } from "zod";
+import { LevanterError } from "../errors.ts";
+
+/**
+ * The `model` section of a training config: a decoder-only transformer LM. `vocabSize` may be left
+ * out; the trainer fills it in from the tokenizer.
+ */
+export const ModelConfigSchema = z
+  .object({
+    type: z.literal("transformer").default("transformer"),
+    vocabSize: z.number().int().positive().optional(),
+    /** Longest sequence the model accepts (= the training window). */
+    seqLen: z.number().int().positive().default(64),
+    dModel: z.number().int().positive().default(128),
+    nLayers: z.number().int().positive().default(2),
+    nHeads: z.number().int().positive().default(4),
+    /** Hidden width of the MLP; defaults to `4 · dModel` (GELU) or `8/3 · dModel` rounded to 8 (SwiGLU). */
+    dFF: z.number().int().positive().optional(),
+    activation: z.enum(["gelu", "swiglu"]).default("gelu"),
+    norm: z.enum(["layer", "rms"]).default("layer"),
+    positions: z.enum(["learned", "rope"]).default("learned"),
+    tieEmbeddings: z.boolean().default(false),
+    /** Biases on the linear layers (norms of type `layer` always have one). */
+    useBias: z.boolean().default(false),
+    normEps: z.number().positive().default(1e-5),
+    initStd: z.number().positive().default(0.02),
+    ropeTheta: z.number().positive().default(10_000),
+  })
+  .strict()
+  .refine((m) => m.dModel % m.nHeads === 0, { message: "dModel must be divisible by nHeads", path: ["dModel"] })
+  .refine((m) => m.positions !== "rope" || (m.dModel / m.nHeads) % 2 === 0, {
+    message: "rotary positions need an even head dimension (dModel / nHeads)",
+    path: ["positions"],
+  });
+
+/** The `model` section as written in a config file (defaults optional). */
+export type ModelConfigInput = z.input<typeof ModelConfigSchema>;
+
+/** The `model` section after validation and defaults. */
+export type ModelConfig = z.output<typeof ModelConfigSchema>;
+
+/** A model config with every derived field resolved: what the model is built from. */
+export type ResolvedModelConfig = Omit<ModelConfig, "vocabSize" | "dFF"> & { vocabSize: number; dFF: number };
+
+/** Fills in `vocabSize` (when the config left it out) and the default MLP width. */
+export function resolveModelConfig(cfg: ModelConfig, vocabSize?: number): ResolvedModelConfig {
+  const v = cfg.vocabSize ?? vocabSize;
+  if (v === undefined) throw new LevanterError("INVALID_CONFIG", "model.vocabSize: required (no tokenizer to take it from)");
+  if (vocabSize !== undefined && v < vocabSize) {
+    throw new LevanterError("INVALID_CONFIG", `model.vocabSize: ${v} is smaller than the tokenizer's vocabulary (${vocabSize})`);
+  }
+  const dFF = cfg.dFF ?? (cfg.activation === "swiglu" ? Math.ceil((8 * cfg.dModel) / 3 / 8) * 8 : 4 * cfg.dModel);
+  return { ...cfg, vocabSize: v, dFF };
+}
+
+/**
+ * Forward-pass FLOPs per token: exactly the multiply-adds (×2) of every matMul the model runs,
+ * which dominate its cost; element-wise work (norms, softmax, activations) is left out, as in
+ * upstream Levanter and the PaLM MFU convention. Per layer: QKV `6·D²`, output `2·D²`, attention
+ * scores and weighted sum `4·T·D` (the full T×T square is computed, masking happens afterwards),
+ * MLP `4·D·F` (GELU) or `6·D·F` (SwiGLU); plus the LM head `2·D·V`. Embedding lookups are gathers
+ * (0 FLOPs). A training step costs 3× this per token (forward + backward for activations and
+ * weights).
+ */
+export function flopsPerToken(cfg: ResolvedModelConfig): number {
+  const { dModel: d, seqLen: t, dFF: f, nLayers: l, vocabSize: v } = cfg;
+  const mlp = cfg.activation === "swiglu" ? 6 * d * f : 4 * d * f;
+  return l * (6 * d * d + 2 * d * d + 4 * t * d + mlp) + 2 * d * v;
+}
+
+/** Training FLOPs per token (forward + backward): `3 · flopsPerToken`. */
+export function trainingFlopsPerToken(cfg: ResolvedModelConfig): number {
+  return 3 * flopsPerToken(cfg);
+}

@@ -1,0 +1,208 @@
+import * as tf from "@tensorflow/tfjs";
+import { matMul2d, oneHotFloat } from "../backend.ts";
+import { Rng } from "../internal/rng.ts";
+import type { ResolvedModelConfig } from "./modelConfig.ts";
+
+/** Parameters by name (`layers/0/attn/qkv/kernel`, …), in a stable creation order. */
+export type NamedParams = Map<string, tf.Variable>;
+
+/** Parameter names whose values are not decayed by default: norms, biases, embeddings. */
+export function defaultDecayMask(name: string): boolean {
+  return !(/(^|\/)(.*_norm)\//.test(name) || name.endsWith("/bias") || name.startsWith("embed/"));
+}
+
+/**
+ * A decoder-only transformer LM on tfjs core ops: pre-norm blocks (RMS or layer norm), causal
+ * multi-head attention, GELU or SwiGLU MLP, learned or rotary positions, tied or untied head.
+ * Projections run as rank-2 {@link matMul2d}s on `[B·T, D]` (wasm's fast path).
+ */
+export class TransformerLm {
+  readonly config: ResolvedModelConfig;
+  readonly params: NamedParams;
+  private readonly rope: { cos: tf.Tensor2D; sin: tf.Tensor2D } | undefined;
+  private readonly causalMask: tf.Tensor2D;
+
+  private constructor(config: ResolvedModelConfig, params: NamedParams) {
+    this.config = config;
+    this.params = params;
+    const t = config.seqLen;
+    this.causalMask = tf.tidy(() => {
+      const m = new Float32Array(t * t);
+      for (let i = 0; i < t; i++) for (let j = i + 1; j < t; j++) m[i * t + j] = -1e9;
+      return tf.tensor2d(m, [t, t]);
+    });
+    this.rope = config.positions === "rope" ? ropeTables(config) : undefined;
+  }
+
+  /** Builds a model with fresh parameters drawn from `rng` (identical on every backend for a seed). */
+  static init(config: ResolvedModelConfig, rng: Rng): TransformerLm {
+    const { vocabSize: v, dModel: d, dFF: f, nLayers: l, seqLen: t, initStd: std } = config;
+    const params: NamedParams = new Map();
+    const add = (name: string, shape: number[], init: "normal" | "ones" | "zeros", scale = std) => {
+      const n = shape.reduce((a, b) => a * b, 1);
+      const values = init === "normal" ? rng.normal(n, scale) : new Float32Array(n).fill(init === "ones" ? 1 : 0);
+      // tfjs names variables process-wide (a second model would clash), so let it pick the names.
+      params.set(name, tf.tidy(() => tf.variable(tf.tensor(values, shape), true)));
+    };
+    const norm = (prefix: string) => {
+      add(`${prefix}/scale`, [d], "ones");
+      if (config.norm === "layer") add(`${prefix}/bias`, [d], "zeros");
+    };
+    const linear = (prefix: string, din: number, dout: number, scale = std) => {
+      add(`${prefix}/kernel`, [din, dout], "normal", scale);
+      if (config.useBias) add(`${prefix}/bias`, [dout], "zeros");
+    };
+    // GPT-2's residual scaling keeps the residual stream's variance flat across depth.
+    const residualStd = std / Math.sqrt(2 * l);
+    add("embed/tokens", [v, d], "normal");
+    if (config.positions === "learned") add("embed/positions", [t, d], "normal");
+    for (let i = 0; i < l; i++) {
+      norm(`layers/${i}/attn_norm`);
+      linear(`layers/${i}/attn/qkv`, d, 3 * d);
+      linear(`layers/${i}/attn/out`, d, d, residualStd);
+      norm(`layers/${i}/mlp_norm`);
+      if (config.activation === "swiglu") linear(`layers/${i}/mlp/gate`, d, f);
+      linear(`layers/${i}/mlp/up`, d, f);
+      linear(`layers/${i}/mlp/down`, f, d, residualStd);
+    }
+    norm("final_norm");
+    if (!config.tieEmbeddings) linear("head", d, v);
+    return new TransformerLm(config, params);
+  }
+
+  /** Number of scalar parameters. */
+  parameterCount(): number {
+    let n = 0;
+    for (const p of this.params.values()) n += p.size;
+    return n;
+  }
+
+  private p(name: string): tf.Variable {
+    const v = this.params.get(name);
+    if (!v) throw new Error(`internal: no parameter ${name}`);
+    return v;
+  }
+
+  private norm(prefix: string, x: tf.Tensor2D): tf.Tensor2D {
+    const eps = this.config.normEps;
+    let y: tf.Tensor;
+    if (this.config.norm === "rms") {
+      y = x.mul(tf.rsqrt(x.square().mean(-1, true).add(eps)));
+    } else {
+      const xc = x.sub(x.mean(-1, true));
+      y = xc.mul(tf.rsqrt(xc.square().mean(-1, true).add(eps)));
+    }
+    y = y.mul(this.p(`${prefix}/scale`));
+    if (this.config.norm === "layer") y = y.add(this.p(`${prefix}/bias`));
+    return y as tf.Tensor2D;
+  }
+
+  private linear(prefix: string, x: tf.Tensor2D): tf.Tensor2D {
+    const y = matMul2d(x, this.p(`${prefix}/kernel`) as tf.Tensor2D);
+    return this.config.useBias ? (y.add(this.p(`${prefix}/bias`)) as tf.Tensor2D) : y;
+  }
+
+  private attention(i: number, h: tf.Tensor2D, b: number, t: number): tf.Tensor2D {
+    const { nHeads: nh, dModel: d } = this.config;
+    const dh = d / nh;
+    // Rank ≤ 4 transposes only: wasm's 5-D transpose is ~100× slower.
+    const qkv = this.linear(`layers/${i}/attn/qkv`, h).reshape([b, t, 3 * nh, dh]).transpose([0, 2, 1, 3]);
+    const [q0, k0, v] = tf.split(qkv, 3, 1).map((x) => x.reshape([b * nh, t, dh]) as tf.Tensor3D) as [tf.Tensor3D, tf.Tensor3D, tf.Tensor3D];
+    let q = q0;
+    let k = k0;
+    if (this.rope) {
+      q = applyRope(q, this.rope, t);
+      k = applyRope(k, this.rope, t);
+    }
+    const mask = t === this.config.seqLen ? this.causalMask : this.causalMask.slice([0, 0], [t, t]);
+    const scores = tf.matMul(q, k.transpose([0, 2, 1])).mul(1 / Math.sqrt(dh)).add(mask);
+    const att = tf.matMul(tf.softmax(scores, -1), v); // [B·H, T, dh]
+    const merged = att.reshape([b, nh, t, dh]).transpose([0, 2, 1, 3]).reshape([b * t, d]) as tf.Tensor2D;
+    return this.linear(`layers/${i}/attn/out`, merged);
+  }
+
+  private mlp(i: number, h: tf.Tensor2D): tf.Tensor2D {
+    const up = this.linear(`layers/${i}/mlp/up`, h);
+    const act =
+      this.config.activation === "swiglu"
+        ? (() => {
+            const g = this.linear(`layers/${i}/mlp/gate`, h);
+            return g.mul(tf.sigmoid(g)).mul(up) as tf.Tensor2D;
+          })()
+        : gelu(up);
+    return this.linear(`layers/${i}/mlp/down`, act);
+  }
+
+  /** Next-token logits `[B·T, V]` for token ids `[B, T]` (int32, T ≤ seqLen). */
+  logits(ids: tf.Tensor2D): tf.Tensor2D {
+    const [b, t] = ids.shape;
+    const { dModel: d } = this.config;
+    let x = tf.gather(this.p("embed/tokens"), ids.reshape([b * t]).toInt()) as tf.Tensor2D;
+    if (this.config.positions === "learned") {
+      const pos = this.p("embed/positions").slice([0, 0], [t, d]);
+      x = x.reshape([b, t, d]).add(pos).reshape([b * t, d]) as tf.Tensor2D;
+    }
+    for (let i = 0; i < this.config.nLayers; i++) {
+      x = x.add(this.attention(i, this.norm(`layers/${i}/attn_norm`, x), b, t));
+      x = x.add(this.mlp(i, this.norm(`layers/${i}/mlp_norm`, x)));
+    }
+    const h = this.norm("final_norm", x);
+    return this.config.tieEmbeddings
+      ? matMul2d(h, this.p("embed/tokens").transpose() as tf.Tensor2D)
+      : this.linear("head", h);
+  }
+
+  /** Per-position cross-entropy (nats) `[B·T]` of predicting `targets` `[B, T]` from `inputs` `[B, T]`. */
+  tokenLosses(inputs: tf.Tensor2D, targets: tf.Tensor2D): tf.Tensor1D {
+    // logSoftmax has a fused gradient; logSumExp's runs through max (Equal kernels).
+    const logp = tf.logSoftmax(this.logits(inputs), -1);
+    return logp.mul(oneHotFloat(targets.reshape([-1]), this.config.vocabSize)).sum(-1).neg() as tf.Tensor1D;
+  }
+
+  /** Mean next-token cross-entropy (nats per token): the training loss. */
+  loss(inputs: tf.Tensor2D, targets: tf.Tensor2D): tf.Scalar {
+    return this.tokenLosses(inputs, targets).mean() as tf.Scalar;
+  }
+
+  /** Frees the parameters and cached tables. */
+  dispose(): void {
+    for (const p of this.params.values()) p.dispose();
+    this.causalMask.dispose();
+    this.rope?.cos.dispose();
+    this.rope?.sin.dispose();
+  }
+}
+
+// GELU, tanh approximation (GPT-2's), built from ops that have gradients on every backend.
+function gelu(x: tf.Tensor2D): tf.Tensor2D {
+  const c = Math.sqrt(2 / Math.PI);
+  // x·x·x, not pow: wasm's Pow kernel is ~10× slower.
+  return x.mul(0.5).mul(tf.tanh(x.add(x.mul(x).mul(x).mul(0.044715)).mul(c)).add(1)) as tf.Tensor2D;
+}
+
+function ropeTables(cfg: ResolvedModelConfig): { cos: tf.Tensor2D; sin: tf.Tensor2D } {
+  const dh = cfg.dModel / cfg.nHeads;
+  const half = dh / 2;
+  const cos = new Float32Array(cfg.seqLen * dh);
+  const sin = new Float32Array(cfg.seqLen * dh);
+  for (let p = 0; p < cfg.seqLen; p++) {
+    for (let j = 0; j < half; j++) {
+      const a = p / Math.pow(cfg.ropeTheta, (2 * j) / dh);
+      cos[p * dh + j] = cos[p * dh + j + half] = Math.cos(a);
+      sin[p * dh + j] = sin[p * dh + j + half] = Math.sin(a);
+    }
+  }
+  return { cos: tf.tensor2d(cos, [cfg.seqLen, dh]), sin: tf.tensor2d(sin, [cfg.seqLen, dh]) };
+}
+
+// Rotate-half RoPE on [B·H, T, dh] with slice/concat (exact on wasm and cpu).
+function applyRope(x: tf.Tensor3D, tables: { cos: tf.Tensor2D; sin: tf.Tensor2D }, t: number): tf.Tensor3D {
+  const [n, , dh] = x.shape;
+  const half = dh / 2;
+  const cos = tables.cos.slice([0, 0], [t, dh]);
+  const sin = tables.sin.slice([0, 0], [t, dh]);
+  const x1 = x.slice([0, 0, 0], [n, t, half]);
+  const x2 = x.slice([0, 0, half], [n, t, half]);
+  const rotated = tf.concat([x2.neg(), x1], -1);
+  return x.mul(cos).add(rotated.mul(sin)) as tf.Tensor3D;
+}

@@ -1,0 +1,113 @@
+import * as tf from "@tensorflow/tfjs";
+import { LevanterError } from "../errors.ts";
+
+/** Settings of {@link AdamW} (the optimizer section minus the schedule). */
+export interface AdamWOptions {
+  beta1: number;
+  beta2: number;
+  epsilon: number;
+  weightDecay: number;
+  /** Global-norm clipping threshold; 0 disables. */
+  maxGradNorm: number;
+  /** Whether a parameter (by name) is decayed. */
+  decayMask: (name: string) => boolean;
+}
+
+/** AdamW's scalar state, kept in float64 and stored as JSON so a restore is bit-exact. */
+export interface AdamWScalars {
+  step: number;
+  /** β1^step and β2^step, accumulated by multiplication exactly as training does. */
+  beta1Power: number;
+  beta2Power: number;
+}
+
+/**
+ * AdamW (decoupled weight decay) with global-norm clipping, on tf variables it owns. All of its
+ * state — moments and the bias-correction accumulators — is exported by {@link AdamW.state} and
+ * restored bit-for-bit by {@link AdamW.load} (tfjs' built-in Adam recomputes its accumulators on
+ * restore, which changes later losses in the 8th digit).
+ */
+export class AdamW {
+  readonly options: AdamWOptions;
+  private readonly params: Map<string, tf.Variable>;
+  private readonly m = new Map<string, tf.Variable>();
+  private readonly v = new Map<string, tf.Variable>();
+  private scalars: AdamWScalars = { step: 0, beta1Power: 1, beta2Power: 1 };
+
+  constructor(params: Map<string, tf.Variable>, options: AdamWOptions) {
+    this.params = params;
+    this.options = options;
+    for (const [name, p] of params) {
+      this.m.set(name, tf.tidy(() => tf.variable(tf.zerosLike(p), false)));
+      this.v.set(name, tf.tidy(() => tf.variable(tf.zerosLike(p), false)));
+    }
+  }
+
+  /** Steps taken so far. */
+  get step(): number {
+    return this.scalars.step;
+  }
+
+  /**
+   * Clips `grads` (by name, same shapes as the parameters) to the global norm, applies one AdamW
+   * update with learning rate `lr`, and returns the global gradient norm before clipping.
+   */
+  apply(grads: Map<string, tf.Tensor>, lr: number): number {
+    const { beta1: b1, beta2: b2, epsilon, weightDecay, maxGradNorm, decayMask } = this.options;
+    const b1p = this.scalars.beta1Power * b1;
+    const b2p = this.scalars.beta2Power * b2;
+    const gradNorm = tf.tidy(() => {
+      const sq = [...this.params.keys()].map((n) => {
+        const g = grads.get(n);
+        if (!g) throw new LevanterError("INTERNAL", `no gradient for parameter ${n}`);
+        return g.square().sum();
+      });
+      return tf.addN(sq).sqrt().dataSync()[0]!;
+    });
+    const clip = maxGradNorm > 0 && gradNorm > maxGradNorm ? maxGradNorm / gradNorm : 1;
+    tf.tidy(() => {
+      for (const [name, p] of this.params) {
+        let g = grads.get(name)!;
+        if (clip !== 1) g = g.mul(clip);
+        const m = this.m.get(name)!;
+        const v = this.v.get(name)!;
+        const m1 = m.mul(b1).add(g.mul(1 - b1));
+        const v1 = v.mul(b2).add(g.square().mul(1 - b2));
+        m.assign(m1);
+        v.assign(v1);
+        let update = m1.div(1 - b1p).div(v1.div(1 - b2p).sqrt().add(epsilon));
+        if (weightDecay > 0 && decayMask(name)) update = update.add(p.mul(weightDecay));
+        p.assign(p.sub(update.mul(lr)));
+      }
+    });
+    this.scalars = { step: this.scalars.step + 1, beta1Power: b1p, beta2Power: b2p };
+    return gradNorm;
+  }
+
+  /** The whole state: moments by `<param>/adam_m|adam_v` and the scalars (JSON-safe). */
+  state(): { arrays: Map<string, Float32Array>; scalars: AdamWScalars } {
+    const arrays = new Map<string, Float32Array>();
+    for (const [name, m] of this.m) arrays.set(`${name}/adam_m`, m.dataSync() as Float32Array);
+    for (const [name, v] of this.v) arrays.set(`${name}/adam_v`, v.dataSync() as Float32Array);
+    return { arrays, scalars: { ...this.scalars } };
+  }
+
+  /** Restores a state produced by {@link AdamW.state}, bit for bit. */
+  load(arrays: Map<string, Float32Array>, scalars: AdamWScalars): void {
+    for (const [kind, slots] of [["adam_m", this.m], ["adam_v", this.v]] as const) {
+      for (const [name, slot] of slots) {
+        const a = arrays.get(`${name}/${kind}`);
+        if (!a || a.length !== slot.size) {
+          throw new LevanterError("CHECKPOINT_CORRUPT", `optimizer state ${name}/${kind}: missing or wrong size`);
+        }
+        tf.tidy(() => slot.assign(tf.tensor(a, slot.shape, "float32")));
+      }
+    }
+    this.scalars = { ...scalars };
+  }
+
+  /** Frees the moment variables. */
+  dispose(): void {
+    for (const t of [...this.m.values(), ...this.v.values()]) t.dispose();
+  }
+}
