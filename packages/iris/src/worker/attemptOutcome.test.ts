@@ -1,0 +1,61 @@
+import { describe, expect, it } from "vitest";
+import { classifyExit, type ExitObservation } from "./attemptOutcome.ts";
+
+const ended = (o: Partial<ExitObservation>): ExitObservation => ({
+  exitCode: null,
+  signal: null,
+  stopRequested: false,
+  timedOut: false,
+  memoryLimitExceeded: false,
+  stderrTail: [],
+  ...o,
+});
+
+describe("classifyExit", () => {
+  it("reports a clean exit as APP_EXIT 0", () => {
+    expect(classifyExit(ended({ exitCode: 0 }))).toMatchObject({ kind: "APP_EXIT", exitCode: 0 });
+  });
+
+  it("reports a non-zero exit with the last meaningful stderr line, skipping stack frames", () => {
+    const out = classifyExit(
+      ended({ exitCode: 3, stderrTail: ["Error: disk full", "    at main (/x.ts:1:1)", "", "Node.js v20.20.2"] }),
+    );
+    expect(out).toMatchObject({ kind: "APP_EXIT", exitCode: 3 });
+    expect(out.message).toBe("exited with code 3: Error: disk full");
+  });
+
+  it("reports a signal the worker did not send as SIGNAL", () => {
+    expect(classifyExit(ended({ signal: "SIGSEGV" }))).toMatchObject({ kind: "SIGNAL", signal: "SIGSEGV" });
+  });
+
+  it("reports the end of a stopped attempt as KILLED whatever signal or code followed", () => {
+    expect(classifyExit(ended({ signal: "SIGTERM", stopRequested: true })).kind).toBe("KILLED");
+    expect(classifyExit(ended({ signal: "SIGKILL", stopRequested: true })).kind).toBe("KILLED");
+    expect(classifyExit(ended({ exitCode: 0, stopRequested: true })).kind).toBe("KILLED");
+  });
+
+  it("reports a timeout as TIMEOUT even though the worker sent the signal", () => {
+    expect(classifyExit(ended({ signal: "SIGTERM", stopRequested: true, timedOut: true })).kind).toBe("TIMEOUT");
+  });
+
+  it("recognises Node's heap exhaustion as OOM, but not the same text with another exit", () => {
+    const tail = ["<--- Last few GCs --->", "FATAL ERROR: Reached heap limit Allocation failed - JavaScript heap out of memory"];
+    expect(classifyExit(ended({ exitCode: 134, stderrTail: tail })).kind).toBe("OOM");
+    expect(classifyExit(ended({ signal: "SIGABRT", stderrTail: tail })).kind).toBe("OOM");
+    expect(classifyExit(ended({ exitCode: 1, stderrTail: tail })).kind).toBe("APP_EXIT");
+    expect(classifyExit(ended({ exitCode: 134 })).kind).toBe("APP_EXIT");
+  });
+
+  it("reports a kill for exceeding the memory limit as OOM", () => {
+    expect(classifyExit(ended({ signal: "SIGKILL", memoryLimitExceeded: true }))).toMatchObject({
+      kind: "OOM",
+      signal: "SIGKILL",
+    });
+  });
+
+  it("reports a spawn error as LAUNCH_FAILED with its message", () => {
+    const out = classifyExit(ended({ spawnError: new Error("spawn nope ENOENT") }));
+    expect(out.kind).toBe("LAUNCH_FAILED");
+    expect(out.message).toContain("spawn nope ENOENT");
+  });
+});

@@ -1,0 +1,210 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import readline from "node:readline";
+import type { Readable } from "node:stream";
+import { classifyExit, type AttemptOutcome } from "./attemptOutcome.ts";
+import { groupRssBytes, signalGroup } from "./processGroup.ts";
+
+/** One line an attempt wrote, stamped when the worker read it. */
+export interface LogLine {
+  stream: "stdout" | "stderr";
+  line: string;
+  timeMs: number;
+}
+
+/** How to run one attempt's process. */
+export interface AttemptProcessOptions {
+  /** `[program, ...args]`. */
+  argv: readonly string[];
+  cwd?: string;
+  env: Readonly<Record<string, string>>;
+  /** Stop the attempt (and classify it TIMEOUT) after this long. */
+  timeoutMs?: number;
+  /** Time between SIGTERM and SIGKILL when stopping. Default 5 s. */
+  killGraceMs?: number;
+  /** Kill the whole process group (and classify it OOM) when its RSS exceeds this. */
+  memoryLimitBytes?: number;
+  /** How often the memory limit is checked. Default 500 ms. */
+  memoryPollMs?: number;
+  /** Open an IPC channel (the iris task runner uses it to watch its worker and report launch errors). */
+  ipc?: boolean;
+  /** Receives every stdout/stderr line, in order per stream. */
+  onLine?: (line: LogLine) => void;
+}
+
+/** Message the task runner sends over IPC when the command it supervises could not be started. */
+export interface LaunchFailedMessage {
+  type: "iris.launchFailed";
+  message: string;
+}
+
+/** Longer lines are split, so that one runaway line cannot hold the log pipeline hostage. */
+const MAX_LINE_CHARS = 64 * 1024;
+/** How many stderr lines are kept for classification and error messages. */
+const STDERR_TAIL_LINES = 30;
+/** After the main process exits, how long its pipes may stay open (held by an escaped grandchild). */
+const DRAIN_AFTER_EXIT_MS = 2000;
+
+/**
+ * One attempt's process: started in its own process group (so a stop reaches everything it
+ * spawned), its output read line by line, and its end classified exactly once into
+ * {@link AttemptOutcome}.
+ */
+export class AttemptProcess {
+  /** The process id, which is also the process group id; undefined if the spawn failed. */
+  readonly pid: number | undefined;
+  readonly startedAtMs: number;
+  /** Resolves once, when the process has ended and its output has been read. */
+  readonly exited: Promise<AttemptOutcome>;
+
+  #child: ChildProcess;
+  #killGraceMs: number;
+  #stopRequested = false;
+  #timedOut = false;
+  #memoryLimitExceeded = false;
+  #launchError: Error | undefined;
+  #stderrTail: string[] = [];
+  #done = false;
+  /** The main process has exited (its output may still be draining). */
+  #ended = false;
+  #killTimer: NodeJS.Timeout | undefined;
+
+  private constructor(opts: AttemptProcessOptions) {
+    this.startedAtMs = Date.now();
+    this.#killGraceMs = opts.killGraceMs ?? 5000;
+    const [program, ...args] = opts.argv;
+    this.#child = spawn(program, args, {
+      cwd: opts.cwd,
+      env: opts.env,
+      detached: true,
+      stdio: ["ignore", "pipe", "pipe", ...(opts.ipc === true ? (["ipc"] as const) : [])],
+    });
+    this.pid = this.#child.pid;
+    this.exited = this.#supervise(opts);
+  }
+
+  /** Starts an attempt. Never throws: a spawn failure resolves `exited` as LAUNCH_FAILED. */
+  static spawn(opts: AttemptProcessOptions): AttemptProcess {
+    return new AttemptProcess(opts);
+  }
+
+  /** Whether the process has not ended yet. */
+  get running(): boolean {
+    return !this.#done;
+  }
+
+  /**
+   * Stops the attempt: SIGTERM to its process group, SIGKILL after the grace period. Idempotent;
+   * resolves with the outcome (KILLED unless it had already ended otherwise).
+   */
+  stop(graceMs = this.#killGraceMs): Promise<AttemptOutcome> {
+    if (!this.#ended && !this.#stopRequested) {
+      this.#stopRequested = true;
+      this.#terminate(graceMs);
+    }
+    return this.exited;
+  }
+
+  #terminate(graceMs: number): void {
+    if (this.pid === undefined) return;
+    signalGroup(this.pid, "SIGTERM");
+    clearTimeout(this.#killTimer);
+    this.#killTimer = setTimeout(() => {
+      if (!this.#ended && this.pid !== undefined) signalGroup(this.pid, "SIGKILL");
+    }, graceMs);
+  }
+
+  async #supervise(opts: AttemptProcessOptions): Promise<AttemptOutcome> {
+    const child = this.#child;
+    const emit = (stream: LogLine["stream"], line: string): void => {
+      if (stream === "stderr") {
+        this.#stderrTail.push(line);
+        if (this.#stderrTail.length > STDERR_TAIL_LINES) this.#stderrTail.shift();
+      }
+      if (opts.onLine === undefined) return;
+      const timeMs = Date.now();
+      for (let i = 0; i === 0 || i < line.length; i += MAX_LINE_CHARS) {
+        opts.onLine({ stream, line: line.slice(i, i + MAX_LINE_CHARS), timeMs });
+      }
+    };
+    const drained = [readLines(child.stdout, (l) => emit("stdout", l)), readLines(child.stderr, (l) => emit("stderr", l))];
+
+    child.on("message", (msg: unknown) => {
+      if (isLaunchFailed(msg)) this.#launchError = new Error(msg.message);
+    });
+
+    const timers: NodeJS.Timeout[] = [];
+    if (opts.timeoutMs !== undefined && opts.timeoutMs > 0) {
+      timers.push(
+        setTimeout(() => {
+          if (this.#ended || this.#stopRequested) return;
+          this.#timedOut = true;
+          this.#stopRequested = true;
+          this.#terminate(this.#killGraceMs);
+        }, opts.timeoutMs),
+      );
+    }
+    if (opts.memoryLimitBytes !== undefined && opts.memoryLimitBytes > 0 && this.pid !== undefined) {
+      const pgid = this.pid;
+      const limit = opts.memoryLimitBytes;
+      timers.push(
+        setInterval(() => {
+          if (this.#ended || this.#memoryLimitExceeded) return;
+          if (groupRssBytes(pgid) > limit) {
+            this.#memoryLimitExceeded = true;
+            signalGroup(pgid, "SIGKILL");
+          }
+        }, opts.memoryPollMs ?? 500),
+      );
+    }
+
+    const ended = await new Promise<{ code: number | null; signal: string | null; spawnError?: Error }>((resolve) => {
+      child.once("error", (err) => {
+        // 'error' also fires for a failed kill or IPC send; only a failed spawn leaves no pid.
+        if (this.pid === undefined) resolve({ code: null, signal: null, spawnError: err });
+      });
+      child.once("exit", (code, signal) => resolve({ code, signal }));
+    });
+    this.#ended = true;
+    for (const t of timers) clearTimeout(t);
+    clearTimeout(this.#killTimer);
+    // Whatever the main process left behind in its group ends with it.
+    if (this.pid !== undefined) signalGroup(this.pid, "SIGKILL");
+    await Promise.race([
+      Promise.all(drained),
+      new Promise((resolve) => setTimeout(resolve, DRAIN_AFTER_EXIT_MS).unref()),
+    ]);
+    child.stdout?.destroy();
+    child.stderr?.destroy();
+    if (child.connected) child.disconnect();
+    this.#done = true;
+    const spawnError = ended.spawnError ?? this.#launchError;
+    return classifyExit({
+      exitCode: ended.code,
+      signal: ended.signal,
+      stopRequested: this.#stopRequested,
+      timedOut: this.#timedOut,
+      memoryLimitExceeded: this.#memoryLimitExceeded,
+      stderrTail: this.#stderrTail,
+      ...(spawnError === undefined ? {} : { spawnError }),
+    });
+  }
+}
+
+function isLaunchFailed(msg: unknown): msg is LaunchFailedMessage {
+  return (
+    typeof msg === "object" &&
+    msg !== null &&
+    (msg as { type?: unknown }).type === "iris.launchFailed" &&
+    typeof (msg as { message?: unknown }).message === "string"
+  );
+}
+
+function readLines(stream: Readable | null, onLine: (line: string) => void): Promise<void> {
+  if (stream === null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const rl = readline.createInterface({ input: stream, crlfDelay: Infinity });
+    rl.on("line", onLine);
+    rl.once("close", () => resolve());
+    stream.once("error", () => rl.close());
+  });
+}

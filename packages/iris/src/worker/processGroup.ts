@@ -1,0 +1,73 @@
+import fs from "node:fs";
+
+/**
+ * Sends `signal` to every process of a process group. Returns false when the group no longer
+ * exists (ESRCH); other errors (EPERM: the group belongs to someone else) are thrown.
+ */
+export function signalGroup(pgid: number, signal: NodeJS.Signals | 0): boolean {
+  if (!Number.isInteger(pgid) || pgid <= 1) throw new Error(`refusing to signal process group ${pgid}`);
+  try {
+    process.kill(-pgid, signal);
+    return true;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "ESRCH") return false;
+    throw e;
+  }
+}
+
+/** Whether any process of the group is still alive. */
+export function groupAlive(pgid: number): boolean {
+  return signalGroup(pgid, 0);
+}
+
+interface ProcStat {
+  pid: number;
+  ppid: number;
+  pgrp: number;
+  /** Start time in clock ticks since boot: with the pid, it names one process for ever. */
+  startTicks: string;
+  rssPages: number;
+}
+
+/** Parses `/proc/<pid>/stat`; undefined when the process is gone or /proc is unavailable. */
+export function readProcStat(pid: number | "self"): ProcStat | undefined {
+  let text: string;
+  try {
+    text = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+  } catch {
+    return undefined;
+  }
+  // The command name (field 2) may contain spaces and parentheses: split after its last ")".
+  const close = text.lastIndexOf(")");
+  const head = text.slice(0, text.indexOf(" "));
+  const rest = text.slice(close + 2).split(" ");
+  // rest[0] is field 3 (state); field N is rest[N - 3].
+  return {
+    pid: Number(head),
+    ppid: Number(rest[1]),
+    pgrp: Number(rest[2]),
+    startTicks: rest[19],
+    rssPages: Number(rest[21]),
+  };
+}
+
+/** Linux's page size on every platform iris runs on; only used to turn RSS pages into bytes. */
+const PAGE_BYTES = 4096;
+
+/** The resident memory of all processes of a group, in bytes (0 when /proc is unavailable). */
+export function groupRssBytes(pgid: number): number {
+  let names: string[];
+  try {
+    names = fs.readdirSync("/proc");
+  } catch {
+    return 0;
+  }
+  let pages = 0;
+  for (const name of names) {
+    const pid = Number(name);
+    if (!Number.isInteger(pid) || pid <= 0) continue;
+    const stat = readProcStat(pid);
+    if (stat !== undefined && stat.pgrp === pgid) pages += stat.rssPages;
+  }
+  return pages * PAGE_BYTES;
+}

@@ -1,0 +1,104 @@
+import { IrisError } from "../errors.ts";
+
+/** Loopback: where a task's servers are reachable when nothing else is configured. */
+export const DEFAULT_ADVERTISE_HOST = "127.0.0.1";
+
+/** Who a task is: everything the worker tells an attempt through its `IRIS_*` environment. */
+export interface TaskIdentity {
+  controllerAddress: string;
+  authToken?: string;
+  /** `/user/job` */
+  jobId: string;
+  /** `/user/job/3` */
+  taskId: string;
+  taskIndex: number;
+  numTasks: number;
+  attempt: number;
+  workerId: string;
+  advertiseHost: string;
+  /** Named ports, by the name the job spec requested. */
+  ports: Record<string, number>;
+}
+
+/**
+ * The environment variable that carries a named port: `IRIS_PORT_<NAME>`, upper-cased, with any
+ * character outside `[A-Z0-9_]` replaced by `_` (so `"http-api"` → `IRIS_PORT_HTTP_API`).
+ */
+export function portEnvName(name: string): string {
+  return `IRIS_PORT_${name.toUpperCase().replace(/[^A-Z0-9_]/g, "_")}`;
+}
+
+/**
+ * The environment of an attempt. Precedence, lowest first: the worker's own environment (minus any
+ * `IRIS_*` it inherited, which would describe some other task), the job's `env`, and the `IRIS_*`
+ * values of this attempt, which a job cannot override.
+ */
+export function buildTaskEnv(
+  identity: TaskIdentity,
+  jobEnv: Readonly<Record<string, string>> = {},
+  baseEnv: Readonly<Record<string, string | undefined>> = process.env,
+): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(baseEnv)) {
+    if (v !== undefined && !k.startsWith("IRIS_")) env[k] = v;
+  }
+  Object.assign(env, jobEnv);
+  env.IRIS_CONTROLLER_ADDRESS = identity.controllerAddress;
+  if (identity.authToken !== undefined && identity.authToken !== "") env.IRIS_AUTH_TOKEN = identity.authToken;
+  else delete env.IRIS_AUTH_TOKEN;
+  env.IRIS_JOB_ID = identity.jobId;
+  env.IRIS_TASK_ID = identity.taskId;
+  env.IRIS_TASK_INDEX = String(identity.taskIndex);
+  env.IRIS_NUM_TASKS = String(identity.numTasks);
+  env.IRIS_ATTEMPT = String(identity.attempt);
+  env.IRIS_WORKER_ID = identity.workerId;
+  env.IRIS_ADVERTISE_HOST = identity.advertiseHost;
+  for (const [name, port] of Object.entries(identity.ports)) env[portEnvName(name)] = String(port);
+  return env;
+}
+
+/**
+ * Reads a task's identity back from its environment: `undefined` when this process is not an iris
+ * task (no `IRIS_TASK_ID`); an {@link IrisError} `FAILED_PRECONDITION` naming the variable when the
+ * environment is incomplete or malformed.
+ */
+export function parseTaskEnv(env: Readonly<Record<string, string | undefined>> = process.env): TaskIdentity | undefined {
+  if (env.IRIS_TASK_ID === undefined || env.IRIS_TASK_ID === "") return undefined;
+  const text = (key: string): string => {
+    const v = env[key];
+    if (v === undefined || v === "") {
+      throw new IrisError("FAILED_PRECONDITION", `${key}: expected a value in the task environment, got nothing`);
+    }
+    return v;
+  };
+  const int = (key: string, min: number): number => {
+    const raw = text(key);
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n < min) {
+      throw new IrisError("FAILED_PRECONDITION", `${key}: expected an integer ≥ ${min}, got ${JSON.stringify(raw)}`);
+    }
+    return n;
+  };
+  const ports: Record<string, number> = {};
+  for (const [k, v] of Object.entries(env)) {
+    if (!k.startsWith("IRIS_PORT_") || v === undefined) continue;
+    const port = Number(v);
+    if (!Number.isInteger(port) || port <= 0 || port > 65535) {
+      throw new IrisError("FAILED_PRECONDITION", `${k}: expected a TCP port, got ${JSON.stringify(v)}`);
+    }
+    ports[k.slice("IRIS_PORT_".length)] = port;
+  }
+  const token = env.IRIS_AUTH_TOKEN;
+  return {
+    controllerAddress: text("IRIS_CONTROLLER_ADDRESS"),
+    ...(token !== undefined && token !== "" ? { authToken: token } : {}),
+    jobId: text("IRIS_JOB_ID"),
+    taskId: text("IRIS_TASK_ID"),
+    taskIndex: int("IRIS_TASK_INDEX", 0),
+    numTasks: int("IRIS_NUM_TASKS", 1),
+    attempt: int("IRIS_ATTEMPT", 0),
+    workerId: text("IRIS_WORKER_ID"),
+    advertiseHost: env.IRIS_ADVERTISE_HOST !== undefined && env.IRIS_ADVERTISE_HOST !== "" ? env.IRIS_ADVERTISE_HOST : DEFAULT_ADVERTISE_HOST,
+    ports,
+  };
+}

@@ -1,0 +1,35 @@
+import fs from "node:fs";
+
+/**
+ * Polls `check` until it returns a value other than `undefined`/`false`, or throws after
+ * `timeoutMs` with `what` in the message. Tests synchronise on conditions, never on sleeps.
+ */
+export async function waitFor<T>(
+  what: string,
+  check: () => T | undefined | false | Promise<T | undefined | false>,
+  opts: { timeoutMs?: number; intervalMs?: number } = {},
+): Promise<T> {
+  const deadline = Date.now() + (opts.timeoutMs ?? 10_000);
+  for (;;) {
+    const value = await check();
+    if (value !== undefined && value !== false) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, opts.intervalMs ?? 20));
+  }
+}
+
+/** Whether a process with this pid exists (and is not a zombie awaiting its parent). */
+export function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  try {
+    // A zombie still answers kill(0); its state letter in /proc says it is dead.
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,663 @@
+// The worker daemon: registers with the controller, keeps the assignment stream open, reconciles
+// (observed attempts up, the complete desired set down) on every notice and every tick, runs each
+// attempt through the iris task runner in its own process group, and pushes the attempts' output.
+// The protocol is specified in proto/README.md ("Worker protocol").
+import { randomUUID } from "node:crypto";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import type * as grpc from "@grpc/grpc-js";
+import { IrisError } from "../errors.ts";
+import type { AttemptObservation } from "../internal/generated/iris/v1/AttemptObservation.ts";
+import type { Entrypoint__Output } from "../internal/generated/iris/v1/Entrypoint.ts";
+import type { LogLine as WireLogLine } from "../internal/generated/iris/v1/LogLine.ts";
+import type { PushLogsRequest } from "../internal/generated/iris/v1/PushLogsRequest.ts";
+import type { ReconcileResponse__Output } from "../internal/generated/iris/v1/ReconcileResponse.ts";
+import type { RunAttempt__Output } from "../internal/generated/iris/v1/RunAttempt.ts";
+import { createWorkerControlClient, unary, type WorkerControlServiceClient } from "../internal/rpc.ts";
+import { runnerArgv, type RunnerSpec } from "../runner/runnerSpec.ts";
+import type { AttemptOutcome } from "./attemptOutcome.ts";
+import { AttemptProcess, type LogLine } from "./attemptProcess.ts";
+import { AttemptStore, killRecordedAttempt, spawnedRecord, type AttemptRecord } from "./attemptStore.ts";
+import { allocatePorts } from "./ports.ts";
+import { readProcStat } from "./processGroup.ts";
+import { buildTaskEnv, DEFAULT_ADVERTISE_HOST } from "./taskEnv.ts";
+
+/** Options of {@link Worker.start}. */
+export interface WorkerOptions {
+  /** The controller's address, `host:port`. */
+  controller: string;
+  /** Bearer token for the controller; passed on to tasks as `IRIS_AUTH_TOKEN`. */
+  token?: string;
+  /** CPU capacity offered to the scheduler, in millicores. Default: one core per CPU. */
+  cpuMillis?: number;
+  /** Memory capacity offered to the scheduler, in bytes. Default: the machine's memory. */
+  memoryBytes?: number;
+  /** Attributes that job constraints match against. */
+  attributes?: Record<string, string>;
+  /**
+   * Where the worker keeps its id and the records of its attempts. A worker restarted on the same
+   * directory keeps its id and kills what its previous run left behind. Default: a fresh
+   * directory under `os.tmpdir()`, removed by {@link Worker.stop}.
+   */
+  stateDir?: string;
+  /** Reconcile interval; default: what the controller asks for at registration. */
+  tickMs?: number;
+  /** The host tasks advertise to others (`IRIS_ADVERTISE_HOST`). Default `127.0.0.1`. */
+  advertiseHost?: string;
+  /** Explicit worker id (default: kept in `stateDir`, else `<hostname>-<random>`). */
+  workerId?: string;
+  /** Time between SIGTERM and SIGKILL when stopping an attempt. Default 5 s. */
+  killGraceMs?: number;
+  /** Kill attempts whose processes exceed their job's memory request (OOM). Default true. */
+  enforceMemoryLimits?: boolean;
+  /** Receives what the worker does (quiet by default). */
+  onEvent?: (event: WorkerEvent) => void;
+}
+
+/** Something a worker did or saw, for logs and tests. */
+export type WorkerEvent =
+  | { type: "registered"; workerId: string; tickMs: number }
+  | { type: "controllerUnreachable"; error: string; retryInMs: number }
+  | { type: "attemptStarted"; attemptUid: string; taskId: string; attempt: number; pid: number }
+  | { type: "attemptEnded"; attemptUid: string; taskId: string; attempt: number; state: string; failureKind: string; error: string }
+  | { type: "leftoverKilled"; attemptUid: string; pid: number };
+
+/** A worker's view of one of its attempts. */
+export interface LocalAttemptInfo {
+  attemptUid: string;
+  taskId: string;
+  attempt: number;
+  /** BUILDING | RUNNING | SUCCEEDED | FAILED | KILLED */
+  state: string;
+  pid: number;
+  failureKind: string;
+  exitCode?: number;
+}
+
+type LocalState = "BUILDING" | "RUNNING" | "SUCCEEDED" | "FAILED" | "KILLED";
+
+interface LocalAttempt {
+  uid: string;
+  taskId: string;
+  attempt: number;
+  state: LocalState;
+  exitCode?: number;
+  failureKind: string;
+  error: string;
+  pid: number;
+  startedAtMs: number;
+  finishedAtMs: number;
+  logLines: number;
+  proc?: AttemptProcess;
+  /** Why the worker is ending it (a stop intent's reason, SUPERSEDED, WORKER_STOPPING). */
+  stopReason?: string;
+}
+
+const REGISTER_BACKOFF_START_MS = 100;
+/** Issue 3: while the controller is unreachable, retry at least every 2 s. */
+const REGISTER_BACKOFF_MAX_MS = 2000;
+const RPC_DEADLINE_MS = 5000;
+const DEFAULT_TICK_MS = 1000;
+const LOG_FLUSH_MS = 20;
+const LOG_BATCH_LINES = 500;
+/** Lines kept while no log stream can be opened; older ones are dropped first. */
+const MAX_PENDING_LOG_LINES = 20_000;
+/** How many forgotten attempt uids are remembered, so that none is ever started twice. */
+const FORGOTTEN_UIDS_KEPT = 10_000;
+/** Grace of an orphaned attempt (its worker died) between SIGTERM and SIGKILL. */
+const ORPHAN_GRACE_MS = 2000;
+
+const isTerminal = (s: LocalState): boolean => s === "SUCCEEDED" || s === "FAILED" || s === "KILLED";
+
+/**
+ * A worker daemon. Start it with {@link Worker.start}; it registers with the controller (retrying
+ * while the controller is unreachable, so start order does not matter) and runs what it is
+ * assigned until {@link Worker.stop}.
+ *
+ * @example
+ * const worker = await Worker.start({ controller: "127.0.0.1:7070", attributes: { zone: "a" } });
+ * // … later
+ * await worker.stop();
+ */
+export class Worker {
+  /** This worker's id (unique per state directory). */
+  readonly id: string;
+  /** The worker's state directory (attempt records and scratch space). */
+  readonly stateDir: string;
+  /** Resolves once the worker has registered with the controller for the first time. */
+  readonly registered: Promise<void>;
+
+  #opts: WorkerOptions;
+  #client: WorkerControlServiceClient;
+  #store: AttemptStore;
+  #ownsStateDir: boolean;
+  #advertiseHost: string;
+  #tickMs: number;
+  #attempts = new Map<string, LocalAttempt>();
+  #forgotten = new Set<string>();
+  /** Records a previous run of this worker left in the state directory, settled on the first response. */
+  #leftovers: AttemptRecord[] | undefined;
+  #isRegistered = false;
+  #markRegistered!: () => void;
+  #stopping = false;
+  #stopped: Promise<void> | undefined;
+  #loopDone: Promise<void> | undefined;
+  #kicked = false;
+  #wake: (() => void) | undefined;
+  #watch: grpc.ClientReadableStream<unknown> | undefined;
+  #logStream: grpc.ClientWritableStream<PushLogsRequest> | undefined;
+  #pendingLogs: { local: LocalAttempt; line: WireLogLine }[] = [];
+  #flushTimer: NodeJS.Timeout | undefined;
+  #starting = new Set<Promise<void>>();
+
+  private constructor(opts: WorkerOptions, stateDir: string, ownsStateDir: boolean, id: string) {
+    this.#opts = opts;
+    this.stateDir = stateDir;
+    this.#ownsStateDir = ownsStateDir;
+    this.id = id;
+    this.#advertiseHost = opts.advertiseHost ?? DEFAULT_ADVERTISE_HOST;
+    this.#tickMs = opts.tickMs ?? DEFAULT_TICK_MS;
+    this.#store = new AttemptStore(stateDir);
+    this.#client = createWorkerControlClient(opts.controller, { token: opts.token });
+    this.registered = new Promise((resolve) => (this.#markRegistered = resolve));
+  }
+
+  /**
+   * Starts a worker: prepares its state directory (claiming it, reading what a previous run left
+   * there), then registers and reconciles in the background. Resolves without waiting for the
+   * controller; await {@link Worker.registered} for that.
+   */
+  static async start(opts: WorkerOptions): Promise<Worker> {
+    const ownsStateDir = opts.stateDir === undefined;
+    const stateDir = opts.stateDir ?? (await fs.promises.mkdtemp(path.join(os.tmpdir(), "iris-worker-")));
+    fs.mkdirSync(stateDir, { recursive: true });
+    claimStateDir(stateDir);
+    const id = opts.workerId ?? workerIdFor(stateDir);
+    const worker = new Worker(opts, stateDir, ownsStateDir, id);
+    const leftovers = worker.#store.list();
+    worker.#leftovers = leftovers.length > 0 ? leftovers : undefined;
+    worker.#loopDone = worker.#loop();
+    return worker;
+  }
+
+  /** The attempts this worker currently knows about. */
+  attempts(): LocalAttemptInfo[] {
+    return [...this.#attempts.values()].map((a) => ({
+      attemptUid: a.uid,
+      taskId: a.taskId,
+      attempt: a.attempt,
+      state: a.state,
+      pid: a.pid,
+      failureKind: a.failureKind,
+      ...(a.exitCode === undefined ? {} : { exitCode: a.exitCode }),
+    }));
+  }
+
+  /**
+   * Stops the worker: ends its loop and streams, kills its attempts (SIGTERM, then SIGKILL after
+   * the grace period), tells the controller they were lost with the worker (so they are retried
+   * elsewhere against the preemption budget), and removes a state directory it created.
+   */
+  stop(): Promise<void> {
+    this.#stopped ??= this.#shutdown();
+    return this.#stopped;
+  }
+
+  async #shutdown(): Promise<void> {
+    this.#stopping = true;
+    this.#wake?.();
+    this.#watch?.cancel();
+    await this.#loopDone;
+    for (const a of this.#attempts.values()) {
+      if (isTerminal(a.state)) continue;
+      a.stopReason = "WORKER_STOPPING";
+      void a.proc?.stop(this.#opts.killGraceMs);
+    }
+    // Each start resolves once its attempt has ended and been classified.
+    await Promise.all(this.#starting);
+    // Let the attempts' final lines and states settle (they resolve right after their exits).
+    await new Promise((resolve) => setImmediate(resolve));
+    this.#flushLogs();
+    if (this.#isRegistered) {
+      try {
+        await unary(this.#client, "reconcile", this.#reconcileRequest(), { deadlineMs: 1000 });
+      } catch {
+        // The controller will find out from the silence.
+      }
+    }
+    this.#logStream?.end();
+    this.#client.close();
+    if (this.#ownsStateDir) fs.rmSync(this.stateDir, { recursive: true, force: true });
+    else fs.rmSync(path.join(this.stateDir, "worker.pid"), { force: true });
+  }
+
+  // ---- the loop -------------------------------------------------------------------------------
+
+  async #loop(): Promise<void> {
+    let backoff = REGISTER_BACKOFF_START_MS;
+    const retryLater = async (error: unknown): Promise<void> => {
+      this.#emit({ type: "controllerUnreachable", error: errorText(error), retryInMs: backoff });
+      await this.#sleep(backoff);
+      backoff = Math.min(backoff * 2, REGISTER_BACKOFF_MAX_MS);
+    };
+    while (!this.#stopping) {
+      if (!this.#isRegistered) {
+        try {
+          await this.#register();
+        } catch (e) {
+          await retryLater(e);
+          continue;
+        }
+      }
+      this.#ensureWatch();
+      this.#kicked = false;
+      try {
+        await this.#reconcileOnce();
+        backoff = REGISTER_BACKOFF_START_MS;
+      } catch (e) {
+        if (e instanceof IrisError && e.code === "NOT_FOUND") {
+          // The controller forgot this worker (or declared it lost): register again, same id.
+          this.#isRegistered = false;
+          continue;
+        }
+        await retryLater(e);
+        continue;
+      }
+      if (!this.#kicked) await this.#sleep(this.#tickMs);
+    }
+  }
+
+  /** Reconciles as soon as possible (a notice arrived, or a local attempt changed state). */
+  #kick(): void {
+    this.#kicked = true;
+    this.#wake?.();
+  }
+
+  #sleep(ms: number): Promise<void> {
+    if (this.#stopping) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, ms);
+      function done(): void {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.#wake = () => {
+        this.#wake = undefined;
+        done();
+      };
+    });
+  }
+
+  async #register(): Promise<void> {
+    const res = await unary(
+      this.#client,
+      "registerWorker",
+      {
+        workerId: this.id,
+        host: this.#advertiseHost,
+        attributes: this.#opts.attributes ?? {},
+        capacity: {
+          cpuMillis: this.#opts.cpuMillis ?? os.availableParallelism() * 1000,
+          memoryBytes: this.#opts.memoryBytes ?? os.totalmem(),
+          devices: [],
+        },
+      },
+      { deadlineMs: RPC_DEADLINE_MS },
+    );
+    if (res.workerId !== "" && res.workerId !== this.id) {
+      throw new IrisError("INTERNAL", `the controller registered this worker as ${res.workerId}, not ${this.id}`);
+    }
+    if (this.#opts.tickMs === undefined && res.reconcileIntervalMs > 0) this.#tickMs = res.reconcileIntervalMs;
+    this.#isRegistered = true;
+    this.#emit({ type: "registered", workerId: this.id, tickMs: this.#tickMs });
+    this.#markRegistered();
+  }
+
+  #ensureWatch(): void {
+    if (this.#watch !== undefined || this.#stopping) return;
+    const call = this.#client.watchAssignments({ workerId: this.id });
+    this.#watch = call;
+    call.on("data", () => this.#kick());
+    call.on("error", (err: grpc.ServiceError) => {
+      // NOT_FOUND (5): the controller does not know this worker; the next reconcile says so too.
+      // Anything else: reopened on the next pass of the loop.
+      if (this.#watch === call) this.#watch = undefined;
+      if (err.code === 5) this.#kick();
+    });
+    call.on("end", () => {
+      if (this.#watch === call) this.#watch = undefined;
+    });
+  }
+
+  // ---- reconcile ------------------------------------------------------------------------------
+
+  #observation(a: LocalAttempt): AttemptObservation {
+    return {
+      attemptUid: a.uid,
+      taskId: a.taskId,
+      attempt: a.attempt,
+      state: a.state,
+      ...(a.exitCode === undefined ? {} : { exitCode: a.exitCode }),
+      failureKind: a.failureKind,
+      error: a.error,
+      pid: a.pid,
+      startedAtMs: a.startedAtMs,
+      finishedAtMs: a.finishedAtMs,
+      logLines: a.logLines,
+    };
+  }
+
+  #reconcileRequest(): { workerId: string; observed: AttemptObservation[]; health: { healthy: boolean; error: string } } {
+    return {
+      workerId: this.id,
+      observed: [...this.#attempts.values()].map((a) => this.#observation(a)),
+      health: this.#stopping ? { healthy: false, error: "the worker is stopping" } : { healthy: true, error: "" },
+    };
+  }
+
+  async #reconcileOnce(): Promise<void> {
+    const request = this.#reconcileRequest();
+    const reportedFinished = new Set(
+      request.observed.filter((o) => isTerminal(o.state as LocalState)).map((o) => o.attemptUid as string),
+    );
+    const response = await unary(this.#client, "reconcile", request, { deadlineMs: RPC_DEADLINE_MS });
+    if (this.#stopping) return;
+    this.#apply(response, reportedFinished);
+  }
+
+  #apply(response: ReconcileResponse__Output, reportedFinished: ReadonlySet<string>): void {
+    const run = new Map(response.run.map((r) => [r.attemptUid, r]));
+    const stop = new Map(response.stop.map((s) => [s.attemptUid, s.reason]));
+
+    if (this.#leftovers !== undefined) {
+      const leftovers = this.#leftovers;
+      this.#leftovers = undefined;
+      for (const record of leftovers) this.#settleLeftover(record, run.get(record.attemptUid));
+    }
+
+    for (const [uid, spec] of run) {
+      if (this.#attempts.has(uid) || this.#forgotten.has(uid)) continue;
+      const starting = this.#start(spec);
+      this.#starting.add(starting);
+      void starting.finally(() => this.#starting.delete(starting));
+    }
+
+    for (const a of [...this.#attempts.values()]) {
+      if (isTerminal(a.state)) {
+        if (!run.has(a.uid) && reportedFinished.has(a.uid)) this.#forget(a);
+        continue;
+      }
+      const reason = stop.get(a.uid);
+      if (reason !== undefined) this.#stopAttempt(a, reason === "" ? "KILLED" : reason);
+      else if (!run.has(a.uid)) this.#stopAttempt(a, "SUPERSEDED");
+    }
+  }
+
+  /**
+   * An attempt a previous run of this worker started. Its process cannot be supervised again
+   * (its output pipes died with that run), so it is killed whatever happens; if the controller
+   * still wants it, it is reported lost so that the task is retried.
+   */
+  #settleLeftover(record: AttemptRecord, wanted: RunAttempt__Output | undefined): void {
+    const grace = this.#opts.killGraceMs ?? 5000;
+    if (record.pid !== undefined) {
+      const pid = record.pid;
+      void killRecordedAttempt(record, grace).then(
+        () => this.#emit({ type: "leftoverKilled", attemptUid: record.attemptUid, pid }),
+        () => undefined,
+      );
+    }
+    if (wanted === undefined) {
+      this.#store.remove(record.attemptUid);
+      return;
+    }
+    this.#attempts.set(record.attemptUid, {
+      uid: record.attemptUid,
+      taskId: wanted.taskId,
+      attempt: wanted.attempt,
+      state: "FAILED",
+      failureKind: "WORKER_LOST",
+      error: "the worker restarted while the attempt was running",
+      pid: record.pid ?? 0,
+      startedAtMs: record.startedAtMs,
+      finishedAtMs: Date.now(),
+      logLines: 0,
+    });
+  }
+
+  #forget(a: LocalAttempt): void {
+    this.#attempts.delete(a.uid);
+    this.#forgotten.add(a.uid);
+    if (this.#forgotten.size > FORGOTTEN_UIDS_KEPT) {
+      this.#forgotten.delete(this.#forgotten.values().next().value as string);
+    }
+    try {
+      this.#store.remove(a.uid);
+    } catch {
+      // A record that cannot be removed is settled again after a restart.
+    }
+  }
+
+  #stopAttempt(a: LocalAttempt, reason: string): void {
+    if (a.stopReason !== undefined) return;
+    a.stopReason = reason;
+    void a.proc?.stop(this.#opts.killGraceMs);
+  }
+
+  // ---- attempts -------------------------------------------------------------------------------
+
+  async #start(spec: RunAttempt__Output): Promise<void> {
+    const local: LocalAttempt = {
+      uid: spec.attemptUid,
+      taskId: spec.taskId,
+      attempt: spec.attempt,
+      state: "BUILDING",
+      failureKind: "",
+      error: "",
+      pid: 0,
+      startedAtMs: Date.now(),
+      finishedAtMs: 0,
+      logLines: 0,
+    };
+    this.#attempts.set(local.uid, local);
+    let outcome: AttemptOutcome;
+    try {
+      const record: AttemptRecord = {
+        attemptUid: local.uid,
+        attemptId: `${local.taskId}:${local.attempt}`,
+        startedAtMs: local.startedAtMs,
+      };
+      // Written before the spawn: a crash right after it still leaves a trace to clean up.
+      this.#store.write(record);
+      const ports = await allocatePorts(spec.ports);
+      if (local.stopReason !== undefined || this.#stopping) {
+        this.#finish(local, { kind: "KILLED", message: "the attempt was stopped before it started" });
+        return;
+      }
+      const env = buildTaskEnv(
+        {
+          controllerAddress: this.#opts.controller,
+          ...(this.#opts.token === undefined ? {} : { authToken: this.#opts.token }),
+          jobId: spec.jobId,
+          taskId: spec.taskId,
+          taskIndex: spec.taskIndex,
+          numTasks: spec.numTasks,
+          attempt: spec.attempt,
+          workerId: this.id,
+          advertiseHost: this.#advertiseHost,
+          ports,
+        },
+        spec.env,
+      );
+      const specPath = path.join(this.#store.scratchDir(local.uid), "runner.json");
+      const entrypoint = runnerEntrypoint(spec.entrypoint);
+      const runnerSpec: RunnerSpec = {
+        entrypoint,
+        parentPid: process.pid,
+        orphanGraceMs: ORPHAN_GRACE_MS,
+      };
+      fs.writeFileSync(specPath, JSON.stringify(runnerSpec));
+      const memoryBytes = spec.resources?.memoryBytes ?? 0;
+      const proc = AttemptProcess.spawn({
+        argv: runnerArgv(entrypoint, specPath),
+        env,
+        ipc: true,
+        ...(spec.timeoutMs > 0 ? { timeoutMs: spec.timeoutMs } : {}),
+        ...(this.#opts.killGraceMs === undefined ? {} : { killGraceMs: this.#opts.killGraceMs }),
+        ...(memoryBytes > 0 && this.#opts.enforceMemoryLimits !== false ? { memoryLimitBytes: memoryBytes } : {}),
+        onLine: (line) => this.#queueLine(local, line),
+      });
+      local.proc = proc;
+      if (proc.pid !== undefined) {
+        local.pid = proc.pid;
+        local.state = "RUNNING";
+        this.#store.write(spawnedRecord(record, proc.pid));
+        this.#emit({ type: "attemptStarted", attemptUid: local.uid, taskId: local.taskId, attempt: local.attempt, pid: proc.pid });
+        this.#kick();
+      }
+      outcome = await proc.exited;
+    } catch (e) {
+      outcome = { kind: "LAUNCH_FAILED", message: `could not start the attempt: ${errorText(e)}` };
+    }
+    this.#finish(local, outcome);
+  }
+
+  #finish(local: LocalAttempt, outcome: AttemptOutcome): void {
+    local.proc = undefined;
+    // The attempt's last lines go out before its terminal state is reported.
+    this.#flushLogs();
+    local.finishedAtMs = Date.now();
+    if (outcome.exitCode !== undefined) local.exitCode = outcome.exitCode;
+    if (outcome.kind === "APP_EXIT" && outcome.exitCode === 0) {
+      local.state = "SUCCEEDED";
+    } else if (outcome.kind === "KILLED" && local.stopReason === "WORKER_STOPPING") {
+      local.state = "FAILED";
+      local.failureKind = "WORKER_LOST";
+      local.error = "the worker was stopped";
+    } else if (outcome.kind === "KILLED") {
+      local.state = "KILLED";
+      local.failureKind = local.stopReason === "TIMEOUT" ? "TIMEOUT" : "KILLED";
+      local.error = `stopped by the controller (${local.stopReason ?? "KILLED"})`;
+    } else {
+      local.state = "FAILED";
+      local.failureKind = outcome.kind;
+      local.error = outcome.message;
+    }
+    this.#emit({
+      type: "attemptEnded",
+      attemptUid: local.uid,
+      taskId: local.taskId,
+      attempt: local.attempt,
+      state: local.state,
+      failureKind: local.failureKind,
+      error: local.error,
+    });
+    this.#kick();
+  }
+
+  // ---- logs -----------------------------------------------------------------------------------
+
+  #queueLine(local: LocalAttempt, line: LogLine): void {
+    this.#pendingLogs.push({
+      local,
+      line: { attemptUid: local.uid, stream: line.stream, line: line.line, timeMs: line.timeMs },
+    });
+    if (this.#pendingLogs.length > MAX_PENDING_LOG_LINES) this.#pendingLogs.shift();
+    if (this.#pendingLogs.length >= LOG_BATCH_LINES) this.#flushLogs();
+    else this.#flushTimer ??= setTimeout(() => this.#flushLogs(), LOG_FLUSH_MS);
+  }
+
+  #flushLogs(): void {
+    clearTimeout(this.#flushTimer);
+    this.#flushTimer = undefined;
+    if (this.#pendingLogs.length === 0) return;
+    if (!this.#isRegistered) {
+      // Kept (bounded) until the controller is there to take them.
+      this.#flushTimer = setTimeout(() => this.#flushLogs(), this.#tickMs);
+      return;
+    }
+    const stream = this.#ensureLogStream();
+    const batch = this.#pendingLogs;
+    this.#pendingLogs = [];
+    for (let i = 0; i < batch.length; i += LOG_BATCH_LINES) {
+      const chunk = batch.slice(i, i + LOG_BATCH_LINES);
+      stream.write({ lines: chunk.map((c) => c.line) });
+      for (const c of chunk) c.local.logLines++;
+    }
+  }
+
+  #ensureLogStream(): grpc.ClientWritableStream<PushLogsRequest> {
+    if (this.#logStream !== undefined) return this.#logStream;
+    const stream = this.#client.pushLogs(() => {
+      // The call ended (error or the controller closed it): the next batch opens a new one.
+      if (this.#logStream === stream) this.#logStream = undefined;
+    });
+    stream.on("error", () => {
+      if (this.#logStream === stream) this.#logStream = undefined;
+    });
+    this.#logStream = stream;
+    return stream;
+  }
+
+  #emit(event: WorkerEvent): void {
+    try {
+      this.#opts.onEvent?.(event);
+    } catch {
+      // A faulty listener must not take the worker down.
+    }
+  }
+}
+
+/** The runner's entrypoint from the wire form (JSON args parsed). */
+function runnerEntrypoint(entrypoint: Entrypoint__Output | null): RunnerSpec["entrypoint"] {
+  if (entrypoint?.command != null) {
+    const { argv, cwd } = entrypoint.command;
+    if (argv.length === 0) throw new Error("entrypoint.command: expected a non-empty argv");
+    return { command: argv, ...(cwd === "" ? {} : { cwd }) };
+  }
+  if (entrypoint?.module != null) {
+    const m = entrypoint.module;
+    return {
+      module: m.module,
+      export: m.exportName,
+      ...(m.argsJson === "" ? {} : { args: JSON.parse(m.argsJson) as unknown }),
+    };
+  }
+  throw new Error("entrypoint: expected a command or a module");
+}
+
+/**
+ * Refuses a state directory that a live worker is using (two workers on one directory would kill
+ * each other's attempts), then claims it with this process's pid.
+ */
+function claimStateDir(stateDir: string): void {
+  const pidFile = path.join(stateDir, "worker.pid");
+  try {
+    const pid = Number(fs.readFileSync(pidFile, "utf8").trim());
+    if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && readProcStat(pid) !== undefined) {
+      throw new IrisError("FAILED_PRECONDITION", `the state directory ${stateDir} is in use by the worker with pid ${pid}`);
+    }
+  } catch (e) {
+    if (e instanceof IrisError) throw e;
+  }
+  fs.writeFileSync(pidFile, String(process.pid));
+}
+
+/** The id kept in the state directory, created on first use. */
+function workerIdFor(stateDir: string): string {
+  const file = path.join(stateDir, "worker.json");
+  try {
+    const saved = JSON.parse(fs.readFileSync(file, "utf8")) as { workerId?: unknown };
+    if (typeof saved.workerId === "string" && saved.workerId !== "") return saved.workerId;
+  } catch {
+    // No id yet.
+  }
+  const workerId = `${os.hostname()}-${randomUUID().slice(0, 8)}`;
+  fs.writeFileSync(file, JSON.stringify({ workerId }));
+  return workerId;
+}
+
+function errorText(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}
