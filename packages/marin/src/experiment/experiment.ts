@@ -27,7 +27,7 @@ export function resolveCliPath(p: string): string {
 const preloaded = new Map<string, ExperimentBuild>();
 
 /** Imports an experiment script and calls its default export; returns the absolute script path and the steps. */
-export async function loadExperiment(script: string): Promise<{ script: string; steps: Step<unknown>[] }> {
+export async function loadExperiment(script: string): Promise<{ script: string; steps: Step<any>[] }> {
   const abs = path.resolve(script);
   let mod: { default?: unknown };
   const known = preloaded.get(abs);
@@ -46,7 +46,7 @@ export async function loadExperiment(script: string): Promise<{ script: string; 
   if (!Array.isArray(steps) || !steps.every(isStep)) {
     throw new MarinError("INVALID_GRAPH", `${abs}: the default export must return an array of steps made by defineStep`);
   }
-  return { script: abs, steps: steps as Step<unknown>[] };
+  return { script: abs, steps: steps as Step<any>[] };
 }
 
 /** Whether the module at `importMetaUrl` is the program node was started with. */

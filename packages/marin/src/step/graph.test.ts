@@ -22,7 +22,7 @@ interface Knobs {
 const base: Knobs = { aN: 10, aIgnored: "info", aVersion: "1", bLr: 0.1, bSub: "data.json", cTags: ["x", "y"], eSeed: 7 };
 
 /** A diamond (a → b, a → c, b + c → d) plus an unrelated e. */
-function build(k: Knobs): Step<unknown>[] {
+function build(k: Knobs): Step<any>[] {
   const a = defineStep({ name: "a", version: k.aVersion, config: { n: k.aN, logLevel: ignore(k.aIgnored) }, fn: noop });
   const b = defineStep({ name: "b", config: { input: outputOf(a, k.bSub), opt: { lr: k.bLr } }, fn: noop });
   const c = defineStep({ name: "c", config: { input: outputOf(a), tags: k.cTags }, fn: noop });

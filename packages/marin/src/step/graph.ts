@@ -16,7 +16,7 @@ export interface StepIdentity {
 
 /** A step placed in a graph: its identity, output path and resolved config. */
 export interface ResolvedStep {
-  readonly step: Step<unknown>;
+  readonly step: Step<any>;
   readonly name: string;
   readonly hash: string;
   /** `<name>-<hash>`. */
@@ -38,11 +38,11 @@ export interface StepGraph {
 }
 
 interface Identified {
-  step: Step<unknown>;
+  step: Step<any>;
   hash: string;
   id: string;
   identity: StepIdentity;
-  deps: Step<unknown>[];
+  deps: Step<any>[];
 }
 
 const HASH_LENGTH = 8;
@@ -64,16 +64,16 @@ function typeName(v: unknown): string {
  * them under `prefix`.
  */
 export class GraphBuilder {
-  private readonly memo = new Map<Step<unknown>, Identified>();
-  private readonly visiting = new Set<Step<unknown>>();
+  private readonly memo = new Map<Step<any>, Identified>();
+  private readonly visiting = new Set<Step<any>>();
 
   /** The identity of one step (and, recursively, of everything it references). */
-  identify(step: Step<unknown>): Identified {
+  identify(step: Step<any>): Identified {
     const hit = this.memo.get(step);
     if (hit) return hit;
     if (this.visiting.has(step)) throw new MarinError("INVALID_GRAPH", `dependency cycle through step ${step.name}`);
     this.visiting.add(step);
-    const deps: Step<unknown>[] = [];
+    const deps: Step<any>[] = [];
     const idDeps = new Set<string>();
     const walk = (v: unknown, at: (string | number)[], counted: boolean): JsonValue | undefined => {
       if (v === null || typeof v === "string" || typeof v === "boolean") return v;
@@ -127,12 +127,12 @@ export class GraphBuilder {
   }
 
   /** Every step reachable from `roots`, deduplicated by id, topologically ordered, placed under `prefix`. */
-  build(roots: readonly Step<unknown>[], prefix: string): StepGraph {
+  build(roots: readonly Step<any>[], prefix: string): StepGraph {
     const absPrefix = path.resolve(prefix);
     const byId = new Map<string, ResolvedStep>();
     const byName = new Map<string, ResolvedStep>();
     const ordered: ResolvedStep[] = [];
-    const place = (step: Step<unknown>): ResolvedStep => {
+    const place = (step: Step<any>): ResolvedStep => {
       const ident = this.identify(step);
       const existing = byId.get(ident.id);
       if (existing) return existing;
@@ -196,6 +196,6 @@ export class GraphBuilder {
 }
 
 /** Resolves the graph of `roots` under `prefix` (see {@link GraphBuilder}). */
-export function resolveGraph(roots: readonly Step<unknown>[], prefix: string): StepGraph {
+export function resolveGraph(roots: readonly Step<any>[], prefix: string): StepGraph {
   return new GraphBuilder().build(roots, prefix);
 }
