@@ -7,6 +7,8 @@ export type { LevanterErrorCode } from "./errors.ts";
 export { byteTokenizer, BYTE_EOS_ID } from "./data/byteTokenizer.ts";
 export { bitsPerByte, encodeDocument } from "./data/tokenizer.ts";
 export type { Tokenizer } from "./data/tokenizer.ts";
+export { HfTokenizer, loadHfTokenizer, loadTokenizer } from "./data/hfTokenizer.ts";
+export type { HfTokenizerFiles } from "./data/hfTokenizer.ts";
 export { FeistelPermutation } from "./data/feistelPermutation.ts";
 export { TokenLoader, ValidationBatches, countWindows } from "./data/tokenLoader.ts";
 export type { TokenBatch, TokenLoaderOptions } from "./data/tokenLoader.ts";
