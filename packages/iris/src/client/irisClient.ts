@@ -1,0 +1,286 @@
+// The client of the controller: submit and follow jobs, endpoints, metrics. What levanter, zephyr,
+// marin, the CLI and tasks use.
+import { randomBytes } from "node:crypto";
+import os from "node:os";
+import type * as grpc from "@grpc/grpc-js";
+import { IrisError } from "../errors.ts";
+import type { JobStatus__Output } from "../internal/generated/iris/v1/JobStatus.ts";
+import type { LogBatch__Output } from "../internal/generated/iris/v1/LogBatch.ts";
+import { createControllerClient, toIrisError, unary } from "../internal/rpc.ts";
+import type { ControllerServiceClient } from "../internal/rpc.ts";
+import { endpointFromWire, jobStatusFromWire, specToWire } from "../internal/wire.ts";
+import { checkJobName, formatIssues, isTerminalJobState, jobSpecInputSchema } from "../jobSpec.ts";
+import type { Endpoint, JobSpecInput, JobStatus, LogEntry, MetricPoint } from "../jobSpec.ts";
+
+/** Options of {@link IrisClient.connect}. */
+export interface IrisClientOptions {
+  /** Bearer token (default: none). */
+  token?: string | undefined;
+  /** User for bare job names (default: IRIS_USER, else the OS user). */
+  user?: string | undefined;
+  /** Job whose root scopes relative endpoint names (default: IRIS_JOB_ID, set inside tasks). */
+  scopeJob?: string | undefined;
+}
+
+const RETRYABLE: ReadonlySet<string> = new Set(["UNAVAILABLE", "CANCELLED", "INTERNAL", "UNKNOWN"]);
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+/** The user bare job names belong to: IRIS_USER, else the OS user, else "root". */
+export function defaultIrisUser(): string {
+  let u = process.env.IRIS_USER;
+  if (!u) {
+    try {
+      u = os.userInfo().username;
+    } catch {
+      u = "root";
+    }
+  }
+  return u.replace(/[^A-Za-z0-9._-]/g, "_") || "root";
+}
+
+/** A handle to one job (by name; pinned to one submission when it came from `submit`). */
+export interface Job {
+  /** Full name, "/user/name". */
+  readonly name: string;
+  /** The submission this handle follows ("" = the latest of the name). */
+  readonly instanceId: string;
+  /** Resolves with the status at the first terminal state (any), following WatchJob. */
+  wait(opts?: { timeoutMs?: number }): Promise<JobStatus>;
+  status(): Promise<JobStatus>;
+  /** The job's log lines in order; with `follow`, new lines as printed until the job ends. */
+  logs(opts?: { follow?: boolean; taskIndex?: number }): AsyncIterable<LogEntry>;
+  terminate(): Promise<void>;
+}
+
+/**
+ * A connection to an iris controller.
+ *
+ * @example
+ * const client = IrisClient.connect("127.0.0.1:7000", { token });
+ * const job = await client.submit({ name: "hello", entrypoint: { command: ["echo", "hi"] } });
+ * const status = await job.wait();
+ */
+export class IrisClient {
+  readonly address: string;
+  /** The user bare names resolve under. */
+  readonly user: string;
+  readonly scopeJob: string;
+  /** The underlying generated gRPC client (for tools that need an RPC not wrapped here). */
+  readonly rpc: ControllerServiceClient;
+
+  private constructor(address: string, opts: IrisClientOptions) {
+    this.address = address;
+    this.user = opts.user ?? defaultIrisUser();
+    this.scopeJob = opts.scopeJob ?? process.env.IRIS_JOB_ID ?? "";
+    this.rpc = createControllerClient(address, { token: opts.token });
+  }
+
+  /** Connects (lazily: the first call dials) to the controller at `address` ("host:port"). */
+  static connect(address: string, opts: IrisClientOptions = {}): IrisClient {
+    return new IrisClient(address, opts);
+  }
+
+  /** The full name of `name`: as given when it starts with "/", else "/<user>/<name>". */
+  resolveName(name: string): string {
+    return name.startsWith("/") ? name : `/${this.user}/${name}`;
+  }
+
+  /** Validates a spec here (INVALID_ARGUMENT names the field) and submits it. */
+  async submit(spec: JobSpecInput): Promise<Job> {
+    const callSite = new Error("call site");
+    const parsed = jobSpecInputSchema.safeParse(spec);
+    if (!parsed.success) throw new IrisError("INVALID_ARGUMENT", `invalid job spec: ${formatIssues(parsed.error.issues)}`);
+    const name = spec.name
+      ? this.resolveName(spec.name)
+      : `/${this.user}/job-${Date.now().toString(36)}-${randomBytes(3).toString("hex")}`;
+    const nameErr = checkJobName(name);
+    if (nameErr) throw new IrisError("INVALID_ARGUMENT", `invalid job spec: ${nameErr}`);
+    try {
+      const r = await unary(this.rpc, "launchJob", { spec: specToWire({ ...parsed.data, name }) });
+      return this.handle(r.name, r.instanceId);
+    } catch (e) {
+      throw toIrisError(e, callSite);
+    }
+  }
+
+  /** A handle to the latest submission of `name` (bare names resolve under the user). */
+  job(name: string): Job {
+    return this.handle(this.resolveName(name), "");
+  }
+
+  /** Latest submissions of the jobs at or below `prefix` (default: all). */
+  async list(opts: { prefix?: string } = {}): Promise<JobStatus[]> {
+    const prefix = opts.prefix ? this.resolveName(opts.prefix) : "";
+    const r = await unary(this.rpc, "listJobs", { prefix });
+    return r.jobs.map(jobStatusFromWire);
+  }
+
+  /** Kills a job's tasks and its child jobs. */
+  async terminate(name: string): Promise<void> {
+    await unary(this.rpc, "terminateJob", { name: this.resolveName(name) });
+  }
+
+  /** The status text and metrics series of a task's attempt (default: the current one). */
+  async getTaskMetrics(taskId: string, opts: { attempt?: number } = {}): Promise<{ statusText: string; points: MetricPoint[] }> {
+    const r = await unary(this.rpc, "getTaskMetrics", { taskId, attempt: opts.attempt ?? 0 });
+    return { statusText: r.statusText, points: r.points.map((p) => ({ step: p.step, timeMs: p.timeMs, metrics: { ...p.metrics } })) };
+  }
+
+  /** Records a status text and a metrics point (with "step") for a task's attempt. */
+  async reportTaskStatus(taskId: string, attempt: number, statusText: string, metrics: Record<string, number> = {}): Promise<void> {
+    await unary(this.rpc, "reportTaskStatus", { taskId, attempt, statusText, metrics });
+  }
+
+  /**
+   * Looks an endpoint up; with `timeoutMs`, retries with backoff (100 ms → 2 s) until it appears.
+   * Relative names are scoped to the root job of `scopeJob`.
+   */
+  async resolveEndpoint(name: string, opts: { timeoutMs?: number } = {}): Promise<Endpoint> {
+    const callSite = new Error("call site");
+    const deadline = Date.now() + (opts.timeoutMs ?? 0);
+    let delay = 100;
+    for (;;) {
+      try {
+        return endpointFromWire(await unary(this.rpc, "resolveEndpoint", { name, scopeJob: this.scopeJob }));
+      } catch (e) {
+        const err = toIrisError(e, callSite);
+        if ((err.code !== "NOT_FOUND" && err.code !== "UNAVAILABLE") || Date.now() + delay > deadline) throw err;
+      }
+      await sleep(delay);
+      delay = Math.min(2000, delay * 2);
+    }
+  }
+
+  /**
+   * Registers an endpoint. With `attemptId` ("/user/job/3:1") it is leased to that attempt and
+   * removed when the attempt ends. Returns its id for {@link unregisterEndpoint}.
+   */
+  async registerEndpoint(name: string, address: string, opts: { metadata?: Record<string, string>; attemptId?: string } = {}): Promise<Endpoint & { endpointId: string }> {
+    const r = await unary(this.rpc, "registerEndpoint", {
+      name,
+      address,
+      metadata: opts.metadata ?? {},
+      attemptId: opts.attemptId ?? "",
+      scopeJob: this.scopeJob,
+    });
+    return { ...endpointFromWire(r), endpointId: r.endpointId };
+  }
+
+  /** Removes an endpoint registered with {@link registerEndpoint}. */
+  async unregisterEndpoint(endpointId: string): Promise<void> {
+    await unary(this.rpc, "unregisterEndpoint", { endpointId });
+  }
+
+  /** Endpoints whose full name starts with `prefix` (relative prefixes are scoped). */
+  async listEndpoints(prefix = ""): Promise<Endpoint[]> {
+    const r = await unary(this.rpc, "listEndpoints", { prefix, scopeJob: this.scopeJob });
+    return r.endpoints.map(endpointFromWire);
+  }
+
+  /** Registered workers and their load. */
+  async listWorkers(): Promise<{ workerId: string; host: string; state: string; attributes: Record<string, string>; runningAttempts: number }[]> {
+    const r = await unary(this.rpc, "listWorkers", {});
+    return r.workers.map((w) => ({ workerId: w.workerId, host: w.host, state: w.state, attributes: { ...w.attributes }, runningAttempts: w.runningAttempts }));
+  }
+
+  /** Closes the channel. */
+  close(): void {
+    this.rpc.close();
+  }
+
+  private handle(name: string, instanceId: string): Job {
+    return new JobHandle(this, name, instanceId);
+  }
+}
+
+class JobHandle implements Job {
+  readonly name: string;
+  readonly instanceId: string;
+  private readonly client: IrisClient;
+
+  constructor(client: IrisClient, name: string, instanceId: string) {
+    this.client = client;
+    this.name = name;
+    this.instanceId = instanceId;
+  }
+
+  async status(): Promise<JobStatus> {
+    return jobStatusFromWire(await unary(this.client.rpc, "getJob", { name: this.name, instanceId: this.instanceId }));
+  }
+
+  async terminate(): Promise<void> {
+    await unary(this.client.rpc, "terminateJob", { name: this.name });
+  }
+
+  // Follows WatchJob; reconnects (with backoff) when the controller goes away, so a wait spans a
+  // controller restart.
+  async wait(opts: { timeoutMs?: number } = {}): Promise<JobStatus> {
+    const callSite = new Error("call site");
+    const deadline = opts.timeoutMs !== undefined ? Date.now() + opts.timeoutMs : Infinity;
+    let delay = 100;
+    for (;;) {
+      let last: JobStatus__Output | undefined;
+      const options: grpc.CallOptions = Number.isFinite(deadline) ? { deadline } : {};
+      const stream = this.client.rpc.watchJob({ name: this.name, instanceId: this.instanceId }, options);
+      try {
+        for await (const st of stream as AsyncIterable<JobStatus__Output>) {
+          last = st;
+          delay = 100;
+        }
+        if (last && isTerminalJobState(last.state)) return jobStatusFromWire(last);
+      } catch (e) {
+        const err = toIrisError(e, callSite);
+        if (err.code === "DEADLINE_EXCEEDED") {
+          throw new IrisError("DEADLINE_EXCEEDED", `job ${this.name} did not finish within ${opts.timeoutMs} ms`, { cause: e });
+        }
+        if (!RETRYABLE.has(err.code)) throw err;
+      }
+      if (Date.now() + delay > deadline) throw new IrisError("DEADLINE_EXCEEDED", `job ${this.name} did not finish within ${opts.timeoutMs} ms`);
+      await sleep(delay);
+      delay = Math.min(2000, delay * 2);
+    }
+  }
+
+  logs(opts: { follow?: boolean; taskIndex?: number } = {}): AsyncIterable<LogEntry> {
+    const client = this.client;
+    const name = this.name;
+    const instanceId = this.instanceId;
+    return {
+      async *[Symbol.asyncIterator]() {
+        const callSite = new Error("call site");
+        let afterSeq = 0;
+        let delay = 100;
+        for (;;) {
+          const stream = client.rpc.streamLogs({
+            name,
+            instanceId,
+            follow: opts.follow ?? false,
+            afterSeq,
+            taskIndex: opts.taskIndex ?? 0,
+            filterTask: opts.taskIndex !== undefined,
+          });
+          try {
+            for await (const batch of stream as AsyncIterable<LogBatch__Output>) {
+              for (const e of batch.entries) {
+                afterSeq = e.seq;
+                yield { taskIndex: e.taskIndex, attempt: e.attempt, stream: e.stream === "stderr" ? "stderr" : "stdout", line: e.line, timeMs: e.timeMs } satisfies LogEntry;
+              }
+              delay = 100;
+            }
+            return;
+          } catch (e) {
+            const err = toIrisError(e, callSite);
+            if (!opts.follow || !RETRYABLE.has(err.code)) throw err;
+          } finally {
+            stream.cancel();
+          }
+          await sleep(delay);
+          delay = Math.min(2000, delay * 2);
+        }
+      },
+    };
+  }
+}
