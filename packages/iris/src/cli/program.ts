@@ -1,0 +1,357 @@
+// The `iris` command tree: commander parses and validates, then hands one typed object to an
+// action. Actions are injected so the parsing is unit-tested without starting anything
+// (program.test.ts); main.ts wires the real ones (actions.ts).
+import { Command, CommanderError, Option } from "commander";
+import { IrisError } from "../errors.ts";
+import type { SchedConstraint } from "../controller/scheduler.ts";
+import {
+  collect,
+  collectKeyValue,
+  parseConstraint,
+  parseCpu,
+  parseInteger,
+  parseSeconds,
+  parseSize,
+} from "./units.ts";
+
+/** How a command reaches the controller. */
+export interface ClientArgs {
+  controller: string;
+  token: string | undefined;
+}
+
+/** `iris controller`. */
+export interface ControllerArgs {
+  port: number;
+  host: string;
+  dbPath: string;
+  token: string | undefined;
+  workerTimeoutMs: number | undefined;
+}
+
+/** `iris worker`. */
+export interface WorkerArgs extends ClientArgs {
+  cpuMillis: number | undefined;
+  memoryBytes: number | undefined;
+  attributes: Record<string, string>;
+  stateDir: string | undefined;
+  advertiseHost: string | undefined;
+  verbose: boolean;
+}
+
+/** `iris cluster local`. */
+export interface ClusterLocalArgs {
+  workers: number;
+  port: number;
+  token: string | undefined;
+  dbPath: string | undefined;
+  workerCpuMillis: number | undefined;
+  workerMemoryBytes: number | undefined;
+}
+
+/** The job spec `iris job run` builds (a subset of the client's JobSpecInput, same shape). */
+export interface CliJobSpec {
+  name?: string;
+  entrypoint: { command: string[]; cwd?: string };
+  replicas?: number;
+  gang?: boolean;
+  resources?: { cpuMillis?: number; memoryBytes?: number; devices?: { kind: string; count: number }[] };
+  constraints?: SchedConstraint[];
+  env?: Record<string, string>;
+  ports?: string[];
+  timeoutMs?: number;
+  maxRetriesFailure?: number;
+  maxRetriesPreemption?: number;
+  priority?: number;
+}
+
+/** `iris job run`. */
+export interface JobRunArgs extends ClientArgs {
+  spec: CliJobSpec;
+  /** Print the name and return without streaming or waiting. */
+  detach: boolean;
+}
+
+/** `iris job status|kill NAME`. */
+export interface JobNameArgs extends ClientArgs {
+  name: string;
+  json: boolean;
+}
+
+/** `iris job logs NAME`. */
+export interface JobLogsArgs extends ClientArgs {
+  name: string;
+  follow: boolean;
+}
+
+/** `iris job list`. */
+export interface JobListArgs extends ClientArgs {
+  prefix: string | undefined;
+  json: boolean;
+}
+
+/** `iris endpoints`. */
+export interface EndpointsArgs extends ClientArgs {
+  prefix: string | undefined;
+  json: boolean;
+}
+
+/** What each command does once parsed; each resolves to the process exit code. */
+export interface CliActions {
+  controller(a: ControllerArgs): Promise<number>;
+  worker(a: WorkerArgs): Promise<number>;
+  clusterLocal(a: ClusterLocalArgs): Promise<number>;
+  jobRun(a: JobRunArgs): Promise<number>;
+  jobList(a: JobListArgs): Promise<number>;
+  jobStatus(a: JobNameArgs): Promise<number>;
+  jobLogs(a: JobLogsArgs): Promise<number>;
+  jobKill(a: JobNameArgs): Promise<number>;
+  endpoints(a: EndpointsArgs): Promise<number>;
+}
+
+/** Where the CLI writes (the process streams, or buffers in tests). */
+export interface CliIo {
+  out(text: string): void;
+  err(text: string): void;
+}
+
+const tokenOption = (): Option =>
+  new Option("--token <token>", "bearer token for the controller").env("IRIS_AUTH_TOKEN");
+
+const controllerOption = (): Option =>
+  new Option("--controller <address>", "controller address host:port").env("IRIS_CONTROLLER_ADDRESS");
+
+function clientArgs(opts: { controller?: string; token?: string }): ClientArgs {
+  if (!opts.controller) {
+    throw new CommanderError(1, "iris.missingController", "error: --controller <address> is required (or set IRIS_CONTROLLER_ADDRESS)");
+  }
+  return { controller: opts.controller, token: opts.token || undefined };
+}
+
+/**
+ * Builds the `iris` command tree over the given actions. The returned program is configured for
+ * embedding: it throws `CommanderError` instead of exiting, and writes through `io`.
+ */
+export function buildProgram(actions: CliActions, io: CliIo, setExitCode: (code: number) => void): Command {
+  const program = new Command("iris")
+    .description("iris: the marin-ts job runtime (controller, workers, jobs, endpoints)")
+    .enablePositionalOptions()
+    .showHelpAfterError("(add --help for usage)")
+    .exitOverride()
+    .configureOutput({ writeOut: io.out, writeErr: io.err });
+  // Subcommands inherit exitOverride/configureOutput/showHelpAfterError when added this way.
+  const run = (fn: () => Promise<number>): Promise<void> => fn().then(setExitCode);
+
+  program
+    .command("controller")
+    .description("run a controller: serves the job API and the worker API on one gRPC port")
+    .addOption(new Option("--port <port>", "port to listen on (0: any free port)").argParser(parseInteger(0, 65535)).default(7070))
+    .option("--host <host>", "interface to bind", "0.0.0.0")
+    .requiredOption("--db <file>", "SQLite database file (created if missing)")
+    .addOption(tokenOption())
+    .addOption(new Option("--worker-timeout <seconds>", "a worker silent this long is lost (default 30)").argParser(parseSeconds))
+    .action((o: { port: number; host: string; db: string; token?: string; workerTimeout?: number }) =>
+      run(() =>
+        actions.controller({ port: o.port, host: o.host, dbPath: o.db, token: o.token || undefined, workerTimeoutMs: o.workerTimeout }),
+      ),
+    );
+
+  program
+    .command("worker")
+    .description("run a worker: registers with the controller and runs the attempts it is assigned")
+    .addOption(controllerOption())
+    .addOption(tokenOption())
+    .addOption(new Option("--cpu <cores>", "CPU offered, in cores (0.5) or millicores (500m); default: all").argParser(parseCpu))
+    .addOption(new Option("--memory <size>", "memory offered (2G, 512M, bytes); default: all").argParser(parseSize))
+    .addOption(new Option("--attr <key=value>", "attribute for constraints (repeatable)").argParser(collectKeyValue))
+    .option("--state-dir <dir>", "keeps the worker id and attempt records across restarts")
+    .option("--advertise-host <host>", "host tasks advertise to others (IRIS_ADVERTISE_HOST)")
+    .option("-v, --verbose", "print worker events as JSON lines on stderr", false)
+    .action(
+      (o: { controller?: string; token?: string; cpu?: number; memory?: number; attr?: Record<string, string>; stateDir?: string; advertiseHost?: string; verbose: boolean }) =>
+        run(() =>
+          actions.worker({
+            ...clientArgs(o),
+            cpuMillis: o.cpu,
+            memoryBytes: o.memory,
+            attributes: o.attr ?? {},
+            stateDir: o.stateDir,
+            advertiseHost: o.advertiseHost,
+            verbose: o.verbose,
+          }),
+        ),
+    );
+
+  const cluster = program.command("cluster").description("clusters in one process");
+  cluster
+    .command("local")
+    .description("run a controller and N workers in this process (real gRPC on loopback)")
+    .addOption(new Option("--workers <n>", "number of workers").argParser(parseInteger(1)).default(2))
+    .addOption(new Option("--port <port>", "controller port (0: any free port)").argParser(parseInteger(0, 65535)).default(7070))
+    .addOption(tokenOption())
+    .option("--db <file>", "SQLite database file (default: a temporary directory)")
+    .addOption(new Option("--worker-cpu <cores>", "CPU per worker").argParser(parseCpu))
+    .addOption(new Option("--worker-memory <size>", "memory per worker").argParser(parseSize))
+    .action((o: { workers: number; port: number; token?: string; db?: string; workerCpu?: number; workerMemory?: number }) =>
+      run(() =>
+        actions.clusterLocal({
+          workers: o.workers,
+          port: o.port,
+          token: o.token || undefined,
+          dbPath: o.db,
+          workerCpuMillis: o.workerCpu,
+          workerMemoryBytes: o.workerMemory,
+        }),
+      ),
+    );
+
+  const job = program.command("job").description("submit and inspect jobs").enablePositionalOptions();
+
+  job
+    .command("run")
+    .description("submit a command as a job, stream its output and exit with its outcome")
+    .usage("[options] -- <command...>")
+    .argument("<command...>", "the program and its arguments (after --)")
+    .passThroughOptions()
+    .addOption(controllerOption())
+    .addOption(tokenOption())
+    .option("--name <name>", "job name: NAME (→ /<user>/NAME) or /user/name; default: generated")
+    .addOption(new Option("--replicas <n>", "number of tasks").argParser(parseInteger(1)))
+    .addOption(new Option("--cpu <cores>", "CPU per task, cores (0.5) or millicores (500m)").argParser(parseCpu))
+    .addOption(new Option("--memory <size>", "memory per task (2G, 512M, bytes)").argParser(parseSize))
+    .addOption(new Option("--max-retries <n>", "retries after failures, per task (default 0)").argParser(parseInteger(0)))
+    .addOption(new Option("--max-preemptions <n>", "retries after preemption or worker loss (default 10)").argParser(parseInteger(0)))
+    .option("--gang", "place all tasks together or none; a member's failure reruns them all")
+    .addOption(new Option("--constraint <expr>", "zone=a, zone!=a, gpu, 'zone in a,b', rank>3, rank<3 (repeatable)").argParser(collect(parseConstraint)))
+    .addOption(new Option("--env <key=value>", "environment variable for the tasks (repeatable)").argParser(collectKeyValue))
+    .addOption(new Option("--port <name>", "named port to allocate, IRIS_PORT_<NAME> (repeatable)").argParser(collect((s: string) => s)))
+    .addOption(new Option("--timeout <seconds>", "per-attempt timeout").argParser(parseSeconds))
+    .addOption(new Option("--priority <n>", "scheduling priority (higher first)").argParser(parseInteger(Number.MIN_SAFE_INTEGER)))
+    .option("--cwd <dir>", "working directory of the command on the worker")
+    .option("-d, --detach", "print the job name and return without waiting", false)
+    .action(
+      (
+        command: string[],
+        o: {
+          controller?: string;
+          token?: string;
+          name?: string;
+          replicas?: number;
+          cpu?: number;
+          memory?: number;
+          maxRetries?: number;
+          maxPreemptions?: number;
+          gang?: boolean;
+          constraint?: SchedConstraint[];
+          env?: Record<string, string>;
+          port?: string[];
+          timeout?: number;
+          priority?: number;
+          cwd?: string;
+          detach: boolean;
+        },
+      ) => {
+        const spec: CliJobSpec = { entrypoint: { command, ...(o.cwd !== undefined ? { cwd: o.cwd } : {}) } };
+        if (o.name !== undefined) spec.name = o.name;
+        if (o.replicas !== undefined) spec.replicas = o.replicas;
+        if (o.gang) spec.gang = true;
+        if (o.cpu !== undefined || o.memory !== undefined) {
+          spec.resources = {
+            ...(o.cpu !== undefined ? { cpuMillis: o.cpu } : {}),
+            ...(o.memory !== undefined ? { memoryBytes: o.memory } : {}),
+          };
+        }
+        if (o.maxRetries !== undefined) spec.maxRetriesFailure = o.maxRetries;
+        if (o.maxPreemptions !== undefined) spec.maxRetriesPreemption = o.maxPreemptions;
+        if (o.constraint) spec.constraints = o.constraint;
+        if (o.env) spec.env = o.env;
+        if (o.port) spec.ports = o.port;
+        if (o.timeout !== undefined) spec.timeoutMs = o.timeout;
+        if (o.priority !== undefined) spec.priority = o.priority;
+        return run(() => actions.jobRun({ ...clientArgs(o), spec, detach: o.detach }));
+      },
+    );
+
+  job
+    .command("list")
+    .description("list jobs (latest submission of each name)")
+    .option("--prefix <prefix>", "only names starting with this")
+    .option("--json", "print JSON", false)
+    .addOption(controllerOption())
+    .addOption(tokenOption())
+    .action((o: { controller?: string; token?: string; prefix?: string; json: boolean }) =>
+      run(() => actions.jobList({ ...clientArgs(o), prefix: o.prefix, json: o.json })),
+    );
+
+  job
+    .command("status")
+    .description("show a job: its state on the first line, then its tasks")
+    .argument("<name>", "NAME or /user/name")
+    .option("--json", "print JSON", false)
+    .addOption(controllerOption())
+    .addOption(tokenOption())
+    .action((name: string, o: { controller?: string; token?: string; json: boolean }) =>
+      run(() => actions.jobStatus({ ...clientArgs(o), name, json: o.json })),
+    );
+
+  job
+    .command("logs")
+    .description("print a job's output; with -f, keep streaming until the job finishes")
+    .argument("<name>", "NAME or /user/name")
+    .option("-f, --follow", "stream new lines until the job finishes", false)
+    .addOption(controllerOption())
+    .addOption(tokenOption())
+    .action((name: string, o: { controller?: string; token?: string; follow: boolean }) =>
+      run(() => actions.jobLogs({ ...clientArgs(o), name, follow: o.follow })),
+    );
+
+  job
+    .command("kill")
+    .description("terminate a job and, recursively, its child jobs")
+    .argument("<name>", "NAME or /user/name")
+    .addOption(controllerOption())
+    .addOption(tokenOption())
+    .action((name: string, o: { controller?: string; token?: string }) =>
+      run(() => actions.jobKill({ ...clientArgs(o), name, json: false })),
+    );
+
+  program
+    .command("endpoints")
+    .description("list registered endpoints")
+    .argument("[prefix]", "only names starting with this")
+    .option("--json", "print JSON", false)
+    .addOption(controllerOption())
+    .addOption(tokenOption())
+    .action((prefix: string | undefined, o: { controller?: string; token?: string; json: boolean }) =>
+      run(() => actions.endpoints({ ...clientArgs(o), prefix, json: o.json })),
+    );
+
+  return program;
+}
+
+/**
+ * Runs the CLI once over `argv` (user arguments only, without `node` and the script) and
+ * resolves to the exit code. Usage errors exit 1 with commander's message; an `IrisError`
+ * prints `CODE: message` (`UNAUTHENTICATED: …`) and exits 1.
+ */
+export async function runCli(argv: readonly string[], actions: CliActions, io: CliIo): Promise<number> {
+  let exitCode = 0;
+  const program = buildProgram(actions, io, (c) => (exitCode = c));
+  try {
+    await program.parseAsync([...argv], { from: "user" });
+    return exitCode;
+  } catch (e) {
+    if (e instanceof CommanderError) {
+      // Help and version are "errors" with exit code 0; commander already printed them, except
+      // our own missing-controller error, which it has not seen.
+      if (e.code === "iris.missingController") io.err(`${e.message}\n`);
+      return e.exitCode;
+    }
+    if (e instanceof IrisError) {
+      io.err(`${e.code}: ${e.message}\n`);
+      return 1;
+    }
+    io.err(`error: ${e instanceof Error ? e.message : String(e)}\n`);
+    return 1;
+  }
+}
