@@ -3,6 +3,7 @@
 import type { PipelineOrigin } from "../dataset.ts";
 import { ZephyrError } from "../errors.ts";
 import type { ZephyrErrorCode } from "../errors.ts";
+import { originFingerprint } from "../plan/fingerprint.ts";
 import { planStages } from "../plan/planner.ts";
 import { rebuildPipeline } from "../pipeline.ts";
 import { runTask } from "./task.ts";
@@ -31,10 +32,11 @@ export async function runRemoteTask(task: RemoteTask): Promise<RemoteReply> {
   try {
     const ds = await rebuildPipeline(task.origin.url, task.origin.name, task.origin.args);
     const plan = planStages(ds.logical);
-    if (plan.fingerprint !== task.fingerprint) {
+    const fingerprint = originFingerprint(plan.fingerprint, task.origin);
+    if (fingerprint !== task.fingerprint) {
       throw new ZephyrError(
         "FINGERPRINT_MISMATCH",
-        `pipeline ${task.origin.name} of ${task.origin.url} rebuilt on this worker has plan ${plan.fingerprint.slice(0, 12)}, the coordinator's is ${task.fingerprint.slice(0, 12)}: the module or its arguments differ between coordinator and worker (is the build function deterministic?); refusing to run`,
+        `pipeline ${task.origin.name} of ${task.origin.url} rebuilt on this worker has fingerprint ${fingerprint.slice(0, 12)}, the coordinator's is ${task.fingerprint.slice(0, 12)}: the module or its arguments differ between coordinator and worker (is the build function deterministic?); refusing to run`,
       );
     }
     return { ok: true, result: await runTask(plan, task.spec) };

@@ -4,6 +4,7 @@ import { Piscina } from "piscina";
 import type { PipelineOrigin } from "../dataset.ts";
 import { cores } from "../dataset.ts";
 import { ZephyrError } from "../errors.ts";
+import { originFingerprint } from "../plan/fingerprint.ts";
 import type { Plan } from "../plan/planner.ts";
 import { withRetries } from "./backends.ts";
 import type { Backend } from "./backends.ts";
@@ -36,12 +37,13 @@ export function threadsBackend(origin: PipelineOrigin, plan: Plan, threads?: num
   const size = threads ?? cores();
   if (!Number.isInteger(size) || size <= 0) throw new ZephyrError("INVALID_ARGUMENT", `threads: expected a positive integer, got ${threads}`);
   const pool = poolOf(size);
+  const fingerprint = originFingerprint(plan.fingerprint, origin);
   return {
     runStage(stage, specs, hooks) {
       return Promise.all(
         specs.map((spec) =>
           withRetries(spec, stage, hooks, async (s) => {
-            const task: RemoteTask = { origin, fingerprint: plan.fingerprint, spec: s };
+            const task: RemoteTask = { origin, fingerprint, spec: s };
             const reply = (await pool.run(task)) as RemoteReply;
             if (!reply.ok) throw reviveError(reply.error);
             return reply.result;

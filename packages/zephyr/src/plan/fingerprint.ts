@@ -1,11 +1,16 @@
 // A plan's fingerprint: what a worker compares before it runs a shard, so that a module edited (or
 // built differently) on the worker is refused instead of silently producing other data.
 import { createHash } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import { pack } from "msgpackr";
 import type { Stage } from "./planner.ts";
 
 function describe(value: unknown, hash: (v: unknown) => string): unknown {
-  if (typeof value === "function") return `fn:${value.toString()}`;
+  // Not the function's text: transpilers (tsx, vitest) print the same source differently, so text
+  // would differ between a coordinator and its workers. Function bodies are covered by the hash of
+  // the pipeline's module file instead (see originFingerprint).
+  if (typeof value === "function") return `fn/${value.length}`;
   if (typeof value === "bigint") return `bigint:${value.toString()}`;
   if (Array.isArray(value)) return value.map((v) => describe(v, hash));
   if (value !== null && typeof value === "object") {
@@ -31,8 +36,36 @@ function hashItems(items: unknown): string {
   return createHash("sha256").update(bytes).digest("hex");
 }
 
-/** SHA-256 over the stages' inputs, operations (with function source text) and outputs. */
+/** SHA-256 over the stages' inputs, operations (kinds, parameters, function arity) and outputs. */
 export function planFingerprint(stages: readonly Stage[]): string {
   const text = JSON.stringify(describe(stages.map((s) => ({ input: s.input, ops: s.ops, output: s.output })), hashItems));
   return createHash("sha256").update(text).digest("hex");
+}
+
+const moduleHashes = new Map<string, string>();
+
+/** SHA-256 of a module file's source text (cached per process). */
+function moduleHash(url: string): string {
+  let h = moduleHashes.get(url);
+  if (h === undefined) {
+    let text: Buffer | string;
+    try {
+      text = readFileSync(url.startsWith("file:") ? fileURLToPath(url) : url);
+    } catch {
+      text = `unreadable:${url}`;
+    }
+    h = createHash("sha256").update(text).digest("hex");
+    moduleHashes.set(url, h);
+  }
+  return h;
+}
+
+/**
+ * The fingerprint a worker must reproduce for a `definePipeline` plan: the plan's structure, the
+ * source text of the module that defines it (so an edited module is refused), its name and args.
+ */
+export function originFingerprint(planFingerprint: string, origin: { url: string; name: string; args: unknown }): string {
+  return createHash("sha256")
+    .update(JSON.stringify([planFingerprint, moduleHash(origin.url), origin.name, origin.args]))
+    .digest("hex");
 }
