@@ -1,0 +1,180 @@
+import { spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
+import { promises as fs } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const repoRoot = path.resolve(here, "../../../..");
+const cli = path.join(here, "main.ts");
+const marinIndex = path.resolve(here, "../index.ts");
+
+let tmp: string;
+let script: string;
+
+// The fixture: a → b, and c; each body appends "<name> <pid>" to $CALLS and takes $STEP_MS; with
+// HANG=<name> that step writes a partial file and a marker, then never finishes.
+const fixture = `
+import { appendFile, readFile, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { defineStep, outputOf, runIfMain } from ${JSON.stringify(marinIndex)};
+
+const body = (name) => async (ctx) => {
+  await appendFile(process.env.CALLS, name + " " + process.pid + "\\n");
+  await writeFile(path.join(ctx.outputPath, "partial.txt"), "partial");
+  if (process.env.HANG === name) {
+    await writeFile(process.env.MARKER, "started");
+    await new Promise(() => undefined);
+  }
+  await new Promise((r) => setTimeout(r, Number(process.env.STEP_MS ?? 0)));
+  await writeFile(path.join(ctx.outputPath, "result.txt"), name + ":" + JSON.stringify(ctx.config));
+  return { name };
+};
+
+export default function build() {
+  const a = defineStep({ name: "demo/a", config: { n: Number(process.env.N ?? 1), note: "x" }, fn: body("a") });
+  const b = defineStep({ name: "demo/b", config: { input: outputOf(a, "result.txt") }, fn: body("b") });
+  const c = defineStep({ name: "demo/c", config: { k: 3 }, fn: body("c") });
+  return [b, c];
+}
+await runIfMain(import.meta.url, build);
+`;
+
+beforeAll(async () => {
+  tmp = await fs.mkdtemp(path.join(os.tmpdir(), "marin-cli-"));
+  await fs.writeFile(path.join(tmp, "package.json"), JSON.stringify({ type: "module" }));
+  script = path.join(tmp, "exp.ts");
+  await fs.writeFile(script, fixture);
+});
+afterAll(async () => {
+  await fs.rm(tmp, { recursive: true, force: true });
+});
+
+interface Done {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+function start(args: string[], env: Record<string, string> = {}, entry = cli): { child: ChildProcess; done: Promise<Done> } {
+  const child = spawn(process.execPath, ["--import", "tsx", entry, ...args], {
+    cwd: repoRoot,
+    env: { ...process.env, npm_lifecycle_event: "", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stdout!.on("data", (d) => (stdout += d));
+  child.stderr!.on("data", (d) => (stderr += d));
+  const done = new Promise<Done>((resolve) => child.on("close", (code, signal) => resolve({ code, signal, stdout, stderr })));
+  return { child, done };
+}
+
+const marin = (args: string[], env: Record<string, string> = {}) => start(args, env).done;
+
+async function until(cond: () => Promise<boolean>, ms: number): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await cond())) {
+    if (Date.now() > deadline) throw new Error("condition not met in time");
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+async function tree(root: string): Promise<string[]> {
+  const out: string[] = [];
+  const walk = async (d: string) => {
+    for (const n of await fs.readdir(d).catch(() => [] as string[])) {
+      const p = path.join(d, n);
+      const st = await fs.stat(p);
+      out.push(`${path.relative(root, p)} ${st.mtimeMs}`);
+      if (st.isDirectory()) await walk(p);
+    }
+  };
+  await walk(root);
+  return out.sort();
+}
+
+async function readCalls(file: string): Promise<string[]> {
+  return (await fs.readFile(file, "utf8").catch(() => "")).split("\n").filter(Boolean);
+}
+
+describe("marin CLI (real processes)", () => {
+  it("--help lists the commands", async () => {
+    const r = await marin(["--help"]);
+    expect(r.code).toBe(0);
+    for (const c of ["run", "plan", "status", "explain"]) expect(r.stdout).toContain(c);
+  });
+
+  it("two runners on one prefix at once run each step exactly once", async () => {
+    const prefix = path.join(tmp, "race");
+    const calls = path.join(tmp, "race-calls.log");
+    const env = { CALLS: calls, STEP_MS: "400" };
+    const [r1, r2] = await Promise.all([marin(["run", script, "--prefix", prefix], env), marin(["run", script, "--prefix", prefix], env)]);
+    expect(r1.code, r1.stderr).toBe(0);
+    expect(r2.code, r2.stderr).toBe(0);
+    const names = (await readCalls(calls)).map((l) => l.split(" ")[0]).sort();
+    expect(names).toEqual(["a", "b", "c"]);
+    const statusOut = await marin(["status", "--prefix", prefix]);
+    expect(statusOut.stdout.match(/SUCCESS/g)).toHaveLength(3);
+  });
+
+  it("plan/--dry-run write nothing; explain names the changed field with old and new values", async () => {
+    const prefix = path.join(tmp, "explain");
+    const env = { CALLS: path.join(tmp, "explain-calls.log") };
+    expect((await marin(["run", script, "--prefix", prefix], env)).code).toBe(0);
+    const before = await tree(tmp);
+    const dry = await marin(["run", script, "--prefix", prefix, "--dry-run"], { ...env, N: "5" });
+    expect(dry.code).toBe(0);
+    expect(dry.stdout).toMatch(/run\s+demo\/a/);
+    expect(dry.stdout).toMatch(/skip\s+demo\/c\s.*\n\s+already succeeded/);
+    const plan = await marin(["plan", script, "--prefix", path.join(tmp, "nowhere")], env);
+    expect(plan.stdout).toContain("never ran at this prefix");
+    const explain = await marin(["explain", script, "demo/b", "--prefix", prefix], { ...env, N: "5" });
+    expect(explain.code, explain.stderr).toBe(0);
+    expect(explain.stdout).toContain("demo/b: would run");
+    expect(explain.stdout).toMatch(/n: 1 → 5/);
+    const same = await marin(["explain", script, "demo/c", "--prefix", prefix], env);
+    expect(same.stdout).toContain("would skip");
+    expect(await tree(tmp)).toEqual(before);
+    await expect(fs.stat(path.join(tmp, "nowhere"))).rejects.toThrow();
+  });
+
+  it("running the script directly with tsx runs it like `marin run`", async () => {
+    const prefix = path.join(tmp, "direct");
+    const r = await start(["--prefix", prefix], { CALLS: path.join(tmp, "direct-calls.log") }, script).done;
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/demo\/a\s+ran/);
+    expect((await readCalls(path.join(tmp, "direct-calls.log"))).length).toBe(3);
+  });
+
+  it("a runner killed mid-step leaves nothing marked SUCCESS, and the re-run completes", async () => {
+    const prefix = path.join(tmp, "crash");
+    const calls = path.join(tmp, "crash-calls.log");
+    const marker = path.join(tmp, "crash-marker");
+    const { child, done } = start(["run", script, "--prefix", prefix, "--max-concurrent", "1"], { CALLS: calls, HANG: "b", MARKER: marker });
+    await until(() => fs.stat(marker).then(() => true, () => false), 60_000);
+    child.kill("SIGKILL");
+    expect((await done).signal).toBe("SIGKILL");
+
+    const dirs = (await fs.readdir(path.join(prefix, "demo"))).sort();
+    const bDir = path.join(prefix, "demo", dirs.find((d) => d.startsWith("b-"))!);
+    const status = JSON.parse(await fs.readFile(path.join(bDir, ".marin", "status.json"), "utf8"));
+    expect(status.state).toBe("RUNNING");
+    expect(await fs.readdir(bDir)).toEqual([".marin"]);
+    const st = await marin(["status", "--prefix", prefix]);
+    expect(st.stdout).toMatch(/demo\/b-\w+\s+RUNNING \(stale lease\)/);
+
+    const rerun = await marin(["run", script, "--prefix", prefix], { CALLS: calls });
+    expect(rerun.code, rerun.stderr).toBe(0);
+    expect(rerun.stdout).toMatch(/demo\/b\s+ran/);
+    expect(rerun.stdout).toMatch(/demo\/a\s+skipped/);
+    expect(JSON.parse(await fs.readFile(path.join(bDir, ".marin", "status.json"), "utf8")).state).toBe("SUCCESS");
+    expect((await fs.readdir(bDir)).sort()).toEqual([".marin", "partial.txt", "result.txt"]);
+    const names = (await readCalls(calls)).map((l) => l.split(" ")[0]);
+    expect(names.filter((n) => n === "b")).toHaveLength(2);
+    expect(names.filter((n) => n === "a")).toHaveLength(1);
+  });
+});
