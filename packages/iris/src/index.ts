@@ -2,3 +2,28 @@
 export { IrisError, IRIS_ERROR_CODES, grpcStatusOf, irisCodeOf } from "./errors.ts";
 export type { IrisErrorCode } from "./errors.ts";
 export { assertNever, invariant } from "./internal/assert.ts";
+
+export { IrisClient, defaultIrisUser } from "./client/irisClient.ts";
+export type { IrisClientOptions, Job } from "./client/irisClient.ts";
+export { LocalCluster } from "./localCluster.ts";
+export type { LocalClusterOptions } from "./localCluster.ts";
+export { Controller } from "./controller/controller.ts";
+export type { ControllerOptions } from "./controller/controller.ts";
+export { Worker } from "./worker/worker.ts";
+export type { WorkerOptions } from "./worker/worker.ts";
+export { jobSpecInputSchema, isTerminalJobState } from "./jobSpec.ts";
+export type {
+  AttemptStatus,
+  Constraint,
+  Endpoint,
+  Entrypoint,
+  FailureKind,
+  JobSpec,
+  JobSpecInput,
+  JobState,
+  JobStatus,
+  LogEntry,
+  MetricPoint,
+  TaskState,
+  TaskStatus,
+} from "./jobSpec.ts";

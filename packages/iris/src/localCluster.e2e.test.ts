@@ -1,0 +1,189 @@
+// End-to-end on a LocalCluster: a real controller and two real workers on loopback, real child
+// processes, auth on.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { IrisClient } from "./client/irisClient.ts";
+import { IrisError } from "./errors.ts";
+import { ENDPOINT_TASK, until } from "./internal/testing/processes.ts";
+import { IRIS_PACKAGE_ROOT } from "./internal/protoGen.ts";
+import { LocalCluster } from "./localCluster.ts";
+
+const TOKEN = "s3cret-token";
+
+describe("LocalCluster (2 workers, auth on)", () => {
+  let cluster: LocalCluster;
+  let client: IrisClient;
+
+  beforeAll(async () => {
+    cluster = await LocalCluster.start({ workers: 2, token: TOKEN, workerCpuMillis: 4000, workerTimeoutMs: 3000 });
+    client = cluster.client;
+  });
+  afterAll(async () => {
+    await cluster?.stop();
+  });
+
+  async function lines(name: string): Promise<string[]> {
+    const out: string[] = [];
+    for await (const e of client.job(name).logs()) out.push(e.line);
+    return out;
+  }
+
+  it("gives replicas task indexes 0..N-1 and their output to logs", async () => {
+    const job = await client.submit({
+      name: "replicas",
+      entrypoint: { command: ["sh", "-c", 'echo "index=$IRIS_TASK_INDEX of $IRIS_NUM_TASKS"'] },
+      replicas: 4,
+      resources: { cpuMillis: 500 },
+    });
+    expect(job.name).toBe(`/${client.user}/replicas`);
+    const st = await job.wait({ timeoutMs: 30_000 });
+    expect(st.state).toBe("SUCCEEDED");
+    expect(st.tasks.map((t) => t.index)).toEqual([0, 1, 2, 3]);
+    expect((await lines("replicas")).sort()).toEqual(["index=0 of 4", "index=1 of 4", "index=2 of 4", "index=3 of 4"]);
+  });
+
+  it("retries a task that fails on its first attempt", async () => {
+    const job = await client.submit({
+      name: "flaky",
+      entrypoint: { command: ["sh", "-c", '[ "$IRIS_ATTEMPT" -ge 2 ] || exit 3'] },
+      maxRetriesFailure: 1,
+      resources: { cpuMillis: 100 },
+    });
+    const st = await job.wait({ timeoutMs: 30_000 });
+    expect(st.state).toBe("SUCCEEDED");
+    const t = st.tasks[0]!;
+    expect(t.attempt).toBe(2);
+    expect(t.attempts[0]).toMatchObject({ state: "FAILED", exitCode: 3, failureKind: "APP_EXIT" });
+    expect(t.attempts[1]).toMatchObject({ state: "SUCCEEDED", exitCode: 0 });
+  });
+
+  it("fails a job whose task exhausts its failure budget (default 0 retries)", async () => {
+    const st = await (await client.submit({ name: "fails", entrypoint: { command: ["sh", "-c", "exit 7"] }, resources: { cpuMillis: 100 } })).wait({ timeoutMs: 30_000 });
+    expect(st.state).toBe("FAILED");
+    expect(st.tasks[0]).toMatchObject({ state: "FAILED", exitCode: 7, failureKind: "APP_EXIT" });
+    expect(st.error).toMatch(/APP_EXIT\(7\)/);
+  });
+
+  it("keeps a gang that does not fit pending with a reason", async () => {
+    const job = await client.submit({ name: "biggang", entrypoint: { command: ["true"] }, replicas: 3, gang: true, resources: { cpuMillis: 100 } });
+    const st = await until("a pending reason", async () => {
+      const s = await job.status();
+      return s.tasks.every((t) => t.pendingReason) && s;
+    });
+    expect(st.state).toBe("PENDING");
+    expect(st.tasks.every((t) => t.state === "PENDING")).toBe(true);
+    await job.terminate();
+    expect((await job.wait({ timeoutMs: 10_000 })).state).toBe("KILLED");
+  });
+
+  it("ends a failed gang member's peers as PEER_FAILED and reruns the gang", async () => {
+    const script = [
+      'if [ "$IRIS_ATTEMPT" = 1 ]; then',
+      '  if [ "$IRIS_TASK_INDEX" = 1 ]; then sleep 0.3; exit 2; fi',
+      "  exec sleep 60",
+      "fi",
+      'echo "gang member $IRIS_TASK_INDEX ok"',
+    ].join("\n");
+    const job = await client.submit({
+      name: "gang",
+      entrypoint: { command: ["sh", "-c", script] },
+      replicas: 2,
+      gang: true,
+      maxRetriesFailure: 1,
+      resources: { cpuMillis: 100 },
+    });
+    const st = await job.wait({ timeoutMs: 30_000 });
+    expect(st.state).toBe("SUCCEEDED");
+    const [t0, t1] = st.tasks;
+    expect(t1!.attempts[0]).toMatchObject({ failureKind: "APP_EXIT", exitCode: 2 });
+    expect(t0!.attempts[0]!.failureKind).toBe("PEER_FAILED");
+    expect(t0!.attempts.map((a) => a.attempt)).toEqual([1, 2]);
+    expect(t1!.attempts.map((a) => a.attempt)).toEqual([1, 2]);
+    expect(t0!.attempts[1]!.state).toBe("SUCCEEDED");
+  });
+
+  it("terminates a job and cascades to its children", async () => {
+    const parent = await client.submit({ name: "parent", entrypoint: { command: ["sleep", "60"] }, resources: { cpuMillis: 100 } });
+    const child = await client.submit({ name: `${parent.name}/child`, entrypoint: { command: ["sleep", "60"] }, resources: { cpuMillis: 100 } });
+    await until("both running", async () => (await parent.status()).state === "RUNNING" && (await child.status()).state === "RUNNING");
+    await parent.terminate();
+    const [p, c] = await Promise.all([parent.wait({ timeoutMs: 10_000 }), child.wait({ timeoutMs: 10_000 })]);
+    expect(p.state).toBe("KILLED");
+    expect(c.state).toBe("KILLED");
+    expect(c.tasks[0]!.attempts[0]!.failureKind).toBe("KILLED");
+    await until("the attempts' processes to be gone", () =>
+      cluster.workers.every((w) => w.attempts().every((a) => a.state !== "RUNNING" && a.state !== "BUILDING")),
+    );
+  });
+
+  it("streams logs with follow as they are printed", async () => {
+    const job = await client.submit({
+      name: "follow",
+      entrypoint: {
+        command: ["node", "-e", "let i = 0; const t = setInterval(() => { console.log('tick ' + i); if (++i === 5) clearInterval(t); }, 250);"],
+      },
+      resources: { cpuMillis: 100 },
+    });
+    const got: { line: string; jobState: string }[] = [];
+    for await (const e of job.logs({ follow: true })) {
+      got.push({ line: e.line, jobState: got.length === 0 ? (await job.status()).state : "" });
+    }
+    expect(got.map((g) => g.line)).toEqual(["tick 0", "tick 1", "tick 2", "tick 3", "tick 4"]);
+    // The first line reached us while the job was still running: streamed, not read at the end.
+    expect(got[0]!.jobState).toBe("RUNNING");
+    expect((await job.status()).state).toBe("SUCCEEDED");
+  });
+
+  it("resolves an endpoint registered by another task and drops it when the attempt ends", async () => {
+    const server = await client.submit({
+      name: "epserver",
+      entrypoint: { command: [process.execPath, "--import", "tsx", ENDPOINT_TASK, "serve"], cwd: IRIS_PACKAGE_ROOT },
+      ports: ["http"],
+      resources: { cpuMillis: 100 },
+    });
+    const resolver = await client.submit({
+      name: `${server.name}/resolver`,
+      entrypoint: { command: [process.execPath, "--import", "tsx", ENDPOINT_TASK, "resolve"], cwd: IRIS_PACKAGE_ROOT },
+      resources: { cpuMillis: 100 },
+    });
+    expect((await resolver.wait({ timeoutMs: 60_000 })).state).toBe("SUCCEEDED");
+    const out = await lines(resolver.name);
+    expect(out.join("\n")).toMatch(new RegExp(`resolved ${server.name}/svc 127\\.0\\.0\\.1:\\d+ server`));
+    const eps = await client.listEndpoints(`${server.name}/`);
+    expect(eps.map((e) => e.name)).toEqual([`${server.name}/svc`]);
+    await server.terminate();
+    await server.wait({ timeoutMs: 10_000 });
+    expect(await client.listEndpoints(`${server.name}/`)).toEqual([]);
+    await expect(client.resolveEndpoint(`${server.name}/svc`)).rejects.toMatchObject({ code: "NOT_FOUND" });
+  });
+
+  it("rejects calls without the token or with a wrong one, changing nothing", async () => {
+    const anonymous = IrisClient.connect(cluster.address);
+    const wrong = IrisClient.connect(cluster.address, { token: "wrong" });
+    try {
+      await expect(anonymous.list()).rejects.toMatchObject({ code: "UNAUTHENTICATED" });
+      const err = await wrong.submit({ name: "intruder", entrypoint: { command: ["true"] } }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(IrisError);
+      expect((err as IrisError).code).toBe("UNAUTHENTICATED");
+      await expect(wrong.job("replicas").status()).rejects.toMatchObject({ code: "UNAUTHENTICATED" });
+      expect((await client.list()).map((j) => j.name)).not.toContain(`/${client.user}/intruder`);
+    } finally {
+      anonymous.close();
+      wrong.close();
+    }
+  });
+
+  it("rejects an invalid spec naming the field, and a running name as ALREADY_EXISTS", async () => {
+    await expect(client.submit({ name: "bad", entrypoint: { command: ["true"] }, replicas: -3 })).rejects.toMatchObject({
+      code: "INVALID_ARGUMENT",
+      message: expect.stringMatching(/replicas/),
+    });
+    const job = await client.submit({ name: "dup", entrypoint: { command: ["sleep", "60"] }, resources: { cpuMillis: 100 } });
+    await expect(client.submit({ name: "dup", entrypoint: { command: ["true"] } })).rejects.toMatchObject({ code: "ALREADY_EXISTS" });
+    await job.terminate();
+    await job.wait({ timeoutMs: 10_000 });
+    const again = await client.submit({ name: "dup", entrypoint: { command: ["true"] }, resources: { cpuMillis: 100 } });
+    expect(again.instanceId).not.toBe(job.instanceId);
+    expect((await again.wait({ timeoutMs: 30_000 })).state).toBe("SUCCEEDED");
+    expect((await client.job("dup").status()).instanceId).toBe(again.instanceId);
+  });
+});
