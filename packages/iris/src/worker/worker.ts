@@ -374,6 +374,8 @@ export class Worker {
       const leftovers = this.#leftovers;
       this.#leftovers = undefined;
       for (const record of leftovers) this.#settleLeftover(record, run.get(record.attemptUid));
+      // Lost ones are reported at once, not a tick later.
+      this.#kick();
     }
 
     for (const [uid, spec] of run) {
@@ -659,5 +661,6 @@ function workerIdFor(stateDir: string): string {
 }
 
 function errorText(e: unknown): string {
+  if (e instanceof IrisError) return e.toString();
   return e instanceof Error ? e.message : String(e);
 }

@@ -1,0 +1,242 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import readline from "node:readline";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { runnerArgv } from "../runner/runnerSpec.ts";
+import { AttemptStore, spawnedRecord } from "./attemptStore.ts";
+import { allocatePorts } from "./ports.ts";
+import { FakeController, runCommand } from "./testing/fakeController.ts";
+import { processAlive, waitFor } from "./testing/waitFor.ts";
+import { Worker, type WorkerEvent, type WorkerOptions } from "./worker.ts";
+
+let fc: FakeController | undefined;
+let dir: string;
+const cleanups: (() => unknown)[] = [];
+
+beforeEach(() => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), "iris-worker-test-"));
+});
+
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+  await fc?.close();
+  fc = undefined;
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+async function startWorker(opts: Partial<WorkerOptions> = {}) {
+  const events: WorkerEvent[] = [];
+  const worker = await Worker.start({
+    controller: fc!.address,
+    tickMs: 60_000, // dispatch must come from notices, not from the tick
+    killGraceMs: 300,
+    ...opts,
+    onEvent: (e) => events.push(e),
+  });
+  cleanups.push(() => worker.stop());
+  return { worker, events };
+}
+
+const observedState = (uid: string, state: string) =>
+  waitFor(`${uid} to be observed ${state}`, () => {
+    const o = fc!.observed.get(uid);
+    return o?.state === state ? o : undefined;
+  });
+
+describe("Worker against a scripted controller", () => {
+  it("registers once a controller appears on its address, whatever the start order", async () => {
+    const [port] = Object.values(await allocatePorts(["controller"]));
+    const events: WorkerEvent[] = [];
+    const worker = await Worker.start({ controller: `127.0.0.1:${port}`, onEvent: (e) => events.push(e) });
+    cleanups.push(() => worker.stop());
+    await waitFor("a failed registration", () => events.some((e) => e.type === "controllerUnreachable"));
+    fc = await FakeController.start({ port });
+    await worker.registered;
+    expect(fc.registrations).toEqual([worker.id]);
+    // The backoff between attempts never exceeds 2 s.
+    const waits = events.flatMap((e) => (e.type === "controllerUnreachable" ? [e.retryInMs] : []));
+    expect(Math.max(...waits)).toBeLessThanOrEqual(2000);
+  });
+
+  it("starts a run intent on a notice with the IRIS_* env and ports, pushes its lines, reports its exit", async () => {
+    fc = await FakeController.start();
+    const { worker } = await startWorker();
+    await worker.registered;
+    await waitFor("the first reconcile", () => fc!.reconciles > 0);
+    fc.run.set(
+      "a1",
+      runCommand(
+        "a1",
+        ["sh", "-c", 'echo "$IRIS_TASK_ID $IRIS_ATTEMPT $IRIS_WORKER_ID $IRIS_JOB_ID $IRIS_NUM_TASKS $IRIS_ADVERTISE_HOST $GREETING"; echo "port=$IRIS_PORT_HTTP"; echo oops >&2; i=0; while [ $i -lt 300 ]; do echo "line $i"; i=$((i+1)); done; exit 4'],
+        { env: { GREETING: "hi", IRIS_TASK_ID: "forged" }, ports: ["http"] },
+      ),
+    );
+    fc.notify();
+    const done = await observedState("a1", "FAILED");
+    expect(done).toMatchObject({ failureKind: "APP_EXIT", exitCode: 4, taskId: "/test/job/0", attempt: 1 });
+    expect(done.pid).toBeGreaterThan(0);
+    expect(done.finishedAtMs).toBeGreaterThanOrEqual(done.startedAtMs);
+    expect(done.logLines).toBe(303);
+    await waitFor("all lines", () => fc!.linesOf("a1").length === 303);
+    const lines = fc.linesOf("a1");
+    expect(lines[0]).toBe(`/test/job/0 1 ${worker.id} /test/job 1 127.0.0.1 hi`);
+    expect(lines[1]).toMatch(/^port=\d+$/);
+    expect(lines.filter((l) => l.startsWith("line "))).toEqual(Array.from({ length: 300 }, (_, i) => `line ${i}`));
+    expect(fc.lines.find((l) => l.line === "oops")?.stream).toBe("stderr");
+
+    // Reported until the controller drops it from the desired set, then forgotten.
+    fc.run.delete("a1");
+    fc.notify();
+    await waitFor("the worker to forget a1", () => worker.attempts().length === 0);
+  });
+
+  it("reports success as SUCCEEDED and never starts an attempt uid twice", async () => {
+    fc = await FakeController.start();
+    const { worker, events } = await startWorker({ tickMs: 50 });
+    fc.run.set("ok", runCommand("ok", ["true"]));
+    fc.notify();
+    await observedState("ok", "SUCCEEDED");
+    const before = fc.reconciles;
+    await waitFor("more reconciles", () => fc!.reconciles > before + 3);
+    expect(events.filter((e) => e.type === "attemptStarted")).toHaveLength(1);
+    expect(worker.attempts()).toMatchObject([{ attemptUid: "ok", state: "SUCCEEDED", exitCode: 0 }]);
+  });
+
+  it("ends a stop intent with SIGTERM, then SIGKILL, and reports it KILLED", async () => {
+    fc = await FakeController.start();
+    await startWorker();
+    fc.run.set("s1", runCommand("s1", ["sh", "-c", "trap 'echo term' TERM; echo ready; while true; do sleep 0.05; done"]));
+    fc.notify();
+    await waitFor("the attempt to print ready", () => fc!.linesOf("s1").includes("ready"));
+    fc.run.delete("s1");
+    fc.stop.set("s1", { attemptUid: "s1", reason: "KILLED" });
+    fc.notify();
+    const done = await observedState("s1", "KILLED");
+    expect(done.failureKind).toBe("KILLED");
+    expect(fc.linesOf("s1")).toContain("term");
+  });
+
+  it("kills a zombie (running but no longer wanted), reports its end once, then forgets it", async () => {
+    fc = await FakeController.start();
+    const { worker } = await startWorker();
+    fc.run.set("z1", runCommand("z1", ["sh", "-c", "echo ready; exec sleep 1000"]));
+    fc.notify();
+    await waitFor("the zombie-to-be to run", () => fc!.linesOf("z1").includes("ready"));
+    const pid = (await observedState("z1", "RUNNING")).pid;
+    fc.run.delete("z1");
+    fc.notify();
+    expect(await observedState("z1", "KILLED")).toMatchObject({ failureKind: "KILLED" });
+    expect(processAlive(pid)).toBe(false);
+    await waitFor("the worker to forget z1", () => worker.attempts().length === 0);
+  });
+
+  it("classifies a timeout and a launch failure", async () => {
+    fc = await FakeController.start();
+    await startWorker();
+    fc.run.set("t1", runCommand("t1", ["sleep", "1000"], { timeoutMs: 300 }));
+    fc.run.set("l1", runCommand("l1", ["/nonexistent/iris-binary"], { taskId: "/test/job/1", taskIndex: 1 }));
+    fc.notify();
+    expect(await observedState("t1", "FAILED")).toMatchObject({ failureKind: "TIMEOUT" });
+    const launch = await observedState("l1", "FAILED");
+    expect(launch.failureKind).toBe("LAUNCH_FAILED");
+    expect(launch.error).toContain("/nonexistent/iris-binary");
+  });
+
+  it("registers again, with the same id, when the controller no longer knows it", async () => {
+    fc = await FakeController.start();
+    const { worker } = await startWorker();
+    await worker.registered;
+    fc.forgetWorkerOnce = true;
+    fc.notify();
+    await waitFor("a second registration", () => fc!.registrations.length === 2);
+    expect(fc.registrations).toEqual([worker.id, worker.id]);
+  });
+
+  it("carries the bearer token, and cannot register without it", async () => {
+    fc = await FakeController.start({ token: "t0k" });
+    const good = await startWorker({ token: "t0k" });
+    await good.worker.registered;
+    const bad = await startWorker({ token: "wrong" });
+    await waitFor("a refused registration", () =>
+      bad.events.some((e) => e.type === "controllerUnreachable" && e.error.startsWith("UNAUTHENTICATED: ")),
+    );
+    expect(fc.registrations).toEqual([good.worker.id]);
+  });
+
+  it("on stop, kills its attempts and reports them lost with the worker", async () => {
+    fc = await FakeController.start();
+    const { worker } = await startWorker();
+    fc.run.set("w1", runCommand("w1", ["sh", "-c", "echo ready; exec sleep 1000"]));
+    fc.notify();
+    const pid = (await observedState("w1", "RUNNING")).pid;
+    await worker.stop();
+    expect(processAlive(pid)).toBe(false);
+    expect(fc.observed.get("w1")).toMatchObject({ state: "FAILED", failureKind: "WORKER_LOST" });
+    expect(fs.existsSync(worker.stateDir)).toBe(false);
+  });
+
+  it("keeps several workers on one host apart with no options", async () => {
+    fc = await FakeController.start();
+    const a = await startWorker();
+    const b = await startWorker();
+    await Promise.all([a.worker.registered, b.worker.registered]);
+    expect(a.worker.id).not.toBe(b.worker.id);
+    expect(a.worker.stateDir).not.toBe(b.worker.stateDir);
+    expect(path.dirname(a.worker.stateDir)).toBe(os.tmpdir());
+  });
+});
+
+describe("Worker restarts", () => {
+  it("an attempt dies with its SIGKILLed worker; the restarted worker reports it lost and never reruns it", async () => {
+    fc = await FakeController.start();
+    fc.run.set("r1", runCommand("r1", ["sh", "-c", "echo ready; exec sleep 1000"]));
+    const stateDir = path.join(dir, "state");
+    const tsx = runnerArgv({ module: "/unused", export: "unused" }, "unused").slice(0, 3);
+    const proc: ChildProcess = spawn(
+      tsx[0],
+      [...tsx.slice(1), path.join(import.meta.dirname, "testing", "workerProcess.ts"), fc.address, stateDir],
+      { stdio: ["ignore", "pipe", "inherit"], detached: true },
+    );
+    cleanups.push(() => proc.exitCode === null && proc.signalCode === null && proc.kill("SIGKILL"));
+    const events: WorkerEvent[] = [];
+    readline.createInterface({ input: proc.stdout! }).on("line", (l) => events.push(JSON.parse(l) as WorkerEvent));
+    const started = await waitFor("the attempt to start", () => events.find((e) => e.type === "attemptStarted"), {
+      timeoutMs: 30_000,
+    });
+    const pid = started.type === "attemptStarted" ? started.pid : 0;
+    await observedState("r1", "RUNNING");
+    const oldId = fc.registrations[0];
+
+    process.kill(proc.pid!, "SIGKILL");
+    const killedAt = Date.now();
+    await waitFor("the orphaned attempt to exit", () => !processAlive(pid), { timeoutMs: 8000 });
+    expect(Date.now() - killedAt).toBeLessThan(5000);
+
+    const restarted = await startWorker({ stateDir });
+    expect(restarted.worker.id).toBe(oldId);
+    expect(await observedState("r1", "FAILED")).toMatchObject({ failureKind: "WORKER_LOST" });
+    expect(restarted.events.filter((e) => e.type === "attemptStarted")).toEqual([]);
+  });
+
+  it("kills recorded attempts that outlived the previous run, whether the controller still wants them or not", async () => {
+    const stateDir = path.join(dir, "state");
+    const store = new AttemptStore(stateDir);
+    const survivors: ChildProcess[] = [];
+    for (const uid of ["old-unwanted", "old-wanted"]) {
+      const p = spawn("sleep", ["1000"], { detached: true, stdio: "ignore" });
+      survivors.push(p);
+      cleanups.push(() => p.exitCode === null && p.signalCode === null && p.kill("SIGKILL"));
+      store.write(spawnedRecord({ attemptUid: uid, attemptId: `/test/job/0:1`, startedAtMs: Date.now() }, p.pid!));
+    }
+    fc = await FakeController.start();
+    fc.run.set("old-wanted", runCommand("old-wanted", ["true"]));
+    const { events } = await startWorker({ stateDir });
+    await waitFor("both leftovers to be killed", () => survivors.every((p) => p.signalCode !== null));
+    expect(await observedState("old-wanted", "FAILED")).toMatchObject({ failureKind: "WORKER_LOST" });
+    expect(fc.observed.has("old-unwanted")).toBe(false);
+    expect(events.filter((e) => e.type === "attemptStarted")).toEqual([]);
+    expect(store.list().map((r) => r.attemptUid)).toEqual(["old-wanted"]);
+  });
+});
