@@ -35,18 +35,18 @@ export class FakeController {
 
   static async start(opts: { port?: number; token?: string; reconcileIntervalMs?: number } = {}): Promise<FakeController> {
     const server = new grpc.Server();
-    let self: FakeController | undefined;
+    const ref: { self?: FakeController } = {};
     const authorized = (call: { metadata: grpc.Metadata }): boolean => isAuthorized(call.metadata, opts.token);
     const denied = { code: grpc.status.UNAUTHENTICATED, details: "missing or invalid bearer token" };
     const handlers: WorkerControlServiceHandlers = {
       RegisterWorker(call, cb) {
         if (!authorized(call)) return cb(denied);
-        self!.registrations.push(call.request.workerId);
+        ref.self!.registrations.push(call.request.workerId);
         cb(null, { workerId: call.request.workerId, reconcileIntervalMs: opts.reconcileIntervalMs ?? 100, workerTimeoutMs: 30_000 });
       },
       Reconcile(call, cb) {
         if (!authorized(call)) return cb(denied);
-        const c = self!;
+        const c = ref.self!;
         if (c.forgetWorkerOnce) {
           c.forgetWorkerOnce = false;
           return cb({ code: grpc.status.NOT_FOUND, details: "unknown worker" });
@@ -60,13 +60,13 @@ export class FakeController {
           call.emit("error", denied);
           return;
         }
-        const c = self!;
+        const c = ref.self!;
         c.#watchers.add(call as grpc.ServerWritableStream<unknown, unknown>);
         call.on("cancelled", () => c.#watchers.delete(call as grpc.ServerWritableStream<unknown, unknown>));
       },
       PushLogs(call, cb) {
         if (!authorized(call)) return cb(denied);
-        call.on("data", (req: { lines: LogLine__Output[] }) => self!.lines.push(...req.lines));
+        call.on("data", (req: { lines: LogLine__Output[] }) => ref.self!.lines.push(...req.lines));
         call.on("end", () => cb(null, {}));
         call.on("error", () => undefined);
       },
@@ -77,8 +77,8 @@ export class FakeController {
         err ? reject(err) : resolve(p),
       ),
     );
-    self = new FakeController(server, `127.0.0.1:${port}`);
-    return self;
+    ref.self = new FakeController(server, `127.0.0.1:${port}`);
+    return ref.self;
   }
 
   /** Tells every watching worker that its desired set changed. */
