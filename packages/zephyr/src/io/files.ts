@@ -65,9 +65,12 @@ export function stripCompressionSuffix(filePath: string): string {
   return compressionOf(filePath) === "none" ? filePath : filePath.slice(0, filePath.lastIndexOf("."));
 }
 
-interface ZstdModule {
+/** The parts of zstd-napi zephyr uses. */
+export interface ZstdModule {
   CompressStream: new (params?: { compressionLevel?: number }) => Transform;
   DecompressStream: new () => Transform;
+  compress(data: Uint8Array, params?: { compressionLevel?: number }): Buffer;
+  decompress(data: Uint8Array): Buffer;
 }
 
 let zstdModule: ZstdModule | undefined;
@@ -76,7 +79,7 @@ let zstdModule: ZstdModule | undefined;
  * Loads zstd-napi on first use, so that a checkout whose native binding was not built still runs
  * every pipeline that never touches a `.zst` file, and the one that does gets a clear message.
  */
-function zstd(): ZstdModule {
+export function zstd(): ZstdModule {
   if (zstdModule) return zstdModule;
   try {
     zstdModule = createRequire(import.meta.url)("zstd-napi") as ZstdModule;
