@@ -1,3 +1,4 @@
+import path from "node:path";
 import { Command, CommanderError, Option } from "commander";
 import { MarinError } from "../errors.ts";
 import { explainStep, formatExplanation } from "../executor/explain.ts";
@@ -34,9 +35,9 @@ async function loadGraph(script: string, flags: SelectFlags) {
 }
 
 /** Makes the launcher for steps with resources: iris, embedded LocalCluster unless `cluster` is given. */
-async function irisLauncherFor(script: string, prefix: string, cluster: string | undefined): Promise<StepLauncher> {
+async function irisLauncherFor(script: string, prefix: string, cluster: string | undefined, runId: string): Promise<StepLauncher> {
   const { createIrisLauncher } = await import("../remote/irisLauncher.ts");
-  return createIrisLauncher({ script, prefix, cluster });
+  return createIrisLauncher({ script, prefix, cluster, stateDir: path.join(prefix, ".marin", "runs", runId) });
 }
 
 /** The `marin` command line (commander), writing to the given streams. */
@@ -76,7 +77,7 @@ export function buildProgram(io: { out: (s: string) => void; setExitCode: (c: nu
           maxConcurrent: flags.maxConcurrent,
           signal: controller.signal,
           onEvent: (e) => view.handle(e),
-          remoteLauncher: () => irisLauncherFor(abs, graph.prefix, flags.cluster),
+          remoteLauncher: (runId) => irisLauncherFor(abs, graph.prefix, flags.cluster, runId),
         });
         view.stop();
         io.out(formatSummary(summary).join("\n"));

@@ -78,7 +78,7 @@ export interface RunOptions extends PlanOptions {
   signal?: AbortSignal;
   onEvent?: (e: RunEvent) => void;
   /** Makes the launcher for steps with `resources`; called at most once, only when such a step runs. */
-  remoteLauncher?: () => Promise<StepLauncher>;
+  remoteLauncher?: (runId: string) => Promise<StepLauncher>;
 }
 
 function errorText(e: unknown): string {
@@ -180,13 +180,15 @@ class Run {
       if (!make) {
         return Promise.reject(new MarinError("INVALID_CONFIG", "this step has resources but no launcher for remote steps was configured"));
       }
-      this.launcher = make();
+      this.launcher = make(this.runId);
     }
     return this.launcher;
   }
 
   async close(): Promise<void> {
-    if (this.launcher) await (await this.launcher).close();
+    if (!this.launcher) return;
+    const launcher = await this.launcher.catch(() => undefined);
+    await launcher?.close();
   }
 
   /** Runs one step under its lease; resolves with its report (never throws for a step failure). */

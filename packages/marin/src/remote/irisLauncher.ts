@@ -1,14 +1,108 @@
+import { promises as fs } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { IrisClient, LocalCluster } from "@marin/iris";
+import type { Job, JobStatus } from "@marin/iris";
 import { MarinError } from "../errors.ts";
-import type { StepLauncher } from "../executor/runner.ts";
+import type { LaunchArgs, StepLauncher } from "../executor/runner.ts";
+import { metaDir, readJson } from "../executor/stepFiles.ts";
+import type { ResolvedStep } from "../step/graph.ts";
+import type { StepTaskArgs } from "./stepTask.ts";
 
 /** Where and how iris-run steps are launched. */
 export interface IrisLauncherOptions {
+  /** The experiment script (absolute): the task re-imports it to rebuild the step graph. */
   script: string;
   prefix: string;
+  /** Controller address; none → an embedded LocalCluster for the run. */
   cluster: string | undefined;
+  /** Folder for the embedded cluster's database (inside `<prefix>/.marin/`). */
+  stateDir: string;
 }
 
-/** Creates the launcher for steps with resources (placeholder until @marin/iris lands). */
-export async function createIrisLauncher(_opts: IrisLauncherOptions): Promise<StepLauncher> {
-  throw new MarinError("INTERNAL", "running steps with resources needs @marin/iris's LocalCluster, which has not landed yet");
+const STEP_TASK_MODULE = fileURLToPath(new URL("./stepTask.ts", import.meta.url));
+
+/** The file a step task writes its result to (inside the step's `.marin/`). */
+export function taskResultFile(outputPath: string, token: number): string {
+  return path.join(metaDir(outputPath), `task-result-${token}.json`);
+}
+
+function jobNameFor(step: ResolvedStep, token: number): string {
+  return `marin-${step.id.replace(/\//g, ".")}-t${token}`;
+}
+
+/**
+ * Runs steps as iris jobs: the task's entrypoint is marin's step task with the experiment script,
+ * the step's name and identity as args; the task re-imports the script, rebuilds the graph,
+ * checks the identity and runs that one step into the staging folder. The lease, publish and
+ * status stay with this (parent) runner.
+ */
+export async function createIrisLauncher(opts: IrisLauncherOptions): Promise<StepLauncher> {
+  let cluster: LocalCluster | undefined;
+  let client: IrisClient;
+  if (opts.cluster) {
+    client = IrisClient.connect(opts.cluster, { token: process.env.IRIS_AUTH_TOKEN });
+  } else {
+    await fs.mkdir(opts.stateDir, { recursive: true });
+    cluster = await LocalCluster.start({
+      workers: 1,
+      dbPath: path.join(opts.stateDir, "iris.sqlite"),
+      workerCpuMillis: os.cpus().length * 1000,
+      workerMemoryBytes: os.totalmem(),
+    });
+    client = cluster.client;
+  }
+  return {
+    async run(step: ResolvedStep, args: LaunchArgs): Promise<unknown> {
+      const resultFile = taskResultFile(step.outputPath, args.token);
+      await fs.rm(resultFile, { force: true });
+      const taskArgs: StepTaskArgs = { script: opts.script, step: step.name, id: step.id, prefix: opts.prefix, staging: args.stagingPath, resultFile };
+      const res = step.step.resources ?? {};
+      const job: Job = await client.submit({
+        name: jobNameFor(step, args.token),
+        entrypoint: { module: STEP_TASK_MODULE, export: "runStepTask", args: taskArgs },
+        resources: {
+          ...(res.cpuMillis !== undefined ? { cpuMillis: res.cpuMillis } : {}),
+          ...(res.memoryBytes !== undefined ? { memoryBytes: res.memoryBytes } : {}),
+          ...(res.devices ? { devices: res.devices } : {}),
+        },
+        maxRetriesFailure: 0,
+      });
+      args.log(`submitted iris job ${job.name}`);
+      const onAbort = () => void job.terminate().catch(() => undefined);
+      args.signal.addEventListener("abort", onAbort, { once: true });
+      const tail: string[] = [];
+      const follow = (async () => {
+        try {
+          for await (const e of job.logs({ follow: true })) {
+            const line = `[${e.stream}] ${e.line}`;
+            args.log(line);
+            tail.push(line);
+            if (tail.length > 30) tail.shift();
+          }
+        } catch {
+          // Logs are best effort; the job's state decides.
+        }
+      })();
+      let status: JobStatus;
+      try {
+        status = await job.wait();
+      } finally {
+        args.signal.removeEventListener("abort", onAbort);
+      }
+      await Promise.race([follow, new Promise((r) => setTimeout(r, 2000))]);
+      if (status.state !== "SUCCEEDED") {
+        const why = status.error ?? status.tasks.map((t) => t.error ?? t.pendingReason).find(Boolean) ?? "";
+        throw new MarinError("STEP_FAILED", `iris job ${job.name} ended ${status.state}${why ? `: ${why}` : ""}${tail.length ? `\n${tail.join("\n")}` : ""}`);
+      }
+      const result = (await readJson(resultFile)) as { result?: unknown } | undefined;
+      await fs.rm(resultFile, { force: true });
+      return result?.result;
+    },
+    async close(): Promise<void> {
+      if (cluster) await cluster.stop();
+      else client.close();
+    },
+  };
 }
