@@ -232,3 +232,20 @@ describe("Checkpointer (other rules)", () => {
     expect(() => checkpointer({ saveIntervalSeconds: 0 })).toThrow(/saveIntervalSeconds/);
   });
 });
+
+describe("Checkpointer.decide / commit (rank 0 decides, every rank writes)", () => {
+  it("splits onStep into a broadcastable decision and its commit", async () => {
+    const rank0 = checkpointer({ keep: [{ every: 3 }], saveIntervalSeconds: 10 });
+    expect(rank0.decide(1)).toBeUndefined();
+    advance(TICK);
+    const d2 = rank0.decide(2);
+    expect(d2).toEqual({ step: 2, path: path.join(perm, "step-2"), isTemporary: true });
+    // The clock was reset by the decision: nothing is due at step 3 except the permanent policy.
+    expect(rank0.decide(3)).toMatchObject({ isTemporary: false });
+    if (d2 === undefined) throw new Error("unreachable");
+    await rank0.commit(d2, saver(2));
+    expect(await steps(perm)).toEqual([2]);
+    await rank0.commit({ step: 3, path: path.join(perm, "step-3"), isTemporary: false }, saver(3));
+    expect(await steps(perm)).toEqual([3]);
+  });
+});

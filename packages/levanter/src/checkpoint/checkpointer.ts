@@ -68,8 +68,9 @@ export interface SavedCheckpoint {
  * Pruning, after each successful save: a permanent save deletes every temporary checkpoint the
  * checkpointer tracks (it supersedes them); a temporary save deletes all but the newest
  * `keepLastTemporary` (0: even the one just written). Tracked temporaries are this checkpointer's
- * own plus, when `deleteOldTempCheckpoints`, those an earlier process left in either root. Only
- * directories whose metadata.json says `isTemporary` are ever deleted.
+ * own plus, when `deleteOldTempCheckpoints`, those an earlier process left in either root (found
+ * just before its first save). Only directories whose metadata.json says `isTemporary` are ever
+ * deleted.
  *
  * The clock is injected (`now`, milliseconds) so that tests drive it.
  *
@@ -125,8 +126,20 @@ export class Checkpointer {
    * summary), then prunes temporaries. Returns what was saved, or undefined.
    */
   async onStep(step: number, save: SaveFn, opts: { force?: boolean } = {}): Promise<SavedCheckpoint | undefined> {
+    const decision = this.decide(step, opts);
+    if (decision === undefined) return undefined;
+    await this.commit(decision, save);
+    return decision;
+  }
+
+  /**
+   * The first half of {@link Checkpointer.onStep}: whether step `step` saves, and where. It
+   * advances the interval clock as a save would, so call {@link Checkpointer.commit} with the
+   * result. Split out for data-parallel training, where rank 0 decides (its clock alone) and
+   * broadcasts the decision, so clock skew cannot split the ranks.
+   */
+  decide(step: number, opts: { force?: boolean } = {}): SavedCheckpoint | undefined {
     if (!Number.isSafeInteger(step) || step < 0) throw new LevanterError("INVALID_CONFIG", `step: expected a non-negative integer, got ${step}`);
-    await this.#discoverOldTemporaries();
     const now = this.#now();
     let isTemporary: boolean;
     if (opts.force) {
@@ -144,13 +157,21 @@ export class Checkpointer {
     this.#lastSaveMs = now;
     this.#saveRequested = false;
     const dir = path.join(isTemporary ? this.temporaryBasePath : this.basePath, checkpointDirName(step));
-    await save(dir, isTemporary);
-    const meta = await readCheckpointMetadata(dir);
-    if (meta === undefined) {
-      throw new LevanterError("INTERNAL", `checkpoint save for step ${step} returned without writing ${dir}/metadata.json`);
-    }
-    await this.#prune(step, dir, isTemporary);
     return { step, path: dir, isTemporary };
+  }
+
+  /**
+   * The second half of {@link Checkpointer.onStep}: runs `save` for a decision from
+   * {@link Checkpointer.decide}, checks that it completed (metadata.json present), then prunes.
+   */
+  async commit(decision: SavedCheckpoint, save: SaveFn): Promise<void> {
+    await this.#discoverOldTemporaries();
+    await save(decision.path, decision.isTemporary);
+    const meta = await readCheckpointMetadata(decision.path);
+    if (meta === undefined) {
+      throw new LevanterError("INTERNAL", `checkpoint save for step ${decision.step} returned without writing ${decision.path}/metadata.json`);
+    }
+    await this.#prune(decision.step, decision.path, decision.isTemporary);
   }
 
   /** The newest complete checkpoint across both roots (what a restarted run resumes from). */
