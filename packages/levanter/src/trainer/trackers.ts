@@ -1,0 +1,120 @@
+import { appendFileSync, mkdirSync } from "node:fs";
+import path from "node:path";
+import cliProgress from "cli-progress";
+import { log } from "../internal/log.ts";
+import { TensorBoardWriter } from "./tensorboard.ts";
+
+/** Where metrics go: `log` a map of metric names (`train/loss`, …) at a step, `finish` at the end. */
+export interface Tracker {
+  log(step: number, metrics: Record<string, number>): void;
+  finish(): void;
+}
+
+/** Appends one JSON object per `log` (`{"step", "time", ...metrics}`) to a file. */
+export class JsonlTracker implements Tracker {
+  readonly file: string;
+
+  constructor(file: string) {
+    mkdirSync(path.dirname(file), { recursive: true });
+    this.file = file;
+  }
+
+  log(step: number, metrics: Record<string, number>): void {
+    appendFileSync(this.file, `${JSON.stringify({ step, time: Date.now(), ...metrics })}\n`);
+  }
+
+  finish(): void {}
+}
+
+/** Scalars into a TensorBoard event file under `dir`. */
+export class TensorBoardTracker implements Tracker {
+  readonly writer: TensorBoardWriter;
+
+  constructor(dir: string) {
+    mkdirSync(dir, { recursive: true });
+    this.writer = new TensorBoardWriter(dir);
+  }
+
+  log(step: number, metrics: Record<string, number>): void {
+    this.writer.add(step, metrics);
+  }
+
+  finish(): void {
+    this.writer.close();
+  }
+}
+
+/**
+ * Progress for people: a bar (step/total, loss, tok/s, MFU, ETA) on a TTY; elsewhere one line per
+ * tenth of the run and per evaluation, so CI logs stay short.
+ */
+export class ConsoleTracker implements Tracker {
+  readonly #total: number;
+  readonly #bar: cliProgress.SingleBar | undefined;
+  #lastLine = -1;
+
+  constructor(totalSteps: number, startStep: number, stream: NodeJS.WriteStream = process.stderr) {
+    this.#total = totalSteps;
+    if (stream.isTTY) {
+      this.#bar = new cliProgress.SingleBar(
+        { stream, format: "train {bar} {value}/{total} | loss {loss} | {tps} tok/s | MFU {mfu}% | ETA {eta_formatted}", hideCursor: true },
+        cliProgress.Presets.shades_classic,
+      );
+      this.#bar.start(totalSteps, startStep, { loss: "-", tps: "-", mfu: "-" });
+    }
+  }
+
+  log(step: number, metrics: Record<string, number>): void {
+    const loss = metrics["train/loss"];
+    if (this.#bar) {
+      if (loss !== undefined) {
+        this.#bar.update(step, {
+          loss: loss.toFixed(4),
+          tps: Math.round(metrics["throughput/tokens_per_second"] ?? 0).toLocaleString("en-US"),
+          mfu: (metrics["throughput/mfu"] ?? 0).toFixed(2),
+        });
+      }
+      return;
+    }
+    const tenth = Math.floor((step * 10) / this.#total);
+    if (metrics["eval/loss"] !== undefined) {
+      log("info", "eval", { step, loss: metrics["eval/loss"], bpb: metrics["eval/bpb"] });
+    } else if (loss !== undefined && (tenth !== this.#lastLine || step === this.#total)) {
+      this.#lastLine = tenth;
+      log("info", "train", { step, total: this.#total, loss, tokensPerSecond: Math.round(metrics["throughput/tokens_per_second"] ?? 0) });
+    }
+  }
+
+  finish(): void {
+    this.#bar?.stop();
+  }
+}
+
+/** Sends every call to each tracker; one tracker's failure is logged, not fatal. */
+export class CompositeTracker implements Tracker {
+  readonly trackers: Tracker[];
+
+  constructor(trackers: Tracker[]) {
+    this.trackers = trackers;
+  }
+
+  log(step: number, metrics: Record<string, number>): void {
+    for (const t of this.trackers) {
+      try {
+        t.log(step, metrics);
+      } catch (e) {
+        log("warn", "tracker failed", { tracker: t.constructor.name, error: String(e) });
+      }
+    }
+  }
+
+  finish(): void {
+    for (const t of this.trackers) {
+      try {
+        t.finish();
+      } catch (e) {
+        log("warn", "tracker failed to finish", { tracker: t.constructor.name, error: String(e) });
+      }
+    }
+  }
+}

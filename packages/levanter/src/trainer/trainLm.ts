@@ -1,0 +1,241 @@
+import * as tf from "@tensorflow/tfjs";
+import path from "node:path";
+import { selectBackend, type BackendSelection } from "../backend.ts";
+import { Checkpointer } from "../checkpoint/checkpointer.ts";
+import { loadTokenizer } from "../data/hfTokenizer.ts";
+import { TokenLoader, ValidationBatches } from "../data/tokenLoader.ts";
+import type { Tokenizer } from "../data/tokenizer.ts";
+import { LevanterError } from "../errors.ts";
+import { log } from "../internal/log.ts";
+import { Rng } from "../internal/rng.ts";
+import { resolveModelConfig, trainingFlopsPerToken } from "../models/modelConfig.ts";
+import { TransformerLm, defaultDecayMask } from "../models/transformer.ts";
+import { AdamW } from "../optim/adamw.ts";
+import { lrSchedule } from "../optim/schedule.ts";
+import { TokenCacheReader } from "../sharding/tokenCacheReader.ts";
+import { evaluateLm, type EvalResult } from "./evaluate.ts";
+import { computeGradients } from "./gradients.ts";
+import { formatStatus, StatusReporter, type StatusSink } from "./status.ts";
+import { assignParams, readTrainCheckpoint, saveTrainState } from "./trainState.ts";
+import { CompositeTracker, ConsoleTracker, JsonlTracker, TensorBoardTracker, type Tracker } from "./trackers.ts";
+import { parseTrainLmConfig, type TrainLmConfig, type TrainLmConfigInput } from "./trainerConfig.ts";
+
+/** What a hook sees after each step. */
+export interface StepInfo {
+  /** Steps completed (the step index that just finished, plus one). */
+  step: number;
+  totalSteps: number;
+  loss: number;
+  learningRate: number;
+  metrics: Record<string, number>;
+  model: TransformerLm;
+  /** True for the extra call every hook gets when training ends. */
+  final: boolean;
+}
+
+/** A callback run every `every` steps, and once more when training ends. */
+export interface TrainHook {
+  every: number;
+  fn: (info: StepInfo) => void | Promise<void>;
+}
+
+/** Extras for {@link trainLm} that are code, not config. */
+export interface TrainLmOptions {
+  hooks?: TrainHook[];
+  /** Where status reports go; default: the iris task's `reportStatus` when running inside one. */
+  statusSink?: StatusSink;
+  /** Save a checkpoint and stop at the next step boundary when this fires (default: on SIGTERM). */
+  signal?: AbortSignal;
+}
+
+/** The outcome of {@link trainLm}. */
+export interface TrainLmResult {
+  /** Steps completed in total (including those before a resume). */
+  step: number;
+  resumedFrom?: number;
+  stoppedEarly: boolean;
+  finalLoss?: number;
+  eval?: EvalResult;
+  parameterCount: number;
+  checkpoint?: string;
+  backend: BackendSelection;
+}
+
+/**
+ * Trains a decoder-only LM from a config (`model`, `data`, `optimizer`, `trainer`; see
+ * {@link TrainLmConfigSchema}). Resumes bit-exactly from the newest complete checkpoint, logs
+ * `train/loss`, `eval/loss`, `eval/bpb`, `optim/learning_rate`, `throughput/tokens_per_second`
+ * and `throughput/mfu` to its trackers and, inside an iris task, to `reportStatus`. Always ends
+ * with a permanent checkpoint of its last step; on SIGTERM it saves one and stops early.
+ *
+ * @example await trainLm(loadTrainLmConfig("tiny.yaml", ["--trainer.numTrainSteps=50"]));
+ */
+export async function trainLm(input: TrainLmConfig | TrainLmConfigInput, options: TrainLmOptions = {}): Promise<TrainLmResult> {
+  const config = parseTrainLmConfig(input);
+  const { trainer: tc, data: dc } = config;
+  const backend = await selectBackend(tc.backend ? { force: tc.backend } : {});
+  const reader = await TokenCacheReader.open(dc.trainCache);
+  const validation = dc.validationCache ? await TokenCacheReader.open(dc.validationCache) : undefined;
+  const readers = [reader, ...(validation ? [validation] : [])];
+  let model: TransformerLm | undefined;
+  let optimizer: AdamW | undefined;
+  const abort = new AbortController();
+  const onSigterm = () => abort.abort(new Error("SIGTERM"));
+  process.on("SIGTERM", onSigterm);
+  options.signal?.addEventListener("abort", () => abort.abort(options.signal?.reason));
+  try {
+    const tokenizer = await tokenizerFor(reader.ledger.tokenizer, dc.tokenizerJson);
+    const modelConfig = resolveModelConfig(config.model, reader.ledger.vocabSize);
+    const seqLen = modelConfig.seqLen;
+    const rng = new Rng(tc.seed);
+    model = TransformerLm.init(modelConfig, rng);
+    const noDecay = config.optimizer.noDecay?.map((r) => new RegExp(r));
+    optimizer = new AdamW(model.params, {
+      ...config.optimizer,
+      decayMask: noDecay ? (n) => !noDecay.some((r) => r.test(n)) : defaultDecayMask,
+    });
+    const loaderSeed = dc.seed ?? tc.seed;
+    const loader = new TokenLoader(reader, { seqLen, batchSize: tc.batchSize, seed: loaderSeed, shuffle: dc.shuffle });
+    const checkpointer = new Checkpointer({ basePath: path.join(tc.runDir, "checkpoints"), ...tc.checkpointer });
+
+    let startStep = 0;
+    let resumedFrom: number | undefined;
+    let lastSavedStep: number | undefined;
+    if (tc.resume) {
+      const found = await checkpointer.latest();
+      if (found) {
+        const ckpt = await readTrainCheckpoint(found.path);
+        assignParams(model, ckpt.params, found.path);
+        optimizer.load(ckpt.optimizer, ckpt.state.optimizer);
+        rng.state = ckpt.state.rng;
+        startStep = resumedFrom = ckpt.state.step;
+        if (!found.metadata.isTemporary) lastSavedStep = startStep;
+        log("info", "resumed", { checkpoint: found.path, step: startStep });
+      }
+    }
+
+    const trackers: Tracker[] = [];
+    if (tc.trackers.includes("console")) trackers.push(new ConsoleTracker(tc.numTrainSteps, startStep));
+    if (tc.trackers.includes("jsonl")) trackers.push(new JsonlTracker(path.join(tc.runDir, "metrics.jsonl")));
+    if (tc.trackers.includes("tensorboard")) trackers.push(new TensorBoardTracker(path.join(tc.runDir, "tensorboard")));
+    const tracker = new CompositeTracker(trackers);
+    const sink = options.statusSink ?? (await irisStatusSink());
+    const reporter = sink ? new StatusReporter(sink, tc.statusIntervalSeconds * 1000) : undefined;
+
+    const schedule = lrSchedule(config.optimizer, tc.numTrainSteps);
+    const flopsPerToken = trainingFlopsPerToken(modelConfig);
+    const tokensPerStep = tc.batchSize * seqLen;
+    const hooks = options.hooks ?? [];
+    log("info", "training", { parameters: model.parameterCount(), startStep, totalSteps: tc.numTrainSteps, backend: backend.name });
+
+    const save = async (step: number, force: boolean) => {
+      const saved = await checkpointer.onStep(
+        step,
+        (dir, isTemporary) =>
+          saveTrainState(dir, isTemporary, {
+            step,
+            model: model!,
+            optimizer: optimizer!,
+            rng,
+            tokenizer: tokenizer.name,
+            loader: { seed: loaderSeed, step, batchSize: tc.batchSize, seqLen },
+          }),
+        { force },
+      );
+      if (saved && !saved.isTemporary) lastSavedStep = step;
+      return saved;
+    };
+    const runEval = (): EvalResult | undefined =>
+      validation
+        ? evaluateLm(model!, new ValidationBatches(validation, { seqLen, batchSize: tc.batchSize }), tokenizer, tc.maxEvalBatches)
+        : undefined;
+
+    let lastLoss: number | undefined;
+    let lastEval: EvalResult | undefined;
+    let lastMetrics: Record<string, number> = {};
+    let secondsPerStep: number | undefined;
+    let step = startStep;
+    for (; step < tc.numTrainSteps && !abort.signal.aborted; step++) {
+      const t0 = performance.now();
+      const batch = loader.batch(step);
+      const lr = schedule(step);
+      const { loss, grads } = computeGradients(model, batch.inputs, batch.targets, batch.size, tc.microBatchSize ?? batch.size);
+      if (!Number.isFinite(loss) && tc.crashOnNonFinite) {
+        tf.dispose([...grads.values()]);
+        throw new LevanterError("NON_FINITE_LOSS", `train/loss is ${loss} at step ${step}; the update was not applied`);
+      }
+      const gradNorm = optimizer.apply(grads, lr);
+      tf.dispose([...grads.values()]);
+      const seconds = (performance.now() - t0) / 1000;
+      secondsPerStep = secondsPerStep === undefined ? seconds : 0.9 * secondsPerStep + 0.1 * seconds;
+      const done = step + 1;
+      const tps = tokensPerStep / seconds;
+      const metrics: Record<string, number> = {
+        "train/loss": loss,
+        "optim/learning_rate": lr,
+        "optim/grad_norm": gradNorm,
+        "throughput/tokens_per_second": tps,
+        "throughput/mfu": ((flopsPerToken * tps) / tc.peakFlops) * 100,
+        "throughput/duration": seconds,
+      };
+      lastLoss = loss;
+      if (done % tc.stepsPerEval === 0 || done === tc.numTrainSteps) {
+        lastEval = runEval();
+        if (lastEval) Object.assign(metrics, { "eval/loss": lastEval.loss, "eval/bpb": lastEval.bpb });
+      }
+      lastMetrics = metrics;
+      if (done % tc.logEvery === 0 || metrics["eval/loss"] !== undefined || done === tc.numTrainSteps) tracker.log(done, metrics);
+      for (const h of hooks) {
+        if (done % h.every === 0) await h.fn({ step: done, totalSteps: tc.numTrainSteps, loss, learningRate: lr, metrics, model, final: false });
+      }
+      reporter?.maybeReport(
+        formatStatus({ step: done, totalSteps: tc.numTrainSteps, loss, tokensPerSecond: tps, mfu: metrics["throughput/mfu"]!, secondsPerStep }),
+        { step: done, ...metrics },
+      );
+      if (done < tc.numTrainSteps && !abort.signal.aborted) await save(done, false);
+    }
+
+    // The end (or a stop request): a permanent checkpoint of the last step, final hooks, reports.
+    const stoppedEarly = step < tc.numTrainSteps;
+    if (lastSavedStep !== step) await save(step, true);
+    for (const h of hooks) {
+      await h.fn({ step, totalSteps: tc.numTrainSteps, loss: lastLoss ?? Number.NaN, learningRate: schedule(Math.max(0, step - 1)), metrics: lastMetrics, model, final: true });
+    }
+    reporter?.maybeReport(
+      formatStatus({ step, totalSteps: tc.numTrainSteps, ...(lastLoss !== undefined ? { loss: lastLoss } : {}) }) + (stoppedEarly ? " · stopped" : ""),
+      { step, ...lastMetrics },
+      true,
+    );
+    await reporter?.flush();
+    tracker.finish();
+    log("info", stoppedEarly ? "stopped early" : "finished", { step, loss: lastLoss, evalLoss: lastEval?.loss });
+    return {
+      step,
+      ...(resumedFrom !== undefined ? { resumedFrom } : {}),
+      stoppedEarly,
+      ...(lastLoss !== undefined ? { finalLoss: lastLoss } : {}),
+      ...(lastEval ? { eval: lastEval } : {}),
+      parameterCount: model.parameterCount(),
+      checkpoint: path.join(checkpointer.basePath, `step-${step}`),
+      backend,
+    };
+  } finally {
+    process.off("SIGTERM", onSigterm);
+    model?.dispose();
+    optimizer?.dispose();
+    for (const r of readers) r.close();
+  }
+}
+
+async function tokenizerFor(name: string, tokenizerJson: string | undefined): Promise<Tokenizer> {
+  if (name === "byte") return loadTokenizer("byte");
+  if (!tokenizerJson) {
+    throw new LevanterError("INVALID_CONFIG", `data.tokenizerJson: required, the cache was made by tokenizer "${name}" (not "byte")`);
+  }
+  return loadTokenizer(tokenizerJson, { name });
+}
+
+// Until the iris context API is wired in, running outside iris means no status sink.
+async function irisStatusSink(): Promise<StatusSink | undefined> {
+  return undefined;
+}

@@ -1,0 +1,81 @@
+import * as tf from "@tensorflow/tfjs";
+import { z } from "zod";
+import { loadCheckpoint, saveCheckpoint } from "../checkpoint/checkpointStore.ts";
+import { LevanterError } from "../errors.ts";
+import type { Rng } from "../internal/rng.ts";
+import { ModelConfigSchema, resolveModelConfig, type ResolvedModelConfig } from "../models/modelConfig.ts";
+import type { TransformerLm } from "../models/transformer.ts";
+import type { AdamW } from "../optim/adamw.ts";
+
+const PARAM_PREFIX = "params/";
+const OPT_PREFIX = "opt/";
+
+/** The JSON state a training checkpoint carries besides its arrays. */
+const trainStateSchema = z.object({
+  version: z.literal(1),
+  step: z.number().int().nonnegative(),
+  model: z.record(z.string(), z.unknown()),
+  tokenizer: z.string(),
+  optimizer: z.object({ step: z.number(), beta1Power: z.number(), beta2Power: z.number() }),
+  rng: z.number().int().nonnegative(),
+  /** The loader is a pure function of (seed, step): its position is the step. */
+  loader: z.object({ seed: z.number(), step: z.number().int().nonnegative(), batchSize: z.number(), seqLen: z.number() }),
+});
+
+/** The JSON state of a training checkpoint. */
+export type TrainState = z.infer<typeof trainStateSchema>;
+
+/** Saves parameters, AdamW state, RNG and loader position at `step` into `dir` (metadata.json last). */
+export async function saveTrainState(
+  dir: string,
+  isTemporary: boolean,
+  s: { step: number; model: TransformerLm; optimizer: AdamW; rng: Rng; tokenizer: string; loader: TrainState["loader"] },
+): Promise<void> {
+  const arrays: Record<string, { shape: number[]; data: Float32Array }> = {};
+  for (const [name, p] of s.model.params) arrays[PARAM_PREFIX + name] = { shape: p.shape, data: p.dataSync() as Float32Array };
+  const opt = s.optimizer.state();
+  for (const [name, a] of opt.arrays) arrays[OPT_PREFIX + name] = { shape: s.model.params.get(name.replace(/\/adam_[mv]$/, ""))!.shape, data: a };
+  const state: TrainState = {
+    version: 1,
+    step: s.step,
+    model: s.model.config as unknown as Record<string, unknown>,
+    tokenizer: s.tokenizer,
+    optimizer: opt.scalars,
+    rng: s.rng.state,
+    loader: s.loader,
+  };
+  await saveCheckpoint(dir, { step: s.step, isTemporary, arrays, state });
+}
+
+/** A checkpoint's model config, tokenizer name and parameters, for evaluation or generation. */
+export async function readTrainCheckpoint(dir: string): Promise<{
+  state: TrainState;
+  modelConfig: ResolvedModelConfig;
+  params: Map<string, { shape: number[]; data: Float32Array }>;
+  optimizer: Map<string, Float32Array>;
+}> {
+  const ckpt = await loadCheckpoint(dir);
+  const parsed = trainStateSchema.safeParse(ckpt.state);
+  if (!parsed.success) throw new LevanterError("CHECKPOINT_CORRUPT", `${dir}: state.json is not a levanter training state: ${parsed.error.message}`);
+  const model = ModelConfigSchema.safeParse(parsed.data.model);
+  if (!model.success) throw new LevanterError("CHECKPOINT_CORRUPT", `${dir}: state.json model config is invalid`);
+  const params = new Map<string, { shape: number[]; data: Float32Array }>();
+  const optimizer = new Map<string, Float32Array>();
+  for (const name of ckpt.names) {
+    const a = ckpt.arrays[name]!;
+    if (name.startsWith(PARAM_PREFIX)) params.set(name.slice(PARAM_PREFIX.length), { shape: a.shape, data: a.data as Float32Array });
+    else if (name.startsWith(OPT_PREFIX)) optimizer.set(name.slice(OPT_PREFIX.length), a.data as Float32Array);
+  }
+  return { state: parsed.data, modelConfig: resolveModelConfig(model.data), params, optimizer };
+}
+
+/** Assigns stored parameters to a model built from the same config, checking names and shapes. */
+export function assignParams(model: TransformerLm, params: Map<string, { shape: number[]; data: Float32Array }>, where: string): void {
+  for (const [name, p] of model.params) {
+    const stored = params.get(name);
+    if (!stored || stored.shape.join(",") !== p.shape.join(",")) {
+      throw new LevanterError("CHECKPOINT_CORRUPT", `${where}: parameter ${name} is missing or has another shape than [${p.shape.join(", ")}]`);
+    }
+    tf.tidy(() => p.assign(tf.tensor(stored.data, p.shape, "float32")));
+  }
+}

@@ -1,0 +1,111 @@
+import { z } from "zod";
+import { BACKEND_NAMES } from "../backend.ts";
+import { checkpointerConfigSchema } from "../checkpoint/checkpointer.ts";
+import { LevanterError } from "../errors.ts";
+import { ModelConfigSchema } from "../models/modelConfig.ts";
+import { OptimizerConfigSchema } from "../optim/optimizerConfig.ts";
+
+/** Names of the trackers `trainer.trackers` may list. */
+export const TRACKER_NAMES = ["console", "jsonl", "tensorboard"] as const;
+
+/**
+ * `trainer.checkpointer`: the checkpoint policy (see `Checkpointer`), with `basePath` defaulting
+ * to `<runDir>/checkpoints`. Validated here so that errors name the full path.
+ */
+const CheckpointerSectionSchema = z
+  .record(z.string(), z.unknown())
+  .default({})
+  .superRefine((v, ctx) => {
+    const r = checkpointerConfigSchema.safeParse({ basePath: "unused", ...v });
+    if (!r.success) for (const issue of r.error.issues) ctx.addIssue({ code: "custom", path: issue.path, message: issue.message });
+  });
+
+/** The `trainer` section: the loop, evaluation, logging, checkpoints. */
+export const TrainerConfigSchema = z
+  .object({
+    seed: z.number().int().nonnegative().default(0),
+    numTrainSteps: z.number().int().positive(),
+    /** Sequences per step (global batch). */
+    batchSize: z.number().int().positive().default(16),
+    /** Sequences per forward/backward pass; smaller than `batchSize` accumulates gradients. */
+    microBatchSize: z.number().int().positive().optional(),
+    /** Evaluate every this many steps (and at the end); needs `data.validationCache`. */
+    stepsPerEval: z.number().int().positive().default(1000),
+    maxEvalBatches: z.number().int().positive().optional(),
+    /** Where metrics, event files and (by default) checkpoints go. */
+    runDir: z.string().min(1).default("runs/levanter"),
+    trackers: z.array(z.enum(TRACKER_NAMES)).default(["console", "jsonl", "tensorboard"]),
+    /** Log train metrics to the trackers every this many steps. */
+    logEvery: z.number().int().positive().default(1),
+    checkpointer: CheckpointerSectionSchema,
+    /** Resume from the newest complete checkpoint if one exists (true), or never (false). */
+    resume: z.boolean().default(true),
+    /** Seconds between status reports to iris (when running as an iris task). */
+    statusIntervalSeconds: z.number().positive().default(30),
+    /** Stop with NON_FINITE_LOSS on a NaN/Inf loss, before the update is applied. */
+    crashOnNonFinite: z.boolean().default(true),
+    /** Force a backend (else `LEVANTER_BACKEND`, else automatic). */
+    backend: z.enum(BACKEND_NAMES).optional(),
+    /** Peak FLOP/s MFU is measured against; default: the measured 2-core native SGEMM peak. */
+    peakFlops: z.number().positive().default(188e9),
+  })
+  .strict()
+  .refine((t) => t.microBatchSize === undefined || t.batchSize % t.microBatchSize === 0, {
+    message: "batchSize must be a multiple of microBatchSize",
+    path: ["microBatchSize"],
+  });
+
+/** The `data` section: token caches written by `@marin/levanter/sharding`'s writer. */
+export const DataConfigSchema = z
+  .object({
+    trainCache: z.string().min(1),
+    validationCache: z.string().min(1).optional(),
+    /** A HF tokenizer.json; needed for a cache not made by the byte tokenizer (bpb, generation). */
+    tokenizerJson: z.string().min(1).optional(),
+    /** Seed of the data permutation; defaults to `trainer.seed`. */
+    seed: z.number().int().nonnegative().optional(),
+    shuffle: z.boolean().default(true),
+  })
+  .strict();
+
+/** The whole `trainLm` config: `model`, `data`, `optimizer`, `trainer`. */
+export const TrainLmConfigSchema = z
+  .object({
+    model: ModelConfigSchema.prefault({}),
+    data: DataConfigSchema,
+    optimizer: OptimizerConfigSchema.prefault({}),
+    trainer: TrainerConfigSchema,
+  })
+  .strict();
+
+/** A training config as written (YAML/JSON), defaults optional. */
+export type TrainLmConfigInput = z.input<typeof TrainLmConfigSchema>;
+/** A validated training config with defaults filled in. */
+export type TrainLmConfig = z.output<typeof TrainLmConfigSchema>;
+/** The `trainer` section after validation. */
+export type TrainerConfig = z.output<typeof TrainerConfigSchema>;
+/** The `data` section after validation. */
+export type DataConfig = z.output<typeof DataConfigSchema>;
+
+/** Formats zod issues for people, one per line-ish: `trainer.numTrainSteps: expected …, got -3`. */
+export function formatIssues(error: z.ZodError, input?: unknown): string {
+  return error.issues
+    .map((issue) => {
+      const p = issue.path.map(String).join(".") || "(root)";
+      let got = "";
+      if (input !== undefined && issue.code !== "unrecognized_keys") {
+        let v: unknown = input;
+        for (const k of issue.path) v = v && typeof v === "object" ? (v as Record<PropertyKey, unknown>)[k as PropertyKey] : undefined;
+        got = v === undefined ? "" : `, got ${JSON.stringify(v)}`;
+      }
+      return `${p}: ${issue.message}${got}`;
+    })
+    .join("; ");
+}
+
+/** Validates a training config, throwing `INVALID_CONFIG` whose message names each bad field's path. */
+export function parseTrainLmConfig(input: unknown): TrainLmConfig {
+  const r = TrainLmConfigSchema.safeParse(input);
+  if (!r.success) throw new LevanterError("INVALID_CONFIG", `invalid config: ${formatIssues(r.error, input)}`);
+  return r.data;
+}
