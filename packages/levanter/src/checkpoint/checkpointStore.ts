@@ -1,16 +1,16 @@
 // On-disk format of one checkpoint directory (`<root>/step-N/`):
 //
 //   arrays.bin     every named array's raw little-endian bytes, one after another
-//   arrays.json    manifest: { version, arrays: [{ name, dtype, shape, byteOffset, byteLength, crc32c }] }
+//   arrays.json    manifest: { version, arrays: [{ name, dtype, shape, byteOffset, byteLength, crc32 }] }
 //   state.json     the trainer's JSON state (loader position, RNG state, optimizer scalars, …)
 //   metadata.json  { step, timestamp, isTemporary }: written LAST, after the others are fsynced
 //
 // A directory without metadata.json is an incomplete save and is ignored by discovery. Arrays are
 // stored bit for bit (NaN payloads, -0 included), so a load round-trips exactly.
-import { crc32c } from "@aws-crypto/crc32c";
 import { mkdir, open, readFile, readdir, rename, rm } from "node:fs/promises";
 import { endianness } from "node:os";
 import path from "node:path";
+import { crc32 } from "node:zlib";
 import { z } from "zod";
 import { LevanterError } from "../errors.ts";
 import { formatZodIssues } from "../sharding/tokenCacheLayout.ts";
@@ -68,7 +68,7 @@ const manifestSchema = z.object({
       shape: z.array(z.number().int().nonnegative()),
       byteOffset: z.number().int().nonnegative(),
       byteLength: z.number().int().nonnegative(),
-      crc32c: z.number().int().nonnegative(),
+      crc32: z.number().int().nonnegative(),
     }),
   ),
 });
@@ -114,7 +114,7 @@ export async function saveCheckpoint(dir: string, payload: CheckpointPayload): P
     let offset = 0;
     for (const e of entries) {
       await fh.write(e.bytes, 0, e.bytes.length, offset);
-      manifest.arrays.push({ name: e.name, dtype: e.dtype, shape: e.shape, byteOffset: offset, byteLength: e.bytes.length, crc32c: crc32c(e.bytes) });
+      manifest.arrays.push({ name: e.name, dtype: e.dtype, shape: e.shape, byteOffset: offset, byteLength: e.bytes.length, crc32: crc32(e.bytes) });
       offset += e.bytes.length;
     }
     await fh.sync();
@@ -162,7 +162,7 @@ export async function loadCheckpoint(dir: string): Promise<LoadedCheckpoint> {
     if (a.byteLength !== count * 4) throw new LevanterError("CHECKPOINT_CORRUPT", `${where}: byteLength ${a.byteLength} does not match shape [${a.shape.join(", ")}]`);
     if (a.byteOffset + a.byteLength > blob.length) throw new LevanterError("CHECKPOINT_CORRUPT", `${where}: extends past the end of ${ARRAYS_FILE} (truncated?)`);
     const bytes = blob.subarray(a.byteOffset, a.byteOffset + a.byteLength);
-    if (crc32c(bytes) !== a.crc32c) throw new LevanterError("CHECKPOINT_CORRUPT", `${where}: checksum mismatch`);
+    if (crc32(bytes) !== a.crc32) throw new LevanterError("CHECKPOINT_CORRUPT", `${where}: checksum mismatch`);
     const data = a.dtype === "float32" ? new Float32Array(count) : new Int32Array(count);
     const view = new Uint8Array(data.buffer);
     if (LITTLE_ENDIAN) view.set(bytes);
