@@ -25,3 +25,14 @@ export { loadExperiment, runIfMain, isMainModule, resolveCliPath } from "./exper
 export type { ExperimentBuild } from "./experiment/experiment.ts";
 export { runGraph } from "./executor/runner.ts";
 export type { RunOptions, RunSummary, RunEvent, StepReport, StepOutcome, StepLauncher, LaunchArgs } from "./executor/runner.ts";
+
+export { importCorpus } from "./steps/importCorpus.ts";
+export type { ImportCorpusOptions } from "./steps/importCorpus.ts";
+export { cleanText, stripWordTags, cleanDocumentText, keepText } from "./steps/cleanText.ts";
+export type { CleanTextOptions, CleanTextConfig } from "./steps/cleanText.ts";
+export { dedupExact, exactKey } from "./steps/dedupExact.ts";
+export type { DedupExactOptions } from "./steps/dedupExact.ts";
+export { tokenize, isValidationDoc, TRAIN_CACHE, VALIDATION_CACHE } from "./steps/tokenize.ts";
+export type { TokenizeOptions, TokenizeConfig } from "./steps/tokenize.ts";
+export { readDocuments } from "./steps/documents.ts";
+export type { Document } from "./steps/documents.ts";

@@ -1,0 +1,76 @@
+import { createHash } from "node:crypto";
+import path from "node:path";
+import { encodeDocument, loadTokenizer } from "@marin/levanter";
+import { z } from "zod";
+import { defineStep } from "../step/step.ts";
+import type { OutputRef, Step } from "../step/step.ts";
+import { readDocuments, ZEPHYR_RUN } from "./documents.ts";
+
+const configSchema = z.object({
+  input: z.string(),
+  tokenizer: z.string().min(1),
+  validationFraction: z.number().min(0).max(0.5),
+  seed: z.number().int(),
+});
+
+/** The resolved config of {@link tokenize}. */
+export type TokenizeConfig = z.infer<typeof configSchema>;
+
+/** Options of {@link tokenize}. */
+export interface TokenizeOptions {
+  /** Step name (default `tokenize`). */
+  name?: string;
+  input: OutputRef;
+  /** `"byte"` (built in) or the path of a Hugging Face tokenizer.json (default `"byte"`). */
+  tokenizer?: string;
+  /** Share of documents held out for validation, chosen by a hash of the document id (default 0.05). */
+  validationFraction?: number;
+  /** Changes which documents are held out (default 0). */
+  seed?: number;
+}
+
+/** Sub-folders of a tokenize step's output holding the two levanter token caches. */
+export const TRAIN_CACHE = "train";
+/** See {@link TRAIN_CACHE}. */
+export const VALIDATION_CACHE = "validation";
+
+/** Whether document `id` is held out for validation (stable across runs and machines). */
+export function isValidationDoc(id: string, fraction: number, seed: number): boolean {
+  const h = createHash("sha256").update(`${seed}:${id}`).digest();
+  return h.readUInt32BE(0) / 2 ** 32 < fraction;
+}
+
+/** Documents → levanter token caches `train/` and `validation/` (zephyr `writeTokenCache`), split by document. */
+export function tokenize(opts: TokenizeOptions): Step<any> {
+  return defineStep({
+    name: opts.name ?? "tokenize",
+    description: "documents → levanter token caches (train/validation)",
+    version: "1",
+    schema: configSchema,
+    config: {
+      input: opts.input,
+      tokenizer: opts.tokenizer ?? "byte",
+      validationFraction: opts.validationFraction ?? 0.05,
+      seed: opts.seed ?? 0,
+    },
+    fn: async (ctx) => {
+      const cfg = ctx.config as TokenizeConfig;
+      const tokenizer = await loadTokenizer(cfg.tokenizer);
+      const write = async (validation: boolean) => {
+        const res = await readDocuments(cfg.input)
+          .filter((d) => isValidationDoc(d.id, cfg.validationFraction, cfg.seed) === validation)
+          .map((d) => encodeDocument(tokenizer, d.text))
+          .writeTokenCache(path.join(ctx.outputPath, validation ? VALIDATION_CACHE : TRAIN_CACHE), {
+            ...ZEPHYR_RUN,
+            tokenizer: tokenizer.name,
+            vocabSize: tokenizer.vocabSize,
+          });
+        return res.counts.reduce((a, b) => a + b, 0);
+      };
+      const trainDocs = await write(false);
+      const validationDocs = await write(true);
+      ctx.log(`train: ${trainDocs} documents, validation: ${validationDocs} documents`);
+      return { tokenizer: tokenizer.name, trainDocs, validationDocs };
+    },
+  });
+}
