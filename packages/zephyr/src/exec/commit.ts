@@ -26,10 +26,13 @@ export function shardPath(pattern: string, shard: number, total: number): string
   return path.resolve(pattern.replaceAll("{shard}", pad(shard)).replaceAll("{total}", pad(total)));
 }
 
-/** A fresh hidden temp name beside `finalPath`, unique to this attempt. */
+/**
+ * A fresh hidden temp name beside `finalPath`, unique to this attempt. It ends with the final
+ * name, so writers that pick compression by extension see the same extension.
+ */
 export function tempPathFor(finalPath: string): string {
   const base = path.basename(finalPath);
-  return path.join(path.dirname(finalPath), `.${base}.tmp-${process.pid}-${randomBytes(6).toString("hex")}`);
+  return path.join(path.dirname(finalPath), `.tmp-${process.pid}-${randomBytes(6).toString("hex")}.${base}`);
 }
 
 function markerPath(finalPath: string): string {
@@ -99,14 +102,14 @@ export async function writeSuccessManifest(shards: readonly CommittedShard[], fi
 
 /** Removes temp files of `finalPaths` left by attempts that died (hidden, so readers never saw them). */
 export async function removeStaleTemps(finalPaths: readonly string[]): Promise<void> {
-  const byDir = new Map<string, Set<string>>();
+  const byDir = new Map<string, Set<string>>(); // dir → suffixes of its temp names
   for (const p of finalPaths) {
     const set = byDir.get(path.dirname(p)) ?? new Set<string>();
-    set.add(`.${path.basename(p)}.tmp-`);
+    set.add(`.${path.basename(p)}`);
     byDir.set(path.dirname(p), set);
   }
   for (const [dir, prefixes] of byDir) {
     const names = await readdir(dir).catch(() => [] as string[]);
-    await Promise.all(names.filter((n) => [...prefixes].some((pre) => n.startsWith(pre))).map((n) => unlink(path.join(dir, n)).catch(() => undefined)));
+    await Promise.all(names.filter((n) => n.startsWith(".tmp-") && [...prefixes].some((suffix) => n.endsWith(suffix))).map((n) => unlink(path.join(dir, n)).catch(() => undefined)));
   }
 }

@@ -327,7 +327,7 @@ function shardOutput(stage: Stage, i: number, n: number, scratch: string, sink: 
       const consumer = consumerOf(plan.stages, stage.id);
       if (!consumer) throw new ZephyrError("INTERNAL", `stage ${stage.id} scatters to no stage`);
       const tagByte = consumer.input.kind === "join" && consumer.input.right === stage.id ? JOIN_RIGHT_TAG : JOIN_LEFT_TAG;
-      return { kind: "scatter", dir: path.join(scratch, tag), partitions: shards[consumer.id], tag: tagByte };
+      return { kind: "scatter", dir: path.join(scratch, tag), partitions: shards[consumer.id], tag: tagByte, localDedup: consumer.input.kind === "shuffle" && consumer.input.mode === "dedup" };
     }
     case "sink":
       switch (sink.kind) {

@@ -25,10 +25,19 @@ export interface ScatterOutput {
 
 const BATCH = 1024;
 
-/** Opens a scatter writer that routes each record by `key(record)` into `partitions` partitions. */
-export async function openScatter(dir: string, partitions: number, key: (r: unknown) => unknown, budget: number, tag: number, where: StageWhere): Promise<ScatterOutput> {
+/** Keys remembered by the map-side pre-deduplication before it starts over (bounds its memory). */
+const LOCAL_DEDUP_KEYS = 1 << 20;
+
+/**
+ * Opens a scatter writer that routes each record by `key(record)` into `partitions` partitions.
+ * With `localDedup`, a record whose (string or number) key this shard already sent is dropped
+ * before it is serialised: the reducer keeps the first of each key anyway, so this only saves
+ * shuffle volume.
+ */
+export async function openScatter(dir: string, partitions: number, key: (r: unknown) => unknown, budget: number, tag: number, where: StageWhere, localDedup = false): Promise<ScatterOutput> {
   const w = await ShuffleWriter.create({ dir, numPartitions: partitions, memoryBudgetBytes: Math.max(4096, budget), tag, name: `m${String(where.shard).padStart(5, "0")}` });
   let seen = 0;
+  let sent = new Set<unknown>();
   return {
     write(batch) {
       let i = 0;
@@ -38,6 +47,11 @@ export async function openScatter(dir: string, partitions: number, key: (r: unkn
           k = key(batch[i]);
         } catch (e) {
           throw userFunctionError(where, "key function", seen + i, batch[i], e);
+        }
+        if (localDedup && (typeof k === "string" || typeof k === "number")) {
+          if (sent.has(k)) continue;
+          if (sent.size >= LOCAL_DEDUP_KEYS) sent = new Set();
+          sent.add(k);
         }
         w.add(k, batch[i]);
       }

@@ -1,0 +1,158 @@
+// zephyr's standard pipeline (read JSONL.gz → normalize → drop short → exact dedup → write
+// JSONL.gz) on the inline and threads backends, side by side with a hand-written single-pass Node
+// loop doing the same work. Prints records/s; no thresholds.
+//
+//   pnpm bench zephyr/pipeline [-- --records 1000000 --files 8 --threads 2]
+import { once } from "node:events";
+import { createReadStream, createWriteStream, existsSync } from "node:fs";
+import { mkdir, mkdtemp, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { finished } from "node:stream/promises";
+import { StringDecoder } from "node:string_decoder";
+import { createGunzip, createGzip } from "node:zlib";
+import { closeThreadPool } from "@marin/zephyr";
+import { MIN_CHARS, cleanPipeline, normalizeText, textHash } from "./cleanPipeline.ts";
+import type { Doc } from "./cleanPipeline.ts";
+
+function arg(name: string, fallback: number): number {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? Number(process.argv[i + 1]) : fallback;
+}
+
+const RECORDS = arg("records", 1_000_000);
+const FILES = arg("files", 8);
+const THREADS = arg("threads", 2);
+const inputFlag = process.argv.indexOf("--input");
+/** `--input DIR`: reuse (or create and keep) the generated input there. */
+const KEEP_INPUT = inputFlag >= 0 ? path.resolve(process.argv[inputFlag + 1]) : undefined;
+const ONLY = process.argv.includes("--only") ? process.argv[process.argv.indexOf("--only") + 1] : undefined;
+
+// A deterministic generator of text records: mixed case, runs of whitespace, NFKC-foldable
+// characters (ligatures, full-width letters), ~15 % short texts and ~20 % duplicates.
+const WORDS = "the of and to in is was for on that with as by at from his her data model token train shard ﬁle ＡＢＣ café naïve über Straße".split(" ");
+function* generate(n: number, seed: number): Generator<Doc> {
+  let s = seed >>> 0;
+  const rnd = (): number => {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = s;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  const recent: string[] = [];
+  for (let id = 0; id < n; id++) {
+    let text: string;
+    if (recent.length > 0 && rnd() < 0.2) {
+      const base = recent[Math.floor(rnd() * recent.length)];
+      text = rnd() < 0.5 ? base : `  ${base.toUpperCase()}\t`;
+    } else {
+      const words = rnd() < 0.15 ? 2 + Math.floor(rnd() * 4) : 8 + Math.floor(rnd() * 30);
+      const parts: string[] = [];
+      for (let w = 0; w < words; w++) {
+        const word = WORDS[Math.floor(rnd() * WORDS.length)];
+        parts.push(rnd() < 0.1 ? word.toUpperCase() : word, rnd() < 0.1 ? "  \n " : " ");
+      }
+      parts.push(String(id % 100_000));
+      text = parts.join("");
+      recent.push(text);
+      if (recent.length > 1000) recent.shift();
+    }
+    yield { id, text };
+  }
+}
+
+async function writeInput(dir: string): Promise<void> {
+  await mkdir(dir, { recursive: true });
+  const per = Math.ceil(RECORDS / FILES);
+  const gen = generate(RECORDS, 42);
+  for (let f = 0; f < FILES; f++) {
+    const gz = createGzip({ level: 1 });
+    const out = createWriteStream(path.join(dir, `part-${String(f).padStart(3, "0")}.jsonl.gz`));
+    gz.pipe(out);
+    let buf = "";
+    for (let i = 0; i < per; i++) {
+      const r = gen.next();
+      if (r.done) break;
+      buf += JSON.stringify(r.value) + "\n";
+      if (buf.length > 1 << 20) {
+        if (!gz.write(buf)) await once(gz, "drain");
+        buf = "";
+      }
+    }
+    gz.end(buf);
+    await finished(out);
+  }
+}
+
+/** The baseline: one pass, one thread, no framework. */
+async function handLoop(input: string, outFile: string, files: string[]): Promise<number> {
+  const seen = new Set<string>();
+  const gz = createGzip({ level: 1 });
+  const out = createWriteStream(outFile);
+  gz.pipe(out);
+  let kept = 0;
+  let buf = "";
+  for (const f of files) {
+    const decoder = new StringDecoder("utf8");
+    let carry = "";
+    for await (const chunk of createReadStream(path.join(input, f)).pipe(createGunzip()) as AsyncIterable<Buffer>) {
+      const text = carry + decoder.write(chunk);
+      const lines = text.split("\n");
+      carry = lines.pop() ?? "";
+      for (const line of lines) {
+        if (line.length === 0) continue;
+        const d = JSON.parse(line) as Doc;
+        const t = normalizeText(d.text);
+        if (t.length < MIN_CHARS) continue;
+        const h = textHash(t);
+        if (seen.has(h)) continue;
+        seen.add(h);
+        buf += JSON.stringify({ id: d.id, text: t }) + "\n";
+        kept++;
+      }
+      if (buf.length > 1 << 20) {
+        if (!gz.write(buf)) await once(gz, "drain");
+        buf = "";
+      }
+    }
+  }
+  gz.end(buf);
+  await finished(out);
+  return kept;
+}
+
+async function main(): Promise<void> {
+  const root = await mkdtemp(path.join(os.tmpdir(), "zephyr-bench-"));
+  try {
+    const input = KEEP_INPUT ?? path.join(root, "input");
+    let t = performance.now();
+    if (!KEEP_INPUT || !existsSync(input)) await writeInput(input);
+    console.log(`input: ${RECORDS} records in ${FILES} .jsonl.gz files (generated in ${((performance.now() - t) / 1000).toFixed(1)} s); ${os.availableParallelism()} cores, loadavg ${os.loadavg()[0].toFixed(2)}`);
+    const files = Array.from({ length: FILES }, (_, f) => `part-${String(f).padStart(3, "0")}.jsonl.gz`);
+
+    const results: { name: string; seconds: number; kept: number }[] = [];
+    t = performance.now();
+    const kept = await handLoop(input, path.join(root, "loop.jsonl.gz"), files);
+    results.push({ name: "hand-written loop", seconds: (performance.now() - t) / 1000, kept });
+
+    for (const backend of ["inline", "threads"] as const) {
+      if (ONLY && ONLY !== backend) continue;
+      t = performance.now();
+      const r = await cleanPipeline({ input }).writeJsonl(path.join(root, backend, "part-{shard}.jsonl.gz"), { backend, threads: THREADS, progress: false });
+      const seconds = (performance.now() - t) / 1000;
+      results.push({ name: `zephyr ${backend}${backend === "threads" ? ` (${THREADS})` : ""}`, seconds, kept: r.counts.reduce((a, b) => a + b, 0) });
+    }
+    const base = results[0].seconds;
+    console.log("\n| run | seconds | records/s (input) | kept | × loop |\n| --- | ---: | ---: | ---: | ---: |");
+    for (const r of results) {
+      console.log(`| ${r.name} | ${r.seconds.toFixed(2)} | ${Math.round(RECORDS / r.seconds).toLocaleString("en-US")} | ${r.kept} | ${(base / r.seconds).toFixed(2)} |`);
+    }
+    if (new Set(results.map((r) => r.kept)).size !== 1) console.log("WARNING: the runs kept different record counts");
+  } finally {
+    await closeThreadPool();
+    await rm(root, { recursive: true, force: true });
+  }
+}
+
+await main();
