@@ -107,6 +107,17 @@ describe("token cache", () => {
     await writeTokenCacheShard(dir, 1, [[1]], opts);
     await expect(finalizeTokenCache(dir, { numShards: 4 })).rejects.toThrow(/missing shard\(s\) 3/);
     expect((await finalizeTokenCache(dir, { numShards: 3 })).totalTokens).toBe(3);
+    await expect(finalizeTokenCache(dir, { tokenizer: "byte", vocabSize: 300 })).rejects.toThrow(/expected byte \(vocab 300\) like the options/);
+  });
+
+  it("finalizes an empty dataset only when told its tokenizer", async () => {
+    await expect(finalizeTokenCache(dir)).rejects.toThrow(/no shards to finalize/);
+    const ledger = await finalizeTokenCache(dir, { numShards: 0, ...opts });
+    expect(ledger).toMatchObject({ shards: [], totalTokens: 0, totalDocuments: 0, finished: true, tokenizer: "byte" });
+    const reader = await TokenCacheReader.open(dir);
+    expect(reader.numTokens).toBe(0);
+    expect([...reader.documents()]).toEqual([]);
+    reader.close();
   });
 
   it("validates ledger.json with errors that name the field", async () => {

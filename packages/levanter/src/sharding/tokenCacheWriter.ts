@@ -195,10 +195,15 @@ export async function writeTokenCacheShard(
 /**
  * Combines the shards in `dir` into its ledger.json (written via a temporary file and a rename),
  * marking the cache `finished`. Shards must be numbered `0 … n-1` with no gap and agree on
- * tokenizer and vocabulary size; with `numShards`, exactly that many must be present. Run it once,
- * after every shard writer has closed (re-running it is harmless).
+ * tokenizer and vocabulary size; with `numShards`, exactly that many must be present. Passing
+ * `tokenizer` and `vocabSize` checks the shards against them and lets an empty dataset (zero
+ * shards) finalize into an empty cache. Run it once, after every shard writer has closed
+ * (re-running it is harmless).
  */
-export async function finalizeTokenCache(dir: string, opts: { numShards?: number } = {}): Promise<TokenCacheLedger> {
+export async function finalizeTokenCache(
+  dir: string,
+  opts: { numShards?: number; tokenizer?: string; vocabSize?: number } = {},
+): Promise<TokenCacheLedger> {
   let names: string[];
   try {
     names = await readdir(dir);
@@ -220,7 +225,8 @@ export async function finalizeTokenCache(dir: string, opts: { numShards?: number
     throw new LevanterError("DATA", `token cache ${dir}: expected ${expected} shards, found ${indexes.length} (${indexes.join(", ")})`);
   }
   const shards: TokenCacheLedger["shards"] = [];
-  let first: ShardFooter | undefined;
+  let first: Pick<ShardFooter, "tokenizer" | "vocabSize"> | undefined =
+    opts.tokenizer !== undefined && opts.vocabSize !== undefined ? { tokenizer: opts.tokenizer, vocabSize: opts.vocabSize } : undefined;
   for (const index of indexes) {
     const file = shardFileName(index);
     const fd = openSync(path.join(dir, file), "r");
@@ -238,12 +244,14 @@ export async function finalizeTokenCache(dir: string, opts: { numShards?: number
       throw new LevanterError(
         "DATA",
         `token cache ${dir}: ${file} was written with tokenizer ${footer.tokenizer} (vocab ${footer.vocabSize}), ` +
-          `shard 0 with ${first.tokenizer} (vocab ${first.vocabSize})`,
+          `expected ${first.tokenizer} (vocab ${first.vocabSize}) like ${opts.tokenizer !== undefined ? "the options" : "shard 0"}`,
       );
     }
     shards.push({ index, file, numTokens: footer.numTokens, numDocuments: footer.numDocuments });
   }
-  if (first === undefined) throw new LevanterError("DATA", `token cache ${dir}: no shards to finalize`);
+  if (first === undefined) {
+    throw new LevanterError("DATA", `token cache ${dir}: no shards to finalize (pass tokenizer and vocabSize to write an empty cache)`);
+  }
   const ledger: TokenCacheLedger = {
     format: TOKEN_CACHE_FORMAT,
     version: TOKEN_CACHE_VERSION,
