@@ -24,6 +24,11 @@ export type { Plan, PlanEntry, PlanAction, PlanOptions } from "./executor/plan.t
 export { loadExperiment, runIfMain, isMainModule, resolveCliPath } from "./experiment/experiment.ts";
 export type { ExperimentBuild } from "./experiment/experiment.ts";
 export { runGraph } from "./executor/runner.ts";
+export { explainStep, formatExplanation } from "./executor/explain.ts";
+export type { Explanation } from "./executor/explain.ts";
+export { listPrefix } from "./executor/prefixStatus.ts";
+export type { PrefixEntry } from "./executor/prefixStatus.ts";
+export { runCli } from "./cli/program.ts";
 export type { RunOptions, RunSummary, RunEvent, StepReport, StepOutcome, StepLauncher, LaunchArgs } from "./executor/runner.ts";
 
 export { importCorpus } from "./steps/importCorpus.ts";
