@@ -94,8 +94,11 @@ export function zstd(): ZstdModule {
   return zstdModule;
 }
 
-/** Chunk size for reads and inflation: large chunks mean fewer callbacks and fewer string joins. */
-const CHUNK_BYTES = 1 << 20;
+/**
+ * Chunk size for reads and inflation. Measured on 1M-record JSONL.gz: 64 KiB beats 1 MiB (the
+ * decoded text of a chunk stays in cache while it is split and parsed).
+ */
+const CHUNK_BYTES = 1 << 16;
 
 /**
  * Opens a file for reading and decompresses it according to its extension. The returned stream
@@ -116,7 +119,7 @@ export interface CompressOptions {
   compression?: Compression;
   /**
    * Codec level. Defaults favour throughput: gzip 1 (about 3× faster than zlib's default 6 for
-   * ~15 % larger files of text) and zstd 3.
+   * ~15 % larger files of text) and zstd 2.
    */
   level?: number;
 }
@@ -131,8 +134,8 @@ export interface CompressedOutput {
 
 /** Default gzip level: tuned for speed (see {@link CompressOptions.level}). */
 export const DEFAULT_GZIP_LEVEL = 1;
-/** Default zstd level: upstream uses 2; 3 is zstd's own default and costs about the same. */
-export const DEFAULT_ZSTD_LEVEL = 3;
+/** Default zstd level: 2, as upstream (zstd compresses on the calling thread, so speed matters). */
+export const DEFAULT_ZSTD_LEVEL = 2;
 
 /**
  * Creates (truncates) `filePath` and returns a writable that compresses according to the

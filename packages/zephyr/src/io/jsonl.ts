@@ -37,7 +37,7 @@ export interface ReadJsonlOptions {
 
 /**
  * Streams the records of a JSONL file (`.jsonl`, `.jsonl.gz`, `.jsonl.zst`; compression by
- * extension) as arrays of parsed records, one array per ~1 MiB of decompressed text, in file order.
+ * extension) as arrays of parsed records, one array per ~64 KiB of decompressed text, in file order.
  * Blank lines are ignored. A batch is never empty.
  *
  * *When to use:* on hot paths. Iterating batches costs one promise per ~thousands of records
@@ -104,7 +104,7 @@ const DONE: Promise<void> = Promise.resolve();
 
 /**
  * Writes records as JSON Lines to exactly the path it is given, compressed by extension (`.gz`:
- * gzip level 1 by default, `.zst`: zstd level 3). Records are serialised eagerly and buffered;
+ * gzip level 1 by default, `.zst`: zstd level 2). Records are serialised eagerly and buffered;
  * `write` only returns a pending promise when the buffer is handed to the codec and the codec asks
  * to wait (backpressure), so awaiting every `write` is cheap. Temp names and renames are the
  * caller's business.

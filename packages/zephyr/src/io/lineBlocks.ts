@@ -1,5 +1,5 @@
 // Splits a (possibly compressed) text file into blocks of whole lines, the unit both the JSONL and
-// the text reader work on: one block per decompressed chunk (~1 MiB), so the per-line cost is a
+// the text reader work on: one block per decompressed chunk (~64 KiB), so the per-line cost is a
 // slice and nothing else: no promise, no readline event per line.
 import { StringDecoder } from "node:string_decoder";
 import { ZephyrError } from "../errors.ts";

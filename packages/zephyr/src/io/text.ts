@@ -3,7 +3,7 @@ import { lineBlocks } from "./lineBlocks.ts";
 
 /**
  * Streams the lines of a text file (compression by extension) as arrays of strings, one array per
- * ~1 MiB of decompressed text. Each line loses its "\n" and a trailing "\r"; empty lines are kept
+ * ~64 KiB of decompressed text. Each line loses its "\n" and a trailing "\r"; empty lines are kept
  * (they are records), but the file's final newline does not produce an extra empty line.
  *
  * Records are plain strings; wrapping them (for example as `{ text }`) is the Dataset's choice.
