@@ -7,14 +7,13 @@
 //
 // A directory without metadata.json is an incomplete save and is ignored by discovery. Arrays are
 // stored bit for bit (NaN payloads, -0 included), so a load round-trips exactly.
-import { mkdir, open, readFile, readdir, rename, rm } from "node:fs/promises";
+import { mkdir, open, readFile, readdir, rm } from "node:fs/promises";
 import { endianness } from "node:os";
 import path from "node:path";
 import { crc32 } from "node:zlib";
 import { z } from "zod";
 import { LevanterError } from "../errors.ts";
-import { formatZodIssues } from "../sharding/tokenCacheLayout.ts";
-import { syncDir } from "../sharding/tokenCacheWriter.ts";
+import { formatZodIssues, syncDir, writeFileAtomic } from "../sharding/durableFiles.ts";
 
 /** Name of the file whose presence marks a checkpoint directory complete. */
 export const METADATA_FILE = "metadata.json";
@@ -272,15 +271,7 @@ function littleEndianBytes(data: Float32Array | Int32Array): Uint8Array {
 }
 
 async function writeJsonDurably(file: string, value: unknown): Promise<void> {
-  const tmp = `${file}.tmp-${process.pid}`;
-  const fh = await open(tmp, "w");
-  try {
-    await fh.writeFile(`${JSON.stringify(value)}\n`, "utf8");
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
-  await rename(tmp, file);
+  await writeFileAtomic(file, `${JSON.stringify(value)}\n`);
 }
 
 async function readJson(file: string): Promise<unknown> {

@@ -230,6 +230,8 @@ describe("Checkpointer (other rules)", () => {
     expect(() => checkpointer({ keep: [{ every: 2, until: 20 }, { every: 5, until: 10 }] })).toThrow(/keep\.1\.until/);
     expect(() => checkpointer({ keepLastTemporary: -1 })).toThrow(LevanterError);
     expect(() => checkpointer({ saveIntervalSeconds: 0 })).toThrow(/saveIntervalSeconds/);
+    expect(checkpointer({ keep: null }).config.keep).toEqual([]);
+    expect(new Checkpointer({ basePath: perm }).config).toMatchObject({ saveIntervalSeconds: 900, keep: [{ every: 10_000 }], keepLastTemporary: 1, deleteOldTempCheckpoints: true });
   });
 });
 

@@ -2,7 +2,7 @@ import { rm } from "node:fs/promises";
 import path from "node:path";
 import { z } from "zod";
 import { LevanterError } from "../errors.ts";
-import { formatZodIssues } from "../sharding/tokenCacheLayout.ts";
+import { formatZodIssues } from "../sharding/durableFiles.ts";
 import { checkpointDirName, findLatestCheckpoint, listCheckpoints, readCheckpointMetadata } from "./checkpointStore.ts";
 import type { FoundCheckpoint } from "./checkpointStore.ts";
 
@@ -14,14 +14,19 @@ const stepPolicySchema = z.object({
 /**
  * The checkpoint policy as the trainer config spells it (embed it in a config schema; defaults
  * follow upstream Levanter). `keep` is a list of permanent step policies sorted by `until`, where
- * only the last may omit `until` (= forever); `saveIntervalSeconds: null` disables temporary saves.
+ * only the last may omit `until` (= forever), and `null` means none; `saveIntervalSeconds: null`
+ * disables temporary saves.
  */
 export const checkpointerConfigSchema = z
   .object({
     basePath: z.string().min(1),
     temporaryBasePath: z.string().min(1).optional(),
     saveIntervalSeconds: z.number().positive().nullable().default(900),
-    keep: z.array(stepPolicySchema).default([{ every: 10_000 }]),
+    keep: z
+      .array(stepPolicySchema)
+      .nullable()
+      .default([{ every: 10_000 }])
+      .transform((keep) => keep ?? []),
     keepLastTemporary: z.number().int().nonnegative().default(1),
     deleteOldTempCheckpoints: z.boolean().default(true),
   })

@@ -19,6 +19,7 @@
 // every footer against it and refuses a cache whose shards changed after finalization.
 import { z } from "zod";
 import { LevanterError } from "../errors.ts";
+import { formatZodIssues } from "./durableFiles.ts";
 
 /** File name of a cache's ledger. */
 export const LEDGER_FILE = "ledger.json";
@@ -76,16 +77,6 @@ export const tokenCacheLedgerSchema = z.object({
 
 /** The contents of a token cache's ledger.json. */
 export type TokenCacheLedger = z.infer<typeof tokenCacheLedgerSchema>;
-
-/** One line per zod issue, each naming the field path (`shards.0.numTokens: …`). */
-export function formatZodIssues(error: z.ZodError, root = ""): string {
-  return error.issues
-    .map((issue) => {
-      const path = [root, ...issue.path.map(String)].filter((p) => p !== "").join(".");
-      return `${path || "(root)"}: ${issue.message}`;
-    })
-    .join("; ");
-}
 
 /**
  * Validates a parsed ledger.json, throwing a DATA error that names the bad field

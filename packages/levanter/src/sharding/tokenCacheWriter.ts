@@ -1,9 +1,10 @@
 import { randomBytes } from "node:crypto";
 import { closeSync, openSync } from "node:fs";
-import { mkdir, open, readdir, rename, rm, writeFile } from "node:fs/promises";
+import { mkdir, open, readdir, rename, rm } from "node:fs/promises";
 import type { FileHandle } from "node:fs/promises";
 import path from "node:path";
 import { LevanterError } from "../errors.ts";
+import { syncDir, writeFileAtomic } from "./durableFiles.ts";
 import {
   LEDGER_FILE,
   SHARD_FILE_PATTERN,
@@ -263,22 +264,7 @@ export async function finalizeTokenCache(
     totalDocuments: shards.reduce((s, sh) => s + sh.numDocuments, 0),
     finished: true,
   };
-  const tmp = path.join(dir, `.${LEDGER_FILE}.tmp-${process.pid}-${randomBytes(4).toString("hex")}`);
-  await writeFile(tmp, `${JSON.stringify(ledger, null, 2)}\n`, { flush: true });
-  await rename(tmp, path.join(dir, LEDGER_FILE));
+  await writeFileAtomic(path.join(dir, LEDGER_FILE), `${JSON.stringify(ledger, null, 2)}\n`);
   await syncDir(dir);
   return ledger;
-}
-
-/** fsync a directory so that a rename inside it survives a crash (best effort: not every FS allows it). */
-export async function syncDir(dir: string): Promise<void> {
-  let fh: FileHandle | undefined;
-  try {
-    fh = await open(dir, "r");
-    await fh.sync();
-  } catch {
-    // Some filesystems refuse fsync on a directory; the rename itself is still atomic.
-  } finally {
-    await fh?.close();
-  }
 }
