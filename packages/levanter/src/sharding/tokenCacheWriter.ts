@@ -226,8 +226,8 @@ export async function finalizeTokenCache(
     throw new LevanterError("DATA", `token cache ${dir}: expected ${expected} shards, found ${indexes.length} (${indexes.join(", ")})`);
   }
   const shards: TokenCacheLedger["shards"] = [];
-  let first: Pick<ShardFooter, "tokenizer" | "vocabSize"> | undefined =
-    opts.tokenizer !== undefined && opts.vocabSize !== undefined ? { tokenizer: opts.tokenizer, vocabSize: opts.vocabSize } : undefined;
+  const given = opts.tokenizer !== undefined && opts.vocabSize !== undefined ? { tokenizer: opts.tokenizer, vocabSize: opts.vocabSize } : undefined;
+  let first: Pick<ShardFooter, "tokenizer" | "vocabSize"> | undefined = given;
   for (const index of indexes) {
     const file = shardFileName(index);
     const fd = openSync(path.join(dir, file), "r");
@@ -245,7 +245,7 @@ export async function finalizeTokenCache(
       throw new LevanterError(
         "DATA",
         `token cache ${dir}: ${file} was written with tokenizer ${footer.tokenizer} (vocab ${footer.vocabSize}), ` +
-          `expected ${first.tokenizer} (vocab ${first.vocabSize}) like ${opts.tokenizer !== undefined ? "the options" : "shard 0"}`,
+          `expected ${first.tokenizer} (vocab ${first.vocabSize}) like ${given ? "the options" : "shard 0"}`,
       );
     }
     shards.push({ index, file, numTokens: footer.numTokens, numDocuments: footer.numDocuments });
