@@ -37,6 +37,8 @@ describe("ParquetFileWriter + readParquetBatches", () => {
         tags: fc.array(fc.string({ maxLength: 4 }), { maxLength: 3 }),
         big: fc.bigInt({ min: -(2n ** 62n), max: 2n ** 62n }),
       },
+      // Optional keys may first appear in any row group.
+      { requiredKeys: ["id", "score", "ok", "big"] },
     );
     await fc.assert(
       fc.asyncProperty(fc.array(rowArb, { minLength: 1, maxLength: 60 }), fc.integer({ min: 1, max: 25 }), async (rows, rowGroupRows) => {
@@ -90,13 +92,25 @@ describe("ParquetFileWriter + readParquetBatches", () => {
     ]);
   });
 
-  it("reports an inferred type conflict with both schemas, and late top-level keys", async () => {
+  it("reports an inferred type conflict with both schemas", async () => {
     const w = ParquetFileWriter.create(file(), { rowGroupRows: 2 });
     await w.writeMany([{ a: 1 }, { a: 2 }]);
     const err = await w.write({ a: "x" }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ZephyrError);
     expect((err as Error).message).toMatch(/column "a" is DOUBLE but the value is STRING; schema \{a: DOUBLE\}, record \{a: STRING\}/);
-    await expect(w.write({ a: 3, b: 1 })).rejects.toThrow(/"b" is not in the schema/);
+  });
+
+  it("adds top-level keys first seen after earlier row groups were written", async () => {
+    const p = file();
+    const w = ParquetFileWriter.create(p, { rowGroupRows: 4 });
+    const rows: Record<string, unknown>[] = Array.from({ length: 11 }, (_, i) => ({ i, ...(i >= 5 ? { late: `v${i}` } : {}), ...(i === 9 ? { later: [i] } : {}) }));
+    await w.writeMany(rows);
+    await w.close();
+    const info = await readParquetInfo(p);
+    expect(info.columns.map((c) => c.name)).toEqual(["i", "late", "later"]);
+    expect(info.rowGroups.map((g) => g.numRows)).toEqual([4, 4, 3]);
+    expect(await readAll(p)).toEqual(rows.map((r) => ({ i: r.i, late: r.late ?? null, later: r.later ?? null })));
+    expect(await readAll(p, { columns: ["later"], filter: { i: { $gte: 9 } } })).toEqual([{ later: [9] }, { later: null }]);
   });
 
   it("writes and reads an empty file", async () => {

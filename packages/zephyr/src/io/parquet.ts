@@ -278,12 +278,12 @@ const DEFAULT_ROW_GROUP_BYTES = 32 * 1024 * 1024;
  * per `rowGroupRows` rows or `rowGroupBytes` estimated bytes, whichever comes first, so memory
  * stays bounded by one row group.
  *
- * Inferred schemas: columns are the top-level keys in order of first appearance within the first
- * row group; types come from the values (boolean → BOOLEAN, number → DOUBLE, bigint → INT64,
+ * Inferred schemas: columns are the top-level keys in order of first appearance; types come from the values (boolean → BOOLEAN, number → DOUBLE, bigint → INT64,
  * string → STRING, Uint8Array → BYTE_ARRAY, Date → TIMESTAMP, objects and arrays → JSON); a
- * column that is null so far is **widened** to the first concrete type seen later (any row group).
- * A real conflict (a DOUBLE column receiving a string) or a new top-level key after the first row
- * group is a `BAD_RECORD` error showing the schema and the record's types.
+ * column that is null so far is **widened** to the first concrete type seen later (any row group),
+ * and a top-level key first seen after some row groups were written becomes a new column (null in
+ * those row groups). A real conflict (a DOUBLE column receiving a string) is a `BAD_RECORD` error
+ * showing the schema and the record's types.
  *
  * @example
  * const w = ParquetFileWriter.create("/tmp/part-0.parquet");
@@ -380,7 +380,7 @@ export class ParquetFileWriter {
       let i = this.index.get(key);
       if (i === undefined) {
         if (v === undefined) continue;
-        if (this.explicit || this.pq !== undefined) throw this.conflict(row, `field "${key}" is not in the schema`);
+        if (this.explicit) throw this.conflict(row, `field "${key}" is not in the schema`);
         i = this.names.length;
         this.index.set(key, i);
         this.names.push(key);
@@ -439,6 +439,7 @@ export class ParquetFileWriter {
     } catch (cause) {
       throw new ZephyrError("IO", `creating ${this.path} failed: ${(cause as Error).message}`, { cause });
     }
+    this.addLateColumns(pq);
     this.widen(pq);
     if (this.rows.length === 0) return;
     const columnData = this.names.map((name, i) => ({ name, data: this.columnValues(name, this.types[i]) }));
@@ -449,6 +450,36 @@ export class ParquetFileWriter {
     }
     this.rows = [];
     this.rowBytes = 0;
+  }
+
+  /**
+   * Adds columns first seen after row groups were written: each earlier row group gets a column
+   * chunk of nulls, written now (Parquet locates every chunk by its own offset, so a chunk need
+   * not sit next to the rest of its row group).
+   */
+  private addLateColumns(pq: ParquetWriter): void {
+    const have = pq.schema.length - 1;
+    if (have === this.names.length) return;
+    for (let i = have; i < this.names.length; i++) {
+      pq.schema.push(this.elementOf(i));
+      pq.schema[0].num_children = pq.schema.length - 1;
+      const groups = pq.row_groups.length;
+      for (let g = 0; g < groups; g++) {
+        const group = pq.row_groups[g];
+        const rows = Number(group.num_rows);
+        try {
+          pq.write({ columnData: [{ name: this.names[i], data: new Array<null>(rows).fill(null) }], rowGroupSize: rows });
+        } catch (cause) {
+          throw new ZephyrError("IO", `writing nulls of late column "${this.names[i]}" to ${this.path} failed: ${(cause as Error).message}`, { cause });
+        }
+        // pq.write appended the chunk as a row group of its own: move it into row group g.
+        const extra = pq.row_groups.pop() as (typeof pq.row_groups)[number];
+        pq.num_rows -= extra.num_rows;
+        group.columns.push(...extra.columns);
+        group.total_byte_size += extra.total_byte_size;
+        if (group.total_compressed_size !== undefined && extra.total_compressed_size !== undefined) group.total_compressed_size += extra.total_compressed_size;
+      }
+    }
   }
 
   /**
