@@ -1,0 +1,161 @@
+// The real actions behind the `iris` commands: daemons (controller, worker, local cluster) that run
+// until SIGINT/SIGTERM, and client commands over IrisClient.
+//
+// Components load on first use: every command pays for grpc-js and zod, but only `iris controller`
+// and `iris cluster local` for SQLite and the controller, and `--help` for none of it.
+import type { IrisClient } from "../client/irisClient.ts";
+import type { JobSpecInput } from "../jobSpec.ts";
+import { formatEndpoints, formatJobList, formatJobStatus, formatLogLine, jobExitCode } from "./output.ts";
+import type { ClientArgs, CliActions, CliIo } from "./program.ts";
+
+/** Resolves at the first SIGINT or SIGTERM; a second one exits at once (130). */
+function untilSignal(): Promise<NodeJS.Signals> {
+  return new Promise((resolve) => {
+    const first = (sig: NodeJS.Signals): void => {
+      process.off("SIGINT", first);
+      process.off("SIGTERM", first);
+      process.once("SIGINT", () => process.exit(130));
+      process.once("SIGTERM", () => process.exit(143));
+      resolve(sig);
+    };
+    process.on("SIGINT", first);
+    process.on("SIGTERM", first);
+  });
+}
+
+async function withClient<T>(a: ClientArgs, fn: (client: IrisClient) => Promise<T>): Promise<T> {
+  const { IrisClient } = await import("../client/irisClient.ts");
+  const client = IrisClient.connect(a.controller, { token: a.token });
+  try {
+    return await fn(client);
+  } finally {
+    client.close();
+  }
+}
+
+/** The actions that start real components; `io` receives everything printed. */
+export function realActions(io: CliIo): CliActions {
+  return {
+    async controller(a) {
+      const { Controller } = await import("../controller/controller.ts");
+      const controller = await Controller.start({
+        port: a.port,
+        host: a.host,
+        dbPath: a.dbPath,
+        token: a.token,
+        ...(a.workerTimeoutMs !== undefined ? { workerTimeoutMs: a.workerTimeoutMs } : {}),
+      });
+      io.out(`iris controller listening on ${controller.address} (db ${a.dbPath}, auth ${a.token ? "on" : "off"})\n`);
+      await untilSignal();
+      await controller.stop();
+      return 0;
+    },
+
+    async worker(a) {
+      const { Worker } = await import("../worker/worker.ts");
+      const worker = await Worker.start({
+        controller: a.controller,
+        ...(a.token ? { token: a.token } : {}),
+        ...(a.cpuMillis !== undefined ? { cpuMillis: a.cpuMillis } : {}),
+        ...(a.memoryBytes !== undefined ? { memoryBytes: a.memoryBytes } : {}),
+        attributes: a.attributes,
+        ...(a.stateDir !== undefined ? { stateDir: a.stateDir } : {}),
+        ...(a.advertiseHost !== undefined ? { advertiseHost: a.advertiseHost } : {}),
+        ...(a.verbose ? { onEvent: (e) => io.err(`${JSON.stringify(e)}\n`) } : {}),
+      });
+      io.out(`iris worker ${worker.id} started (controller ${a.controller}, state ${worker.stateDir})\n`);
+      let stopping = false;
+      void worker.registered.then(() => {
+        if (!stopping) io.out(`iris worker ${worker.id} registered\n`);
+      });
+      await untilSignal();
+      stopping = true;
+      await worker.stop();
+      return 0;
+    },
+
+    async clusterLocal(a) {
+      const { LocalCluster } = await import("../localCluster.ts");
+      const cluster = await LocalCluster.start({
+        workers: a.workers,
+        port: a.port,
+        ...(a.token ? { token: a.token } : {}),
+        ...(a.dbPath !== undefined ? { dbPath: a.dbPath } : {}),
+        ...(a.workerCpuMillis !== undefined ? { workerCpuMillis: a.workerCpuMillis } : {}),
+        ...(a.workerMemoryBytes !== undefined ? { workerMemoryBytes: a.workerMemoryBytes } : {}),
+      });
+      io.out(
+        `iris local cluster listening on ${cluster.address} with ${a.workers} worker${a.workers === 1 ? "" : "s"}\n` +
+          `  export IRIS_CONTROLLER_ADDRESS=${cluster.address}\n`,
+      );
+      await untilSignal();
+      await cluster.stop();
+      return 0;
+    },
+
+    jobRun: (a) =>
+      withClient(a, async (client) => {
+        const job = await client.submit(a.spec as JobSpecInput);
+        io.out(`${job.name}\n`);
+        if (a.detach) return 0;
+        // Ctrl-C stops the job, like stopping a foreground command; the stream then ends with it.
+        const onInterrupt = (): void => {
+          io.err(`terminating ${job.name}\n`);
+          process.once("SIGINT", () => process.exit(130));
+          void job.terminate().catch((e: unknown) => io.err(`${String(e)}\n`));
+        };
+        process.once("SIGINT", onInterrupt);
+        try {
+          const multi = (a.spec.replicas ?? 1) > 1;
+          for await (const e of job.logs({ follow: true })) {
+            (e.stream === "stderr" ? io.err : io.out)(formatLogLine(e, multi));
+          }
+          const st = await job.wait();
+          if (st.state !== "SUCCEEDED") io.err(`${job.name} ${st.state}${st.error ? `: ${st.error}` : ""}\n`);
+          return jobExitCode(st);
+        } finally {
+          process.off("SIGINT", onInterrupt);
+        }
+      }),
+
+    jobList: (a) =>
+      withClient(a, async (client) => {
+        const jobs = await client.list(a.prefix !== undefined ? { prefix: a.prefix } : {});
+        io.out(a.json ? `${JSON.stringify(jobs, null, 2)}\n` : formatJobList(jobs));
+        return 0;
+      }),
+
+    jobStatus: (a) =>
+      withClient(a, async (client) => {
+        const st = await client.job(a.name).status();
+        io.out(a.json ? `${JSON.stringify(st, null, 2)}\n` : formatJobStatus(st));
+        return 0;
+      }),
+
+    jobLogs: (a) =>
+      withClient(a, async (client) => {
+        const job = client.job(a.name);
+        const st = await job.status(); // NOT_FOUND before streaming, and the task count for prefixes
+        const multi = st.tasks.length > 1;
+        for await (const e of job.logs({ follow: a.follow })) {
+          (e.stream === "stderr" ? io.err : io.out)(formatLogLine(e, multi));
+        }
+        return 0;
+      }),
+
+    jobKill: (a) =>
+      withClient(a, async (client) => {
+        const job = client.job(a.name);
+        await job.terminate();
+        io.out(`terminated ${job.name}\n`);
+        return 0;
+      }),
+
+    endpoints: (a) =>
+      withClient(a, async (client) => {
+        const endpoints = await client.listEndpoints(a.prefix ?? "");
+        io.out(a.json ? `${JSON.stringify(endpoints, null, 2)}\n` : formatEndpoints(endpoints));
+        return 0;
+      }),
+  };
+}

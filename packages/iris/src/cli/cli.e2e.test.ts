@@ -1,0 +1,181 @@
+// The `iris` CLI as real processes: a controller and a worker started with `iris controller` and
+// `iris worker`, jobs submitted and inspected with `iris job …`, on loopback.
+import { spawn, type ChildProcess } from "node:child_process";
+import fs from "node:fs";
+import { createRequire } from "node:module";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+const MAIN = path.join(path.dirname(fileURLToPath(import.meta.url)), "main.ts");
+const TSX = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href;
+const TOKEN = "cli-e2e-secret";
+
+/** A running `iris …` process with its output so far. */
+class IrisProcess {
+  readonly child: ChildProcess;
+  stdout = "";
+  stderr = "";
+  readonly exited: Promise<number | null>;
+
+  constructor(args: string[], env: NodeJS.ProcessEnv) {
+    this.child = spawn(process.execPath, ["--import", TSX, MAIN, ...args], { env, stdio: ["ignore", "pipe", "pipe"] });
+    this.child.stdout!.setEncoding("utf8").on("data", (d: string) => (this.stdout += d));
+    this.child.stderr!.setEncoding("utf8").on("data", (d: string) => (this.stderr += d));
+    this.exited = new Promise((resolve) => this.child.on("close", (code) => resolve(code)));
+  }
+
+  /** Polls until stdout matches, failing with the output seen when the deadline passes. */
+  async waitFor(pattern: RegExp, timeoutMs = 60_000): Promise<RegExpMatchArray> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const m = this.stdout.match(pattern);
+      if (m) return m;
+      if (Date.now() > deadline || this.child.exitCode !== null) {
+        throw new Error(`no ${pattern} in output of iris (exit ${this.child.exitCode})\nstdout: ${this.stdout}\nstderr: ${this.stderr}`);
+      }
+      await new Promise((r) => setTimeout(r, 25));
+    }
+  }
+
+  async stop(): Promise<number | null> {
+    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill("SIGTERM");
+    return this.exited;
+  }
+}
+
+let dir: string;
+let env: NodeJS.ProcessEnv;
+let controller: IrisProcess;
+let worker: IrisProcess;
+
+/** Runs one `iris …` command to completion. */
+async function iris(args: string[], extraEnv: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const p = new IrisProcess(args, { ...env, ...extraEnv });
+  const code = await p.exited;
+  return { code, stdout: p.stdout, stderr: p.stderr };
+}
+
+beforeAll(async () => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), "iris-cli-e2e-"));
+  const base: NodeJS.ProcessEnv = { ...process.env, IRIS_USER: "clitest" };
+  delete base.IRIS_CONTROLLER_ADDRESS;
+  delete base.IRIS_AUTH_TOKEN;
+  controller = new IrisProcess(["controller", "--port", "0", "--db", path.join(dir, "controller.sqlite"), "--token", TOKEN, "--worker-timeout", "10"], base);
+  const [, address] = await controller.waitFor(/listening on (\S+)/);
+  env = { ...base, IRIS_CONTROLLER_ADDRESS: address, IRIS_AUTH_TOKEN: TOKEN };
+  // Token from the environment, controller from the flag: both defaults are exercised.
+  worker = new IrisProcess(["worker", "--controller", address, "--cpu", "2", "--memory", "2G", "--attr", "zone=test", "--state-dir", path.join(dir, "worker")], env);
+  await worker.waitFor(/registered/);
+});
+
+afterAll(async () => {
+  // Worker first, so that it stops its attempts while the controller can still hear about it.
+  const codes = [await worker?.stop(), await controller?.stop()];
+  fs.rmSync(dir, { recursive: true, force: true });
+  expect(codes).toEqual([0, 0]);
+});
+
+describe("iris CLI end to end", () => {
+  it("job run prints the generated name and exits with the task's exit code", async () => {
+    const r = await iris(["job", "run", "--", "node", "-e", "console.log('about to fail'); process.exit(3)"]);
+    expect(r.code, r.stderr).toBe(3);
+    const [name, ...rest] = r.stdout.split("\n");
+    expect(name).toMatch(/^\/clitest\/[A-Za-z0-9._-]+$/);
+    expect(rest).toContain("about to fail");
+    expect(r.stderr).toMatch(/FAILED/);
+
+    const status = await iris(["job", "status", name]);
+    expect(status.code).toBe(0);
+    expect(status.stdout.split("\n")[0]).toBe("FAILED");
+    expect(status.stdout).toMatch(/APP_EXIT\(3\)/);
+  });
+
+  it("job run of a succeeding job exits 0; status and list show it", async () => {
+    const r = await iris(["job", "run", "--name", "hello", "--cpu", "0.5", "--memory", "512M", "--", "node", "-e", "console.log('hi ' + process.env.IRIS_TASK_INDEX)"]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toBe("/clitest/hello\nhi 0\n");
+    expect((await iris(["job", "status", "hello"])).stdout.split("\n")[0]).toBe("SUCCEEDED");
+    const list = await iris(["job", "list"]);
+    expect(list.stdout).toMatch(/^\/clitest\/hello +SUCCEEDED +1 SUCCEEDED/m);
+  });
+
+  it("job logs -f streams lines while the job runs, and ends when it finishes", async () => {
+    const release = path.join(dir, "release");
+    const script =
+      "console.log('line 1');" +
+      "const t = setInterval(() => { if (require('fs').existsSync(process.argv[1])) { console.log('line 2'); clearInterval(t); } }, 50);";
+    const submitted = await iris(["job", "run", "--name", "streamer", "--detach", "--", "node", "-e", script, release]);
+    expect(submitted.code, submitted.stderr).toBe(0);
+    expect(submitted.stdout).toBe("/clitest/streamer\n");
+
+    const follow = new IrisProcess(["job", "logs", "streamer", "-f"], env);
+    try {
+      await follow.waitFor(/line 1/);
+      // The job is still running (it waits for the file): line 1 arrived by streaming.
+      const running = await iris(["job", "status", "streamer"]);
+      expect(running.stdout.split("\n")[0]).toBe("RUNNING");
+      expect(follow.stdout).not.toMatch(/line 2/);
+      fs.writeFileSync(release, "");
+      expect(await follow.exited).toBe(0);
+      expect(follow.stdout).toBe("line 1\nline 2\n");
+    } finally {
+      await follow.stop();
+    }
+    expect((await iris(["job", "logs", "streamer"])).stdout).toBe("line 1\nline 2\n");
+  });
+
+  it("job kill terminates a running job", async () => {
+    const r = await iris(["job", "run", "--name", "sleeper", "-d", "--", "node", "-e", "setInterval(() => {}, 1000)"]);
+    expect(r.code, r.stderr).toBe(0);
+    const kill = await iris(["job", "kill", "sleeper"]);
+    expect(kill.code, kill.stderr).toBe(0);
+    const deadline = Date.now() + 60_000;
+    let state = "";
+    while (Date.now() < deadline && state !== "KILLED") {
+      state = (await iris(["job", "status", "sleeper"])).stdout.split("\n")[0];
+    }
+    expect(state).toBe("KILLED");
+  });
+
+  it("a wrong or missing token prints UNAUTHENTICATED and exits non-zero", async () => {
+    const [wrong, missing] = await Promise.all([
+      iris(["job", "list", "--token", "not-the-token"]),
+      iris(["job", "run", "--name", "sneaky", "--", "true"], { IRIS_AUTH_TOKEN: "" }),
+    ]);
+    expect(wrong.code).not.toBe(0);
+    expect(wrong.stderr).toMatch(/^UNAUTHENTICATED: /m);
+    expect(missing.code).not.toBe(0);
+    expect(missing.stderr).toMatch(/^UNAUTHENTICATED: /m);
+    // Nothing was submitted.
+    expect((await iris(["job", "status", "sneaky"])).stderr).toMatch(/^NOT_FOUND: /m);
+  });
+
+  it("endpoints lists what tasks registered (none here) and exits 0", async () => {
+    const r = await iris(["endpoints"]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toBe("no endpoints\n");
+  });
+});
+
+describe("iris cluster local", () => {
+  it("serves jobs from one process and stops cleanly on SIGTERM", async () => {
+    const cluster = new IrisProcess(["cluster", "local", "--workers", "2", "--port", "0", "--worker-cpu", "1"], {
+      ...process.env,
+      IRIS_USER: "clitest",
+      IRIS_AUTH_TOKEN: "",
+    });
+    try {
+      const [, address] = await cluster.waitFor(/listening on (\S+) with 2 workers/);
+      // One core per worker and one per task: the two replicas need both workers.
+      const r = await iris(["job", "run", "--replicas", "2", "--controller", address, "--", "node", "-e", "console.log('task ' + process.env.IRIS_TASK_INDEX)"], {
+        IRIS_AUTH_TOKEN: "",
+      });
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stdout.split("\n").filter((l) => l.startsWith("[")).sort()).toEqual(["[0] task 0", "[1] task 1"]);
+    } finally {
+      expect(await cluster.stop()).toBe(0);
+    }
+  });
+});
