@@ -1,11 +1,13 @@
-// Parquet reading and writing for stages (the format code lives in src/io).
-import { ZephyrError } from "../errors.ts";
+// Parquet reading and writing for stages (the format code lives in src/io/parquet.ts).
+import { ParquetFileWriter, readParquetBatches as readBatches } from "../io/parquet.ts";
 import type { ColumnFilter } from "../plan/columnFilter.ts";
 
-/** Streams the rows of a Parquet file in batches, reading only `columns` and rows passing `filter`. */
-export async function* readParquetBatches(file: string, _opts: { columns?: readonly string[]; filter?: ColumnFilter }): AsyncGenerator<unknown[], void, undefined> {
-  yield [];
-  throw new ZephyrError("INTERNAL", `Parquet reading is not wired yet (${file})`);
+/**
+ * Streams the rows of a Parquet file in batches, reading only `columns` and the rows passing
+ * `filter` (row groups skipped by their statistics): the pushed-down part of a plan.
+ */
+export function readParquetBatches(file: string, opts: { columns?: readonly string[]; filter?: ColumnFilter }): AsyncIterable<unknown[]> {
+  return readBatches(file, { columns: opts.columns, filter: opts.filter });
 }
 
 /** A Parquet file writer. */
@@ -15,7 +17,7 @@ export interface ParquetSink {
   abort(): Promise<void>;
 }
 
-/** Opens a Parquet writer at `file`. */
+/** Opens a Parquet writer at `file` (ZSTD, schema inferred and widened from the records). */
 export async function openParquetWriter(file: string): Promise<ParquetSink> {
-  throw new ZephyrError("INTERNAL", `Parquet writing is not wired yet (${file})`);
+  return ParquetFileWriter.create(file);
 }
