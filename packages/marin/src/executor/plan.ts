@@ -64,14 +64,17 @@ export async function planRun(graph: StepGraph, opts: PlanOptions = {}): Promise
   const clock = opts.clock ?? systemClock;
   const only = compile(opts.only, "--only");
   const force = compile(opts.force, "--force");
-  const [statuses, lasts, leases] = await Promise.all([
-    Promise.all(graph.steps.map((s) => readStatus(s.outputPath))),
-    Promise.all(graph.steps.map((s) => readLastRun(graph.prefix, s.name))),
-    Promise.all(graph.steps.map((s) => currentLease(metaDir(s.outputPath)))),
+  const forcedOf = (s: ResolvedStep) => force.some((r) => r.test(s.name));
+  const statuses = await Promise.all(graph.steps.map((s) => readStatus(s.outputPath)));
+  // A finished step needs no lease or history lookup unless it is forced: keeps the all-cached
+  // check at one small read per step.
+  const needsDetail = (i: number) => statuses[i]?.state !== "SUCCESS" || forcedOf(graph.steps[i]);
+  const [lasts, leases] = await Promise.all([
+    Promise.all(graph.steps.map((s, i) => (needsDetail(i) ? readLastRun(graph.prefix, s.name) : undefined))),
+    Promise.all(graph.steps.map((s, i) => (needsDetail(i) && statuses[i]?.state === "RUNNING" ? currentLease(metaDir(s.outputPath)) : undefined))),
   ]);
   const now = clock.now();
   const index = new Map(graph.steps.map((s, i) => [s.id, i]));
-  const forcedOf = (s: ResolvedStep) => force.some((r) => r.test(s.name));
 
   const needed = new Set<string>();
   const visit = (s: ResolvedStep): void => {

@@ -410,12 +410,6 @@ export async function runGraph(graph: StepGraph, opts: RunOptions = {}): Promise
   for (const e of pending) {
     if (!reports.has(e.step.id)) finish({ name: e.step.name, id: e.step.id, outputPath: e.step.outputPath, outcome: "cancelled", durationMs: 0 });
   }
-  // Keep the per-name pointer on the identity this run used, so `explain` diffs against it.
-  await Promise.all(
-    plan.entries
-      .filter((e) => e.selected && e.action === "skip" && e.lastRun?.id !== e.step.id)
-      .map((e) => writeLastRun(graph.prefix, infoOf(e.step, clock.now())).catch(() => undefined)),
-  );
   const steps = plan.entries.map((e) => reports.get(e.step.id)!);
   const summary: RunSummary = {
     runId: run.runId,

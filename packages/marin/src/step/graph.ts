@@ -99,7 +99,9 @@ export class GraphBuilder {
       }
       if (Array.isArray(v)) {
         return v.map((e, i) => {
-          const r = walk(e, [...at, i], counted);
+          at.push(i);
+          const r = walk(e, at, counted);
+          at.pop();
           return r === undefined ? { $ignored: true } : r;
         });
       }
@@ -109,8 +111,10 @@ export class GraphBuilder {
           throw new MarinError("INVALID_CONFIG", `step ${step.name}: ${describePath(at)}: expected plain data, got ${typeName(v)}`);
         }
         const out: Record<string, JsonValue> = {};
-        for (const [k, e] of Object.entries(v)) {
-          const r = walk(e, [...at, k], counted);
+        for (const k in v) {
+          at.push(k);
+          const r = walk((v as Record<string, unknown>)[k], at, counted);
+          at.pop();
           if (r !== undefined) out[k] = r;
         }
         return out;
