@@ -3,6 +3,45 @@
 export { LevanterError, LEVANTER_ERROR_CODES } from "./errors.ts";
 export type { LevanterErrorCode } from "./errors.ts";
 
+// --- backends, model, optimizer, trainer, generation (levanter-L1) ---
+export { BACKEND_NAMES, installWasmFixes, matMul2d, oneHotFloat, parseBackendName, selectBackend } from "./backend.ts";
+export type { BackendName, BackendSelection, SelectBackendOptions } from "./backend.ts";
+export { ModelConfigSchema, flopsPerToken, resolveModelConfig, trainingFlopsPerToken } from "./models/modelConfig.ts";
+export type { ModelConfig, ModelConfigInput, ResolvedModelConfig } from "./models/modelConfig.ts";
+export { TransformerLm, defaultDecayMask } from "./models/transformer.ts";
+export type { NamedParams } from "./models/transformer.ts";
+export { AdamW } from "./optim/adamw.ts";
+export type { AdamWOptions, AdamWScalars } from "./optim/adamw.ts";
+export { OptimizerConfigSchema } from "./optim/optimizerConfig.ts";
+export type { OptimizerConfig, OptimizerConfigInput } from "./optim/optimizerConfig.ts";
+export { lrSchedule } from "./optim/schedule.ts";
+export type { LrSchedule } from "./optim/schedule.ts";
+export { trainLm } from "./trainer/trainLm.ts";
+export type { StepInfo, TrainHook, TrainLmOptions, TrainLmResult } from "./trainer/trainLm.ts";
+export {
+  DataConfigSchema,
+  TRACKER_NAMES,
+  TrainLmConfigSchema,
+  TrainerConfigSchema,
+  formatIssues,
+  parseTrainLmConfig,
+} from "./trainer/trainerConfig.ts";
+export type { DataConfig, TrainLmConfig, TrainLmConfigInput, TrainerConfig } from "./trainer/trainerConfig.ts";
+export { applyOverrides, loadTrainLmConfig } from "./trainer/configFile.ts";
+export { computeGradients } from "./trainer/gradients.ts";
+export type { LossAndGrads } from "./trainer/gradients.ts";
+export { evaluateCheckpoint, evaluateLm, tokenizerNamed } from "./trainer/evaluate.ts";
+export type { EvalResult, EvaluateCheckpointOptions } from "./trainer/evaluate.ts";
+export { loadModelFromCheckpoint, readTrainCheckpoint, saveTrainState } from "./trainer/trainState.ts";
+export type { TrainState } from "./trainer/trainState.ts";
+export { CompositeTracker, ConsoleTracker, JsonlTracker, TensorBoardTracker } from "./trainer/trackers.ts";
+export type { Tracker } from "./trainer/trackers.ts";
+export { TensorBoardWriter } from "./trainer/tensorboard.ts";
+export { StatusReporter, formatStatus } from "./trainer/status.ts";
+export type { StatusInput, StatusSink } from "./trainer/status.ts";
+export { generate } from "./generate.ts";
+export type { GenerateOptions, GenerateResult } from "./generate.ts";
+
 // --- data, checkpoints (levanter-L2) ---
 export { byteTokenizer, BYTE_EOS_ID } from "./data/byteTokenizer.ts";
 export { bitsPerByte, encodeDocument } from "./data/tokenizer.ts";

@@ -1,6 +1,11 @@
 import * as tf from "@tensorflow/tfjs";
+import { selectBackend } from "../backend.ts";
+import { loadTokenizer } from "../data/hfTokenizer.ts";
 import { bitsPerByte, type Tokenizer } from "../data/tokenizer.ts";
-import type { TokenBatch } from "../data/tokenLoader.ts";
+import { ValidationBatches, type TokenBatch } from "../data/tokenLoader.ts";
+import { LevanterError } from "../errors.ts";
+import { TokenCacheReader } from "../sharding/tokenCacheReader.ts";
+import { loadModelFromCheckpoint } from "./trainState.ts";
 import type { TransformerLm } from "../models/transformer.ts";
 
 /** Loss (nats per token) and bits per byte of a model over evaluation batches. */
@@ -30,4 +35,41 @@ export function evaluateLm(model: TransformerLm, batches: Iterable<TokenBatch>, 
     bytes += tokenizer.countBytes(b.targets);
   }
   return { loss: tokens ? nats / tokens : Number.NaN, bpb: bitsPerByte(nats, bytes), tokens };
+}
+
+/** Options of {@link evaluateCheckpoint}. */
+export interface EvaluateCheckpointOptions {
+  /** A `step-N` checkpoint directory, or a directory of them (the newest is used). */
+  checkpoint: string;
+  /** A token cache to evaluate on. */
+  data: string;
+  /** HF tokenizer.json, for caches not made by the byte tokenizer. */
+  tokenizerJson?: string;
+  batchSize?: number;
+  maxBatches?: number;
+}
+
+/** Loss (nats/token) and bits per byte of a checkpoint on a token cache, in order, one pass. */
+export async function evaluateCheckpoint(opts: EvaluateCheckpointOptions): Promise<EvalResult & { checkpoint: string; step: number }> {
+  await selectBackend();
+  const cache = await TokenCacheReader.open(opts.data);
+  const { model, state, path } = await loadModelFromCheckpoint(opts.checkpoint);
+  try {
+    if (cache.ledger.tokenizer !== state.tokenizer) {
+      throw new LevanterError("DATA", `${opts.data}: made by tokenizer "${cache.ledger.tokenizer}", the checkpoint by "${state.tokenizer}"`);
+    }
+    const tokenizer = await tokenizerNamed(state.tokenizer, opts.tokenizerJson);
+    const batches = new ValidationBatches(cache, { seqLen: model.config.seqLen, batchSize: opts.batchSize ?? 16 });
+    return { ...evaluateLm(model, batches, tokenizer, opts.maxBatches), checkpoint: path, step: state.step };
+  } finally {
+    model.dispose();
+    cache.close();
+  }
+}
+
+/** The tokenizer a cache or checkpoint names: built in for `byte`, else from `tokenizerJson`. */
+export async function tokenizerNamed(name: string, tokenizerJson: string | undefined): Promise<Tokenizer> {
+  if (name === "byte") return loadTokenizer("byte");
+  if (!tokenizerJson) throw new LevanterError("INVALID_CONFIG", `tokenizerJson: required for tokenizer "${name}" (only "byte" is built in)`);
+  return loadTokenizer(tokenizerJson, { name });
 }

@@ -2,7 +2,6 @@ import * as tf from "@tensorflow/tfjs";
 import path from "node:path";
 import { selectBackend, type BackendSelection } from "../backend.ts";
 import { Checkpointer } from "../checkpoint/checkpointer.ts";
-import { loadTokenizer } from "../data/hfTokenizer.ts";
 import { TokenLoader, ValidationBatches } from "../data/tokenLoader.ts";
 import type { Tokenizer } from "../data/tokenizer.ts";
 import { LevanterError } from "../errors.ts";
@@ -13,7 +12,7 @@ import { TransformerLm, defaultDecayMask } from "../models/transformer.ts";
 import { AdamW } from "../optim/adamw.ts";
 import { lrSchedule } from "../optim/schedule.ts";
 import { TokenCacheReader } from "../sharding/tokenCacheReader.ts";
-import { evaluateLm, type EvalResult } from "./evaluate.ts";
+import { evaluateLm, tokenizerNamed, type EvalResult } from "./evaluate.ts";
 import { computeGradients } from "./gradients.ts";
 import { formatStatus, StatusReporter, type StatusSink } from "./status.ts";
 import { assignParams, readTrainCheckpoint, saveTrainState } from "./trainState.ts";
@@ -228,11 +227,10 @@ export async function trainLm(input: TrainLmConfig | TrainLmConfigInput, options
 }
 
 async function tokenizerFor(name: string, tokenizerJson: string | undefined): Promise<Tokenizer> {
-  if (name === "byte") return loadTokenizer("byte");
-  if (!tokenizerJson) {
+  if (name !== "byte" && !tokenizerJson) {
     throw new LevanterError("INVALID_CONFIG", `data.tokenizerJson: required, the cache was made by tokenizer "${name}" (not "byte")`);
   }
-  return loadTokenizer(tokenizerJson, { name });
+  return tokenizerNamed(name, tokenizerJson);
 }
 
 // Until the iris context API is wired in, running outside iris means no status sink.

@@ -1,10 +1,10 @@
 import * as tf from "@tensorflow/tfjs";
 import { z } from "zod";
-import { loadCheckpoint, saveCheckpoint } from "../checkpoint/checkpointStore.ts";
+import { findLatestCheckpoint, loadCheckpoint, readCheckpointMetadata, saveCheckpoint } from "../checkpoint/checkpointStore.ts";
 import { LevanterError } from "../errors.ts";
-import type { Rng } from "../internal/rng.ts";
+import { Rng } from "../internal/rng.ts";
 import { ModelConfigSchema, resolveModelConfig, type ResolvedModelConfig } from "../models/modelConfig.ts";
-import type { TransformerLm } from "../models/transformer.ts";
+import { TransformerLm } from "../models/transformer.ts";
 import type { AdamW } from "../optim/adamw.ts";
 
 const PARAM_PREFIX = "params/";
@@ -78,4 +78,26 @@ export function assignParams(model: TransformerLm, params: Map<string, { shape: 
     }
     tf.tidy(() => p.assign(tf.tensor(stored.data, p.shape, "float32")));
   }
+}
+
+/**
+ * Loads a model from a checkpoint for inference: `dir` is one `step-N` directory, or a directory
+ * of them (the newest complete one is used). Call `selectBackend()` first.
+ */
+export async function loadModelFromCheckpoint(dir: string): Promise<{ model: TransformerLm; state: TrainState; path: string }> {
+  let ckptDir = dir;
+  if ((await readCheckpointMetadata(dir)) === undefined) {
+    const found = await findLatestCheckpoint(dir);
+    if (!found) throw new LevanterError("CHECKPOINT_NOT_FOUND", `${dir}: no complete checkpoint (no metadata.json here or in a step-N directory)`);
+    ckptDir = found.path;
+  }
+  const ckpt = await readTrainCheckpoint(ckptDir);
+  const model = TransformerLm.init(ckpt.modelConfig, new Rng(0));
+  try {
+    assignParams(model, ckpt.params, ckptDir);
+  } catch (e) {
+    model.dispose();
+    throw e;
+  }
+  return { model, state: ckpt.state, path: ckptDir };
 }
