@@ -41,7 +41,12 @@ export function decodeKey(bytes: Uint8Array): unknown {
 export interface KeyHasher {
   /** XXH64 (seed 0) of the bytes. */
   hash(bytes: Uint8Array): bigint;
-  /** The partition in `[0, numPartitions)` that owns an encoded key: XXH64 modulo N. */
+  /**
+   * The top 53 bits of XXH64, as an exact integer number: the shuffle's sort hash. Keeping it a
+   * number makes routing and comparisons cheap (one bigint shift per record, then plain math).
+   */
+  hash53(bytes: Uint8Array): number;
+  /** The partition in `[0, numPartitions)` that owns an encoded key: `hash53 mod N`. */
   partitionOf(bytes: Uint8Array, numPartitions: number): number;
 }
 
@@ -51,7 +56,8 @@ let hasher: Promise<KeyHasher> | undefined;
 export function loadKeyHasher(): Promise<KeyHasher> {
   hasher ??= xxhash().then((api: XXHashAPI) => ({
     hash: (bytes) => api.h64Raw(bytes),
-    partitionOf: (bytes, n) => Number(api.h64Raw(bytes) % BigInt(n)),
+    hash53: (bytes) => Number(api.h64Raw(bytes) >> 11n),
+    partitionOf: (bytes, n) => Number(api.h64Raw(bytes) >> 11n) % n,
   }));
   return hasher;
 }

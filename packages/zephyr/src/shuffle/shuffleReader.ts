@@ -11,6 +11,7 @@ import type { FrameCursor, SpillRun } from "./spillRun.ts";
 
 // copyBuffers: binary values must not alias a read block that the next read overwrites.
 const values = new Unpackr({ useRecords: false, copyBuffers: true });
+const range = { start: 0, end: 0 };
 
 /** Tag of the right side of a join; it merges before the left side among equal keys. */
 export const JOIN_RIGHT_TAG = 0;
@@ -75,7 +76,10 @@ class GroupWalker {
   /** Decodes the current record and moves on. Only valid while {@link inGroup}. */
   take<V>(): V {
     const c = this.cur as FrameCursor;
-    const v = values.unpack(c.buf.subarray(c.keyEnd, c.frameEnd)) as V;
+    // A range of the block, not a subarray: msgpackr caches its DataView on the block buffer.
+    range.start = c.keyEnd;
+    range.end = c.frameEnd;
+    const v = values.unpack(c.buf, range) as V;
     this.cur = this.merge.next();
     return v;
   }

@@ -3,9 +3,9 @@
 // the file count stays mappers × flushes whatever the partition count).
 import { closeSync, openSync, rmSync, writeSync } from "node:fs";
 import path from "node:path";
-import { pack } from "msgpackr";
+import { RESET_BUFFER_MODE, REUSE_BUFFER_MODE, pack } from "msgpackr";
 import { ZephyrError } from "../errors.ts";
-import { encodeKey, loadKeyHasher } from "./keyCodec.ts";
+import { canonicalKey, loadKeyHasher } from "./keyCodec.ts";
 import type { KeyHasher } from "./keyCodec.ts";
 import { FRAME_HEADER_BYTES } from "./spillRun.ts";
 import type { SpillRun } from "./spillRun.ts";
@@ -37,6 +37,9 @@ export interface ShuffleMapOutput {
   readonly bytes: number;
 }
 
+const PACK_IN_PLACE = REUSE_BUFFER_MODE | RESET_BUFFER_MODE;
+type PackedInPlace = Buffer & { start: number; end: number };
+
 /** Default map-side buffer: large enough for long sorted runs, small next to a worker's heap. */
 export const DEFAULT_SHUFFLE_MEMORY_BYTES = 64 * 1024 * 1024;
 /** Bookkeeping per buffered record (typed-array metadata plus msgpackr's alignment slack). */
@@ -62,7 +65,6 @@ export class ShuffleWriter {
   private readonly name: string;
   private readonly tag: number;
   private readonly hasher: KeyHasher;
-  private readonly bigPartitions: bigint;
 
   // The buffer: frames laid out as on disk in arena chunks, plus per-record metadata.
   private chunks: Buffer[] = [];
@@ -72,6 +74,8 @@ export class ShuffleWriter {
   private hashOf = new Float64Array(1024);
   private chunkOf = new Uint32Array(1024);
   private offsetOf = new Uint32Array(1024);
+  private keyLenOf = new Uint32Array(1024);
+  private keyScratch = Buffer.allocUnsafe(256);
   private arenaBytes = 0;
   private readonly arenaChunkBytes: number;
 
@@ -87,7 +91,6 @@ export class ShuffleWriter {
     this.name = options.name ?? "map";
     this.tag = options.tag ?? 0;
     this.hasher = hasher;
-    this.bigPartitions = BigInt(options.numPartitions);
     // Small chunks under a small budget, so one half-empty chunk cannot force a flush per record.
     this.arenaChunkBytes = Math.min(ARENA_CHUNK_BYTES, Math.max(1024, Math.floor(this.budget / 16)));
   }
@@ -114,15 +117,20 @@ export class ShuffleWriter {
   /** Routes one record by `key` (any msgpack-serialisable value; see {@link canonicalKey}). */
   add(key: unknown, value: unknown): void {
     if (this.closed) throw new ZephyrError("INVALID_ARGUMENT", "ShuffleWriter: add after close");
-    const keyBytes = encodeKey(key);
-    let valueBytes: Uint8Array;
+    // msgpackr's reuse mode encodes into its own scratch buffer (no Buffer object per record);
+    // the bytes live until the next pack, so the key is hashed and copied before the value is packed.
+    const kt = pack(canonicalKey(key), PACK_IN_PLACE) as PackedInPlace;
+    const keyLen = kt.end - kt.start;
+    const sortHash = this.hasher.hash53(kt.subarray(kt.start, kt.end));
+    if (keyLen > this.keyScratch.length) this.keyScratch = Buffer.allocUnsafe(Math.max(keyLen, this.keyScratch.length * 2));
+    kt.copy(this.keyScratch, 0, kt.start, kt.end);
+    let vt: PackedInPlace;
     try {
-      valueBytes = pack(value);
+      vt = pack(value, PACK_IN_PLACE) as PackedInPlace;
     } catch (cause) {
       throw new ZephyrError("BAD_RECORD", `shuffle: record cannot be serialised: ${(cause as Error).message}`, { cause });
     }
-    const h = this.hasher.hash(keyBytes);
-    const frameBytes = FRAME_HEADER_BYTES + keyBytes.length + valueBytes.length;
+    const frameBytes = FRAME_HEADER_BYTES + keyLen + (vt.end - vt.start);
 
     let chunk = this.chunks[this.chunks.length - 1];
     if (chunk === undefined || this.chunkPos + frameBytes > chunk.length) {
@@ -133,20 +141,20 @@ export class ShuffleWriter {
     }
     const at = this.chunkPos;
     chunk.writeUInt32LE(frameBytes - 4, at);
-    const sortHash = Number(h >> 11n);
     chunk.writeDoubleLE(sortHash, at + 4);
     chunk[at + 12] = this.tag;
-    chunk.writeUInt32LE(keyBytes.length, at + 13);
-    chunk.set(keyBytes, at + FRAME_HEADER_BYTES);
-    chunk.set(valueBytes, at + FRAME_HEADER_BYTES + keyBytes.length);
+    chunk.writeUInt32LE(keyLen, at + 13);
+    this.keyScratch.copy(chunk, at + FRAME_HEADER_BYTES, 0, keyLen);
+    vt.copy(chunk, at + FRAME_HEADER_BYTES + keyLen, vt.start, vt.end);
     this.chunkPos += frameBytes;
 
     if (this.n === this.partOf.length) this.grow();
     const i = this.n++;
-    this.partOf[i] = Number(h % this.bigPartitions);
+    this.partOf[i] = sortHash % this.numPartitions;
     this.hashOf[i] = sortHash;
     this.chunkOf[i] = this.chunks.length - 1;
     this.offsetOf[i] = at;
+    this.keyLenOf[i] = keyLen;
     this.records++;
     if (this.arenaBytes + this.n * PER_RECORD_BYTES >= this.budget) this.flush();
   }
@@ -177,6 +185,7 @@ export class ShuffleWriter {
     this.partOf = g32(this.partOf);
     this.chunkOf = g32(this.chunkOf);
     this.offsetOf = g32(this.offsetOf);
+    this.keyLenOf = g32(this.keyLenOf);
     const h = new Float64Array(cap);
     h.set(this.hashOf);
     this.hashOf = h;
@@ -186,7 +195,7 @@ export class ShuffleWriter {
   private flush(): void {
     const n = this.n;
     if (n === 0) return;
-    const { partOf, hashOf, chunkOf, offsetOf, chunks } = this;
+    const { partOf, hashOf, chunkOf, offsetOf, keyLenOf, chunks } = this;
     const order = new Uint32Array(n);
     for (let i = 0; i < n; i++) order[i] = i;
     order.sort((a, b) => {
@@ -201,7 +210,7 @@ export class ShuffleWriter {
       const ob = offsetOf[b];
       const ka = oa + FRAME_HEADER_BYTES;
       const kb = ob + FRAME_HEADER_BYTES;
-      const c = ca.compare(cb, kb, kb + cb.readUInt32LE(ob + 13), ka, ka + ca.readUInt32LE(oa + 13));
+      const c = ca.compare(cb, kb, kb + keyLenOf[b], ka, ka + keyLenOf[a]);
       return c !== 0 ? c : a - b;
     });
 
