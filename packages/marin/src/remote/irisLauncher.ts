@@ -68,6 +68,8 @@ export async function createIrisLauncher(opts: IrisLauncherOptions): Promise<Ste
           ...(res.devices ? { devices: res.devices } : {}),
         },
         maxRetriesFailure: 0,
+        // The task rebuilds the graph from the script: settings it reads from the environment must match.
+        env: Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => /^(MARIN|LEVANTER|ZEPHYR)_/.test(e[0]) && e[1] !== undefined)),
       });
       args.log(`submitted iris job ${job.name}`);
       const onAbort = () => void job.terminate().catch(() => undefined);
