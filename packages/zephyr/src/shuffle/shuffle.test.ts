@@ -1,4 +1,4 @@
-import { mkdir, mkdtemp, readdir, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, rm, truncate } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import fc from "fast-check";
@@ -138,7 +138,7 @@ describe("shuffle", () => {
   });
 
   it("orders groups deterministically and keeps input order inside a group", async () => {
-    const rows = Array.from({ length: 5000 }, (_, v) => ({ k: `key-${v % 37}`, v }));
+    const rows = Array.from({ length: 3000 }, (_, v) => ({ k: `key-${v % 37}`, v }));
     const dir = await freshDir();
     const run = async () => {
       const runs = await scatter(rows, { dir, mappers: 3, partitions: 2, budget: 8192, name: `d${counter++}-` });
@@ -198,5 +198,65 @@ describe("shuffle", () => {
     for (let i = 0; i < 500; i++) w2.add(i, { i });
     w2.abort();
     expect((await readdir(dir)).filter((f) => f.startsWith("gone"))).toEqual([]);
+  });
+
+  it("merges many runs in several passes, removing intermediate runs, also when abandoned", async () => {
+    const dir = await freshDir();
+    const rows = Array.from({ length: 4000 }, (_, v) => ({ k: v % 101, v }));
+    const runs = await scatter(rows, { dir, mappers: 2, partitions: 1, budget: 4096 });
+    expect(runs.length).toBeGreaterThan(40);
+    const merge = new ExternalMerge(segmentsOf(runs, 0), { tmpDir: dir, memoryBudgetBytes: 256 * 1024, maxFanIn: 3 });
+    expect(merge.passes).toBeGreaterThanOrEqual(3);
+    let count = 0;
+    let prev = -1;
+    for (let c = merge.next(); c !== undefined; c = merge.next()) {
+      expect(c.hash).toBeGreaterThanOrEqual(prev);
+      prev = c.hash;
+      count++;
+    }
+    merge.close();
+    expect(count).toBe(rows.length);
+    const left = async () => (await readdir(dir)).filter((f) => f.startsWith("merge-"));
+    expect(await left()).toEqual([]);
+    // Abandoning the group walk half-way still closes files and deletes intermediate runs.
+    for (const g of groupPartition<Row>(runs, 0, { tmpDir: dir, memoryBudgetBytes: 256 * 1024, maxFanIn: 3 })) {
+      expect([...g.values].length).toBeGreaterThan(0);
+      break;
+    }
+    expect(await left()).toEqual([]);
+  });
+
+  it("handles records larger than the read block and the write block", async () => {
+    const dir = await freshDir();
+    const big = (n: number, c: string) => c.repeat(n);
+    const rows = [
+      { k: "a", v: 0, pad: big(300_000, "x") },
+      { k: "b", v: 1, pad: big(10, "y") },
+      { k: "a", v: 2, pad: big(2_500_000, "z") },
+      { k: "b", v: 3, pad: big(70_000, "w") },
+    ];
+    const runs = await scatter(rows, { dir, mappers: 2, partitions: 1, budget: 4096 });
+    const all = new Map<unknown, (typeof rows)[number][]>();
+    for (const g of groupPartition<(typeof rows)[number]>(runs, 0, { tmpDir: dir, memoryBudgetBytes: 256 * 1024, maxFanIn: 2 })) all.set(g.key, [...g.values]);
+    expect(all.get("a")).toEqual([rows[0], rows[2]]);
+    expect(all.get("b")).toEqual([rows[1], rows[3]]);
+    expect(all.size).toBe(2);
+  });
+
+  it("reports a truncated spill run as an IO error naming the file", async () => {
+    const dir = await freshDir();
+    const rows = Array.from({ length: 200 }, (_, v) => ({ k: v, v }));
+    const runs = await scatter(rows, { dir, mappers: 1, partitions: 1, budget: 1 << 20 });
+    await truncate(runs[0].path, runs[0].offsets[1] - 5);
+    const err = (() => {
+      try {
+        for (const g of groupPartition<Row>(runs, 0, mergeOpts(dir, 32))) [...g.values];
+      } catch (e) {
+        return e;
+      }
+    })();
+    expect(err).toBeInstanceOf(ZephyrError);
+    expect((err as ZephyrError).code).toBe("IO");
+    expect((err as ZephyrError).message).toContain(runs[0].path);
   });
 });
