@@ -1,5 +1,6 @@
 // Execution backends. Each runs the shards of one stage and hands back their results in shard
 // order; the coordinator owns retries' policy, outputs and counters.
+import type { IrisClient } from "@marin/iris";
 import type { Dataset } from "../dataset.ts";
 import { ZephyrError } from "../errors.ts";
 import type { Plan, Stage } from "../plan/planner.ts";
@@ -11,6 +12,8 @@ export type BackendName = "inline" | "threads" | "iris";
 
 /** Settings of the iris backend. */
 export interface IrisBackendOptions {
+  /** A connected client (for example `LocalCluster.client`). */
+  client?: IrisClient;
   /** Address of the controller (default: the client of the enclosing iris task, via getIrisCtx()). */
   address?: string;
   /** Bearer token for `address`. */

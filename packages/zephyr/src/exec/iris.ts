@@ -1,10 +1,101 @@
-// The iris backend: each shard of a stage is one task of an iris job.
+// The iris backend: each stage is one iris job whose tasks are the stage's shards. A task imports
+// zephyr's task module, which imports the pipeline's module, rebuilds the plan, checks the
+// fingerprint and runs its shard; results come back through files in the run's scratch directory.
+import { randomBytes } from "node:crypto";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import * as iris from "@marin/iris";
+import type { IrisClient, Job, JobSpecInput, JobStatus } from "@marin/iris";
 import type { PipelineOrigin } from "../dataset.ts";
 import { ZephyrError } from "../errors.ts";
+import { originFingerprint } from "../plan/fingerprint.ts";
 import type { Plan } from "../plan/planner.ts";
 import type { Backend, IrisBackendOptions } from "./backends.ts";
+import type { IrisTaskArgs } from "./irisTask.ts";
+import { reviveError } from "./remoteTask.ts";
+import type { RemoteReply, RemoteTask } from "./remoteTask.ts";
+import type { TaskResult } from "./task.ts";
 
-/** Creates the iris backend. */
-export function irisBackend(_origin: PipelineOrigin, _plan: Plan, _opts: IrisBackendOptions, _scratch: string): Backend {
-  throw new ZephyrError("MISSING_DEPENDENCY", "the iris backend is not available yet");
+const TASK_MODULE = fileURLToPath(new URL("./irisTask.ts", import.meta.url));
+
+/** What zephyr needs of an iris context (getIrisCtx() inside a task). */
+interface IrisCtxLike {
+  client: IrisClient;
+  submitChild(spec: JobSpecInput): Promise<Job>;
+}
+
+function currentIrisCtx(): IrisCtxLike | undefined {
+  const get = (iris as unknown as { getIrisCtx?: () => IrisCtxLike | undefined }).getIrisCtx;
+  return typeof get === "function" ? get() : undefined;
+}
+
+/** How to submit jobs: a given client, a given address, the enclosing task's context, or the task env. */
+function connect(opts: IrisBackendOptions): { submit: (spec: JobSpecInput) => Promise<Job>; close: () => void } {
+  if (opts.client) return { submit: (s) => opts.client!.submit(s), close: () => undefined };
+  if (opts.address) {
+    const client = iris.IrisClient.connect(opts.address, { token: opts.token ?? process.env.IRIS_AUTH_TOKEN });
+    return { submit: (s) => client.submit(s), close: () => client.close() };
+  }
+  const ctx = currentIrisCtx();
+  // Inside an iris task: stage jobs are children of the task's job, so they die with it.
+  if (ctx) return { submit: (s) => ctx.submitChild(s), close: () => undefined };
+  const address = process.env.IRIS_CONTROLLER_ADDRESS;
+  if (address) {
+    const client = iris.IrisClient.connect(address, { token: process.env.IRIS_AUTH_TOKEN });
+    return { submit: (s) => client.submit(s), close: () => client.close() };
+  }
+  throw new ZephyrError(
+    "INVALID_ARGUMENT",
+    'the iris backend needs a cluster: pass { iris: { client } } or { iris: { address } }, or run inside an iris task (getIrisCtx())',
+  );
+}
+
+function why(status: JobStatus): string {
+  const task = status.tasks.find((t) => t.error || t.failureKind);
+  return [status.error, task ? `task ${task.index}: ${task.failureKind ?? ""} ${task.error ?? ""}`.trim() : ""].filter(Boolean).join("; ");
+}
+
+/** Creates the iris backend for `plan`, defined by `origin`. */
+export function irisBackend(origin: PipelineOrigin, plan: Plan, opts: IrisBackendOptions, scratch: string): Backend {
+  const conn = connect(opts);
+  const fingerprint = originFingerprint(plan.fingerprint, origin);
+  const runId = randomBytes(4).toString("hex");
+  return {
+    async runStage(stage, specs, hooks) {
+      if (specs.length === 0) return [];
+      const dir = path.join(scratch, "iris", `stage-${stage.id}`);
+      await mkdir(dir, { recursive: true });
+      const tasks: RemoteTask[] = specs.map((spec) => ({ origin, fingerprint, spec }));
+      const tasksFile = path.join(dir, "tasks.json");
+      await writeFile(tasksFile, JSON.stringify(tasks));
+      const args: IrisTaskArgs = { tasksFile, resultDir: dir };
+      const job = await conn.submit({
+        name: `${opts.jobPrefix ?? "zephyr"}-${fingerprint.slice(0, 8)}-${runId}-s${stage.id}`,
+        entrypoint: { module: TASK_MODULE, export: "runZephyrIrisTask", args },
+        replicas: specs.length,
+        resources: { cpuMillis: opts.cpuMillis ?? 1000, ...(opts.memoryBytes !== undefined ? { memoryBytes: opts.memoryBytes } : {}) },
+        maxRetriesFailure: hooks.maxRetries,
+      });
+      const status = await job.wait();
+      for (const t of status.tasks) for (let k = 1; k < t.attempt; k++) hooks.onRetry(new Error(`task ${t.index} attempt ${k} failed`));
+      const results: TaskResult[] = [];
+      for (let i = 0; i < specs.length; i++) {
+        let reply: RemoteReply | undefined;
+        try {
+          reply = JSON.parse(await readFile(path.join(dir, `result-${i}.json`), "utf8")) as RemoteReply;
+        } catch {
+          reply = undefined;
+        }
+        if (reply && !reply.ok) throw reviveError(reply.error);
+        if (!reply || status.state !== "SUCCEEDED") {
+          throw new ZephyrError("SHARD_FAILED", `stage ${stage.id} [${stage.name}]: iris job ${job.name} ended ${status.state}${why(status) ? `: ${why(status)}` : ""}`);
+        }
+        hooks.onShardDone();
+        results.push(reply.result);
+      }
+      return results;
+    },
+    close: async () => conn.close(),
+  };
 }
