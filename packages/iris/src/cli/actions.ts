@@ -3,7 +3,7 @@
 //
 // Components load on first use: every command pays for grpc-js and zod, but only `iris controller`
 // and `iris cluster local` for SQLite and the controller, and `--help` for none of it.
-import type { IrisClient } from "../client/irisClient.ts";
+import type { IrisClient, Job } from "../client/irisClient.ts";
 import type { JobSpecInput } from "../jobSpec.ts";
 import { formatEndpoints, formatJobList, formatJobStatus, formatLogLine, jobExitCode } from "./output.ts";
 import type { ClientArgs, CliActions, CliIo } from "./program.ts";
@@ -31,6 +31,36 @@ async function withClient<T>(a: ClientArgs, fn: (client: IrisClient) => Promise<
   } finally {
     client.close();
   }
+}
+
+/**
+ * While a submitted job has pending tasks, prints why (the scheduler's reason) on stderr each time
+ * it changes, so that `iris job run` of a job that cannot be placed does not sit silent. Polls
+ * GetJob once a second (a progress display) until no task is pending.
+ */
+function reportPending(job: Job, io: CliIo): { stop(): void } {
+  let stopped = false;
+  let timer: NodeJS.Timeout | undefined;
+  let last = "";
+  const poll = async (): Promise<void> => {
+    const st = await job.status().catch(() => undefined);
+    if (stopped) return;
+    if (st) {
+      const waiting = st.tasks.filter((t) => t.state === "PENDING" && t.pendingReason);
+      const text = waiting.length > 0 ? `${waiting.length} of ${st.tasks.length} tasks pending: ${waiting[0].pendingReason}` : "";
+      if (text !== "" && text !== last) io.err(`iris: ${text}\n`);
+      last = text;
+      if (!st.tasks.some((t) => t.state === "PENDING")) return;
+    }
+    timer = setTimeout(() => void poll(), 1000);
+  };
+  void poll();
+  return {
+    stop() {
+      stopped = true;
+      clearTimeout(timer);
+    },
+  };
 }
 
 /** The actions that start real components; `io` receives everything printed. */
@@ -105,6 +135,7 @@ export function realActions(io: CliIo): CliActions {
           void job.terminate().catch((e: unknown) => io.err(`${String(e)}\n`));
         };
         process.once("SIGINT", onInterrupt);
+        const pending = reportPending(job, io);
         try {
           const multi = (a.spec.replicas ?? 1) > 1;
           for await (const e of job.logs({ follow: true })) {
@@ -114,6 +145,7 @@ export function realActions(io: CliIo): CliActions {
           if (st.state !== "SUCCEEDED") io.err(`${job.name} ${st.state}${st.error ? `: ${st.error}` : ""}\n`);
           return jobExitCode(st);
         } finally {
+          pending.stop();
           process.off("SIGINT", onInterrupt);
         }
       }),

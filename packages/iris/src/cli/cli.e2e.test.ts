@@ -26,11 +26,11 @@ class IrisProcess {
     this.exited = new Promise((resolve) => this.child.on("close", (code) => resolve(code)));
   }
 
-  /** Polls until stdout matches, failing with the output seen when the deadline passes. */
-  async waitFor(pattern: RegExp, timeoutMs = 60_000): Promise<RegExpMatchArray> {
+  /** Polls until the output matches, failing with the output seen when the deadline passes. */
+  async waitFor(pattern: RegExp, stream: "stdout" | "stderr" = "stdout", timeoutMs = 60_000): Promise<RegExpMatchArray> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
-      const m = this.stdout.match(pattern);
+      const m = this[stream].match(pattern);
       if (m) return m;
       if (Date.now() > deadline || this.child.exitCode !== null) {
         throw new Error(`no ${pattern} in output of iris (exit ${this.child.exitCode})\nstdout: ${this.stdout}\nstderr: ${this.stderr}`);
@@ -126,17 +126,21 @@ describe("iris CLI end to end", () => {
     expect((await iris(["job", "logs", "streamer"])).stdout).toBe("line 1\nline 2\n");
   });
 
-  it("job kill terminates a running job", async () => {
-    const r = await iris(["job", "run", "--name", "sleeper", "-d", "--", "node", "-e", "setInterval(() => {}, 1000)"]);
-    expect(r.code, r.stderr).toBe(0);
-    const kill = await iris(["job", "kill", "sleeper"]);
-    expect(kill.code, kill.stderr).toBe(0);
-    const deadline = Date.now() + 60_000;
-    let state = "";
-    while (Date.now() < deadline && state !== "KILLED") {
-      state = (await iris(["job", "status", "sleeper"])).stdout.split("\n")[0];
+  it("job run says why a job is pending; job kill ends it and job run exits 1", async () => {
+    // A gang of 2 needs 2 workers; there is one.
+    const run = new IrisProcess(["job", "run", "--name", "stuck", "--replicas", "2", "--gang", "--", "node", "-e", "0"], env);
+    try {
+      await run.waitFor(/^\/clitest\/stuck$/m);
+      await run.waitFor(/^iris: 2 of 2 tasks pending: gang of 2 needs 2 workers with .* only 1 fit \(1 worker\)$/m, "stderr");
+      const kill = await iris(["job", "kill", "stuck"]);
+      expect(kill.code, kill.stderr).toBe(0);
+      expect(kill.stdout).toBe("terminated /clitest/stuck\n");
+      expect(await run.exited).toBe(1);
+      expect(run.stderr).toMatch(/^\/clitest\/stuck KILLED/m);
+    } finally {
+      await run.stop();
     }
-    expect(state).toBe("KILLED");
+    expect((await iris(["job", "status", "stuck"])).stdout.split("\n")[0]).toBe("KILLED");
   });
 
   it("a wrong or missing token prints UNAUTHENTICATED and exits non-zero", async () => {

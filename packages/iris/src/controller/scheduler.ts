@@ -486,7 +486,7 @@ export function schedule(snapshot: SchedSnapshot): SchedResult {
     const scope = cls.cs.constraints.length > 0 ? ` matching ${describeConstraints(cls.cs.constraints)}` : "";
     return (
       `gang of ${n} needs ${n} workers${scope} with ${describeRequest(cls, kindNames)} free, ` +
-      `only ${countFits(cls)} fit (${cls.cs.eligible.length} workers)`
+      `only ${countFits(cls)} fit (${workerCount(cls.cs.eligible.length)})`
     );
   }
 
@@ -495,7 +495,7 @@ export function schedule(snapshot: SchedSnapshot): SchedResult {
     const constraintReason = explainConstraints(cls.cs);
     if (constraintReason !== undefined) return constraintReason;
     const tree = cls.cs.tree;
-    const count = `(${tree.n} ${tree.n === 1 ? "worker" : "workers"})`;
+    const count = `(${workerCount(tree.n)})`;
     for (let j = 0; j < cls.devKinds.length; j++) {
       const best = tree.dev[cls.devKinds[j]][1];
       if (best < cls.devCounts[j]) {
@@ -531,6 +531,10 @@ export function schedule(snapshot: SchedSnapshot): SchedResult {
     unplaced.push({ taskId: pending[i].taskId, reason });
   }
   return { assignments, unplaced };
+}
+
+function workerCount(n: number): string {
+  return `${n} ${n === 1 ? "worker" : "workers"}`;
 }
 
 function describeConstraints(cs: SchedConstraint[]): string {
