@@ -1,7 +1,8 @@
-import { mkdir, mkdtemp, readdir, rm, truncate } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, rm, truncate, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import fc from "fast-check";
+import { pack } from "msgpackr";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ZephyrError } from "../errors.ts";
 import { canonicalKey, encodeKey, loadKeyHasher } from "./keyCodec.ts";
@@ -9,7 +10,7 @@ import { ExternalMerge } from "./mergeRuns.ts";
 import { JOIN_LEFT_TAG, JOIN_RIGHT_TAG, dedupPartition, groupPartition, joinPartition, partitionSizes } from "./shuffleReader.ts";
 import { ShuffleWriter } from "./shuffleWriter.ts";
 import type { SpillRun } from "./spillRun.ts";
-import { segmentsOf } from "./spillRun.ts";
+import { FRAME_HEADER_BYTES, segmentsOf } from "./spillRun.ts";
 
 let root: string;
 let counter = 0;
@@ -258,5 +259,30 @@ describe("shuffle", () => {
     expect(err).toBeInstanceOf(ZephyrError);
     expect((err as ZephyrError).code).toBe("IO");
     expect((err as ZephyrError).message).toContain(runs[0].path);
+  });
+
+  it("keeps distinct keys with equal hashes apart (groups compare the encoded key, not the hash)", async () => {
+    const dir = await freshDir();
+    // A hand-made run: three frames sharing one sort hash, sorted by key bytes as the writer would.
+    const frame = (key: unknown, value: unknown): Buffer => {
+      const k = Buffer.from(encodeKey(key));
+      const v = Buffer.from(pack(value));
+      const head = Buffer.alloc(FRAME_HEADER_BYTES);
+      head.writeUInt32LE(FRAME_HEADER_BYTES - 4 + k.length + v.length, 0);
+      head.writeDoubleLE(42, 4);
+      head[12] = 0;
+      head.writeUInt32LE(k.length, 13);
+      return Buffer.concat([head, k, v]);
+    };
+    const bytes = Buffer.concat([frame("a", 1), frame("a", 2), frame("b", 3)]);
+    const runPath = path.join(dir, "hand.spill");
+    await writeFile(runPath, bytes);
+    const run: SpillRun = { path: runPath, offsets: [0, bytes.length], counts: [3] };
+    const groups: [unknown, number[]][] = [];
+    for (const g of groupPartition<number>([run], 0, mergeOpts(dir, 32))) groups.push([g.key, [...g.values]]);
+    expect(groups).toEqual([
+      ["a", [1, 2]],
+      ["b", [3]],
+    ]);
   });
 });
