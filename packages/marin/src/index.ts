@@ -41,3 +41,9 @@ export { tokenize, isValidationDoc, TRAIN_CACHE, VALIDATION_CACHE } from "./step
 export type { TokenizeOptions, TokenizeConfig } from "./steps/tokenize.ts";
 export { readDocuments } from "./steps/documents.ts";
 export type { Document } from "./steps/documents.ts";
+export { trainLm, CHECKPOINTS } from "./steps/trainLm.ts";
+export type { TrainLmOptions, TrainLmTrainerOptions } from "./steps/trainLm.ts";
+export { evaluateLm } from "./steps/evaluateLm.ts";
+export type { EvaluateLmOptions } from "./steps/evaluateLm.ts";
+export { generateText } from "./steps/generateText.ts";
+export type { GenerateTextOptions } from "./steps/generateText.ts";

@@ -1,0 +1,67 @@
+import { promises as fs } from "node:fs";
+import path from "node:path";
+import { generate } from "@marin/levanter";
+import { z } from "zod";
+import { defineStep } from "../step/step.ts";
+import type { OutputRef, Step, StepResources } from "../step/step.ts";
+
+const configSchema = z.object({
+  checkpoints: z.string(),
+  prompts: z.array(z.string()).min(1),
+  maxTokens: z.number().int().positive(),
+  temperature: z.number().min(0),
+  topK: z.number().int().positive().nullable(),
+  seed: z.number().int(),
+});
+
+/** Options of {@link generateText}. */
+export interface GenerateTextOptions {
+  /** Step name (default `generate`). */
+  name?: string;
+  /** `outputOf(trainStep, "checkpoints")`. */
+  checkpoints: OutputRef;
+  prompts: string[];
+  maxTokens?: number;
+  temperature?: number;
+  topK?: number | null;
+  seed?: number;
+  /** Resources of the iris job (default one core). */
+  resources?: StepResources;
+}
+
+/** Samples a continuation per prompt from the final checkpoint into `samples.jsonl` (`{ prompt, text }` per line). */
+export function generateText(opts: GenerateTextOptions): Step<any> {
+  return defineStep({
+    name: opts.name ?? "generate",
+    description: "sample text from the trained model",
+    version: "1",
+    schema: configSchema,
+    // Its own process: tfjs keeps global engine state that concurrent in-process steps would share.
+    resources: opts.resources ?? { cpuMillis: 1000 },
+    config: {
+      checkpoints: opts.checkpoints,
+      prompts: opts.prompts,
+      maxTokens: opts.maxTokens ?? 64,
+      temperature: opts.temperature ?? 0.8,
+      topK: opts.topK ?? null,
+      seed: opts.seed ?? 0,
+    },
+    fn: async (ctx) => {
+      const cfg = ctx.config as z.infer<typeof configSchema>;
+      const samples: { prompt: string; text: string }[] = [];
+      for (const [i, prompt] of cfg.prompts.entries()) {
+        const r = await generate({
+          checkpoint: cfg.checkpoints,
+          prompt,
+          maxTokens: cfg.maxTokens,
+          temperature: cfg.temperature,
+          seed: cfg.seed + i,
+          ...(cfg.topK !== null ? { topK: cfg.topK } : {}),
+        });
+        samples.push({ prompt, text: r.text });
+      }
+      await fs.writeFile(path.join(ctx.outputPath, "samples.jsonl"), samples.map((s) => JSON.stringify(s)).join("\n") + "\n");
+      return { sample: samples[0].prompt + samples[0].text, samples: samples.length };
+    },
+  });
+}
