@@ -5,7 +5,7 @@
 // and `iris cluster local` for SQLite and the controller, and `--help` for none of it.
 import type { IrisClient, Job } from "../client/irisClient.ts";
 import type { JobSpecInput } from "../jobSpec.ts";
-import { formatEndpoints, formatJobList, formatJobStatus, formatLogLine, jobExitCode } from "./output.ts";
+import { formatEndpoints, formatWorkers, formatJobList, formatJobStatus, formatLogLine, jobExitCode } from "./output.ts";
 import type { ClientArgs, CliActions, CliIo } from "./program.ts";
 
 /** Resolves at the first SIGINT or SIGTERM; a second one exits at once (130). */
@@ -187,6 +187,13 @@ export function realActions(io: CliIo): CliActions {
       withClient(a, async (client) => {
         const endpoints = await client.listEndpoints(a.prefix ?? "");
         io.out(a.json ? `${JSON.stringify(endpoints, null, 2)}\n` : formatEndpoints(endpoints));
+        return 0;
+      }),
+
+    workers: (a) =>
+      withClient(a, async (client) => {
+        const workers = await client.listWorkers();
+        io.out(a.json ? `${JSON.stringify(workers, null, 2)}\n` : formatWorkers(workers));
         return 0;
       }),
   };

@@ -156,10 +156,15 @@ describe("iris CLI end to end", () => {
     expect((await iris(["job", "status", "sneaky"])).stderr).toMatch(/^NOT_FOUND: /m);
   });
 
-  it("endpoints lists what tasks registered (none here) and exits 0", async () => {
-    const r = await iris(["endpoints"]);
-    expect(r.code, r.stderr).toBe(0);
-    expect(r.stdout).toBe("no endpoints\n");
+  it("endpoints and workers list the cluster", async () => {
+    const [endpoints, workers] = await Promise.all([iris(["endpoints"]), iris(["workers"])]);
+    expect(endpoints.code, endpoints.stderr).toBe(0);
+    expect(endpoints.stdout).toBe("no endpoints\n");
+    expect(workers.code, workers.stderr).toBe(0);
+    const [header, row, ...rest] = workers.stdout.trimEnd().split("\n");
+    expect(header).toMatch(/^WORKER +HOST +STATE +RUNNING +ATTRIBUTES$/);
+    expect(row).toMatch(/ zone=test$/);
+    expect(rest).toEqual([]);
   });
 });
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { JobStatus, TaskStatus } from "../jobSpec.ts";
-import { formatEndpoints, formatJobList, formatJobStatus, formatLogLine, formatTable, jobExitCode } from "./output.ts";
+import { formatWorkers, formatEndpoints, formatJobList, formatJobStatus, formatLogLine, formatTable, jobExitCode } from "./output.ts";
 
 function task(index: number, extra: Partial<TaskStatus> = {}): TaskStatus {
   return { taskId: `/u/j/${index}`, index, state: "SUCCEEDED", attempt: 1, attempts: [], ...extra };
@@ -56,6 +56,13 @@ describe("formatting", () => {
     expect(formatEndpoints([{ name: "/u/j/coord", address: "10.0.0.1:99", metadata: { rank: "0" } }])).toBe(
       "NAME        ADDRESS      METADATA\n/u/j/coord  10.0.0.1:99  rank=0\n",
     );
+  });
+
+  it("lists workers with their load and attributes", () => {
+    expect(formatWorkers([{ workerId: "w-1", host: "h", state: "ALIVE", attributes: { zone: "a", rack: "2" }, runningAttempts: 3 }])).toBe(
+      "WORKER  HOST  STATE  RUNNING  ATTRIBUTES\nw-1     h     ALIVE  3        zone=a,rack=2\n",
+    );
+    expect(formatWorkers([])).toBe("no workers\n");
   });
 
   it("prefixes log lines with the task index only for multi-task jobs", () => {

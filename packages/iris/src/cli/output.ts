@@ -58,6 +58,30 @@ export function formatEndpoints(endpoints: Endpoint[]): string {
   );
 }
 
+/** A worker as `iris workers` shows it (what IrisClient.listWorkers returns). */
+export interface WorkerRow {
+  workerId: string;
+  host: string;
+  state: string;
+  attributes: Record<string, string>;
+  runningAttempts: number;
+}
+
+/** `iris workers`. */
+export function formatWorkers(workers: WorkerRow[]): string {
+  if (workers.length === 0) return "no workers\n";
+  return formatTable(
+    ["WORKER", "HOST", "STATE", "RUNNING", "ATTRIBUTES"],
+    workers.map((w) => [
+      w.workerId,
+      w.host,
+      w.state,
+      String(w.runningAttempts),
+      Object.entries(w.attributes).map(([k, v]) => `${k}=${v}`).join(","),
+    ]),
+  );
+}
+
 /** A log line as printed: prefixed with `[task]` when the job has several tasks. */
 export function formatLogLine(e: LogEntry, multiTask: boolean): string {
   return multiTask ? `[${e.taskIndex}] ${e.line}\n` : `${e.line}\n`;

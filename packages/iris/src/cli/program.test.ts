@@ -157,6 +157,7 @@ describe("iris CLI parsing", () => {
     expect((await cli(["job", "kill", "train", ...env])).calls[0].action).toBe("jobKill");
     expect((await cli(["endpoints", "/u/job/", ...env])).args).toMatchObject({ prefix: "/u/job/" });
     expect((await cli(["endpoints", ...env])).args).toMatchObject({ prefix: undefined });
+    expect((await cli(["workers", "--json", ...env])).calls).toEqual([{ action: "workers", args: { controller: "c:1", token: undefined, json: true } }]);
   });
 
   it("returns the action's exit code", async () => {
@@ -170,7 +171,7 @@ describe("iris CLI parsing", () => {
   });
 
   it("prints help for every command and exits 0", async () => {
-    for (const argv of [[], ["job"], ["job", "run"], ["cluster", "local"], ["worker"], ["controller"], ["endpoints"]]) {
+    for (const argv of [[], ["job"], ["job", "run"], ["cluster", "local"], ["worker"], ["controller"], ["endpoints"], ["workers"]]) {
       const r = await cli([...argv, "--help"]);
       expect(r.code, argv.join(" ")).toBe(0);
       expect(r.out, argv.join(" ")).toMatch(/^Usage: iris/);

@@ -96,6 +96,11 @@ export interface EndpointsArgs extends ClientArgs {
   json: boolean;
 }
 
+/** `iris workers`. */
+export interface WorkersArgs extends ClientArgs {
+  json: boolean;
+}
+
 /** What each command does once parsed; each resolves to the process exit code. */
 export interface CliActions {
   controller(a: ControllerArgs): Promise<number>;
@@ -107,6 +112,7 @@ export interface CliActions {
   jobLogs(a: JobLogsArgs): Promise<number>;
   jobKill(a: JobNameArgs): Promise<number>;
   endpoints(a: EndpointsArgs): Promise<number>;
+  workers(a: WorkersArgs): Promise<number>;
 }
 
 /** Where the CLI writes (the process streams, or buffers in tests). */
@@ -325,6 +331,14 @@ export function buildProgram(actions: CliActions, io: CliIo, setExitCode: (code:
     .action((prefix: string | undefined, o: { controller?: string; token?: string; json: boolean }) =>
       run(() => actions.endpoints({ ...clientArgs(o), prefix, json: o.json })),
     );
+
+  program
+    .command("workers")
+    .description("list the workers registered with the controller")
+    .option("--json", "print JSON", false)
+    .addOption(controllerOption())
+    .addOption(tokenOption())
+    .action((o: { controller?: string; token?: string; json: boolean }) => run(() => actions.workers({ ...clientArgs(o), json: o.json })));
 
   return program;
 }
