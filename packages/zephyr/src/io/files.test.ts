@@ -30,6 +30,16 @@ describe("expandGlob", () => {
     expect(got).toEqual([path.join(dir, "a/10.jsonl"), path.join(dir, "c/x.txt")]);
   });
 
+  it("treats glob characters in literal directories and existing file names literally", async () => {
+    const odd = path.join(dir, "run(1)[x]");
+    await mkdir(odd);
+    await writeFile(path.join(odd, "a.jsonl"), "{}\n");
+    await writeFile(path.join(odd, "part[1].jsonl"), "{}\n");
+    expect(await expandGlob(path.join(odd, "*.jsonl"))).toEqual([path.join(odd, "a.jsonl"), path.join(odd, "part[1].jsonl")]);
+    expect(await expandGlob("run(1)[x]/part[1].jsonl", { cwd: dir })).toEqual([path.join(odd, "part[1].jsonl")]);
+    expect(await expandGlob(path.join(dir, "{a,b}", "*.jsonl"))).toEqual([path.join(dir, "a/10.jsonl"), path.join(dir, "b/2.jsonl")]);
+  });
+
   it("fails clearly on an empty match unless allowed", async () => {
     const err = await expandGlob("nothing/*.jsonl", { cwd: dir }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ZephyrError);

@@ -1,10 +1,10 @@
 // Local files: glob expansion and compression chosen by file extension.
-import { createReadStream, createWriteStream } from "node:fs";
+import { createReadStream, createWriteStream, statSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import type { Readable, Transform, Writable } from "node:stream";
 import { createGunzip, createGzip, constants as zlibConstants } from "node:zlib";
-import { glob } from "tinyglobby";
+import { glob, isDynamicPattern } from "tinyglobby";
 import { ZephyrError } from "../errors.ts";
 
 /** How a file's bytes are compressed, decided by its extension (`.gz`, `.zst`). */
@@ -20,8 +20,8 @@ export interface ExpandGlobOptions {
 
 /**
  * Expands one or more glob patterns (braces included: `data/{a,b}/*.jsonl.gz`) into the sorted,
- * de-duplicated absolute paths of the matching files. A pattern without glob syntax is kept as a
- * literal path only if the file exists.
+ * de-duplicated absolute paths of the matching files. A pattern naming an existing file is taken
+ * literally; glob syntax counts only below the pattern's literal directory prefix.
  *
  * Throws `ZephyrError("INVALID_ARGUMENT")` when nothing matches, unless `allowEmpty` is set, because
  * an empty input almost always means a typo, and silently producing empty outputs hides it.
@@ -30,14 +30,25 @@ export async function expandGlob(patterns: string | readonly string[], options: 
   const list = typeof patterns === "string" ? [patterns] : [...patterns];
   if (list.length === 0) throw new ZephyrError("INVALID_ARGUMENT", "expandGlob: expected at least one pattern");
   const cwd = path.resolve(options.cwd ?? process.cwd());
-  let found: string[];
-  try {
-    found = await glob(list, { cwd, absolute: true, onlyFiles: true, expandDirectories: false, dot: false });
-  } catch (cause) {
-    throw new ZephyrError("IO", `expandGlob: listing ${JSON.stringify(list)} under ${cwd} failed`, { cause });
+  const found = new Set<string>();
+  for (const pattern of list) {
+    const absolute = path.resolve(cwd, pattern);
+    // An existing file is taken literally, so names like "part[1].jsonl" need no escaping.
+    if (isFile(absolute)) {
+      found.add(absolute);
+      continue;
+    }
+    // Glob from the pattern's static directory prefix, so that glob characters in a directory
+    // name above the wildcard part (a temp dir "run(1)/", say) are not read as syntax.
+    const { base, rest } = splitStaticPrefix(absolute);
+    if (rest === "") continue;
+    try {
+      for (const p of await glob(rest, { cwd: base, absolute: true, onlyFiles: true, expandDirectories: false, dot: false })) found.add(path.resolve(p));
+    } catch (cause) {
+      throw new ZephyrError("IO", `expandGlob: listing ${JSON.stringify(pattern)} under ${base} failed`, { cause });
+    }
   }
-  // tinyglobby returns POSIX separators; normalise so callers can compare with path.resolve output.
-  const paths = [...new Set(found.map((p) => path.resolve(p)))].sort(comparePaths);
+  const paths = [...found].sort(comparePaths);
   if (paths.length === 0 && !options.allowEmpty) {
     throw new ZephyrError(
       "INVALID_ARGUMENT",
@@ -45,6 +56,40 @@ export async function expandGlob(patterns: string | readonly string[], options: 
     );
   }
   return paths;
+}
+
+function isFile(p: string): boolean {
+  try {
+    return statSync(p).isFile();
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Splits an absolute pattern into its longest leading run of literal directories (segments without
+ * glob syntax, or existing directories whose names merely contain glob characters) and the rest.
+ */
+function splitStaticPrefix(absolute: string): { base: string; rest: string } {
+  const parts = absolute.split(path.sep);
+  let base = parts[0] === "" ? path.sep : parts[0];
+  let i = 1;
+  for (; i < parts.length - 1; i++) {
+    const next = path.join(base, parts[i]);
+    if (isDynamicPattern(parts[i]) && !isDirectory(next)) break;
+    base = next;
+  }
+  const rest = parts.slice(i);
+  if (rest.length === 1 && !isDynamicPattern(rest[0])) return { base, rest: "" };
+  return { base, rest: rest.join("/") };
+}
+
+function isDirectory(p: string): boolean {
+  try {
+    return statSync(p).isDirectory();
+  } catch {
+    return false;
+  }
 }
 
 /** Code-unit order, independent of the locale, so every machine sees the same shard order. */

@@ -81,9 +81,9 @@ describe("JsonlWriter + readJsonlBatches", () => {
     expect(got).toEqual(records);
   });
 
-  it("reads zstd written by another encoder, CRLF line ends and blank lines", async () => {
+  it("reads zstd written by another encoder, a byte order mark, CRLF line ends and blank lines", async () => {
     const file = path.join(dir, "crlf.jsonl.zst");
-    await writeFile(file, zstd.compress(Buffer.from('{"a":1}\r\n\r\n  \n{"a":2}\r\n')));
+    await writeFile(file, zstd.compress(Buffer.from('\uFEFF{"a":1}\r\n\r\n  \n{"a":2}\r\n')));
     const got: unknown[] = [];
     for await (const r of readJsonl(file)) got.push(r);
     expect(got).toEqual([{ a: 1 }, { a: 2 }]);

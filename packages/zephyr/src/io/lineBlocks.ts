@@ -15,7 +15,7 @@ export interface LineBlock {
 
 /**
  * Yields the lines of `filePath` in blocks. The file's final newline does not start an extra
- * (empty) line. Read or codec failures become `ZephyrError("IO")` naming the file.
+ * (empty) line, and a leading UTF-8 byte order mark is dropped. Read or codec failures become `ZephyrError("IO")` naming the file.
  */
 export async function* lineBlocks(filePath: string): AsyncGenerator<LineBlock, void, undefined> {
   const decoder = new StringDecoder("utf8");
@@ -23,8 +23,14 @@ export async function* lineBlocks(filePath: string): AsyncGenerator<LineBlock, v
   let nextLine = 1;
   const stream = openDecompressed(filePath);
   try {
+    let first = true;
     for await (const chunk of stream as AsyncIterable<Buffer>) {
-      const text = carry + decoder.write(chunk);
+      let text = carry + decoder.write(chunk);
+      if (first && text.length > 0) {
+        // A UTF-8 byte order mark is not part of the first line.
+        if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+        first = false;
+      }
       const end = text.lastIndexOf("\n");
       if (end < 0) {
         carry = text;
