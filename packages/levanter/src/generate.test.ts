@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { selectBackend } from "./backend.ts";
 import { LevanterError } from "./errors.ts";
 import { generate } from "./generate.ts";
-import { Rng } from "./internal/rng.ts";
+import { Rng } from "./rng.ts";
 import { ModelConfigSchema, resolveModelConfig } from "./models/modelConfig.ts";
 import { TransformerLm, defaultDecayMask } from "./models/transformer.ts";
 import { AdamW } from "./optim/adamw.ts";

@@ -1,7 +1,7 @@
 import * as tf from "@tensorflow/tfjs";
 import { selectBackend } from "./backend.ts";
 import { LevanterError } from "./errors.ts";
-import { Rng } from "./internal/rng.ts";
+import { Rng } from "./rng.ts";
 import { tokenizerNamed } from "./trainer/evaluate.ts";
 import { loadModelFromCheckpoint } from "./trainer/trainState.ts";
 

@@ -40,6 +40,7 @@ export { TensorBoardWriter } from "./trainer/tensorboard.ts";
 export { StatusReporter, formatStatus } from "./trainer/status.ts";
 export type { StatusInput, StatusSink } from "./trainer/status.ts";
 export { generate } from "./generate.ts";
+export { Rng } from "./rng.ts";
 export type { GenerateOptions, GenerateResult } from "./generate.ts";
 
 // --- data, checkpoints (levanter-L2) ---

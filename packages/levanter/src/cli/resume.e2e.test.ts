@@ -5,7 +5,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadCheckpoint } from "../checkpoint/checkpointStore.ts";
-import { Rng } from "../internal/rng.ts";
+import { Rng } from "../rng.ts";
 import { syntheticDocuments, writeByteCache } from "../internal/testCorpus.ts";
 
 const pkgDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");

@@ -3,7 +3,7 @@
 import { byteTokenizer } from "../data/byteTokenizer.ts";
 import { encodeDocument } from "../data/tokenizer.ts";
 import { finalizeTokenCache, writeTokenCacheShard } from "../sharding/tokenCacheWriter.ts";
-import { Rng } from "./rng.ts";
+import { Rng } from "../rng.ts";
 
 const SUBJECTS = ["the cat", "a dog", "the old man", "my sister", "the farmer", "a small bird", "the teacher", "our neighbour"];
 const VERBS = ["saw", "found", "liked", "carried", "painted", "followed", "cooked", "lost"];

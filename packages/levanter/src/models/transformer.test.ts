@@ -1,7 +1,7 @@
 import * as tf from "@tensorflow/tfjs";
 import { beforeAll, describe, expect, it } from "vitest";
 import { selectBackend } from "../backend.ts";
-import { Rng } from "../internal/rng.ts";
+import { Rng } from "../rng.ts";
 import { flopsPerToken, ModelConfigSchema, resolveModelConfig, type ModelConfigInput } from "./modelConfig.ts";
 import { defaultDecayMask, TransformerLm } from "./transformer.ts";
 

@@ -1,6 +1,6 @@
 import * as tf from "@tensorflow/tfjs";
 import { matMul2d, oneHotFloat } from "../backend.ts";
-import { Rng } from "../internal/rng.ts";
+import { Rng } from "../rng.ts";
 import type { ResolvedModelConfig } from "./modelConfig.ts";
 
 /** Parameters by name (`layers/0/attn/qkv/kernel`, …), in a stable creation order. */

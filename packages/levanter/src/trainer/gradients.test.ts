@@ -1,7 +1,7 @@
 import * as tf from "@tensorflow/tfjs";
 import { describe, expect, it } from "vitest";
 import { selectBackend } from "../backend.ts";
-import { Rng } from "../internal/rng.ts";
+import { Rng } from "../rng.ts";
 import { ModelConfigSchema, resolveModelConfig } from "../models/modelConfig.ts";
 import { TransformerLm } from "../models/transformer.ts";
 import { computeGradients } from "./gradients.ts";

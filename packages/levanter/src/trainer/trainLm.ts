@@ -6,7 +6,7 @@ import { TokenLoader, ValidationBatches } from "../data/tokenLoader.ts";
 import type { Tokenizer } from "../data/tokenizer.ts";
 import { LevanterError } from "../errors.ts";
 import { log } from "../internal/log.ts";
-import { Rng } from "../internal/rng.ts";
+import { Rng } from "../rng.ts";
 import { resolveModelConfig, trainingFlopsPerToken } from "../models/modelConfig.ts";
 import { TransformerLm, defaultDecayMask } from "../models/transformer.ts";
 import { AdamW } from "../optim/adamw.ts";

@@ -2,7 +2,7 @@ import * as tf from "@tensorflow/tfjs";
 import { z } from "zod";
 import { findLatestCheckpoint, loadCheckpoint, readCheckpointMetadata, saveCheckpoint } from "../checkpoint/checkpointStore.ts";
 import { LevanterError } from "../errors.ts";
-import { Rng } from "../internal/rng.ts";
+import { Rng } from "../rng.ts";
 import { ModelConfigSchema, resolveModelConfig, type ResolvedModelConfig } from "../models/modelConfig.ts";
 import { TransformerLm } from "../models/transformer.ts";
 import type { AdamW } from "../optim/adamw.ts";

@@ -1,0 +1,98 @@
+// Training throughput (tokens/s) and MFU of levanter's transformer on every TensorFlow.js backend
+// that loads here, for the two reference models of issue 4. One training step = forward, backward
+// (explicit-transpose matMul gradients) and an AdamW update, exactly as trainLm runs it.
+//
+// MFU is model FLOPs (3 × matMul FLOPs per token, see flopsPerToken) per second against a
+// documented constant: the native 2-core SGEMM peak of ~188 GFLOP/s measured on the reference
+// 2-core Zen 4 VM (shared/reference/tfjs-on-node.md §8); the single-threaded wasm backend can use
+// one core, whose native peak is ~100 GFLOP/s (also printed).
+//
+// Usage: pnpm bench levanter/throughput [-- --steps N --backends wasm,cpu]
+import os from "node:os";
+import {
+  AdamW,
+  BACKEND_NAMES,
+  Rng,
+  ModelConfigSchema,
+  TransformerLm,
+  computeGradients,
+  defaultDecayMask,
+  resolveModelConfig,
+  selectBackend,
+  trainingFlopsPerToken,
+  type BackendName,
+} from "@marin/levanter";
+
+const PEAK_2CORE = 188e9;
+const PEAK_1CORE = 100e9;
+// Reference figures from tfjs-on-node.md §8 (2-core Zen 4, unloaded), wasm with the matMul fix.
+const BASELINE: Record<string, number> = { small: 3024, large: 641 };
+
+const args = process.argv.slice(2);
+const arg = (name: string) => {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 ? args[i + 1] : undefined;
+};
+const backends = (arg("backends")?.split(",") ?? [...BACKEND_NAMES]) as BackendName[];
+const stepsOverride = arg("steps") ? Number(arg("steps")) : undefined;
+
+const models = {
+  small: { nLayers: 2, dModel: 128, nHeads: 4, seqLen: 64 },
+  large: { nLayers: 4, dModel: 256, nHeads: 8, seqLen: 64 },
+} as const;
+const BATCH = 16;
+
+process.env.LEVANTER_LOG ??= "warn";
+console.log(`load average ${os.loadavg().map((l) => l.toFixed(2)).join(" ")} on ${os.cpus().length} cores (${os.cpus()[0]?.model ?? "?"})`);
+console.log("backend  model  params     ms/step  cpu-ms/step  tokens/s  tok/cpu-s  GFLOP/s  MFU(188)  MFU(1 core)  baseline tok/s");
+
+for (const backend of backends) {
+  try {
+    await selectBackend({ force: backend });
+  } catch (e) {
+    console.log(`${backend.padEnd(8)} skipped: ${(e as Error).message.slice(0, 160)}`);
+    continue;
+  }
+  for (const [label, m] of Object.entries(models)) {
+    const cfg = resolveModelConfig(ModelConfigSchema.parse(m), 257);
+    let seed = 12345;
+    const ids = Int32Array.from({ length: BATCH * cfg.seqLen }, () => (seed = (seed * 1103515245 + 12345) >>> 0) % 257);
+    const targets = ids.map((_, i) => ids[(i + 1) % ids.length]!);
+    const model = TransformerLm.init(cfg, new Rng(0));
+    const opt = new AdamW(model.params, { beta1: 0.9, beta2: 0.95, epsilon: 1e-8, weightDecay: 0.1, maxGradNorm: 1, decayMask: defaultDecayMask });
+    const step = () => {
+      const { grads } = computeGradients(model, ids, targets, BATCH);
+      opt.apply(grads, 1e-3);
+      for (const g of grads.values()) g.dispose();
+    };
+    const slow = backend === "cpu";
+    const steps = stepsOverride ?? (slow ? 2 : label === "small" ? 10 : 5);
+    step(); // warm-up (kernel setup, first allocations)
+    const c0 = process.cpuUsage();
+    const t0 = performance.now();
+    for (let i = 0; i < steps; i++) step();
+    const ms = (performance.now() - t0) / steps;
+    const cu = process.cpuUsage(c0);
+    const cpuMs = (cu.user + cu.system) / 1000 / steps;
+    const tokens = BATCH * cfg.seqLen;
+    const tps = (tokens / ms) * 1000;
+    const flops = trainingFlopsPerToken(cfg) * tps;
+    console.log(
+      [
+        backend.padEnd(8),
+        label.padEnd(6),
+        String(model.parameterCount()).padStart(9),
+        ms.toFixed(0).padStart(9),
+        cpuMs.toFixed(0).padStart(12),
+        tps.toFixed(0).padStart(9),
+        ((tokens / cpuMs) * 1000).toFixed(0).padStart(10),
+        (flops / 1e9).toFixed(2).padStart(8),
+        `${((flops / PEAK_2CORE) * 100).toFixed(2)}%`.padStart(9),
+        `${((flops / PEAK_1CORE) * 100).toFixed(2)}%`.padStart(12),
+        (backend === "wasm" ? String(BASELINE[label]) : "-").padStart(15),
+      ].join(" "),
+    );
+    model.dispose();
+    opt.dispose();
+  }
+}
