@@ -128,6 +128,9 @@ describe("sinks", () => {
     const lev = await import("@marin/levanter/sharding");
     const ledger = await lev.readTokenCacheLedger(path.join(dir, "cache"));
     expect(ledger).toMatchObject({ tokenizer: "test", vocabSize: 100, totalDocuments: 4, totalTokens: 10, finished: true });
+    const again = await fromList(docs, { shards: 2 }).writeTokenCache(path.join(dir, "cache"), { ...inline, tokenizer: "test", vocabSize: 100, skipExisting: true });
+    expect(again.counts).toEqual([2, 2]);
+    expect(again.stats.stages).toEqual([]);
   });
 
   it("writeParquet round-trips, and a select/filter after readParquet is pushed into the reader", async () => {
@@ -174,6 +177,22 @@ describe("sinks", () => {
     expect(w.paths).toEqual([path.join(out, "one.jsonl")]);
     expect(await readFile(w.paths[0], "utf8")).toBe('"x"\n"y"\n');
     expect(w.stats.stages[0].counters.bytesOut).toBe(8);
+  });
+});
+
+describe("shuffles under a small memory budget", () => {
+  it("groupBy over data many times the budget spills and stays exact", async () => {
+    const items = Array.from({ length: 20_000 }, (_, i) => ({ k: i % 97, pad: "p".repeat(150) + i }));
+    const { records, stats } = await fromList(items, { shards: 3 })
+      .groupBy(
+        (r) => r.k,
+        (k, rs) => ({ k: k as number, n: rs.length }),
+      )
+      .collect({ ...inline, memoryBudgetBytes: 256 * 1024, withStats: true });
+    expect(stats.stages[0].counters.bytesOut).toBeGreaterThan(8 * 256 * 1024);
+    const expected = new Map<number, number>();
+    for (const it of items) expected.set(it.k, (expected.get(it.k) ?? 0) + 1);
+    expect(new Map(records.map((r) => [r.k, r.n]))).toEqual(expected);
   });
 });
 

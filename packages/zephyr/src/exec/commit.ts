@@ -68,6 +68,12 @@ export async function commitFile(tmpPath: string, finalPath: string, count: numb
   return outcome;
 }
 
+/** Records `finalPath` (already in place, committed by another writer) as a committed shard of `count` records. */
+export async function writeCommitMarker(finalPath: string, count: number): Promise<void> {
+  const bytes = (await stat(finalPath)).size;
+  await writeAtomic(markerPath(finalPath), JSON.stringify({ path: finalPath, count, bytes }));
+}
+
 /** The committed shard at `finalPath`, or `undefined` if there is none (or it does not match its marker). */
 export async function readCommitted(finalPath: string): Promise<CommittedShard | undefined> {
   try {

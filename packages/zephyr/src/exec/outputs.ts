@@ -7,7 +7,7 @@ import { ZephyrError } from "../errors.ts";
 import { JsonlWriter } from "../io/jsonl.ts";
 import type { Stage } from "../plan/planner.ts";
 import { ChunkWriter } from "./chunkFile.ts";
-import { commitFile, tempPathFor } from "./commit.ts";
+import { commitFile, tempPathFor, writeCommitMarker } from "./commit.ts";
 import { openScatter } from "./exchange.ts";
 import type { StageWhere } from "./fused.ts";
 import { openParquetWriter } from "./parquetSeam.ts";
@@ -122,6 +122,7 @@ export async function openShardOutput(spec: ShardOutputSpec, stage: Stage, task:
         close: async () => {
           const summary = await w.close();
           const file = path.join(spec.dir, summary.file);
+          await writeCommitMarker(file, summary.numDocuments);
           const bytes = (await stat(file)).size;
           return { kind: "file", path: file, count: summary.numDocuments, bytes, outcome: "committed" };
         },
