@@ -4,7 +4,7 @@ export type { IrisErrorCode } from "./errors.ts";
 export { assertNever, invariant } from "./internal/assert.ts";
 
 export { IrisClient, defaultIrisUser } from "./client/irisClient.ts";
-export type { IrisClientOptions, Job } from "./client/irisClient.ts";
+export type { IrisClientOptions, Job, WorkerSummary } from "./client/irisClient.ts";
 export { LocalCluster } from "./localCluster.ts";
 export type { LocalClusterOptions } from "./localCluster.ts";
 export { Controller } from "./controller/controller.ts";

@@ -41,6 +41,17 @@ export function defaultIrisUser(): string {
   return u.replace(/[^A-Za-z0-9._-]/g, "_") || "root";
 }
 
+/** A worker as {@link IrisClient.listWorkers} shows it. */
+export interface WorkerSummary {
+  workerId: string;
+  host: string;
+  /** ALIVE | LOST */
+  state: string;
+  attributes: Record<string, string>;
+  runningAttempts: number;
+  lastSeenMs: number;
+}
+
 /** A handle to one job (by name; pinned to one submission when it came from `submit`). */
 export interface Job {
   /** Full name, "/user/name". */
@@ -181,9 +192,16 @@ export class IrisClient {
   }
 
   /** Registered workers and their load. */
-  async listWorkers(): Promise<{ workerId: string; host: string; state: string; attributes: Record<string, string>; runningAttempts: number }[]> {
+  async listWorkers(): Promise<WorkerSummary[]> {
     const r = await unary(this.rpc, "listWorkers", {});
-    return r.workers.map((w) => ({ workerId: w.workerId, host: w.host, state: w.state, attributes: { ...w.attributes }, runningAttempts: w.runningAttempts }));
+    return r.workers.map((w) => ({
+      workerId: w.workerId,
+      host: w.host,
+      state: w.state,
+      attributes: { ...w.attributes },
+      runningAttempts: w.runningAttempts,
+      lastSeenMs: w.lastSeenMs,
+    }));
   }
 
   /** Closes the channel. */

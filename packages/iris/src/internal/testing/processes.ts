@@ -34,16 +34,17 @@ function startScript(script: string, arg: unknown, readyWord: string, timeoutMs 
       proc.kill("SIGKILL");
       reject(new Error(`${script} did not print ${readyWord} within ${timeoutMs} ms; stderr: ${err}`));
     }, timeoutMs);
-    proc.once("exit", (code) => {
+    const early = (code: number | null): void => {
       clearTimeout(timer);
       reject(new Error(`${script} exited (${code}) before ${readyWord}; stderr: ${err}`));
-    });
+    };
+    proc.once("exit", early);
     proc.stdout!.on("data", (d: Buffer) => {
       out += d.toString();
       const m = new RegExp(`${readyWord} (\\S+)`).exec(out);
       if (m) {
         clearTimeout(timer);
-        proc.removeAllListeners("exit");
+        proc.off("exit", early);
         resolve({
           proc,
           value: m[1]!,
