@@ -27,3 +27,5 @@ export type {
   TaskState,
   TaskStatus,
 } from "./jobSpec.ts";
+export { createIrisContext, getIrisCtx, irisCtx, withIrisCtx } from "./context.ts";
+export type { EndpointRegistration, EndpointRegistry, EndpointResolver, IrisContext } from "./context.ts";
