@@ -121,6 +121,16 @@ describe("JsonlWriter + readJsonlBatches", () => {
     expect((err as ZephyrError).message).toContain(file);
   });
 
+  it("reads concatenated gzip members and reports a truncated gzip file as IO", async () => {
+    const multi = path.join(dir, "multi.jsonl.gz");
+    await writeFile(multi, Buffer.concat([gzipSync('{"a":1}\n'), gzipSync('{"a":2}\n')]));
+    expect(await collect(readJsonlBatches(multi))).toEqual([{ a: 1 }, { a: 2 }]);
+    const truncated = path.join(dir, "truncated.jsonl.gz");
+    const full = gzipSync('{"a":1}\n'.repeat(5000));
+    await writeFile(truncated, full.subarray(0, full.length - 10));
+    await expect(collect(readJsonlBatches(truncated))).rejects.toMatchObject({ code: "IO", message: expect.stringContaining(truncated) });
+  });
+
   it("refuses records without a JSON form and writes after close", async () => {
     const w = JsonlWriter.create(path.join(dir, "refuse.jsonl"));
     await expect(w.write(undefined)).rejects.toMatchObject({ code: "BAD_RECORD" });
