@@ -154,6 +154,23 @@ describe("ParquetFileWriter + readParquetBatches", () => {
     await expect(readAll(p, { filter: { nope: { $eq: 1 } } })).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
   });
 
+  it("reads a row-group-aligned span of a file", async () => {
+    const p = file();
+    const w = ParquetFileWriter.create(p, { rowGroupRows: 10 });
+    await w.writeMany(Array.from({ length: 35 }, (_, i) => ({ i })));
+    await w.close();
+    expect((await readParquetInfo(p)).rowGroups.map((g) => g.numRows)).toEqual([10, 10, 10, 5]);
+    const spans = [
+      [0, 1],
+      [1, 3],
+      [3, 4],
+    ] as const;
+    const parts = await Promise.all(spans.map(async ([start, end]) => (await readAll(p, { rowGroups: { start, end } })).map((r) => r.i)));
+    expect(parts.map((x) => x.length)).toEqual([10, 20, 5]);
+    expect(parts.flat()).toEqual(Array.from({ length: 35 }, (_, i) => i));
+    await expect(readAll(p, { rowGroups: { start: 2, end: 1 } })).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
+  });
+
   it("reads INT64 written by another writer as numbers when safe, filtering on them", async () => {
     const p = file();
     const pq = new ParquetWriter({

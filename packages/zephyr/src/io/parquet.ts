@@ -41,6 +41,11 @@ export interface ReadParquetOptions {
   filter?: ParquetFilter;
   /** Most rows per yielded batch (default 8192). */
   batchRows?: number;
+  /**
+   * Only row groups with index in `[start, end)` (default: all). Splits one large file into
+   * row-group-aligned shards; {@link readParquetInfo} tells how many row groups a file has.
+   */
+  rowGroups?: { readonly start: number; readonly end: number };
   /** Counters of this read (pass the same object to several reads to total them). */
   stats?: ParquetReadStats;
 }
@@ -174,11 +179,16 @@ export async function* readParquetBatches<T = Record<string, unknown>>(filePath:
   const filter = options.filter ? normaliseFilter(options.filter, int64, known, filePath) : undefined;
   const projection = options.columns ? [...options.columns] : undefined;
 
+  const span = options.rowGroups ?? { start: 0, end: metadata.row_groups.length };
+  if (!Number.isInteger(span.start) || !Number.isInteger(span.end) || span.start < 0 || span.end < span.start) {
+    throw new ZephyrError("INVALID_ARGUMENT", `rowGroups: expected integers 0 ≤ start ≤ end, got [${span.start}, ${span.end})`);
+  }
   let groupStart = 0;
-  for (const group of metadata.row_groups) {
-    const groupRows = Number(group.num_rows);
+  for (let g = 0; g < metadata.row_groups.length; g++) {
+    const groupRows = Number(metadata.row_groups[g].num_rows);
     const rowStart = groupStart;
     groupStart += groupRows;
+    if (g < span.start || g >= span.end) continue;
     if (stats) stats.rowGroups++;
     if (groupRows === 0) continue;
     const before = stats?.bytesRead ?? 0;
