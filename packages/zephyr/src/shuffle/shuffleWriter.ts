@@ -42,7 +42,7 @@ type PackedInPlace = Buffer & { start: number; end: number };
 
 /** Default map-side buffer: large enough for long sorted runs, small next to a worker's heap. */
 export const DEFAULT_SHUFFLE_MEMORY_BYTES = 64 * 1024 * 1024;
-/** Bookkeeping per buffered record (typed-array metadata plus msgpackr's alignment slack). */
+/** Bookkeeping per buffered record: 28 bytes of typed-array metadata plus their growth slack. */
 const PER_RECORD_BYTES = 40;
 const ARENA_CHUNK_BYTES = 1 << 20;
 const WRITE_BLOCK_BYTES = 1 << 20;
@@ -50,8 +50,10 @@ const WRITE_BLOCK_BYTES = 1 << 20;
 /**
  * Buffers `(key, value)` records and spills them, sorted by (partition, key hash, key), to run
  * files under `dir`. Records are serialised on `add` (msgpack), so the budget counts real bytes and
- * later mutation of a record cannot change what was shuffled. I/O is synchronous: a shuffle runs on
- * a worker thread or inline, and sync writes keep the hot path free of promises.
+ * later mutation of a record cannot change what was shuffled; values come back as msgpack decodes
+ * them (plain objects, arrays, strings, numbers with −0 as 0, bigint, booleans, null, Uint8Array,
+ * Date; a Map becomes a plain object). I/O is synchronous: a shuffle runs on a worker thread or
+ * inline, and sync writes keep the hot path free of promises.
  *
  * @example
  * const w = await ShuffleWriter.create({ dir, numPartitions: 4, memoryBudgetBytes: 32 << 20, name: "m0" });
