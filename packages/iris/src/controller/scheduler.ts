@@ -147,10 +147,8 @@ interface ConstraintSet {
   constraints: SchedConstraint[];
   eligible: Int32Array;
   tree: FreeTree;
-  /** Its classes without devices, by cpu then memory. */
-  plainClasses: Map<number, Map<number, TaskClass>>;
-  /** Its classes with devices, by `cpu|memory|kind=count,…`. */
-  deviceClasses: Map<string, TaskClass>;
+  /** Its classes by a hash of cpu and memory; see `classOf`. */
+  classes: Map<number, TaskClass>;
 }
 
 /** A distinct (constraint set, request) pair; see the file comment. */
@@ -158,11 +156,15 @@ interface TaskClass {
   cs: ConstraintSet;
   cpu: number;
   mem: number;
+  /** `kind=count,…` of its devices, sorted ("" for none). */
+  devKey: string;
   /** Requested devices as (kind index, count), count > 0. */
   devKinds: readonly number[];
   devCounts: readonly number[];
   cursor: number;
   failedReason: string | undefined;
+  /** The next class with the same hash. */
+  nextInBucket: TaskClass | undefined;
 }
 
 const NO_DEVICES: readonly number[] = [];
@@ -295,7 +297,8 @@ export function schedule(snapshot: SchedSnapshot): SchedResult {
    */
   function leftmost(cls: TaskClass, from: number): number {
     const tree = cls.cs.tree;
-    if (from >= tree.n) return -1;
+    // The root's maxima answer most failures without a walk.
+    if (from >= tree.n || !nodeFits(tree, 1, cls)) return -1;
     const size = tree.size;
     let i = from + size;
     for (;;) {
@@ -346,7 +349,7 @@ export function schedule(snapshot: SchedSnapshot): SchedResult {
         if (constraints.every((c) => constraintMatches(c, attrs))) eligible.push(w);
       }
       const el = Int32Array.from(eligible);
-      cs = { constraints, eligible: el, tree: buildTree(el), plainClasses: new Map(), deviceClasses: new Map() };
+      cs = { constraints, eligible: el, tree: buildTree(el), classes: new Map() };
       constraintSets.set(key, cs);
     }
     return cs;
@@ -355,29 +358,30 @@ export function schedule(snapshot: SchedSnapshot): SchedResult {
   function classOf(cs: ConstraintSet, request: SchedResources): TaskClass {
     let devs: string[] | undefined;
     for (const k in request.devices) if (request.devices[k] > 0) (devs ??= []).push(k);
-    const make = (): TaskClass => ({
+    devs?.sort();
+    const devKey = devs === undefined ? "" : devs.map((k) => `${k}=${request.devices[k]}`).join(",");
+    // A numeric hash (exact while memory < 1 TiB and cpu < 4096 cores; collisions chain): string
+    // keys would spend most of this loop converting byte counts to text.
+    const hash = request.cpuMillis * 2 ** 40 + request.memoryBytes;
+    const head = cs.classes.get(hash);
+    for (let c = head; c !== undefined; c = c.nextInBucket) {
+      if (c.cpu === request.cpuMillis && c.mem === request.memoryBytes && c.devKey === devKey) return c;
+    }
+    const cls: TaskClass = {
       cs,
       cpu: request.cpuMillis,
       mem: request.memoryBytes,
+      devKey,
       devKinds: devs === undefined ? NO_DEVICES : devs.map((k) => kindIndex.get(k)!),
       devCounts: devs === undefined ? NO_DEVICES : devs.map((k) => request.devices[k]),
       cursor: 0,
       failedReason: undefined,
-    });
-    if (devs === undefined) {
-      // Numeric keys: converting large byte counts to strings would dominate this loop.
-      let byMem = cs.plainClasses.get(request.cpuMillis);
-      if (!byMem) cs.plainClasses.set(request.cpuMillis, (byMem = new Map()));
-      let cls = byMem.get(request.memoryBytes);
-      if (!cls) byMem.set(request.memoryBytes, (cls = make()));
-      return cls;
-    }
-    devs.sort();
-    const key = `${request.cpuMillis}|${request.memoryBytes}|${devs.map((k) => `${k}=${request.devices[k]}`).join(",")}`;
-    let cls = cs.deviceClasses.get(key);
-    if (!cls) cs.deviceClasses.set(key, (cls = make()));
+      nextInBucket: head,
+    };
+    cs.classes.set(hash, cls);
     return cls;
   }
+
 
   let prevConstraints: SchedConstraint[] | undefined;
   let prevCs: ConstraintSet | undefined;
