@@ -4,6 +4,7 @@ import { promises as fs } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { LocalCluster } from "@marin/iris";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -37,7 +38,13 @@ export default function build() {
   const a = defineStep({ name: "demo/a", config: { n: Number(process.env.N ?? 1), note: "x" }, fn: body("a") });
   const b = defineStep({ name: "demo/b", config: { input: outputOf(a, "result.txt") }, fn: body("b") });
   const c = defineStep({ name: "demo/c", config: { k: 3 }, fn: body("c") });
-  return [b, c];
+  if (!process.env.REMOTE) return [b, c];
+  // Runs as an iris job: the task re-imports this script and must rebuild the same step.
+  const r = defineStep({ name: "demo/remote", resources: { cpuMillis: 100 }, config: { input: outputOf(b) }, fn: async (ctx) => {
+    await writeFile(path.join(ctx.outputPath, "where.txt"), String(process.env.IRIS_JOB_ID));
+    return { job: process.env.IRIS_JOB_ID, input: await readFile(path.join(ctx.config.input, "result.txt"), "utf8") };
+  } });
+  return [b, c, r];
 }
 await runIfMain(import.meta.url, build);
 `;
@@ -148,6 +155,24 @@ describe("marin CLI (real processes)", () => {
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/demo\/a\s+ran/);
     expect((await readCalls(path.join(tmp, "direct-calls.log"))).length).toBe(3);
+  });
+
+  it("--cluster runs steps with resources as iris jobs on that cluster", async () => {
+    const cluster = await LocalCluster.start({ workers: 1 });
+    try {
+      const prefix = path.join(tmp, "remote");
+      const r = await marin(["run", script, "--prefix", prefix, "--cluster", cluster.address], { CALLS: path.join(tmp, "remote-calls.log"), REMOTE: "1" });
+      expect(r.code, r.stdout + r.stderr).toBe(0);
+      expect(r.stdout).toMatch(/demo\/remote\s+ran/);
+      const jobs = await cluster.client.list();
+      expect(jobs.some((j) => j.name.includes("marin-demo.remote-") && j.state === "SUCCEEDED")).toBe(true);
+      expect(r.stdout).toMatch(/job: "\/[^"]*marin-demo\.remote-/);
+      expect(r.stdout).toMatch(/input: "b:/);
+      const dir = (await fs.readdir(path.join(prefix, "demo"))).find((d) => d.startsWith("remote-"))!;
+      expect((await fs.readdir(path.join(prefix, "demo", dir))).sort()).toEqual([".marin", "where.txt"]);
+    } finally {
+      await cluster.stop();
+    }
   });
 
   it("a runner killed mid-step leaves nothing marked SUCCESS, and the re-run completes", async () => {

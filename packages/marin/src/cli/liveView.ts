@@ -24,7 +24,8 @@ export class LiveView {
   private readonly verbose: boolean;
   private multi: cliProgress.MultiBar | undefined;
   private bar: cliProgress.SingleBar | undefined;
-  private readonly running = new Set<string>();
+  private readonly running = new Map<string, number>();
+  private timer: NodeJS.Timeout | undefined;
   private done = 0;
   private total = 0;
 
@@ -39,7 +40,9 @@ export class LiveView {
   }
 
   private redraw(): void {
-    this.bar?.update(this.done, { running: [...this.running].join(", ") || "-" });
+    const now = Date.now();
+    const running = [...this.running].map(([name, since]) => `${name} ${Math.round((now - since) / 1000)}s`);
+    this.bar?.update(this.done, { running: running.join(", ") || "-" });
   }
 
   /** Feeds one runner event. */
@@ -49,17 +52,20 @@ export class LiveView {
         const toRun = e.plan.entries.filter((x) => x.action !== "skip").length;
         this.total = e.plan.entries.length;
         this.line(`marin: ${this.total} step(s), ${toRun} to run, ${this.total - toRun} cached or not selected`);
+        for (const u of e.plan.unmatched) this.line(`warning: --only ${JSON.stringify(u)} matched no step`);
         if (this.out.isTTY && toRun > 0) {
           this.multi = new cliProgress.MultiBar(
             { format: "steps {bar} {value}/{total} | running: {running}", hideCursor: true, clearOnComplete: true, stream: this.out },
             cliProgress.Presets.shades_classic,
           );
           this.bar = this.multi.create(this.total, 0, { running: "-" });
+          this.timer = setInterval(() => this.redraw(), 1000);
+          this.timer.unref();
         }
         return;
       }
       case "step":
-        if (e.state === "running") this.running.add(e.name);
+        if (e.state === "running") this.running.set(e.name, Date.now());
         if (!this.multi || e.state === "waiting") this.line(`  ${e.name}: ${e.state}${e.detail ? ` (${e.detail})` : ""}`);
         this.redraw();
         return;
@@ -81,6 +87,8 @@ export class LiveView {
 
   /** Removes the bar (call before printing the summary). */
   stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
     this.multi?.stop();
     this.multi = undefined;
     this.bar = undefined;

@@ -1,0 +1,43 @@
+import { describe, expect, it } from "vitest";
+import type { RunSummary } from "../executor/runner.ts";
+import { formatSummary, LiveView } from "./liveView.ts";
+
+function fakeStream(isTTY: boolean): NodeJS.WriteStream & { text: string } {
+  const s = { text: "", isTTY, write(chunk: string) { s.text += chunk; return true; } };
+  return s as unknown as NodeJS.WriteStream & { text: string };
+}
+
+describe("live view and summary", () => {
+  it("prints one line per state change when not on a TTY", () => {
+    const out = fakeStream(false);
+    const view = new LiveView(out);
+    view.handle({ type: "step", name: "a", state: "running" });
+    view.handle({ type: "step", name: "b", state: "waiting", detail: "held by host:1" });
+    view.handle({ type: "log", name: "a", line: "hidden unless verbose" });
+    view.handle({ type: "step-done", report: { name: "a", id: "a-1", outputPath: "/p/a-1", outcome: "ran", durationMs: 1500 } });
+    view.handle({ type: "step-done", report: { name: "c", id: "c-1", outputPath: "/p/c-1", outcome: "failed", durationMs: 10, error: "boom\nstack" } });
+    view.stop();
+    expect(out.text.split("\n").filter(Boolean)).toEqual(["  a: running", "  b: waiting (held by host:1)", "  a: ran in 1.5s", "  c: FAILED — boom"]);
+  });
+
+  it("summarises outcomes, times, paths and returned values", () => {
+    const summary: RunSummary = {
+      runId: "r",
+      prefix: "/p",
+      ok: false,
+      wallMs: 2500,
+      steps: [
+        { name: "eval", id: "eval-1", outputPath: "/p/eval-1", outcome: "ran", durationMs: 1200, result: { loss: 2.3456789, bpb: 3.2 } },
+        { name: "gen", id: "gen-1", outputPath: "/p/gen-1", outcome: "skipped", durationMs: 0, result: { sample: "The jury said no" } },
+        { name: "bad", id: "bad-1", outputPath: "/p/bad-1", outcome: "failed", durationMs: 5, error: "it broke" },
+      ],
+    };
+    const text = formatSummary(summary).join("\n");
+    expect(text).toMatch(/eval\s+ran\s+1\.2s\s+\/p\/eval-1/);
+    expect(text).toMatch(/gen\s+skipped \(cached\)\s+-\s+\/p\/gen-1/);
+    expect(text).toContain("loss: 2.346");
+    expect(text).toContain('sample: "The jury said no"');
+    expect(text).toContain("error in bad:\nit broke");
+    expect(text).toMatch(/^FAILED: 1 step\(s\) ran, 2 did not, in 2\.5s$/m);
+  });
+});

@@ -1,0 +1,90 @@
+import { spawn } from "node:child_process";
+import { promises as fs } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const repoRoot = path.resolve(here, "../../../..");
+const script = path.join(repoRoot, "experiments", "tiny-brown.ts");
+const cli = path.resolve(here, "../cli/main.ts");
+
+// A shortened tiny-brown: 8 of the 500 files, 4 training steps of a very small model.
+const SHORT = { MARIN_TINY_BROWN_FILES: "8", MARIN_TINY_BROWN_STEPS: "4", MARIN_TINY_BROWN_DMODEL: "16" };
+
+let tmp: string;
+beforeAll(async () => {
+  tmp = await fs.mkdtemp(path.join(os.tmpdir(), "marin-tiny-brown-"));
+});
+afterAll(async () => {
+  await fs.rm(tmp, { recursive: true, force: true });
+});
+
+function marin(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ["--import", "tsx", cli, ...args], {
+      cwd: repoRoot,
+      env: { ...process.env, ...SHORT, npm_lifecycle_event: "" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d) => (stdout += d));
+    child.stderr.on("data", (d) => (stderr += d));
+    child.on("close", (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+/** Every path under `root` outside `.marin` folders, with size and mtime. */
+async function outsideMarin(root: string): Promise<string[]> {
+  const out: string[] = [];
+  const walk = async (d: string) => {
+    for (const n of await fs.readdir(d)) {
+      if (n === ".marin") continue;
+      const p = path.join(d, n);
+      const st = await fs.stat(p);
+      out.push(`${path.relative(root, p)} ${st.isDirectory() ? "dir" : st.size} ${st.mtimeMs}`);
+      if (st.isDirectory()) await walk(p);
+    }
+  };
+  await walk(root);
+  return out.sort();
+}
+
+describe("tiny-brown, shortened, on an embedded LocalCluster", () => {
+  it("runs every step; the second run executes none and changes no file outside .marin/", async () => {
+    const prefix = path.join(tmp, "out");
+    const first = await marin(["run", script, "--prefix", prefix]);
+    expect(first.code, first.stdout + first.stderr).toBe(0);
+    for (const step of ["import", "clean", "dedup", "tokenize", "train", "evaluate", "generate"]) {
+      expect(first.stdout).toMatch(new RegExp(`tiny-brown/${step}\\s+ran\\s`));
+    }
+    expect(first.stdout).toMatch(/loss: \d/);
+    expect(first.stdout).toMatch(/bpb: \d/);
+    expect(first.stdout).toMatch(/sample: "The jury said/);
+
+    const dirs = await fs.readdir(path.join(prefix, "tiny-brown"));
+    const dirOf = (name: string) => path.join(prefix, "tiny-brown", dirs.find((d) => d.startsWith(`${name}-`))!);
+    expect(await fs.readdir(path.join(dirOf("train"), "checkpoints"))).toContain("step-4");
+    expect(await fs.readdir(path.join(dirOf("tokenize"), "train"))).toContain("ledger.json");
+    const evalJson = JSON.parse(await fs.readFile(path.join(dirOf("evaluate"), "eval.json"), "utf8"));
+    expect(evalJson.loss).toBeGreaterThan(0);
+    expect(evalJson.bpb).toBeGreaterThan(0);
+    const samples = (await fs.readFile(path.join(dirOf("generate"), "samples.jsonl"), "utf8")).trim().split("\n");
+    expect(samples).toHaveLength(2);
+    // The train step ran as an iris job on the embedded cluster, whose database lives in the run's folder.
+    const runs = await fs.readdir(path.join(prefix, ".marin", "runs"));
+    expect(runs).toHaveLength(1);
+    expect(await fs.readdir(path.join(prefix, ".marin", "runs", runs[0]))).toContain("iris.sqlite");
+
+    const before = await outsideMarin(tmp);
+    const second = await marin(["run", script, "--prefix", prefix]);
+    expect(second.code, second.stdout + second.stderr).toBe(0);
+    expect(second.stdout).toMatch(/ok: 0 step\(s\) ran, 7 did not/);
+    expect(second.stdout).toMatch(/bpb: \d/);
+    expect(await outsideMarin(tmp)).toEqual(before);
+    // Nothing ran, so no cluster started and no run record was written either.
+    expect(await fs.readdir(path.join(prefix, ".marin", "runs"))).toEqual(runs);
+  });
+});
