@@ -121,6 +121,35 @@ describe("JsonlWriter + readJsonlBatches", () => {
     expect((err as ZephyrError).message).toContain(file);
   });
 
+  it("finds every bad line under both policies, across chunk boundaries (property)", async () => {
+    const lineArb = fc.oneof(
+      { weight: 6, arbitrary: fc.record({ s: fc.string({ maxLength: 3000, unit: "binary" }) }).map((r) => ({ good: true as const, text: JSON.stringify(r), value: r as unknown })) },
+      { weight: 1, arbitrary: fc.constantFrom("{", "nope", '{"a":}', "[1,,2]").map((t) => ({ good: false as const, text: t, value: undefined as unknown })) },
+      { weight: 1, arbitrary: fc.constantFrom("", "  ", "\r").map((t) => ({ good: null, text: t, value: undefined as unknown })) },
+    );
+    await fc.assert(
+      fc.asyncProperty(fc.array(lineArb, { maxLength: 120 }), fc.boolean(), async (lines, gz) => {
+        const file = path.join(dir, gz ? "prop.jsonl.gz" : "prop.jsonl");
+        const body = Buffer.from(lines.map((l) => l.text).join("\n"));
+        await writeFile(file, gz ? gzipSync(body) : body);
+        const badLines = lines.flatMap((l, i) => (l.good === false ? [i + 1] : []));
+        const stats: ReadStats = { skipped: 0 };
+        const seen: number[] = [];
+        const got = await collect(readJsonlBatches(file, { onBadRecord: "skip", stats, onSkip: (b) => seen.push(b.line) }));
+        expect(got).toEqual(lines.filter((l) => l.good === true).map((l) => l.value));
+        expect(seen).toEqual(badLines);
+        expect(stats.skipped).toBe(badLines.length);
+        const err = await collect(readJsonlBatches(file)).then(
+          () => undefined,
+          (e: unknown) => e as ZephyrError,
+        );
+        if (badLines.length === 0) expect(err).toBeUndefined();
+        else expect(err?.message).toContain(`${file}:${badLines[0]}:`);
+      }),
+      { numRuns: 30 },
+    );
+  });
+
   it("reads concatenated gzip members and reports a truncated gzip file as IO", async () => {
     const multi = path.join(dir, "multi.jsonl.gz");
     await writeFile(multi, Buffer.concat([gzipSync('{"a":1}\n'), gzipSync('{"a":2}\n')]));
