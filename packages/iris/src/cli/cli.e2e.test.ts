@@ -143,6 +143,19 @@ describe("iris CLI end to end", () => {
     expect((await iris(["job", "status", "stuck"])).stdout.split("\n")[0]).toBe("KILLED");
   });
 
+  it("Ctrl-C on job run terminates the job", async () => {
+    const run = new IrisProcess(["job", "run", "--name", "interrupted", "--", "node", "-e", "console.log('started'); setInterval(() => {}, 1000)"], env);
+    try {
+      await run.waitFor(/^started$/m);
+      run.child.kill("SIGINT");
+      expect(await run.exited).toBe(1);
+      expect(run.stderr).toMatch(/^terminating \/clitest\/interrupted$/m);
+      expect(run.stderr).toMatch(/^\/clitest\/interrupted KILLED/m);
+    } finally {
+      await run.stop();
+    }
+  });
+
   it("a wrong or missing token prints UNAUTHENTICATED and exits non-zero", async () => {
     const [wrong, missing] = await Promise.all([
       iris(["job", "list", "--token", "not-the-token"]),
