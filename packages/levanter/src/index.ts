@@ -41,6 +41,8 @@ export { StatusReporter, formatStatus } from "./trainer/status.ts";
 export type { StatusInput, StatusSink } from "./trainer/status.ts";
 export { generate } from "./generate.ts";
 export { Rng } from "./rng.ts";
+export { initializeDistributed } from "./distributed.ts";
+export type { Distributed, DistributedOptions } from "./distributed.ts";
 export type { GenerateOptions, GenerateResult } from "./generate.ts";
 
 // --- data, checkpoints (levanter-L2) ---

@@ -1,3 +1,4 @@
+import { getIrisCtx } from "@marin/iris";
 import * as tf from "@tensorflow/tfjs";
 import path from "node:path";
 import { selectBackend, type BackendSelection } from "../backend.ts";
@@ -233,7 +234,8 @@ async function tokenizerFor(name: string, tokenizerJson: string | undefined): Pr
   return tokenizerNamed(name, tokenizerJson);
 }
 
-// Until the iris context API is wired in, running outside iris means no status sink.
+// Inside an iris task, status goes to the controller; outside, nowhere.
 async function irisStatusSink(): Promise<StatusSink | undefined> {
-  return undefined;
+  const ctx = getIrisCtx();
+  return ctx ? (text, metrics) => ctx.reportStatus(text, metrics) : undefined;
 }
