@@ -6,7 +6,7 @@ import { randomUUID } from "node:crypto";
 import { IrisClient, type Job } from "./client/irisClient.ts";
 import { IrisError } from "./errors.ts";
 import type { Endpoint, JobSpecInput } from "./jobSpec.ts";
-import { parseTaskEnv, portEnvName, type TaskIdentity } from "./worker/taskEnv.ts";
+import { parseJobEnv, parseTaskEnv, portEnvName, type TaskIdentity } from "./worker/taskEnv.ts";
 
 /** An endpoint registration, leased to the attempt that made it. */
 export interface EndpointRegistration {
@@ -57,7 +57,10 @@ export interface IrisContext {
   resolver: EndpointResolver;
   /** Records a status text and, optionally, metrics (`step` is the point's step) for this attempt. */
   reportStatus(text: string, metrics?: Record<string, number>): Promise<void>;
-  /** Submits a child job of the current job: named `<jobId>/<name>`, it dies with its parent. */
+  /**
+   * Submits a child job of the current job: named `<jobId>/<name>` (default a generated name), it
+   * dies with its parent and inherits the env its parent was submitted with (its own `env` wins).
+   */
   submitChild(spec: JobSpecInput): Promise<Job>;
 }
 
@@ -138,7 +141,14 @@ export function createIrisContext(
           ),
         );
       }
-      return irisClient().submit({ ...spec, name: `${identity.jobId}/${leaf}` });
+      // A child inherits the env its parent job was submitted with; its own env wins.
+      const inherited = parseJobEnv(env);
+      const childEnv = { ...inherited, ...(spec.env ?? {}) };
+      return irisClient().submit({
+        ...spec,
+        name: `${identity.jobId}/${leaf}`,
+        ...(Object.keys(childEnv).length > 0 ? { env: childEnv } : {}),
+      });
     },
   };
 }

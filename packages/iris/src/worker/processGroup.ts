@@ -1,8 +1,8 @@
 import fs from "node:fs";
 
 /**
- * Sends `signal` to every process of a process group. Returns false when the group no longer
- * exists (ESRCH); other errors (EPERM: the group belongs to someone else) are thrown.
+ * Sends `signal` to every process of a process group. Returns false when it could not: the group
+ * no longer exists (ESRCH), or its id now belongs to someone else's processes (EPERM).
  */
 export function signalGroup(pgid: number, signal: NodeJS.Signals | 0): boolean {
   if (!Number.isInteger(pgid) || pgid <= 1) throw new Error(`refusing to signal process group ${pgid}`);
@@ -10,7 +10,8 @@ export function signalGroup(pgid: number, signal: NodeJS.Signals | 0): boolean {
     process.kill(-pgid, signal);
     return true;
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === "ESRCH") return false;
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === "ESRCH" || code === "EPERM") return false;
     throw e;
   }
 }

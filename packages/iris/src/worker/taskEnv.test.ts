@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
 import { IrisError } from "../errors.ts";
-import { buildTaskEnv, parseTaskEnv, portEnvName, type TaskIdentity } from "./taskEnv.ts";
+import { buildTaskEnv, parseJobEnv, parseTaskEnv, portEnvName, type TaskIdentity } from "./taskEnv.ts";
 
 const identity: TaskIdentity = {
   controllerAddress: "127.0.0.1:7000",
@@ -36,6 +36,7 @@ describe("buildTaskEnv", () => {
       IRIS_ATTEMPT: "3",
       IRIS_WORKER_ID: "w-1",
       IRIS_ADVERTISE_HOST: "127.0.0.1",
+      IRIS_JOB_ENV: "{}",
       IRIS_PORT_COORDINATOR: "40001",
       IRIS_PORT_HTTP_API: "40002",
     });
@@ -53,6 +54,20 @@ describe("buildTaskEnv", () => {
     expect(env.IRIS_PORT_STALE).toBeUndefined();
     // Without a token of its own the worker passes none: neither its env's nor the job's.
     expect(env.IRIS_AUTH_TOKEN).toBeUndefined();
+  });
+});
+
+describe("parseJobEnv", () => {
+  it("reads back the job's own env (not the worker's), for child jobs to inherit", () => {
+    const env = buildTaskEnv(identity, { TEAM: "blue", IRIS_X: "y" }, { HOME: "/root" });
+    expect(parseJobEnv(env)).toEqual({ TEAM: "blue", IRIS_X: "y" });
+  });
+
+  it("is empty when the variable is absent or malformed", () => {
+    expect(parseJobEnv({})).toEqual({});
+    expect(parseJobEnv({ IRIS_JOB_ENV: "[1]" })).toEqual({});
+    expect(parseJobEnv({ IRIS_JOB_ENV: "{nope" })).toEqual({});
+    expect(parseJobEnv({ IRIS_JOB_ENV: '{"A":"1","B":2}' })).toEqual({ A: "1" });
   });
 });
 

@@ -53,8 +53,26 @@ export function buildTaskEnv(
   env.IRIS_ATTEMPT = String(identity.attempt);
   env.IRIS_WORKER_ID = identity.workerId;
   env.IRIS_ADVERTISE_HOST = identity.advertiseHost;
+  // The job's own env, for child jobs to inherit (getIrisCtx().submitChild).
+  env.IRIS_JOB_ENV = JSON.stringify(jobEnv);
   for (const [name, port] of Object.entries(identity.ports)) env[portEnvName(name)] = String(port);
   return env;
+}
+
+/**
+ * The env the current job was submitted with (`IRIS_JOB_ENV`, set by the worker), which child
+ * jobs inherit; `{}` when absent or unreadable.
+ */
+export function parseJobEnv(env: Readonly<Record<string, string | undefined>> = process.env): Record<string, string> {
+  const raw = env.IRIS_JOB_ENV;
+  if (raw === undefined || raw === "") return {};
+  try {
+    const parsed: unknown = JSON.parse(raw);
+    if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) return {};
+    return Object.fromEntries(Object.entries(parsed).filter((e): e is [string, string] => typeof e[1] === "string"));
+  } catch {
+    return {};
+  }
 }
 
 /**

@@ -64,6 +64,7 @@ describe("Worker with the real controller", () => {
       entrypoint: { module: path.join(import.meta.dirname, "testing", "contextTasks.ts"), export: "rendezvous", args: { endpoint: "coord" } },
       replicas: 2,
       ports: ["coord"],
+      env: { TEAM: "blue", ROLE: "parent" },
       resources: { cpuMillis: 100 },
     });
     const status = await job.wait({ timeoutMs: 120_000 });
@@ -81,6 +82,8 @@ describe("Worker with the real controller", () => {
     ]);
     const kid = await client.job("/tester/ctx/kid").status();
     expect(kid.state).toBe("SUCCEEDED");
+    // The child inherited the parent's env, its own values winning.
+    expect((await allLogs("/tester/ctx/kid")).map((l) => l.line)).toEqual(["child /tester/ctx/kid blue kid"]);
   });
 
   it("maps a module's throw to APP_EXIT 1 with the stack in the job's logs", async () => {
