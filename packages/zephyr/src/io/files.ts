@@ -144,15 +144,20 @@ export function zstd(): ZstdModule {
  * decoded text of a chunk stays in cache while it is split and parsed).
  */
 const CHUNK_BYTES = 1 << 16;
+/** Compressed bytes read ahead, and decompressed bytes buffered ahead of the parser. */
+const READ_AHEAD_BYTES = 1 << 18;
+const INFLATE_AHEAD_BYTES = 1 << 20;
 
 /**
  * Opens a file for reading and decompresses it according to its extension. The returned stream
  * yields Buffers of decompressed bytes; errors of the file or the codec surface on it.
  */
 export function openDecompressed(filePath: string, compression: Compression = compressionOf(filePath)): Readable {
-  const file = createReadStream(filePath, { highWaterMark: CHUNK_BYTES });
-  if (compression === "none") return file;
-  const codec = compression === "gzip" ? createGunzip({ chunkSize: CHUNK_BYTES }) : new (zstd().DecompressStream)();
+  if (compression === "none") return createReadStream(filePath, { highWaterMark: CHUNK_BYTES });
+  const file = createReadStream(filePath, { highWaterMark: READ_AHEAD_BYTES });
+  // Chunks stay small for the parser, but several are inflated ahead so the codec (on libuv's
+  // thread pool for gzip) keeps working while the main thread parses.
+  const codec = compression === "gzip" ? createGunzip({ chunkSize: CHUNK_BYTES, highWaterMark: INFLATE_AHEAD_BYTES }) : new (zstd().DecompressStream)();
   file.on("error", (err) => codec.destroy(err));
   codec.on("close", () => file.destroy());
   return file.pipe(codec);
