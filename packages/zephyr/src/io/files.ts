@@ -4,6 +4,7 @@ import { createRequire } from "node:module";
 import path from "node:path";
 import type { Readable, Transform, Writable } from "node:stream";
 import { createGunzip, createGzip, constants as zlibConstants } from "node:zlib";
+import type { ZlibOptions } from "node:zlib";
 import { glob, isDynamicPattern } from "tinyglobby";
 import { ZephyrError } from "../errors.ts";
 
@@ -147,6 +148,8 @@ const CHUNK_BYTES = 1 << 16;
 /** Compressed bytes read ahead, and decompressed bytes buffered ahead of the parser. */
 const READ_AHEAD_BYTES = 1 << 18;
 const INFLATE_AHEAD_BYTES = 1 << 20;
+// zlib streams pass stream options on to Transform; @types/node's ZlibOptions omits them.
+const INFLATE_OPTIONS: ZlibOptions & { highWaterMark: number } = { chunkSize: CHUNK_BYTES, highWaterMark: INFLATE_AHEAD_BYTES };
 
 /**
  * Opens a file for reading and decompresses it according to its extension. The returned stream
@@ -157,7 +160,7 @@ export function openDecompressed(filePath: string, compression: Compression = co
   const file = createReadStream(filePath, { highWaterMark: READ_AHEAD_BYTES });
   // Chunks stay small for the parser, but several are inflated ahead so the codec (on libuv's
   // thread pool for gzip) keeps working while the main thread parses.
-  const codec = compression === "gzip" ? createGunzip({ chunkSize: CHUNK_BYTES, highWaterMark: INFLATE_AHEAD_BYTES }) : new (zstd().DecompressStream)();
+  const codec = compression === "gzip" ? createGunzip(INFLATE_OPTIONS) : new (zstd().DecompressStream)();
   file.on("error", (err) => codec.destroy(err));
   codec.on("close", () => file.destroy());
   return file.pipe(codec);
