@@ -21,7 +21,8 @@ export const OptimizerConfigSchema = z
     epsilon: z.number().positive().default(1e-8),
     /** Global-norm gradient clipping threshold; 0 disables. */
     maxGradNorm: z.number().nonnegative().default(1.0),
-    lrSchedule: z.enum(["constant", "linear", "cosine", "inv_sqrt"]).default("cosine"),
+    /** `wsd` = warmup-stable-decay: linear decay over `decay` (default 0.2 of each cycle). */
+    lrSchedule: z.enum(["constant", "linear", "cosine", "inv_sqrt", "wsd"]).default("cosine"),
     minLrRatio: z.number().min(0).max(1).default(0.1),
     warmup: fracOrSteps.default(0.01),
     decay: fracOrSteps.optional(),

@@ -80,6 +80,17 @@ describe("lrSchedule: upstream table", () => {
   });
 });
 
+describe("lrSchedule: WSD", () => {
+  it("warms up, holds the peak, then decays linearly over the last 20% by default", () => {
+    const lr = sched({ learningRate: 1e-3, warmup: 0.1, minLrRatio: 0.1, lrSchedule: "wsd" }, 1000);
+    close(lr(50), 5e-4);
+    for (const s of [100, 500, 799, 800]) close(lr(s), 1e-3);
+    close(lr(900), 5.5e-4);
+    expect(lr(801)).toBeLessThan(1e-3);
+    close(lr(1000), 1e-4);
+  });
+});
+
 describe("OptimizerConfigSchema", () => {
   it("names the bad field", () => {
     const r = OptimizerConfigSchema.safeParse({ warmup: 2.5 });

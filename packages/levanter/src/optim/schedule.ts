@@ -38,7 +38,7 @@ function cycleEnds(cfg: Pick<OptimizerConfig, "cycles" | "cycleLength">, total: 
 /**
  * The learning-rate schedule of `cfg` over `totalSteps` steps. Each cycle runs a linear warmup from
  * where the previous cycle ended (0 for the first; `rewarmup` for later ones), a stable phase at
- * the peak, then the decay (`constant`, `linear` or `cosine` to `minLrRatio · lr`, or `inv_sqrt`
+ * the peak, then the decay (`constant`, `linear`/`wsd` or `cosine` to `minLrRatio · lr`, or `inv_sqrt`
  * with a 10,000-step timescale, floored there). A warmup longer than the cycle is cut to the cycle,
  * so the rate never jumps. Semantics follow upstream Levanter's `lr_scheduler`.
  */
@@ -55,7 +55,8 @@ export function lrSchedule(
     const cycleSteps = end - start;
     const warmup = Math.min(fracOrSteps(cycle === 0 ? cfg.warmup : cfg.rewarmup, cycleSteps), cycleSteps);
     if (warmup > 0) pieces.push({ start, fn: linear(previousEnd, lr, warmup) });
-    const decaySteps = Math.min(cfg.decay === undefined ? cycleSteps - warmup : fracOrSteps(cfg.decay, cycleSteps), cycleSteps - warmup);
+    const decay0 = cfg.decay ?? (cfg.lrSchedule === "wsd" ? 0.2 : undefined);
+    const decaySteps = Math.min(decay0 === undefined ? cycleSteps - warmup : fracOrSteps(decay0, cycleSteps), cycleSteps - warmup);
     const stable = cycleSteps - warmup - decaySteps;
     if (stable > 0) pieces.push({ start: start + warmup, fn: () => lr });
     let decay: (count: number) => number;
@@ -64,6 +65,7 @@ export function lrSchedule(
         decay = () => lr;
         break;
       case "linear":
+      case "wsd":
         decay = linear(lr, minLr, decaySteps);
         break;
       case "cosine":

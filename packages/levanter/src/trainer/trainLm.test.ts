@@ -62,6 +62,18 @@ describe("trainLm", () => {
     expect(existsSync(path.join(dir, "run", "checkpoints", "step-60", "metadata.json"))).toBe(true);
   });
 
+  it("stops with NON_FINITE_LOSS before applying a NaN update", async () => {
+    const runDir = path.join(dir, "nan");
+    const poison = {
+      every: 2,
+      fn: (i: { step: number; model: { params: Map<string, tf.Variable> } }) => {
+        if (i.step === 2) i.model.params.get("embed/tokens")!.assign(tf.fill([257, 32], Number.NaN));
+      },
+    };
+    const run = trainLm({ ...config, trainer: { ...config.trainer, numTrainSteps: 6, runDir } }, { hooks: [poison] });
+    await expect(run).rejects.toMatchObject({ code: "NON_FINITE_LOSS", message: expect.stringMatching(/train\/loss is NaN at step 2/) });
+  });
+
   it("rejects a bad field, naming its path", async () => {
     await expect(trainLm({ ...config, trainer: { ...config.trainer, numTrainSteps: -3 } })).rejects.toThrow(/trainer\.numTrainSteps: .*got -3/);
     await expect(trainLm({ ...config, model: { ...config.model, nHeads: 5 } } as TrainLmConfigInput)).rejects.toThrow(LevanterError);
