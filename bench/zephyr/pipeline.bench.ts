@@ -131,23 +131,34 @@ async function main(): Promise<void> {
     console.log(`input: ${RECORDS} records in ${FILES} .jsonl.gz files (generated in ${((performance.now() - t) / 1000).toFixed(1)} s); ${os.availableParallelism()} cores, loadavg ${os.loadavg()[0].toFixed(2)}`);
     const files = Array.from({ length: FILES }, (_, f) => `part-${String(f).padStart(3, "0")}.jsonl.gz`);
 
-    const results: { name: string; seconds: number; kept: number }[] = [];
+    // CPU seconds of the whole process (all threads, zlib's included): on a shared machine the
+    // wall-clock figures depend on the load, CPU time much less.
+    const results: { name: string; seconds: number; cpu: number; kept: number }[] = [];
+    const cpuSeconds = (since: NodeJS.CpuUsage): number => {
+      const u = process.cpuUsage(since);
+      return (u.user + u.system) / 1e6;
+    };
     t = performance.now();
+    let cpu0 = process.cpuUsage();
     const kept = await handLoop(input, path.join(root, "loop.jsonl.gz"), files);
-    results.push({ name: "hand-written loop", seconds: (performance.now() - t) / 1000, kept });
+    results.push({ name: "hand-written loop", seconds: (performance.now() - t) / 1000, cpu: cpuSeconds(cpu0), kept });
 
     for (const backend of ["inline", "threads"] as const) {
       if (ONLY && ONLY !== backend) continue;
       t = performance.now();
+      cpu0 = process.cpuUsage();
       const r = await cleanPipeline({ input }).writeJsonl(path.join(root, backend, "part-{shard}.jsonl.gz"), { backend, threads: THREADS, progress: false });
       const seconds = (performance.now() - t) / 1000;
-      results.push({ name: `zephyr ${backend}${backend === "threads" ? ` (${THREADS})` : ""}`, seconds, kept: r.counts.reduce((a, b) => a + b, 0) });
+      results.push({ name: `zephyr ${backend}${backend === "threads" ? ` (${THREADS})` : ""}`, seconds, cpu: cpuSeconds(cpu0), kept: r.counts.reduce((a, b) => a + b, 0) });
     }
     const base = results[0].seconds;
-    console.log("\n| run | seconds | records/s (input) | kept | × loop |\n| --- | ---: | ---: | ---: | ---: |");
+    console.log("\n| run | seconds | records/s (input) | kept | × loop | CPU s | CPU × loop |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: |");
     for (const r of results) {
-      console.log(`| ${r.name} | ${r.seconds.toFixed(2)} | ${Math.round(RECORDS / r.seconds).toLocaleString("en-US")} | ${r.kept} | ${(base / r.seconds).toFixed(2)} |`);
+      console.log(
+        `| ${r.name} | ${r.seconds.toFixed(2)} | ${Math.round(RECORDS / r.seconds).toLocaleString("en-US")} | ${r.kept} | ${(base / r.seconds).toFixed(2)} | ${r.cpu.toFixed(1)} | ${(r.cpu / results[0].cpu).toFixed(2)} |`,
+      );
     }
+    console.log(`load average after the runs: ${os.loadavg()[0].toFixed(2)} (figures are wall-clock; on a shared machine compare the CPU columns too)`);
     if (new Set(results.map((r) => r.kept)).size !== 1) console.log("WARNING: the runs kept different record counts");
   } finally {
     await closeThreadPool();

@@ -15,12 +15,13 @@ const WORKER = new URL("./threadWorker.mjs", import.meta.url).href;
 
 let shared: { pool: Piscina; size: number } | undefined;
 
-// One pool per process, reused across runs (workers keep their imported modules warm); idle
-// threads exit after a while so a finished program is not kept alive.
+// One pool per process, reused across runs: a worker's first task pays for loading TypeScript
+// (~1 s of CPU), so workers stay for a minute. Idle workers are unref'd by piscina, so they never
+// keep a finished program alive.
 function poolOf(size: number): Piscina {
   if (shared && shared.size === size) return shared.pool;
   if (shared) void shared.pool.destroy();
-  const pool = new Piscina({ filename: WORKER, minThreads: 0, maxThreads: size, idleTimeout: 1500, concurrentTasksPerWorker: 1 });
+  const pool = new Piscina({ filename: WORKER, minThreads: 0, maxThreads: size, idleTimeout: 60_000, concurrentTasksPerWorker: 1 });
   shared = { pool, size };
   return pool;
 }
