@@ -63,6 +63,14 @@ describe("LocalCluster (2 workers, auth on)", () => {
     expect(st.error).toMatch(/APP_EXIT\(7\)/);
   });
 
+  it("ends an attempt that outlives its timeout as TIMEOUT, charged to the failure budget", async () => {
+    const st = await (
+      await client.submit({ name: "slow", entrypoint: { command: ["sleep", "60"] }, timeoutMs: 500, resources: { cpuMillis: 100 } })
+    ).wait({ timeoutMs: 30_000 });
+    expect(st.state).toBe("FAILED");
+    expect(st.tasks[0]).toMatchObject({ state: "FAILED", failureKind: "TIMEOUT" });
+  });
+
   it("keeps a gang that does not fit pending with a reason", async () => {
     const job = await client.submit({ name: "biggang", entrypoint: { command: ["true"] }, replicas: 3, gang: true, resources: { cpuMillis: 100 } });
     const st = await until("a pending reason", async () => {

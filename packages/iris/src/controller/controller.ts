@@ -41,6 +41,9 @@ function rpcError(e: unknown): Partial<grpc.StatusObject> {
   return { code: grpc.status.INTERNAL, details: e instanceof Error ? e.message : String(e) };
 }
 
+/** How long after a job ended log reads wait for its attempts' last lines. */
+const LOG_GRACE_MS = 3000;
+
 const UNAUTHENTICATED = { code: grpc.status.UNAUTHENTICATED, details: "missing or invalid bearer token" };
 
 /**
@@ -273,14 +276,20 @@ export class Controller {
             seq = Number(entries[entries.length - 1]!.seq);
             call.write({ entries });
           }
-          if (!req.follow || s.logsComplete(instanceId)) return finish();
-          // A finished job whose last lines never arrive (its worker died) ends the stream after
-          // a grace period instead of hanging.
-          if (!graceTimer && isTerminalJobState(s.jobStatus(instanceId).state)) {
-            graceTimer = setTimeout(() => {
-              pumpNow();
-              finish();
-            }, 3000);
+          // Lines reach the controller on their own stream, a moment after a task's exit may have
+          // been reported: reads of a job that just finished wait (briefly) until every attempt's
+          // lines are in, so "wait, then read the logs" sees them all. A job whose last lines
+          // never arrive (its worker died) ends the stream after the grace period.
+          const { terminal, finishedAtMs } = s.jobEnd(instanceId);
+          if ((!req.follow && !terminal) || s.logsComplete(instanceId)) return finish();
+          if (terminal && !graceTimer) {
+            graceTimer = setTimeout(
+              () => {
+                pump();
+                finish();
+              },
+              Math.max(0, finishedAtMs + LOG_GRACE_MS - Date.now()),
+            );
           }
         };
         const pumpNow = (): void => {

@@ -837,6 +837,12 @@ export class ControllerState {
     }));
   }
 
+  /** Whether a job instance has ended, and when (ms; 0 while running). */
+  jobEnd(instanceId: string): { terminal: boolean; finishedAtMs: number } {
+    const j = this.job(instanceId);
+    return { terminal: isTerminalJobState(j.state), finishedAtMs: j.finished_at_ms };
+  }
+
   /** Whether a job is finished and every attempt's log lines have arrived. */
   logsComplete(instanceId: string): boolean {
     const j = this.job(instanceId);
