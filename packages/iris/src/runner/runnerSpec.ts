@@ -1,33 +1,56 @@
 import { createRequire } from "node:module";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { z } from "zod";
 
-/** A module entrypoint: `module` is a `file:` URL or an absolute path on the worker. */
-const moduleEntrypoint = z.object({
-  module: z.string().min(1),
-  export: z.string().min(1),
-  args: z.unknown().optional(),
-});
-
-/** A command entrypoint: any program with its arguments. */
-const commandEntrypoint = z.object({
-  command: z.array(z.string()).min(1),
-  cwd: z.string().optional(),
-});
-
-/** What the worker hands the task runner, as a JSON file in the attempt's scratch directory. */
-export const runnerSpecSchema = z.object({
-  entrypoint: z.union([moduleEntrypoint, commandEntrypoint]),
+/** What the worker hands an attempt's runner, as a JSON file in the attempt's scratch directory. */
+export interface RunnerSpec {
+  /** A module (`file:` URL or absolute path) and export, with JSON args; or a command. */
+  entrypoint: { module: string; export: string; args?: unknown } | { command: string[]; cwd?: string };
   /** The worker's pid: when the runner's parent is no longer this process, the worker is gone. */
-  parentPid: z.number().int().positive(),
-  /** Grace between SIGTERM and SIGKILL of the attempt's group once the worker is gone. */
-  orphanGraceMs: z.number().int().nonnegative().default(2000),
-  /** How often the runner checks that its worker is still its parent. */
-  parentPollMs: z.number().int().positive().default(500),
-});
+  parentPid: number;
+  /** Grace between SIGTERM and SIGKILL of the attempt's group once the worker is gone. Default 2 s. */
+  orphanGraceMs?: number;
+  /** How often the runner checks that its worker is still its parent. Default 500 ms. */
+  parentPollMs?: number;
+}
 
-/** The task runner's input (see {@link runnerSpecSchema}). */
-export type RunnerSpec = z.input<typeof runnerSpecSchema>;
+/**
+ * Checks a runner spec read back from disk. Hand-written rather than zod: it runs at the start of
+ * every attempt, where each module loaded is startup latency. Returns the problems, or the spec
+ * with defaults applied.
+ */
+export function parseRunnerSpec(raw: unknown): Required<RunnerSpec> | { problems: string[] } {
+  const problems: string[] = [];
+  const spec = (typeof raw === "object" && raw !== null ? raw : {}) as Record<string, unknown>;
+  const entry = (typeof spec.entrypoint === "object" && spec.entrypoint !== null ? spec.entrypoint : {}) as Record<string, unknown>;
+  let entrypoint: RunnerSpec["entrypoint"] | undefined;
+  if ("command" in entry) {
+    const argv = entry.command;
+    if (!Array.isArray(argv) || argv.length === 0 || !argv.every((a) => typeof a === "string")) {
+      problems.push("entrypoint.command: expected a non-empty array of strings");
+    } else if (entry.cwd !== undefined && typeof entry.cwd !== "string") {
+      problems.push("entrypoint.cwd: expected a string");
+    } else {
+      entrypoint = { command: argv, ...(entry.cwd === undefined ? {} : { cwd: entry.cwd as string }) };
+    }
+  } else if (typeof entry.module === "string" && entry.module !== "" && typeof entry.export === "string" && entry.export !== "") {
+    entrypoint = { module: entry.module, export: entry.export, ...("args" in entry ? { args: entry.args } : {}) };
+  } else {
+    problems.push("entrypoint: expected { command } or { module, export } with non-empty strings");
+  }
+  const int = (key: string, fallback: number | undefined, min: number): number => {
+    const v = spec[key] ?? fallback;
+    if (typeof v !== "number" || !Number.isInteger(v) || v < min) {
+      problems.push(`${key}: expected an integer ≥ ${min}, got ${JSON.stringify(v)}`);
+      return 0;
+    }
+    return v;
+  };
+  const parentPid = int("parentPid", undefined, 1);
+  const orphanGraceMs = int("orphanGraceMs", 2000, 0);
+  const parentPollMs = int("parentPollMs", 500, 1);
+  if (problems.length > 0 || entrypoint === undefined) return { problems };
+  return { entrypoint, parentPid, orphanGraceMs, parentPollMs };
+}
 
 /** The runner of module entrypoints (TypeScript, under tsx). */
 export const TASK_RUNNER_PATH = fileURLToPath(new URL("./taskRunner.ts", import.meta.url));

@@ -11,14 +11,14 @@ import fs from "node:fs";
 import { readProcStat } from "../worker/processGroup.ts";
 import { parseTaskEnv } from "../worker/taskEnv.ts";
 import { watchParent } from "./parentWatch.ts";
-import { moduleUrl, runnerSpecSchema } from "./runnerSpec.ts";
+import { moduleUrl, parseRunnerSpec, type RunnerSpec } from "./runnerSpec.ts";
 
 function fail(message: string): never {
   process.stderr.write(`iris task runner: ${message}\n`);
   process.exit(1);
 }
 
-function readSpec(): ReturnType<typeof runnerSpecSchema.parse> {
+function readSpec(): Required<RunnerSpec> {
   const path = process.argv[2];
   if (path === undefined) fail("usage: taskRunner.ts <spec.json>");
   let raw: unknown;
@@ -27,11 +27,9 @@ function readSpec(): ReturnType<typeof runnerSpecSchema.parse> {
   } catch (e) {
     fail(`cannot read ${path}: ${(e as Error).message}`);
   }
-  const parsed = runnerSpecSchema.safeParse(raw);
-  if (!parsed.success) {
-    fail(parsed.error.issues.map((i) => `${i.path.join(".") || "(spec)"}: ${i.message}`).join("; "));
-  }
-  return parsed.data;
+  const parsed = parseRunnerSpec(raw);
+  if ("problems" in parsed) fail(parsed.problems.join("; "));
+  return parsed;
 }
 
 /**
