@@ -174,6 +174,36 @@ describe("ControllerState", () => {
     expect(m.points.map((p) => p.step)).toEqual([3, 4, 5, 6, 7]);
   });
 
+  it("keeps everything across a reopen of the database and adopts what workers still run", () => {
+    addWorker("w1");
+    launch("/alice/keep", { replicas: 2 });
+    s.schedulePass();
+    const run = runSet("w1");
+    s.reconcile("w1", run.map((r, i) => obs(r.attemptUid!, "RUNNING", { logLines: i === 0 ? 1 : 0 })), { healthy: true });
+    s.appendLogs([{ attemptUid: run[0]!.attemptUid!, stream: "stdout", line: "hello", timeMs: clock.t }]);
+    s.registerEndpoint({ name: "svc", address: "127.0.0.1:9", metadata: {}, attemptId: "/alice/keep/0:1", scopeJob: "" });
+    s.reportTaskStatus("/alice/keep/0", 0, "halfway", { step: 1, loss: 2 });
+    db.close();
+
+    // A new process on the same file, much later: the worker gets a full timeout to come back.
+    clock.t += 60_000;
+    db = openDb(path.join(dir, "c.sqlite"));
+    s = new ControllerState(db, { clock, workerTimeoutMs: 3000 });
+    expect(s.checkWorkers()).toEqual([]);
+    const again = s.reconcile("w1", run.map((r, i) => obs(r.attemptUid!, "RUNNING", { logLines: i === 0 ? 1 : 0 })), { healthy: true });
+    expect(again.run.map((r) => r.attemptUid).sort()).toEqual(run.map((r) => r.attemptUid).sort());
+    expect(again.stop).toEqual([]);
+    const st = job("/alice/keep");
+    expect(st.state).toBe("RUNNING");
+    expect(st.tasks!.map((t) => t.attempts!.length)).toEqual([1, 1]);
+    expect(s.readLogs(st.instanceId!, 0, undefined).map((l) => l.line)).toEqual(["hello"]);
+    expect(s.resolveEndpoint("/alice/keep/svc", "").address).toBe("127.0.0.1:9");
+    expect(s.taskMetrics("/alice/keep/0", 0)).toMatchObject({ statusText: "halfway", points: [{ step: 1, metrics: { step: 1, loss: 2 } }] });
+    s.reconcile("w1", run.map((r, i) => obs(r.attemptUid!, "SUCCEEDED", { exitCode: 0, logLines: i === 0 ? 1 : 0 })), { healthy: true });
+    expect(job("/alice/keep").state).toBe("SUCCEEDED");
+    expect(s.logsComplete(st.instanceId!)).toBe(true);
+  });
+
   it("rejects invalid specs naming the field", () => {
     expect(() => normalizeJobSpec({ entrypoint: { command: ["x"] }, replicas: -3 }, "/a/b")).toThrow(/replicas/);
     expect(() => normalizeJobSpec({ entrypoint: { command: [] } }, "/a/b")).toThrow(/entrypoint/);
