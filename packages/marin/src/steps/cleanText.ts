@@ -100,7 +100,7 @@ export function cleanText(opts: CleanTextOptions): Step<any> {
     },
     fn: async (ctx) => {
       const cfg = ctx.config as CleanTextConfig;
-      const written = await readDocuments(cfg.input)
+      const written = await (await readDocuments(cfg.input))
         .flatMap((doc): Document[] => {
           const text = cleanDocumentText(doc.text, cfg);
           if (!cfg.splitParagraphs) return [{ id: doc.id, text }];

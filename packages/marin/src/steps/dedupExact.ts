@@ -31,8 +31,8 @@ export function dedupExact(opts: DedupExactOptions): Step<any> {
     config: { input: opts.input, caseSensitive: opts.caseSensitive ?? true },
     fn: async (ctx) => {
       const cfg = ctx.config as z.infer<typeof configSchema>;
-      const before = await readDocuments(cfg.input).count(ZEPHYR_RUN);
-      const written = await readDocuments(cfg.input)
+      const before = await (await readDocuments(cfg.input)).count(ZEPHYR_RUN);
+      const written = await (await readDocuments(cfg.input))
         .deduplicate((d) => exactKey(d.text, cfg.caseSensitive))
         .writeJsonl(documentsPattern(ctx.outputPath), ZEPHYR_RUN);
       const kept = written.counts.reduce((a, b) => a + b, 0);

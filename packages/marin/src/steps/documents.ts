@@ -1,5 +1,4 @@
 import path from "node:path";
-import { readJsonl } from "@marin/zephyr";
 import type { Dataset, RunOptions } from "@marin/zephyr";
 
 /** One document as the standard data steps store it (JSON Lines, gzip). */
@@ -11,9 +10,17 @@ export interface Document {
 /** Zephyr settings every standard step uses: in this process, quiet (the marin live view draws progress). */
 export const ZEPHYR_RUN: RunOptions = { backend: "inline", progress: false };
 
+/**
+ * @marin/zephyr, loaded on first use: the standard steps import it only when one of them runs, so
+ * that an all-cached run (or `plan`) does not pay for loading the data layer.
+ */
+export function zephyr(): Promise<typeof import("@marin/zephyr")> {
+  return import("@marin/zephyr");
+}
+
 /** The documents a standard data step wrote into `dir`. */
-export function readDocuments(dir: string): Dataset<Document> {
-  return readJsonl<Document>(path.join(dir, "*.jsonl.gz"));
+export async function readDocuments(dir: string): Promise<Dataset<Document>> {
+  return (await zephyr()).readJsonl<Document>(path.join(dir, "*.jsonl.gz"));
 }
 
 /** The file pattern standard data steps write documents to. */

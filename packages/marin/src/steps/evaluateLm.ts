@@ -1,6 +1,5 @@
 import { promises as fs } from "node:fs";
 import path from "node:path";
-import { evaluateCheckpoint } from "@marin/levanter";
 import { z } from "zod";
 import { defineStep } from "../step/step.ts";
 import type { OutputRef, Step, StepResources } from "../step/step.ts";
@@ -38,6 +37,7 @@ export function evaluateLm(opts: EvaluateLmOptions): Step<any> {
     config: { checkpoints: opts.checkpoints, data: opts.data, batchSize: opts.batchSize ?? 16, maxBatches: opts.maxBatches ?? null },
     fn: async (ctx) => {
       const cfg = ctx.config as z.infer<typeof configSchema>;
+      const { evaluateCheckpoint } = await import("@marin/levanter");
       const r = await evaluateCheckpoint({
         checkpoint: cfg.checkpoints,
         data: cfg.data,

@@ -1,6 +1,5 @@
 import { promises as fs } from "node:fs";
 import path from "node:path";
-import { generate } from "@marin/levanter";
 import { z } from "zod";
 import { defineStep } from "../step/step.ts";
 import type { OutputRef, Step, StepResources } from "../step/step.ts";
@@ -48,6 +47,7 @@ export function generateText(opts: GenerateTextOptions): Step<any> {
     },
     fn: async (ctx) => {
       const cfg = ctx.config as z.infer<typeof configSchema>;
+      const { generate } = await import("@marin/levanter");
       const samples: { prompt: string; text: string }[] = [];
       for (const [i, prompt] of cfg.prompts.entries()) {
         const r = await generate({

@@ -1,10 +1,9 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import { fromFiles } from "@marin/zephyr";
 import { z } from "zod";
 import { defineStep, ignore } from "../step/step.ts";
 import type { Step } from "../step/step.ts";
-import { documentsPattern, ZEPHYR_RUN } from "./documents.ts";
+import { documentsPattern, zephyr, ZEPHYR_RUN } from "./documents.ts";
 import type { Document } from "./documents.ts";
 
 const configSchema = z.object({
@@ -47,6 +46,7 @@ export function importCorpus(opts: ImportCorpusOptions): Step<any> {
     },
     fn: async (ctx) => {
       const cfg = ctx.config as z.infer<typeof configSchema>;
+      const { fromFiles } = await zephyr();
       const written = await fromFiles(cfg.files)
         .map((file): Document => ({ id: path.basename(file), text: readFileSync(file, cfg.encoding) }))
         .reshard(cfg.shards)

@@ -1,6 +1,5 @@
 import { createHash } from "node:crypto";
 import path from "node:path";
-import { encodeDocument, loadTokenizer } from "@marin/levanter";
 import { z } from "zod";
 import { defineStep } from "../step/step.ts";
 import type { OutputRef, Step } from "../step/step.ts";
@@ -55,9 +54,11 @@ export function tokenize(opts: TokenizeOptions): Step<any> {
     },
     fn: async (ctx) => {
       const cfg = ctx.config as TokenizeConfig;
+      // Loaded on use: @marin/levanter pulls in TensorFlow.js, which a run that tokenizes nothing should not pay for.
+      const { encodeDocument, loadTokenizer } = await import("@marin/levanter");
       const tokenizer = await loadTokenizer(cfg.tokenizer);
       const write = async (validation: boolean) => {
-        const res = await readDocuments(cfg.input)
+        const res = await (await readDocuments(cfg.input))
           .filter((d) => isValidationDoc(d.id, cfg.validationFraction, cfg.seed) === validation)
           .map((d) => encodeDocument(tokenizer, d.text))
           .writeTokenCache(path.join(ctx.outputPath, validation ? VALIDATION_CACHE : TRAIN_CACHE), {

@@ -1,5 +1,4 @@
 import path from "node:path";
-import { trainLm as levanterTrainLm } from "@marin/levanter";
 import type { ModelConfigInput, OptimizerConfigInput } from "@marin/levanter";
 import { defineStep, ignore } from "../step/step.ts";
 import type { OutputRef, Step, StepResources } from "../step/step.ts";
@@ -72,6 +71,7 @@ export function trainLm(opts: TrainLmOptions): Step<any> {
         backend: TrainLmOptions["backend"] | null;
       };
       const { checkpointIntervalSeconds, ...trainer } = cfg.trainer;
+      const { trainLm: levanterTrainLm } = await import("@marin/levanter");
       const result = await levanterTrainLm(
         {
           model: cfg.model,
