@@ -183,6 +183,21 @@ describe("shuffle", () => {
     for (const c of counts) expect(c).toBeGreaterThan(800);
   });
 
+  it("keeps two attempts of one mapper (same name, same dir) from overwriting each other", async () => {
+    const dir = await freshDir();
+    const a = await ShuffleWriter.create({ dir, numPartitions: 1, name: "m0" });
+    const b = await ShuffleWriter.create({ dir, numPartitions: 1, name: "m0" });
+    for (let i = 0; i < 100; i++) {
+      a.add(i, { i, attempt: "a" });
+      b.add(i, { i, attempt: "b" });
+    }
+    const runs = [...a.close().runs, ...b.close().runs];
+    expect(new Set(runs.map((r) => r.path)).size).toBe(2);
+    const attempts = new Set<string>();
+    for (const r of dedupPartition<{ attempt: string }>(runs.slice(1), 0, mergeOpts(dir, 32))) attempts.add(r.attempt);
+    expect(attempts).toEqual(new Set(["b"]));
+  });
+
   it("reports partition sizes, refuses bad options, and removes runs on abort", async () => {
     const dir = await freshDir();
     await expect(ShuffleWriter.create({ dir, numPartitions: 0 })).rejects.toBeInstanceOf(ZephyrError);

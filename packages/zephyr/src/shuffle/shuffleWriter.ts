@@ -1,6 +1,7 @@
 // The map side of a shuffle: hash-partition records by key, buffer them under a memory budget,
 // and flush each full buffer as one sorted spill run (one file per flush, not per partition, so
 // the file count stays mappers × flushes whatever the partition count).
+import { randomUUID } from "node:crypto";
 import { closeSync, openSync, rmSync, writeSync } from "node:fs";
 import path from "node:path";
 import { RESET_BUFFER_MODE, REUSE_BUFFER_MODE, pack } from "msgpackr";
@@ -18,7 +19,7 @@ export interface ShuffleWriterOptions {
   numPartitions: number;
   /** Bytes of buffered records before a flush (default 64 MiB); includes bookkeeping. */
   memoryBudgetBytes?: number;
-  /** Distinguishes the files of several writers sharing `dir` (for example "m0003"). */
+  /** Prefix of this writer's file names, for people reading `dir` (for example "m0003"); a random part keeps names unique. */
   name?: string;
   /**
    * A byte (0–255) stamped on every record; among equal keys, lower tags merge first. Joins use
@@ -67,6 +68,8 @@ export class ShuffleWriter {
   private readonly name: string;
   private readonly tag: number;
   private readonly hasher: KeyHasher;
+  /** Unique per writer: a retried mapper never truncates the files of an attempt still running. */
+  private readonly instance = randomUUID().slice(0, 8);
 
   // The buffer: frames laid out as on disk in arena chunks, plus per-record metadata.
   private chunks: Buffer[] = [];
@@ -216,7 +219,7 @@ export class ShuffleWriter {
       return c !== 0 ? c : a - b;
     });
 
-    const runPath = path.join(this.dir, `${this.name}-run${String(this.runs.length).padStart(5, "0")}.spill`);
+    const runPath = path.join(this.dir, `${this.name}-${this.instance}-run${String(this.runs.length).padStart(5, "0")}.spill`);
     const offsets = new Array<number>(this.numPartitions + 1).fill(0);
     const counts = new Array<number>(this.numPartitions).fill(0);
     let fd: number;
