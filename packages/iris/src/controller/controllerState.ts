@@ -194,6 +194,9 @@ export class ControllerState {
   private dirtyWorkers = new Set<string>();
   private dirtyLogs = new Set<string>();
   private depth = 0;
+  // Placement can only change when tasks become pending, capacity frees up or workers come and
+  // go; passes in between are skipped (a pass over many pending tasks is not free).
+  private needsSchedule = true;
 
   constructor(db: Db, opts: ControllerStateOptions = {}) {
     this.db = db;
@@ -393,6 +396,7 @@ export class ControllerState {
       for (let i = 0; i < spec.replicas; i++) ins.run(instanceId, i);
       this.specCache.set(instanceId, spec);
       this.touchJob(instanceId);
+      this.needsSchedule = true;
       return { name: spec.name, instanceId };
     });
   }
@@ -454,6 +458,7 @@ export class ControllerState {
       );
     this.db.prepare("DELETE FROM endpoints WHERE attempt_uid = ?").run(a.uid);
     if (stopReason) this.dirtyWorkers.add(a.worker_id);
+    this.needsSchedule = true;
   }
 
   // Re-derives a job's state after task changes; a job that just ended ends its leftovers.
@@ -533,6 +538,17 @@ export class ControllerState {
 
   /** One scheduling pass: place what fits, record a reason for the rest. Returns placements. */
   schedulePass(): number {
+    if (!this.needsSchedule) return 0;
+    this.needsSchedule = false;
+    try {
+      return this.schedulePassTx();
+    } catch (e) {
+      this.needsSchedule = true;
+      throw e;
+    }
+  }
+
+  private schedulePassTx(): number {
     return this.tx(() => {
       const now = this.clock.now();
       const workerRows = this.db.prepare("SELECT * FROM workers WHERE state = 'ALIVE' AND healthy = 1").all() as WorkerRow[];
@@ -617,6 +633,7 @@ export class ControllerState {
            ON CONFLICT (id) DO UPDATE SET host = excluded.host, attributes = excluded.attributes, capacity = excluded.capacity, state = 'ALIVE', healthy = 1, last_seen_ms = excluded.last_seen_ms`,
         )
         .run(id, req.host, JSON.stringify(req.attributes), JSON.stringify(req.capacity), now, now);
+      this.needsSchedule = true;
       return id;
     });
   }
@@ -635,6 +652,8 @@ export class ControllerState {
     return this.tx(() => {
       const now = this.clock.now();
       if (!this.isWorkerAlive(workerId)) throw new IrisError("NOT_FOUND", `worker ${workerId} is not registered (or was declared lost): register again`);
+      const wasHealthy = (this.db.prepare("SELECT healthy FROM workers WHERE id = ?").get(workerId) as { healthy: number }).healthy === 1;
+      if (wasHealthy !== health.healthy) this.needsSchedule = true;
       this.db.prepare("UPDATE workers SET last_seen_ms = ?, healthy = ? WHERE id = ?").run(now, health.healthy ? 1 : 0, workerId);
       const extraStops: StopAttempt[] = [];
       const seen = new Set<string>();
@@ -656,7 +675,10 @@ export class ControllerState {
             this.db
               .prepare("UPDATE attempts SET stopping = 0, exit_code = COALESCE(exit_code, ?) WHERE uid = ?")
               .run(o.exitCode ?? null, a.uid);
-            if (a.stopping) this.touchJob(a.instance_id);
+            if (a.stopping) {
+              this.touchJob(a.instance_id);
+              this.needsSchedule = true;
+            }
           } else if (!a.stopping) extraStops.push({ attemptUid: a.uid, reason: "SUPERSEDED" });
           continue;
         }
@@ -684,6 +706,7 @@ export class ControllerState {
         if (!seen.has(s.uid)) {
           this.db.prepare("UPDATE attempts SET stopping = 0 WHERE uid = ?").run(s.uid);
           this.touchJob(s.instance_id);
+          this.needsSchedule = true;
         }
       }
       return this.desiredSet(workerId, extraStops);
@@ -745,6 +768,7 @@ export class ControllerState {
       const lost = this.db.prepare("SELECT id FROM workers WHERE state = 'ALIVE' AND last_seen_ms < ?").all(deadline) as { id: string }[];
       for (const { id } of lost) {
         this.db.prepare("UPDATE workers SET state = 'LOST' WHERE id = ?").run(id);
+        this.needsSchedule = true;
         const live = this.db
           .prepare("SELECT * FROM attempts WHERE worker_id = ? AND state IN ('ASSIGNED','BUILDING','RUNNING')")
           .all(id) as AttemptRow[];
