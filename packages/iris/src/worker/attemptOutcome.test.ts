@@ -53,6 +53,12 @@ describe("classifyExit", () => {
     });
   });
 
+  it("reports a SIGKILL the worker did not send, while the kernel OOM-killed, as OOM", () => {
+    expect(classifyExit(ended({ signal: "SIGKILL", kernelOomKill: true }))).toMatchObject({ kind: "OOM" });
+    expect(classifyExit(ended({ signal: "SIGKILL", kernelOomKill: false })).kind).toBe("SIGNAL");
+    expect(classifyExit(ended({ signal: "SIGKILL", kernelOomKill: true, stopRequested: true })).kind).toBe("KILLED");
+  });
+
   it("reports a spawn error as LAUNCH_FAILED with its message", () => {
     const out = classifyExit(ended({ spawnError: new Error("spawn nope ENOENT") }));
     expect(out.kind).toBe("LAUNCH_FAILED");

@@ -28,6 +28,8 @@ export interface ExitObservation {
   timedOut: boolean;
   /** The worker killed the attempt for exceeding its memory limit. */
   memoryLimitExceeded: boolean;
+  /** The kernel's OOM killer killed something in the worker's memory cgroup while the attempt ran. */
+  kernelOomKill?: boolean;
   /** The last lines the attempt wrote on stderr (newest last). */
   stderrTail: readonly string[];
   /** The error that prevented the process from starting at all. */
@@ -53,6 +55,9 @@ export function classifyExit(o: ExitObservation): AttemptOutcome {
   if (o.timedOut) return { kind: "TIMEOUT", ...base, message: "the attempt ran past its timeout" };
   if (o.memoryLimitExceeded) {
     return { kind: "OOM", ...base, message: "the attempt exceeded its memory limit and was killed" };
+  }
+  if (o.kernelOomKill === true && o.signal === "SIGKILL" && !o.stopRequested) {
+    return { kind: "OOM", ...base, message: "killed by the kernel's OOM killer" };
   }
   const heapOom = o.stderrTail.some((line) => HEAP_OOM.test(line));
   if (heapOom && (o.exitCode === 134 || o.signal === "SIGABRT")) {

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import readline from "node:readline";
 import type { Readable } from "node:stream";
 import { classifyExit, type AttemptOutcome } from "./attemptOutcome.ts";
-import { groupRssBytes, signalGroup } from "./processGroup.ts";
+import { cgroupOomKills, groupRssBytes, signalGroup } from "./processGroup.ts";
 
 /** One line an attempt wrote, stamped when the worker read it. */
 export interface LogLine {
@@ -126,6 +126,7 @@ export class AttemptProcess {
         opts.onLine({ stream, line: line.slice(i, i + MAX_LINE_CHARS), timeMs });
       }
     };
+    const oomKillsAtStart = cgroupOomKills();
     const drained = [readLines(child.stdout, (l) => emit("stdout", l)), readLines(child.stderr, (l) => emit("stderr", l))];
 
     child.on("message", (msg: unknown) => {
@@ -178,6 +179,7 @@ export class AttemptProcess {
     if (child.connected) child.disconnect();
     this.#done = true;
     const spawnError = ended.spawnError ?? this.#launchError;
+    const oomKillsNow = ended.signal === "SIGKILL" ? cgroupOomKills() : undefined;
     return classifyExit({
       exitCode: ended.code,
       signal: ended.signal,
@@ -185,6 +187,7 @@ export class AttemptProcess {
       timedOut: this.#timedOut,
       memoryLimitExceeded: this.#memoryLimitExceeded,
       stderrTail: this.#stderrTail,
+      kernelOomKill: oomKillsAtStart !== undefined && oomKillsNow !== undefined && oomKillsNow > oomKillsAtStart,
       ...(spawnError === undefined ? {} : { spawnError }),
     });
   }

@@ -38,6 +38,11 @@ export function readProcStat(pid: number | "self"): ProcStat | undefined {
   } catch {
     return undefined;
   }
+  return parseProcStat(text);
+}
+
+/** Parses the text of a `/proc/<pid>/stat` file. */
+export function parseProcStat(text: string): ProcStat {
   // The command name (field 2) may contain spaces and parentheses: split after its last ")".
   const close = text.lastIndexOf(")");
   const head = text.slice(0, text.indexOf(" "));
@@ -71,4 +76,31 @@ export function groupRssBytes(pgid: number): number {
     if (stat !== undefined && stat.pgrp === pgid) pages += stat.rssPages;
   }
   return pages * PAGE_BYTES;
+}
+
+/** Where the kernel counts OOM kills of this process's memory cgroup (v2, then v1). */
+const OOM_COUNTERS = [
+  { file: "/sys/fs/cgroup/memory.events", key: "oom_kill" },
+  { file: "/sys/fs/cgroup/memory/memory.oom_control", key: "oom_kill" },
+];
+
+/**
+ * How many processes the kernel's OOM killer has killed in this process's memory cgroup, or
+ * undefined where the counter cannot be read. A SIGKILL the worker did not send, while this count
+ * went up, was the OOM killer.
+ */
+export function cgroupOomKills(counters: readonly { file: string; key: string }[] = OOM_COUNTERS): number | undefined {
+  for (const { file, key } of counters) {
+    let text: string;
+    try {
+      text = fs.readFileSync(file, "utf8");
+    } catch {
+      continue;
+    }
+    for (const line of text.split("\n")) {
+      const [k, v] = line.trim().split(/\s+/);
+      if (k === key && v !== undefined && /^\d+$/.test(v)) return Number(v);
+    }
+  }
+  return undefined;
 }
