@@ -25,8 +25,14 @@ export interface ScatterOutput {
 
 const BATCH = 1024;
 
-/** Keys remembered by the map-side pre-deduplication before it starts over (bounds its memory). */
-const LOCAL_DEDUP_KEYS = 1 << 20;
+/**
+ * Keys the map-side pre-deduplication remembers before it starts over: about a quarter of the
+ * budget at ~100 bytes a key, at most 2^18 (it only saves shuffle volume; correctness never
+ * depends on it).
+ */
+function localDedupKeys(budget: number): number {
+  return Math.max(1024, Math.min(1 << 18, Math.floor(budget / 400)));
+}
 
 /**
  * Opens a scatter writer that routes each record by `key(record)` into `partitions` partitions.
@@ -38,6 +44,7 @@ export async function openScatter(dir: string, partitions: number, key: (r: unkn
   const w = await ShuffleWriter.create({ dir, numPartitions: partitions, memoryBudgetBytes: Math.max(4096, budget), tag, name: `m${String(where.shard).padStart(5, "0")}` });
   let seen = 0;
   let sent = new Set<unknown>();
+  const maxKeys = localDedupKeys(budget);
   return {
     write(batch) {
       let i = 0;
@@ -50,7 +57,7 @@ export async function openScatter(dir: string, partitions: number, key: (r: unkn
         }
         if (localDedup && (typeof k === "string" || typeof k === "number")) {
           if (sent.has(k)) continue;
-          if (sent.size >= LOCAL_DEDUP_KEYS) sent = new Set();
+          if (sent.size >= maxKeys) sent = new Set();
           sent.add(k);
         }
         w.add(k, batch[i]);
