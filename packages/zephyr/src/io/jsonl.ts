@@ -48,10 +48,9 @@ export interface ReadJsonlOptions {
  */
 export async function* readJsonlBatches<T = unknown>(filePath: string, options: ReadJsonlOptions = {}): AsyncGenerator<T[], void, undefined> {
   const skip = (options.onBadRecord ?? "fail") === "skip";
-  for await (const block of lineBlocks(filePath)) {
+  let line = 1;
+  for await (const text of lineBlocks(filePath)) {
     const out: T[] = [];
-    const text = block.text;
-    let line = block.firstLine;
     let start = 0;
     for (;;) {
       const nl = text.indexOf("\n", start);
@@ -71,9 +70,9 @@ export async function* readJsonlBatches<T = unknown>(filePath: string, options: 
           }
         }
       }
+      line++;
       if (nl < 0) break;
       start = nl + 1;
-      line++;
     }
     if (out.length > 0) yield out;
   }

@@ -5,22 +5,16 @@ import { StringDecoder } from "node:string_decoder";
 import { ZephyrError } from "../errors.ts";
 import { openDecompressed } from "./files.ts";
 
-/** A run of complete lines of a file. */
-export interface LineBlock {
-  /** The lines joined by "\n", without the final newline. May contain "\r" before each "\n". */
-  readonly text: string;
-  /** 1-based number of the first line of `text` in the file. */
-  readonly firstLine: number;
-}
-
 /**
- * Yields the lines of `filePath` in blocks. The file's final newline does not start an extra
- * (empty) line, and a leading UTF-8 byte order mark is dropped. Read or codec failures become `ZephyrError("IO")` naming the file.
+ * Yields the lines of `filePath` in blocks: each block is consecutive whole lines joined by "\n"
+ * (without the final newline; "\r" of CRLF files is kept), so a block with n newlines holds n + 1
+ * lines and line numbers simply continue from block to block. The file's final newline does not
+ * start an extra (empty) line, and a leading UTF-8 byte order mark is dropped. Read or codec
+ * failures become `ZephyrError("IO")` naming the file.
  */
-export async function* lineBlocks(filePath: string): AsyncGenerator<LineBlock, void, undefined> {
+export async function* lineBlocks(filePath: string): AsyncGenerator<string, void, undefined> {
   const decoder = new StringDecoder("utf8");
   let carry = "";
-  let nextLine = 1;
   const stream = openDecompressed(filePath);
   try {
     let first = true;
@@ -37,23 +31,14 @@ export async function* lineBlocks(filePath: string): AsyncGenerator<LineBlock, v
         continue;
       }
       carry = text.slice(end + 1);
-      const block = text.slice(0, end);
-      const firstLine = nextLine;
-      nextLine += countNewlines(block) + 1;
-      yield { text: block, firstLine };
+      yield text.slice(0, end);
     }
     const rest = carry + decoder.end();
-    if (rest.length > 0) yield { text: rest, firstLine: nextLine };
+    if (rest.length > 0) yield rest;
   } catch (cause) {
     if (cause instanceof ZephyrError) throw cause;
     throw new ZephyrError("IO", `reading ${filePath} failed: ${(cause as Error)?.message ?? String(cause)}`, { cause });
   } finally {
     stream.destroy();
   }
-}
-
-function countNewlines(text: string): number {
-  let n = 0;
-  for (let i = text.indexOf("\n"); i >= 0; i = text.indexOf("\n", i + 1)) n++;
-  return n;
 }

@@ -10,7 +10,7 @@ import { lineBlocks } from "./lineBlocks.ts";
  */
 export async function* readTextBatches(filePath: string): AsyncGenerator<string[], void, undefined> {
   for await (const block of lineBlocks(filePath)) {
-    const lines = block.text.split("\n");
+    const lines = block.split("\n");
     for (let i = 0; i < lines.length; i++) {
       const line = lines[i];
       if (line.endsWith("\r")) lines[i] = line.slice(0, -1);
