@@ -141,6 +141,18 @@ describe("LocalCluster (2 workers, auth on)", () => {
     expect((await job.status()).state).toBe("SUCCEEDED");
   });
 
+  it("keeps every line of a long log, in order", async () => {
+    const job = await client.submit({
+      name: "chatty",
+      entrypoint: { command: ["node", "-e", "for (let i = 0; i < 20000; i++) console.log('line ' + i)"] },
+      resources: { cpuMillis: 100 },
+    });
+    expect((await job.wait({ timeoutMs: 60_000 })).state).toBe("SUCCEEDED");
+    const got = await lines("chatty");
+    expect(got.length).toBe(20000);
+    expect(got.every((l, i) => l === `line ${i}`)).toBe(true);
+  });
+
   it("resolves an endpoint registered by another task and drops it when the attempt ends", async () => {
     const server = await client.submit({
       name: "epserver",

@@ -274,7 +274,8 @@ export class Controller {
             const entries = s.readLogs(instanceId, seq, taskIndex);
             if (entries.length === 0) break;
             seq = Number(entries[entries.length - 1]!.seq);
-            call.write({ entries });
+            // Back-pressure: a slow reader of a long log is fed as it drains, not buffered.
+            if (!call.write({ entries })) return void call.once("drain", pumpNow);
           }
           // Lines reach the controller on their own stream, a moment after a task's exit may have
           // been reported: reads of a job that just finished wait (briefly) until every attempt's
