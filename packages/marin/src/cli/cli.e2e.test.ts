@@ -38,7 +38,7 @@ export default function build() {
   const a = defineStep({ name: "demo/a", config: { n: Number(process.env.N ?? 1), note: "x" }, fn: body("a") });
   const b = defineStep({ name: "demo/b", config: { input: outputOf(a, "result.txt") }, fn: body("b") });
   const c = defineStep({ name: "demo/c", config: { k: 3 }, fn: body("c") });
-  if (!process.env.REMOTE) return [b, c];
+  if (!process.env.MARIN_TEST_REMOTE) return [b, c];
   // Runs as an iris job: the task re-imports this script and must rebuild the same step.
   const r = defineStep({ name: "demo/remote", resources: { cpuMillis: 100 }, config: { input: outputOf(b) }, fn: async (ctx) => {
     await writeFile(path.join(ctx.outputPath, "where.txt"), String(process.env.IRIS_JOB_ID));
@@ -161,15 +161,23 @@ describe("marin CLI (real processes)", () => {
     const cluster = await LocalCluster.start({ workers: 1 });
     try {
       const prefix = path.join(tmp, "remote");
-      const r = await marin(["run", script, "--prefix", prefix, "--cluster", cluster.address], { CALLS: path.join(tmp, "remote-calls.log"), REMOTE: "1" });
+      const env = { CALLS: path.join(tmp, "remote-calls.log"), MARIN_TEST_REMOTE: "1" };
+      // N is not forwarded to tasks (only MARIN_*, LEVANTER_*, ZEPHYR_* are): the task rebuilds a
+      // different graph, and the fingerprint check refuses to run the step under the wrong identity.
+      const mismatch = await marin(["run", script, "--prefix", prefix, "--cluster", cluster.address], { ...env, N: "7" });
+      expect(mismatch.code).toBe(1);
+      expect(mismatch.stdout).toMatch(/demo\/remote\s+FAILED/);
+      expect(mismatch.stdout).toMatch(/step demo\/remote: the script now gives demo\/remote-\w+, the runner planned demo\/remote-\w+/);
+
+      const r = await marin(["run", script, "--prefix", prefix, "--cluster", cluster.address], env);
       expect(r.code, r.stdout + r.stderr).toBe(0);
       expect(r.stdout).toMatch(/demo\/remote\s+ran/);
       const jobs = await cluster.client.list();
       expect(jobs.some((j) => j.name.includes("marin-demo.remote-") && j.state === "SUCCEEDED")).toBe(true);
       expect(r.stdout).toMatch(/job: "\/[^"]*marin-demo\.remote-/);
       expect(r.stdout).toMatch(/input: "b:/);
-      const dir = (await fs.readdir(path.join(prefix, "demo"))).find((d) => d.startsWith("remote-"))!;
-      expect((await fs.readdir(path.join(prefix, "demo", dir))).sort()).toEqual([".marin", "where.txt"]);
+      const dir = /demo\/remote\s+ran\s+\S+\s+(\S+)/.exec(r.stdout)![1];
+      expect((await fs.readdir(dir)).sort()).toEqual([".marin", "where.txt"]);
     } finally {
       await cluster.stop();
     }
