@@ -77,5 +77,7 @@ describe("trainLm", () => {
   it("rejects a bad field, naming its path", async () => {
     await expect(trainLm({ ...config, trainer: { ...config.trainer, numTrainSteps: -3 } })).rejects.toThrow(/trainer\.numTrainSteps: .*got -3/);
     await expect(trainLm({ ...config, model: { ...config.model, nHeads: 5 } } as TrainLmConfigInput)).rejects.toThrow(LevanterError);
+    // Far beyond wasm's 4 GiB heap: refused up front, naming the knob.
+    await expect(trainLm({ ...config, model: { ...config.model, dModel: 4096, nLayers: 24, nHeads: 32 } })).rejects.toThrow(/wasm.*microBatchSize/);
   });
 });

@@ -8,7 +8,7 @@ import type { Tokenizer } from "../data/tokenizer.ts";
 import { LevanterError } from "../errors.ts";
 import { log } from "../internal/log.ts";
 import { Rng } from "../rng.ts";
-import { resolveModelConfig, trainingFlopsPerToken } from "../models/modelConfig.ts";
+import { resolveModelConfig, trainingFlopsPerToken, type ResolvedModelConfig } from "../models/modelConfig.ts";
 import { TransformerLm, defaultDecayMask } from "../models/transformer.ts";
 import { AdamW } from "../optim/adamw.ts";
 import { lrSchedule } from "../optim/schedule.ts";
@@ -87,6 +87,7 @@ export async function trainLm(input: TrainLmConfig | TrainLmConfigInput, options
     const tokenizer = await tokenizerFor(reader.ledger.tokenizer, dc.tokenizerJson);
     const modelConfig = resolveModelConfig(config.model, reader.ledger.vocabSize);
     const seqLen = modelConfig.seqLen;
+    if (backend.name === "wasm") checkWasmMemory(modelConfig, tc.microBatchSize ?? tc.batchSize);
     const rng = new Rng(tc.seed);
     model = TransformerLm.init(modelConfig, rng);
     const noDecay = config.optimizer.noDecay?.map((r) => new RegExp(r));
@@ -109,6 +110,11 @@ export async function trainLm(input: TrainLmConfig | TrainLmConfigInput, options
         optimizer.load(ckpt.optimizer, ckpt.state.optimizer);
         rng.state = ckpt.state.rng;
         startStep = resumedFrom = ckpt.state.step;
+        const l = ckpt.state.loader;
+        if (l.seed !== loaderSeed || l.batchSize !== tc.batchSize || l.seqLen !== seqLen) {
+          // Still resumable, but the batches after this step differ from the interrupted run's.
+          log("warn", "data order changed since the checkpoint", { checkpoint: l, now: { seed: loaderSeed, batchSize: tc.batchSize, seqLen } });
+        }
         if (!found.metadata.isTemporary) lastSavedStep = startStep;
         log("info", "resumed", { checkpoint: found.path, step: startStep });
       }
@@ -232,6 +238,23 @@ async function tokenizerFor(name: string, tokenizerJson: string | undefined): Pr
     throw new LevanterError("INVALID_CONFIG", `data.tokenizerJson: required, the cache was made by tokenizer "${name}" (not "byte")`);
   }
   return tokenizerNamed(name, tokenizerJson);
+}
+
+// wasm's heap stops at ~4 GiB with "memory access out of bounds" rather than a clear OOM: refuse
+// configs that cannot fit. Parameters + gradients + two Adam moments (16 B/param) plus a rough
+// bound on the activations kept for backward.
+function checkWasmMemory(cfg: ResolvedModelConfig, rows: number): void {
+  const { dModel: d, dFF: f, nLayers: l, nHeads: h, seqLen: t, vocabSize: v } = cfg;
+  const params = l * (4 * d * d + (cfg.activation === "swiglu" ? 3 : 2) * d * f) + (cfg.tieEmbeddings ? 1 : 2) * v * d + t * d;
+  const activations = 4 * rows * t * (l * (16 * d + 3 * f + 3 * h * t) + 4 * v);
+  const bytes = 16 * params + activations;
+  const limit = 3.5 * 2 ** 30;
+  if (bytes > limit) {
+    throw new LevanterError(
+      "INVALID_CONFIG",
+      `model: ~${(bytes / 2 ** 30).toFixed(1)} GiB needed, above the wasm backend's ~4 GiB heap; lower trainer.microBatchSize or the model size`,
+    );
+  }
 }
 
 // Inside an iris task, status goes to the controller; outside, nowhere.
