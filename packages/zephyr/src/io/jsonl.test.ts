@@ -150,6 +150,11 @@ describe("JsonlWriter + readJsonlBatches", () => {
     );
   });
 
+  it("reports a missing file as an IO error naming it", async () => {
+    const missing = path.join(dir, "missing.jsonl.zst");
+    await expect(collect(readJsonlBatches(missing))).rejects.toMatchObject({ code: "IO", message: expect.stringContaining(missing) });
+  });
+
   it("reads concatenated gzip members and reports a truncated gzip file as IO", async () => {
     const multi = path.join(dir, "multi.jsonl.gz");
     await writeFile(multi, Buffer.concat([gzipSync('{"a":1}\n'), gzipSync('{"a":2}\n')]));
