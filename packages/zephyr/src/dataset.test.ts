@@ -94,6 +94,38 @@ describe("errors", () => {
     expect((red as Error).message).toMatch(/stage 1 .* shard 0 of 1: groupBy reducer threw on record #0/);
   });
 
+  it("a throwing key function or mapShard names where it failed", async () => {
+    const keyErr = await fromList(["a", "b", "c"], { shards: 1 })
+      .deduplicate((s) => {
+        if (s === "c") throw new Error("bad key");
+        return s;
+      })
+      .collect(inline)
+      .catch((e: unknown) => e);
+    expect((keyErr as ZephyrError).code).toBe("USER_FUNCTION");
+    expect((keyErr as Error).message).toMatch(/stage 0 .* shard 0 of 1: key function threw on record #2 of its input \("c"\): bad key/);
+    const shardErr = await fromList([1, 2], { shards: 1 })
+      .mapShard(async function* (rs) {
+        for await (const r of rs) {
+          if (r === 2) throw new Error("shard broke");
+          yield r;
+        }
+      })
+      .collect(inline)
+      .catch((e: unknown) => e);
+    expect((shardErr as Error).message).toMatch(/shard 0 of 1: mapShard \(operation 1 of the stage\) threw: shard broke/);
+  });
+
+  it("the iris backend without a cluster says how to give it one", async () => {
+    const saved = process.env.IRIS_CONTROLLER_ADDRESS;
+    delete process.env.IRIS_CONTROLLER_ADDRESS;
+    try {
+      await expect(numbers({ n: 3, shards: 1 }).count({ backend: "iris" })).rejects.toThrow(/iris backend needs a cluster: pass \{ iris: \{ client \} \}/);
+    } finally {
+      if (saved !== undefined) process.env.IRIS_CONTROLLER_ADDRESS = saved;
+    }
+  });
+
   it("parallel backends need definePipeline; plain plans run inline with a notice", async () => {
     const ds = fromList([1, 2, 3]);
     await expect(ds.count({ backend: "threads" })).rejects.toThrow(/definePipeline\(import\.meta\.url, build\)/);

@@ -221,7 +221,13 @@ export async function runPlan(ds: Dataset<unknown>, sink: SinkSpec, options: Run
 
   const ownScratch = options.scratchDir === undefined;
   const scratch = options.scratchDir ?? (await mkdtemp(path.join(os.tmpdir(), "zephyr-")));
-  const backend: Backend = await chooseBackend(backendName, ds, plan, { threads: options.threads, iris: options.iris, scratch });
+  let backend: Backend;
+  try {
+    backend = await chooseBackend(backendName, ds, plan, { threads: options.threads, iris: options.iris, scratch });
+  } catch (e) {
+    if (ownScratch) await rm(scratch, { recursive: true, force: true });
+    throw e;
+  }
   const progress = new StageProgress(options.progress ?? Boolean(process.stderr.isTTY));
   const stageStats: StageStats[] = [];
   const userCounters: Record<string, number> = {};
