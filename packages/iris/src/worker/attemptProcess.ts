@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import readline from "node:readline";
 import type { Readable } from "node:stream";
 import { classifyExit, type AttemptOutcome } from "./attemptOutcome.ts";
-import { cgroupOomKills, groupRssBytes, signalGroup } from "./processGroup.ts";
+import { cgroupOomKills, signalGroup, watchGroupRss } from "./processGroup.ts";
 
 /** One line an attempt wrote, stamped when the worker read it. */
 export interface LogLine {
@@ -144,18 +144,15 @@ export class AttemptProcess {
         }, opts.timeoutMs),
       );
     }
+    let unwatchMemory: (() => void) | undefined;
     if (opts.memoryLimitBytes !== undefined && opts.memoryLimitBytes > 0 && this.pid !== undefined) {
       const pgid = this.pid;
       const limit = opts.memoryLimitBytes;
-      timers.push(
-        setInterval(() => {
-          if (this.#ended || this.#memoryLimitExceeded) return;
-          if (groupRssBytes(pgid) > limit) {
-            this.#memoryLimitExceeded = true;
-            signalGroup(pgid, "SIGKILL");
-          }
-        }, opts.memoryPollMs ?? 500),
-      );
+      unwatchMemory = watchGroupRss(pgid, opts.memoryPollMs ?? 500, (bytes) => {
+        if (this.#ended || this.#memoryLimitExceeded || bytes <= limit) return;
+        this.#memoryLimitExceeded = true;
+        signalGroup(pgid, "SIGKILL");
+      });
     }
 
     const ended = await new Promise<{ code: number | null; signal: string | null; spawnError?: Error }>((resolve) => {
@@ -167,6 +164,7 @@ export class AttemptProcess {
     });
     this.#ended = true;
     for (const t of timers) clearTimeout(t);
+    unwatchMemory?.();
     clearTimeout(this.#killTimer);
     // Whatever the main process left behind in its group ends with it.
     if (this.pid !== undefined) signalGroup(this.pid, "SIGKILL");

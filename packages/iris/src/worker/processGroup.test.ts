@@ -2,7 +2,8 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { cgroupOomKills, parseProcStat, readProcStat } from "./processGroup.ts";
+import { cgroupOomKills, groupRssBytes, parseProcStat, readProcStat, watchGroupRss } from "./processGroup.ts";
+import { waitFor } from "./testing/waitFor.ts";
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "iris-pg-test-"));
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
@@ -36,5 +37,23 @@ describe("readProcStat", () => {
     expect(stat?.pgrp).toBeGreaterThan(0);
     expect(stat?.startTicks).toMatch(/^\d+$/);
     expect(readProcStat(2 ** 22 + 12345)).toBeUndefined();
+  });
+});
+
+describe("watchGroupRss", () => {
+  it("samples a group's resident memory for every watcher until each stops watching", async () => {
+    const pgid = readProcStat("self")!.pgrp;
+    expect(groupRssBytes(pgid)).toBeGreaterThan(readProcStat("self")!.rssPages * 4096 - 1);
+    const a: number[] = [];
+    const b: number[] = [];
+    const stopA = watchGroupRss(pgid, 20, (bytes) => a.push(bytes));
+    const stopB = watchGroupRss(pgid, 20, (bytes) => b.push(bytes));
+    await waitFor("samples for both watchers", () => a.length >= 2 && b.length >= 2);
+    expect(Math.min(...a, ...b)).toBeGreaterThan(1024 * 1024);
+    stopA();
+    const seenByA = a.length;
+    await waitFor("more samples for b", () => b.length >= seenByA + 3);
+    expect(a.length).toBe(seenByA);
+    stopB();
   });
 });

@@ -60,22 +60,61 @@ export function parseProcStat(text: string): ProcStat {
 /** Linux's page size on every platform iris runs on; only used to turn RSS pages into bytes. */
 const PAGE_BYTES = 4096;
 
-/** The resident memory of all processes of a group, in bytes (0 when /proc is unavailable). */
-export function groupRssBytes(pgid: number): number {
+/** The resident memory of every process group on the machine, in bytes (empty without /proc). */
+export function rssByGroup(): Map<number, number> {
+  const out = new Map<number, number>();
   let names: string[];
   try {
     names = fs.readdirSync("/proc");
   } catch {
-    return 0;
+    return out;
   }
-  let pages = 0;
   for (const name of names) {
     const pid = Number(name);
     if (!Number.isInteger(pid) || pid <= 0) continue;
     const stat = readProcStat(pid);
-    if (stat !== undefined && stat.pgrp === pgid) pages += stat.rssPages;
+    if (stat !== undefined) out.set(stat.pgrp, (out.get(stat.pgrp) ?? 0) + stat.rssPages * PAGE_BYTES);
   }
-  return pages * PAGE_BYTES;
+  return out;
+}
+
+/** The resident memory of all processes of a group, in bytes (0 when /proc is unavailable). */
+export function groupRssBytes(pgid: number): number {
+  return rssByGroup().get(pgid) ?? 0;
+}
+
+type RssListener = (bytes: number) => void;
+/** One /proc scan per interval serves every watched group: a scan costs the same for one or many. */
+const samplers = new Map<number, { timer: NodeJS.Timeout; listeners: Map<number, Set<RssListener>> }>();
+
+/**
+ * Calls `onSample` with the group's resident memory every `intervalMs`, sharing one scan of
+ * /proc among all groups watched at the same interval. Returns the function that stops watching.
+ */
+export function watchGroupRss(pgid: number, intervalMs: number, onSample: RssListener): () => void {
+  let sampler = samplers.get(intervalMs);
+  if (sampler === undefined) {
+    const listeners = new Map<number, Set<RssListener>>();
+    const timer = setInterval(() => {
+      const rss = rssByGroup();
+      for (const [group, set] of listeners) for (const l of set) l(rss.get(group) ?? 0);
+    }, intervalMs);
+    timer.unref();
+    sampler = { timer, listeners };
+    samplers.set(intervalMs, sampler);
+  }
+  const { listeners } = sampler;
+  const set = listeners.get(pgid) ?? new Set<RssListener>();
+  set.add(onSample);
+  listeners.set(pgid, set);
+  return () => {
+    set.delete(onSample);
+    if (set.size === 0) listeners.delete(pgid);
+    if (listeners.size === 0 && samplers.get(intervalMs) === sampler) {
+      clearInterval(sampler.timer);
+      samplers.delete(intervalMs);
+    }
+  };
 }
 
 /** Where the kernel counts OOM kills of this process's memory cgroup (v2, then v1). */
