@@ -64,6 +64,7 @@ describe("errors", () => {
     const { records, stats } = await readJsonl<{ x: number }>(file, { onBadRecord: "skip" }).collect({ ...inline, withStats: true });
     expect(records.map((r) => r.x)).toEqual([1, 2, 4]);
     expect(stats.counters.badRecords).toBe(2);
+    expect(stats.stages[0].counters.bytesIn).toBe((await readFile(file)).length);
   });
 
   it("a user function that throws names the stage, the shard and the record's position", async () => {

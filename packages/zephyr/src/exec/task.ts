@@ -100,20 +100,25 @@ function sourceBatches(source: SourceSpec, spec: TaskSpec, ctx: TaskContext, cou
   }
   if (input.kind !== "path") throw new ZephyrError("INTERNAL", `source ${source.kind} needs a file path input, got ${input.kind}`);
   const file = input.path;
-  void stat(file).then(
-    (s) => (counters.bytesIn += s.size),
-    () => undefined,
-  );
   switch (source.kind) {
     case "files":
       return listBatches([file], 0, 1);
     case "jsonl":
-      return readJsonlBatches(file, { onBadRecord: source.onBadRecord, stats, onSkip: () => ctx.counter("badRecords") });
+      return sized(file, counters, readJsonlBatches(file, { onBadRecord: source.onBadRecord, stats, onSkip: () => ctx.counter("badRecords") }));
     case "text":
-      return readTextBatches(file);
+      return sized(file, counters, readTextBatches(file));
     case "parquet":
-      return readParquetBatches(file, { columns: source.columns, filter: source.filter });
+      return sized(file, counters, readParquetBatches(file, { columns: source.columns, filter: source.filter }));
   }
+}
+
+/** Counts the file's size (on disk, compressed) as the stage's input bytes, then streams it. */
+async function* sized(file: string, counters: StageCounters, batches: AsyncIterable<unknown[]>): AsyncGenerator<unknown[], void, undefined> {
+  counters.bytesIn += await stat(file).then(
+    (s) => s.size,
+    () => 0,
+  );
+  yield* batches;
 }
 
 async function* counted(input: AsyncIterable<unknown[]>, counters: StageCounters): AsyncGenerator<unknown[], void, undefined> {
