@@ -356,7 +356,7 @@ export class Controller {
       },
       PushLogs: (call, callback) => {
         if (!this.authorized(call)) return callback(UNAUTHENTICATED);
-        call.on("data", (req: { lines: { attemptUid: string; stream: string; line: string; timeMs: number }[] }) => {
+        call.on("data", (req: { lines: { attemptUid: string; stream: string; line: string; timeMs: number; index?: number }[] }) => {
           try {
             s.appendLogs(req.lines);
           } catch (e) {

@@ -204,6 +204,21 @@ describe("ControllerState", () => {
     expect(s.logsComplete(st.instanceId!)).toBe(true);
   });
 
+  it("tells workers how many log lines it holds and drops resent ones", () => {
+    addWorker("w1");
+    launch("/alice/logs");
+    s.schedulePass();
+    const [r] = runSet("w1");
+    const uid = r!.attemptUid!;
+    const line = (i: number) => ({ attemptUid: uid, stream: "stdout", line: `l${i}`, timeMs: clock.t, index: i });
+    s.appendLogs([line(0), line(1)]);
+    expect(s.reconcile("w1", [obs(uid, "RUNNING", { logLines: 4 })], { healthy: true }).logLinesReceived).toEqual({ [uid]: 2 });
+    // The worker resends from its last write (1..3): line 1 is a duplicate.
+    s.appendLogs([line(1), line(2), line(3)]);
+    const st = job("/alice/logs");
+    expect(s.readLogs(st.instanceId!, 0, undefined).map((l) => l.line)).toEqual(["l0", "l1", "l2", "l3"]);
+  });
+
   it("rejects invalid specs naming the field", () => {
     expect(() => normalizeJobSpec({ entrypoint: { command: ["x"] }, replicas: -3 }, "/a/b")).toThrow(/replicas/);
     expect(() => normalizeJobSpec({ entrypoint: { command: [] } }, "/a/b")).toThrow(/entrypoint/);

@@ -648,7 +648,11 @@ export class ControllerState {
    * One reconcile exchange: folds the worker's observations into the state and returns its full
    * desired set. NOT_FOUND for an unknown or lost worker.
    */
-  reconcile(workerId: string, observed: AttemptObservation__Output[], health: { healthy: boolean }): { run: RunAttempt[]; stop: StopAttempt[] } {
+  reconcile(
+    workerId: string,
+    observed: AttemptObservation__Output[],
+    health: { healthy: boolean },
+  ): { run: RunAttempt[]; stop: StopAttempt[]; logLinesReceived: Record<string, number> } {
     return this.tx(() => {
       const now = this.clock.now();
       if (!this.isWorkerAlive(workerId)) throw new IrisError("NOT_FOUND", `worker ${workerId} is not registered (or was declared lost): register again`);
@@ -709,7 +713,14 @@ export class ControllerState {
           this.needsSchedule = true;
         }
       }
-      return this.desiredSet(workerId, extraStops);
+      const desired = this.desiredSet(workerId, extraStops);
+      const logLinesReceived: Record<string, number> = {};
+      const count = this.db.prepare("SELECT log_lines_received AS n FROM attempts WHERE uid = ?");
+      for (const uid of seen) {
+        const r = count.get(uid) as { n: number } | undefined;
+        if (r) logLinesReceived[uid] = r.n;
+      }
+      return { ...desired, logLinesReceived };
     });
   }
 
@@ -817,11 +828,20 @@ export class ControllerState {
   private logTarget = new Map<string, { instanceId: string; idx: number; attempt: number } | null>();
 
   /** Appends log lines pushed by a worker (lines of unknown attempts are dropped). */
-  appendLogs(lines: { attemptUid: string; stream: string; line: string; timeMs: number }[]): void {
+  appendLogs(lines: { attemptUid: string; stream: string; line: string; timeMs: number; index?: number | undefined }[]): void {
     if (lines.length === 0) return;
     this.tx(() => {
       const ins = this.db.prepare("INSERT INTO logs (instance_id, idx, attempt, stream, line, time_ms) VALUES (?, ?, ?, ?, ?, ?)");
       const counts = new Map<string, number>();
+      const received = new Map<string, number>();
+      const receivedOf = (uid: string): number => {
+        let n = received.get(uid);
+        if (n === undefined) {
+          n = (this.db.prepare("SELECT log_lines_received AS n FROM attempts WHERE uid = ?").get(uid) as { n: number } | undefined)?.n ?? 0;
+          received.set(uid, n);
+        }
+        return n;
+      };
       for (const l of lines) {
         let target = this.logTarget.get(l.attemptUid);
         if (target === undefined) {
@@ -831,6 +851,8 @@ export class ControllerState {
           this.logTarget.set(l.attemptUid, target);
         }
         if (!target) continue;
+        // A resent line the controller already has (see LogLine.index) is dropped.
+        if (l.index !== undefined && l.index !== null && l.index < receivedOf(l.attemptUid) + (counts.get(l.attemptUid) ?? 0)) continue;
         ins.run(target.instanceId, target.idx, target.attempt, l.stream === "stderr" ? "stderr" : "stdout", l.line, l.timeMs || this.clock.now());
         counts.set(l.attemptUid, (counts.get(l.attemptUid) ?? 0) + 1);
         this.dirtyLogs.add(target.instanceId);

@@ -10,6 +10,12 @@ export interface LogLine {
   'stream'?: (string);
   'line'?: (string);
   'timeMs'?: (number | string | Long);
+  /**
+   * 0-based position of the line in its attempt's output. When set, the controller drops a line
+   * it already stored (index < lines received), so resending is safe.
+   */
+  'index'?: (number | string | Long);
+  '_index'?: "index";
 }
 
 /**
@@ -20,4 +26,10 @@ export interface LogLine__Output {
   'stream': (string);
   'line': (string);
   'timeMs': (number);
+  /**
+   * 0-based position of the line in its attempt's output. When set, the controller drops a line
+   * it already stored (index < lines received), so resending is safe.
+   */
+  'index'?: (number);
+  '_index'?: "index";
 }

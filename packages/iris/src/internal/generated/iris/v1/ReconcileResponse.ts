@@ -2,6 +2,7 @@
 
 import type { RunAttempt as _iris_v1_RunAttempt, RunAttempt__Output as _iris_v1_RunAttempt__Output } from '../../iris/v1/RunAttempt.ts';
 import type { StopAttempt as _iris_v1_StopAttempt, StopAttempt__Output as _iris_v1_StopAttempt__Output } from '../../iris/v1/StopAttempt.ts';
+import type { Long } from '@grpc/proto-loader';
 
 export interface ReconcileResponse {
   /**
@@ -12,6 +13,12 @@ export interface ReconcileResponse {
    * Attempts to end now.
    */
   'stop'?: (_iris_v1_StopAttempt)[];
+  /**
+   * For each observed attempt: how many of its log lines the controller has stored. A worker
+   * that still holds lines from that position on (e.g. written to a PushLogs stream that broke
+   * when the controller restarted) may send them again, with their `index`.
+   */
+  'logLinesReceived'?: ({[key: string]: number | string | Long});
 }
 
 export interface ReconcileResponse__Output {
@@ -23,4 +30,10 @@ export interface ReconcileResponse__Output {
    * Attempts to end now.
    */
   'stop': (_iris_v1_StopAttempt__Output)[];
+  /**
+   * For each observed attempt: how many of its log lines the controller has stored. A worker
+   * that still holds lines from that position on (e.g. written to a PushLogs stream that broke
+   * when the controller restarted) may send them again, with their `index`.
+   */
+  'logLinesReceived': ({[key: string]: number});
 }
