@@ -135,6 +135,23 @@ describe("ControllerState", () => {
     expect(again.map((r) => r.attempt)).toEqual([2, 2]);
   });
 
+  it("charges one preemption when a worker running several gang members is lost", () => {
+    addWorker("w1");
+    addWorker("w2");
+    launch("/alice/gang2", { replicas: 2, gang: true });
+    s.schedulePass();
+    const [a] = runSet("w1");
+    const [b] = runSet("w2");
+    s.reconcile("w1", [obs(a!.attemptUid!, "RUNNING")], { healthy: true });
+    s.reconcile("w2", [obs(b!.attemptUid!, "RUNNING")], { healthy: true });
+    clock.t += 4000;
+    expect(s.checkWorkers().sort()).toEqual(["w1", "w2"]);
+    const st = job("/alice/gang2");
+    expect(st.tasks!.map((t) => t.preemptions).sort()).toEqual([0, 1]);
+    expect(st.tasks!.map((t) => t.attempts![0]!.failureKind).sort()).toEqual(["PEER_FAILED", "WORKER_LOST"]);
+    expect(st.tasks!.every((t) => t.state === "PENDING")).toBe(true);
+  });
+
   it("keeps a gang that does not fit pending with a reason", () => {
     addWorker("w1");
     launch("/alice/biggang", { replicas: 3, gang: true });

@@ -783,7 +783,10 @@ export class ControllerState {
         const live = this.db
           .prepare("SELECT * FROM attempts WHERE worker_id = ? AND state IN ('ASSIGNED','BUILDING','RUNNING')")
           .all(id) as AttemptRow[];
-        for (const a of live) {
+        for (const stale of live) {
+          // Re-read: ending one gang member may already have ended its peers on this worker.
+          const a = this.attemptByUid(stale.uid)!;
+          if (!LIVE_ATTEMPT_STATES.includes(a.state)) continue;
           this.attemptEnded(
             a,
             { state: "WORKER_LOST", failureKind: "WORKER_LOST", error: `worker ${id} stopped reconciling for ${this.workerTimeoutMs} ms` },
