@@ -7,7 +7,9 @@ import { gunzipSync } from "node:zlib";
 import { LocalCluster } from "@marin/iris";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { fileURLToPath } from "node:url";
 import { crashPipeline } from "../fixtures/crashPipeline.ts";
+import { numbers } from "../fixtures/numbersPipeline.ts";
 import { chainPipeline, joinPipeline, outputOrdered, referenceChain, referenceJoin } from "../fixtures/opChain.ts";
 import type { Chain, ChainOp } from "../fixtures/opChain.ts";
 
@@ -39,7 +41,7 @@ const caseArb: fc.Arbitrary<Chain> = fc
 
 describe("iris backend (LocalCluster)", () => {
   it("seeded operation chains match the reference", async () => {
-    const cases = fc.sample(caseArb, { seed: 20261130, numRuns: 3 });
+    const cases = fc.sample(caseArb, { seed: 20261130, numRuns: 2 });
     for (const chain of cases) {
       const { records, stats } = await chainPipeline(chain).collect({ backend: "iris", iris: { client: cluster.client }, withStats: true });
       expect(stats.backend).toBe("iris");
@@ -51,6 +53,23 @@ describe("iris backend (LocalCluster)", () => {
     const joined = await joinPipeline(join).collect({ backend: "iris", iris: { client: cluster.client } });
     const canon = (xs: unknown[]): string[] => xs.map((x) => JSON.stringify(x)).sort();
     expect(canon(joined)).toEqual(canon(referenceJoin(join)));
+  });
+
+  it("inside an iris task, the pipeline's stage jobs are children of the task's job", async () => {
+    const out = path.join(dir, "inside.json");
+    const job = await cluster.client.submit({
+      name: "zephyr-driver",
+      entrypoint: { module: fileURLToPath(new URL("../fixtures/irisDriver.ts", import.meta.url)), export: "collectFromInsideTask", args: { out } },
+      resources: { cpuMillis: 1000 },
+    });
+    const status = await job.wait({ timeoutMs: 120_000 });
+    expect(status.state).toBe("SUCCEEDED");
+    const got = JSON.parse(await readFile(out, "utf8")) as { records: number[]; backend: string };
+    expect(got.backend).toBe("iris");
+    expect(got.records).toEqual(await numbers({ n: 40, shards: 2 }).collect({ backend: "inline" }));
+    const children = await cluster.client.list({ prefix: `${job.name}/` });
+    expect(children.length).toBeGreaterThanOrEqual(1);
+    expect(children.every((c) => c.state === "SUCCEEDED")).toBe(true);
   });
 
   it("a task process that dies mid-shard is retried by iris and the output is exactly once", async () => {

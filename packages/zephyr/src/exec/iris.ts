@@ -6,7 +6,7 @@ import { mkdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import * as iris from "@marin/iris";
-import type { IrisClient, Job, JobSpecInput, JobStatus } from "@marin/iris";
+import type { Job, JobSpecInput, JobStatus } from "@marin/iris";
 import type { PipelineOrigin } from "../dataset.ts";
 import { ZephyrError } from "../errors.ts";
 import { originFingerprint } from "../plan/fingerprint.ts";
@@ -19,17 +19,6 @@ import type { TaskResult } from "./task.ts";
 
 const TASK_MODULE = fileURLToPath(new URL("./irisTask.ts", import.meta.url));
 
-/** What zephyr needs of an iris context (getIrisCtx() inside a task). */
-interface IrisCtxLike {
-  client: IrisClient;
-  submitChild(spec: JobSpecInput): Promise<Job>;
-}
-
-function currentIrisCtx(): IrisCtxLike | undefined {
-  const get = (iris as unknown as { getIrisCtx?: () => IrisCtxLike | undefined }).getIrisCtx;
-  return typeof get === "function" ? get() : undefined;
-}
-
 /** How to submit jobs: a given client, a given address, the enclosing task's context, or the task env. */
 function connect(opts: IrisBackendOptions): { submit: (spec: JobSpecInput) => Promise<Job>; close: () => void } {
   if (opts.client) return { submit: (s) => opts.client!.submit(s), close: () => undefined };
@@ -37,7 +26,7 @@ function connect(opts: IrisBackendOptions): { submit: (spec: JobSpecInput) => Pr
     const client = iris.IrisClient.connect(opts.address, { token: opts.token ?? process.env.IRIS_AUTH_TOKEN });
     return { submit: (s) => client.submit(s), close: () => client.close() };
   }
-  const ctx = currentIrisCtx();
+  const ctx = iris.getIrisCtx();
   // Inside an iris task: stage jobs are children of the task's job, so they die with it.
   if (ctx) return { submit: (s) => ctx.submitChild(s), close: () => undefined };
   const address = process.env.IRIS_CONTROLLER_ADDRESS;
