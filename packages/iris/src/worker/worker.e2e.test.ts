@@ -177,6 +177,16 @@ describe("Worker against a scripted controller", () => {
     expect(fs.existsSync(worker.stateDir)).toBe(false);
   });
 
+  it("refuses a state directory a live worker holds, and takes over one whose worker is gone", async () => {
+    fc = await FakeController.start();
+    const stateDir = path.join(dir, "shared");
+    const first = await startWorker({ stateDir });
+    await expect(startWorker({ stateDir })).rejects.toMatchObject({ code: "FAILED_PRECONDITION" });
+    await first.worker.stop();
+    const second = await startWorker({ stateDir });
+    expect(second.worker.id).toBe(first.worker.id);
+  });
+
   it("keeps several workers on one host apart with no options", async () => {
     fc = await FakeController.start();
     const a = await startWorker();
@@ -208,6 +218,8 @@ describe("Worker restarts", () => {
     const pid = started.type === "attemptStarted" ? started.pid : 0;
     await observedState("r1", "RUNNING");
     const oldId = fc.registrations[0];
+    // The live worker process holds the state directory.
+    await expect(startWorker({ stateDir })).rejects.toMatchObject({ code: "FAILED_PRECONDITION" });
 
     process.kill(proc.pid!, "SIGKILL");
     const killedAt = Date.now();

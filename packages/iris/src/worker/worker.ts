@@ -173,10 +173,16 @@ export class Worker {
     const stateDir = opts.stateDir ?? (await fs.promises.mkdtemp(path.join(os.tmpdir(), "iris-worker-")));
     fs.mkdirSync(stateDir, { recursive: true });
     claimStateDir(stateDir);
-    const id = opts.workerId ?? workerIdFor(stateDir);
-    const worker = new Worker(opts, stateDir, ownsStateDir, id);
-    const leftovers = worker.#store.list();
-    worker.#leftovers = leftovers.length > 0 ? leftovers : undefined;
+    let worker: Worker;
+    try {
+      const id = opts.workerId ?? workerIdFor(stateDir);
+      worker = new Worker(opts, stateDir, ownsStateDir, id);
+      const leftovers = worker.#store.list();
+      worker.#leftovers = leftovers.length > 0 ? leftovers : undefined;
+    } catch (e) {
+      releaseStateDir(stateDir);
+      throw e;
+    }
     worker.#loopDone = worker.#loop();
     return worker;
   }
@@ -228,6 +234,7 @@ export class Worker {
     }
     this.#logStream?.end();
     this.#client.close();
+    releaseStateDir(this.stateDir);
     if (this.#ownsStateDir) fs.rmSync(this.stateDir, { recursive: true, force: true });
     else fs.rmSync(path.join(this.stateDir, "worker.pid"), { force: true });
   }
@@ -633,17 +640,38 @@ function runnerEntrypoint(entrypoint: Entrypoint__Output | null): RunnerSpec["en
  * Refuses a state directory that a live worker is using (two workers on one directory would kill
  * each other's attempts), then claims it with this process's pid.
  */
+/** State directories claimed by workers of this process (several can run in one, as in LocalCluster). */
+const claimedHere = new Set<string>();
+
 function claimStateDir(stateDir: string): void {
-  const pidFile = path.join(stateDir, "worker.pid");
-  try {
-    const pid = Number(fs.readFileSync(pidFile, "utf8").trim());
-    if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && readProcStat(pid) !== undefined) {
-      throw new IrisError("FAILED_PRECONDITION", `the state directory ${stateDir} is in use by the worker with pid ${pid}`);
-    }
-  } catch (e) {
-    if (e instanceof IrisError) throw e;
+  const key = fs.realpathSync(stateDir);
+  if (claimedHere.has(key)) {
+    throw new IrisError("FAILED_PRECONDITION", `the state directory ${stateDir} is in use by another worker of this process`);
   }
-  fs.writeFileSync(pidFile, String(process.pid));
+  const pidFile = path.join(stateDir, "worker.pid");
+  let claim: { pid?: unknown; startTicks?: unknown } = {};
+  try {
+    claim = JSON.parse(fs.readFileSync(pidFile, "utf8")) as typeof claim;
+  } catch {
+    // No claim, or an unreadable one: the directory is free.
+  }
+  if (typeof claim.pid === "number" && claim.pid !== process.pid) {
+    const holder = readProcStat(claim.pid);
+    // The pid alone could have been reused by an unrelated process since; its start time cannot.
+    if (holder !== undefined && holder.startTicks === claim.startTicks) {
+      throw new IrisError("FAILED_PRECONDITION", `the state directory ${stateDir} is in use by the worker with pid ${claim.pid}`);
+    }
+  }
+  fs.writeFileSync(pidFile, JSON.stringify({ pid: process.pid, startTicks: readProcStat("self")?.startTicks }));
+  claimedHere.add(key);
+}
+
+function releaseStateDir(stateDir: string): void {
+  try {
+    claimedHere.delete(fs.realpathSync(stateDir));
+  } catch {
+    // Already removed.
+  }
 }
 
 /** The id kept in the state directory, created on first use. */
