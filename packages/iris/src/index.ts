@@ -10,6 +10,8 @@ export type { LocalClusterOptions } from "./localCluster.ts";
 export { Controller } from "./controller/controller.ts";
 export type { ControllerOptions } from "./controller/controller.ts";
 export { Worker } from "./worker/worker.ts";
+export { constraintMatches, schedule } from "./controller/scheduler.ts";
+export type { SchedConstraint, SchedResources, SchedResult, SchedSnapshot, SchedTask, SchedWorker } from "./controller/scheduler.ts";
 export type { WorkerOptions } from "./worker/worker.ts";
 export { jobSpecInputSchema, isTerminalJobState } from "./jobSpec.ts";
 export type {
