@@ -39,7 +39,7 @@ describe("ControllerState", () => {
     dir = mkdtempSync(path.join(os.tmpdir(), "iris-state-"));
     db = openDb(path.join(dir, "c.sqlite"));
     clock = new FakeClock();
-    s = new ControllerState(db, { clock, workerTimeoutMs: 3000, metricsLimit: 5 });
+    s = new ControllerState(db, { clock, workerTimeoutMs: 3000, metricsLimit: 5, logLinesLimit: 6 });
   });
   afterEach(() => {
     db.close();
@@ -234,6 +234,11 @@ describe("ControllerState", () => {
     s.appendLogs([line(1), line(2), line(3)]);
     const st = job("/alice/logs");
     expect(s.readLogs(st.instanceId!, 0, undefined).map((l) => l.line)).toEqual(["l0", "l1", "l2", "l3"]);
+    // Past the per-attempt limit (6 here) lines are dropped behind one notice, but still counted.
+    s.appendLogs([4, 5, 6, 7, 8].map(line));
+    expect(s.readLogs(st.instanceId!, 0, undefined).map((l) => l.line)).toEqual(["l0", "l1", "l2", "l3", "l4", "l5", "[iris] log truncated: this attempt printed more than 6 lines"]);
+    s.reconcile("w1", [obs(uid, "SUCCEEDED", { exitCode: 0, logLines: 9 })], { healthy: true });
+    expect(s.logsComplete(st.instanceId!)).toBe(true);
   });
 
   it("rejects invalid specs naming the field", () => {

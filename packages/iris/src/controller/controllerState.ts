@@ -38,6 +38,8 @@ export interface ControllerStateOptions {
   workerTimeoutMs?: number;
   /** Points kept per attempt's metrics series (default 10,000; oldest dropped first). */
   metricsLimit?: number;
+  /** Log lines stored per attempt (default 1,000,000); later lines are dropped, with a notice. */
+  logLinesLimit?: number;
   listener?: StateListener;
 }
 
@@ -188,6 +190,7 @@ export class ControllerState {
   readonly workerTimeoutMs: number;
   private readonly clock: Clock;
   private readonly metricsLimit: number;
+  private readonly logLinesLimit: number;
   private readonly listener: StateListener;
   private readonly specCache = new Map<string, JobSpec>();
   private dirtyJobs = new Set<string>();
@@ -203,6 +206,7 @@ export class ControllerState {
     this.clock = opts.clock ?? { now: () => Date.now() };
     this.workerTimeoutMs = opts.workerTimeoutMs ?? 30_000;
     this.metricsLimit = opts.metricsLimit ?? 10_000;
+    this.logLinesLimit = opts.logLinesLimit ?? 1_000_000;
     this.listener = opts.listener ?? {};
     // A restarted controller gives every known-alive worker a full timeout to reconcile again
     // before declaring it lost (the database's last_seen is from before the restart).
@@ -855,8 +859,19 @@ export class ControllerState {
         }
         if (!target) continue;
         // A resent line the controller already has (see LogLine.index) is dropped.
-        if (l.index !== undefined && l.index !== null && l.index < receivedOf(l.attemptUid) + (counts.get(l.attemptUid) ?? 0)) continue;
-        ins.run(target.instanceId, target.idx, target.attempt, l.stream === "stderr" ? "stderr" : "stdout", l.line, l.timeMs || this.clock.now());
+        const stored = receivedOf(l.attemptUid) + (counts.get(l.attemptUid) ?? 0);
+        if (l.index !== undefined && l.index !== null && l.index < stored) continue;
+        // Bounded per attempt (a runaway printer must not bloat the database); the line at the
+        // limit becomes a notice, later ones only count.
+        const line =
+          stored < this.logLinesLimit
+            ? l.line
+            : stored === this.logLinesLimit
+              ? `[iris] log truncated: this attempt printed more than ${this.logLinesLimit} lines`
+              : undefined;
+        if (line !== undefined) {
+          ins.run(target.instanceId, target.idx, target.attempt, l.stream === "stderr" ? "stderr" : "stdout", line, l.timeMs || this.clock.now());
+        }
         counts.set(l.attemptUid, (counts.get(l.attemptUid) ?? 0) + 1);
         this.dirtyLogs.add(target.instanceId);
       }
