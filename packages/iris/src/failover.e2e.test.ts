@@ -57,7 +57,7 @@ describe("failover", () => {
     expect(t.attempts[0]).toMatchObject({ workerId: w1.value, state: "WORKER_LOST", failureKind: "WORKER_LOST" });
     expect(t.attempts[1]).toMatchObject({ workerId: w2.value, state: "SUCCEEDED" });
     // The orphaned attempt notices its worker is gone and exits.
-    await until("the orphaned attempt to exit", () => !alive(orphan), 15_000);
+    await until("the orphaned attempt to exit", () => !alive(orphan), 30_000);
   });
 
   it("keeps jobs, attempts and logs across a controller SIGKILL and adopts running attempts", async () => {

@@ -165,7 +165,7 @@ describe("LocalCluster (2 workers, auth on)", () => {
       entrypoint: { command: [process.execPath, "--import", "tsx", ENDPOINT_TASK, "resolve"], cwd: IRIS_PACKAGE_ROOT },
       resources: { cpuMillis: 100 },
     });
-    expect((await resolver.wait({ timeoutMs: 60_000 })).state).toBe("SUCCEEDED");
+    expect((await resolver.wait({ timeoutMs: 120_000 })).state).toBe("SUCCEEDED");
     const out = await lines(resolver.name);
     expect(out.join("\n")).toMatch(new RegExp(`resolved ${server.name}/svc 127\\.0\\.0\\.1:\\d+ server`));
     const eps = await client.listEndpoints(`${server.name}/`);

@@ -13,7 +13,7 @@ if (process.argv[2] === "serve") {
   console.log(`registered ${ep.name}`);
   setInterval(() => undefined, 60_000);
 } else {
-  const ep = await client.resolveEndpoint("svc", { timeoutMs: 20_000 });
+  const ep = await client.resolveEndpoint("svc", { timeoutMs: 90_000 });
   console.log(`resolved ${ep.name} ${ep.address} ${ep.metadata.role}`);
   client.close();
 }

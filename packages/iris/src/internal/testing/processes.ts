@@ -76,7 +76,7 @@ export const ENDPOINT_TASK = path.join(here, "endpointTask.ts");
  * Polls `check` until it returns something other than undefined/false; throws after `timeoutMs`.
  * Tests synchronise on conditions, never on sleeps.
  */
-export async function until<T>(what: string, check: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 20_000): Promise<T> {
+export async function until<T>(what: string, check: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 60_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const v = await check();
