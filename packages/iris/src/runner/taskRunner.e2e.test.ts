@@ -25,7 +25,9 @@ export async function boom(): Promise<void> {
   throw new Error("boom from the task");
 }
 export async function spin(): Promise<void> {
-  console.log("spinning " + process.pid);
+  const { spawn } = await import("node:child_process");
+  const child = spawn("sleep", ["1000"], { stdio: "ignore" });
+  console.log("spinning " + process.pid + " " + child.pid);
   await new Promise(() => setInterval(() => undefined, 1000));
 }
 export const notAFunction = 3;
@@ -120,7 +122,7 @@ describe("task runner, when its worker dies", () => {
   async function orphan(entrypoint: RunnerSpec["entrypoint"], isReady: (line: string) => number | undefined) {
     const fixture = path.join(import.meta.dirname, "testing", "fakeWorker.ts");
     const tsx = runnerArgv({ module: fixture, export: "unused" }, "unused").slice(0, 3);
-    const worker = spawn(tsx[0], [...tsx.slice(1), fixture, JSON.stringify(entrypoint), "2000"], {
+    const worker = spawn(tsx[0], [...tsx.slice(1), fixture, JSON.stringify(entrypoint), "2000", dir], {
       stdio: ["ignore", "pipe", "inherit"],
       detached: true,
     });
@@ -153,9 +155,10 @@ describe("task runner, when its worker dies", () => {
     expect(elapsed).toBeLessThan(5000);
   });
 
-  it("ends a module attempt within seconds of a SIGKILL of the worker", async () => {
+  it("ends a module attempt, and what it spawned, within seconds of a SIGKILL of the worker", async () => {
+    // The watched pid is the module's child process: the runner must take its whole group down.
     const elapsed = await orphan({ module: path.join(dir, "tasks.ts"), export: "spin" }, (l) =>
-      l.startsWith("spinning ") ? Number(l.slice(9)) : undefined,
+      l.startsWith("spinning ") ? Number(l.split(" ")[2]) : undefined,
     );
     expect(elapsed).toBeLessThan(5000);
   });

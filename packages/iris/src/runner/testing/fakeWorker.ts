@@ -1,14 +1,15 @@
 // Test fixture: plays the part of a worker that starts one attempt through the task runner, then
 // idles. It prints `{"runner": <pid>}` and then every line of the attempt as JSON, so that a test
 // can SIGKILL this process and check that the attempt does not outlive it.
-// Usage: node --import tsx fakeWorker.ts '<entrypoint JSON>' <orphanGraceMs>
+// Usage: node --import tsx fakeWorker.ts '<entrypoint JSON>' <orphanGraceMs> <scratch dir>
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { AttemptProcess } from "../../worker/attemptProcess.ts";
 import { runnerArgv, type RunnerSpec } from "../runnerSpec.ts";
 
-const dir = fs.mkdtempSync(path.join(os.tmpdir(), "iris-fake-worker-"));
+// The test owns (and removes) the scratch directory: this process is meant to be SIGKILLed.
+const dir = fs.mkdtempSync(path.join(process.argv[4] ?? os.tmpdir(), "fake-worker-"));
 const spec: RunnerSpec = {
   entrypoint: JSON.parse(process.argv[2]) as RunnerSpec["entrypoint"],
   parentPid: process.pid,
@@ -28,6 +29,5 @@ const proc = AttemptProcess.spawn({
 console.log(JSON.stringify({ runner: proc.pid }));
 void proc.exited.then((outcome) => {
   console.log(JSON.stringify({ outcome }));
-  fs.rmSync(dir, { recursive: true, force: true });
   process.exit(0);
 });
