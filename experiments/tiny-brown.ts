@@ -41,7 +41,7 @@ export default function build() {
     data: outputOf(tokens),
     model: { nLayers: 2, dModel, nHeads: 4, seqLen: 64, activation: "gelu", norm: "layer", positions: "learned" },
     optimizer: { learningRate: 3e-3, weightDecay: 0.01, warmup: Math.min(20, Math.floor(steps / 5)), lrSchedule: "cosine", minLrRatio: 0.1 },
-    trainer: { numTrainSteps: steps, batchSize: 16, seed: 0, maxEvalBatches: 8 },
+    trainer: { numTrainSteps: steps, batchSize: 16, seed: 0, maxEvalBatches: 8, checkpointIntervalSeconds: envInt("MARIN_TINY_BROWN_CHECKPOINT_SECONDS", 60) },
   });
   const evaluation = evaluateLm({ name: "tiny-brown/evaluate", checkpoints: outputOf(train, "checkpoints"), data: outputOf(tokens, "validation"), maxBatches: 32 });
   const samples = generateText({

@@ -88,3 +88,44 @@ describe("tiny-brown, shortened, on an embedded LocalCluster", () => {
     expect(await fs.readdir(path.join(prefix, ".marin", "runs"))).toEqual(runs);
   });
 });
+
+describe("tiny-brown training after a crash", () => {
+  it("a runner SIGKILLed mid-training leaves the step unfinished; the re-run resumes from its checkpoint", async () => {
+    const prefix = path.join(tmp, "crash");
+    const env = { ...process.env, ...SHORT, MARIN_TINY_BROWN_STEPS: "60", MARIN_TINY_BROWN_CHECKPOINT_SECONDS: "1", npm_lifecycle_event: "" };
+    const child = spawn(process.execPath, ["--import", "tsx", cli, "run", script, "--prefix", prefix], { cwd: repoRoot, env, stdio: "ignore" });
+    const exited = new Promise((r) => child.on("close", r));
+    // Wait for a complete checkpoint (metadata.json is written last) in the train step's staging folder.
+    const deadline = Date.now() + 150_000;
+    let trainDir: string | undefined;
+    for (;;) {
+      if (Date.now() > deadline) throw new Error("no checkpoint appeared");
+      const dirs = await fs.readdir(path.join(prefix, "tiny-brown")).catch(() => [] as string[]);
+      const d = dirs.find((x) => x.startsWith("train-"));
+      if (d) {
+        trainDir = path.join(prefix, "tiny-brown", d);
+        const ckpts = await fs.readdir(path.join(trainDir, ".marin", "staging", "checkpoints")).catch(() => [] as string[]);
+        const complete = await Promise.all(ckpts.map((c) => fs.stat(path.join(trainDir!, ".marin", "staging", "checkpoints", c, "metadata.json")).then(() => true, () => false)));
+        if (complete.some(Boolean)) break;
+      }
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    child.kill("SIGKILL");
+    await exited;
+    const status = JSON.parse(await fs.readFile(path.join(trainDir!, ".marin", "status.json"), "utf8"));
+    expect(status.state).toBe("RUNNING");
+    expect(await fs.readdir(trainDir!)).toEqual([".marin"]);
+
+    const rerun = await new Promise<{ code: number | null; stdout: string }>((resolve) => {
+      const c = spawn(process.execPath, ["--import", "tsx", cli, "run", script, "--prefix", prefix, "--only", "train"], { cwd: repoRoot, env, stdio: ["ignore", "pipe", "inherit"] });
+      let stdout = "";
+      c.stdout.on("data", (d) => (stdout += d));
+      c.on("close", (code) => resolve({ code, stdout }));
+    });
+    expect(rerun.code, rerun.stdout).toBe(0);
+    expect(rerun.stdout).toMatch(/tiny-brown\/train\s+ran/);
+    expect(rerun.stdout).toMatch(/resumedFrom: [1-9]/);
+    expect(rerun.stdout).toMatch(/steps: 60/);
+    expect(await fs.readdir(path.join(trainDir!, "checkpoints"))).toContain("step-60");
+  });
+});
