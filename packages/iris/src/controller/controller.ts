@@ -2,6 +2,7 @@
 // liveness/scheduling tick, and the streams (WatchJob, StreamLogs, WatchAssignments).
 import * as grpc from "@grpc/grpc-js";
 import { mkdirSync } from "node:fs";
+import http from "node:http";
 import path from "node:path";
 import { IrisError, grpcStatusOf } from "../errors.ts";
 import type { ControllerServiceHandlers } from "../internal/generated/iris/v1/ControllerService.ts";
@@ -31,6 +32,12 @@ export interface ControllerOptions {
   reconcileIntervalMs?: number;
   /** Points kept per attempt's metrics series (default 10,000). */
   metricsLimit?: number;
+  /**
+   * Also serve HTTP on this port (0 = any free port; default: none): `POST /api/<Method>` with
+   * the request as JSON runs the same handler as the ControllerService RPC of that name (same
+   * bearer token), and `GET /metrics` is Prometheus text.
+   */
+  httpPort?: number;
   clock?: Clock;
 }
 
@@ -58,6 +65,9 @@ export class Controller {
   /** "host:port" clients dial (127.0.0.1 when bound to all interfaces). */
   readonly address: string;
   readonly port: number;
+  /** "host:port" of the HTTP API, when `httpPort` was given. */
+  httpAddress: string | undefined;
+  private http: http.Server | undefined;
   readonly state: ControllerState;
   private readonly server: grpc.Server;
   private readonly db: Db;
@@ -106,8 +116,10 @@ export class Controller {
     const token = opts.token || undefined;
     const self = new Controller(server, db, state, port, host, token, Math.max(50, Math.min(500, Math.floor(workerTimeoutMs / 4))));
     const proto = loadIrisProto();
-    server.addService(proto.ControllerService.service, self.controllerHandlers());
+    const handlers = self.controllerHandlers();
+    server.addService(proto.ControllerService.service, handlers);
     server.addService(proto.WorkerControlService.service, self.workerHandlers(reconcileIntervalMs, workerTimeoutMs));
+    if (opts.httpPort !== undefined) await self.serveHttp(host, opts.httpPort, handlers);
     ref.self = self;
     self.scheduleSoon();
     return self;
@@ -119,6 +131,8 @@ export class Controller {
     this.stopped = true;
     clearInterval(this.timer);
     this.server.forceShutdown();
+    this.http?.closeAllConnections();
+    this.http?.close();
     this.db.close();
   }
 
@@ -185,6 +199,78 @@ export class Controller {
         callback(rpcError(e));
       }
     };
+  }
+
+  // The HTTP face: the unary ControllerService handlers over JSON, and Prometheus metrics.
+  private async serveHttp(host: string, port: number, handlers: ControllerServiceHandlers): Promise<void> {
+    const service = loadIrisProto().ControllerService.service;
+    const unaryNames = Object.entries(service)
+      .filter(([, d]) => !d.requestStream && !d.responseStream)
+      .map(([name]) => name);
+    const server = http.createServer((req, res) => {
+      const reply = (code: number, body: unknown, type = "application/json"): void => {
+        res.writeHead(code, { "content-type": type });
+        res.end(type === "application/json" ? JSON.stringify(body) : String(body));
+      };
+      const url = new URL(req.url ?? "/", "http://x");
+      if (req.method === "GET" && url.pathname === "/metrics") {
+        const metadata = new grpc.Metadata();
+        if (req.headers.authorization) metadata.set("authorization", req.headers.authorization);
+        if (!isAuthorized(metadata, this.token)) return reply(401, "UNAUTHENTICATED", "text/plain");
+        return reply(200, this.prometheusText(), "text/plain; version=0.0.4");
+      }
+      const m = /^\/api\/([A-Za-z]+)$/.exec(url.pathname);
+      if (req.method !== "POST" || !m || !unaryNames.includes(m[1]!)) {
+        return reply(404, { code: "NOT_FOUND", message: `no route ${req.method} ${url.pathname}; POST /api/<${unaryNames.join("|")}> or GET /metrics` });
+      }
+      let body = "";
+      req.on("data", (d: Buffer) => (body += d.toString()));
+      req.on("end", () => {
+        let request: unknown;
+        try {
+          // Through protobuf and back: the handler sees exactly what a gRPC call would decode
+          // (defaults filled, unknown fields dropped, types checked).
+          const def = service[m[1]! as keyof typeof service];
+          request = def.requestDeserialize(def.requestSerialize(body.trim() === "" ? {} : JSON.parse(body)));
+        } catch (e) {
+          return reply(400, { code: "INVALID_ARGUMENT", message: `body: expected the JSON of the ${m[1]} request (${(e as Error).message})` });
+        }
+        const metadata = new grpc.Metadata();
+        if (req.headers.authorization) metadata.set("authorization", req.headers.authorization);
+        const handler = handlers[m[1]!] as grpc.handleUnaryCall<unknown, unknown>;
+        handler({ request, metadata } as grpc.ServerUnaryCall<unknown, unknown>, (err, value) => {
+          if (err) {
+            const code = (err as Partial<grpc.StatusObject>).code ?? grpc.status.INTERNAL;
+            const httpStatus =
+              code === grpc.status.UNAUTHENTICATED ? 401 : code === grpc.status.NOT_FOUND ? 404 : code === grpc.status.INVALID_ARGUMENT ? 400 : 500;
+            return reply(httpStatus, { code: grpc.status[code], message: (err as Partial<grpc.StatusObject>).details ?? String(err) });
+          }
+          reply(200, value);
+        });
+      });
+    });
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(port, host, () => resolve());
+    });
+    const addr = server.address() as { port: number };
+    this.http = server;
+    this.httpAddress = `${host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host}:${addr.port}`;
+  }
+
+  private prometheusText(): string {
+    const db = this.db;
+    const lines: string[] = [];
+    const gauge = (name: string, help: string, rows: { k: string; n: number }[], label: string): void => {
+      lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} gauge`);
+      for (const r of rows) lines.push(`${name}{${label}="${r.k}"} ${r.n}`);
+    };
+    gauge("iris_jobs", "Latest job submissions by state.", db.prepare("SELECT state AS k, COUNT(*) AS n FROM jobs WHERE latest = 1 GROUP BY state").all() as { k: string; n: number }[], "state");
+    gauge("iris_tasks", "Tasks of unfinished jobs by state.", db.prepare("SELECT t.state AS k, COUNT(*) AS n FROM tasks t JOIN jobs j ON j.instance_id = t.instance_id WHERE j.state IN ('PENDING','RUNNING') GROUP BY t.state").all() as { k: string; n: number }[], "state");
+    gauge("iris_workers", "Registered workers by state.", db.prepare("SELECT state AS k, COUNT(*) AS n FROM workers GROUP BY state").all() as { k: string; n: number }[], "state");
+    const size = db.prepare("SELECT page_count * page_size AS n FROM pragma_page_count(), pragma_page_size()").get() as { n: number };
+    lines.push("# HELP iris_db_bytes Size of the controller database file.", "# TYPE iris_db_bytes gauge", `iris_db_bytes ${size.n}`);
+    return lines.join("\n") + "\n";
   }
 
   private controllerHandlers(): ControllerServiceHandlers {
