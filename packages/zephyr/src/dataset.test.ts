@@ -210,6 +210,11 @@ describe("sinks", () => {
     expect(w.paths).toEqual([path.join(out, "one.jsonl")]);
     expect(await readFile(w.paths[0], "utf8")).toBe('"x"\n"y"\n');
     expect(w.stats.stages[0].counters.bytesOut).toBe(8);
+    // A later run (without skipExisting) replaces an earlier run's output.
+    const w2 = await fromList(["zz"], { shards: 1 }).writeJsonl(path.join(out, "one.jsonl"), inline);
+    expect(await readFile(w2.paths[0], "utf8")).toBe('"zz"\n');
+    expect(w2.counts).toEqual([1]);
+    expect(JSON.parse(await readFile(path.join(out, "_SUCCESS"), "utf8"))).toMatchObject({ total: 1 });
   });
 });
 

@@ -119,3 +119,14 @@ export async function removeStaleTemps(finalPaths: readonly string[]): Promise<v
     await Promise.all(names.filter((n) => n.startsWith(".tmp-") && [...prefixes].some((suffix) => n.endsWith(suffix))).map((n) => unlink(path.join(dir, n)).catch(() => undefined)));
   }
 }
+
+/**
+ * Removes what an earlier run left at `finalPaths` (files, markers, `_SUCCESS`) so this run's
+ * shards can commit: within a run a committed name is never replaced, so stale outputs go first.
+ * `_SUCCESS` goes before the files, so a reader never takes a half-replaced output as complete.
+ */
+export async function clearPreviousOutputs(finalPaths: readonly string[]): Promise<void> {
+  if (finalPaths.length === 0) return;
+  await unlink(path.join(commonDir(finalPaths), "_SUCCESS")).catch(() => undefined);
+  await Promise.all(finalPaths.flatMap((p) => [unlink(p).catch(() => undefined), unlink(markerPath(p)).catch(() => undefined)]));
+}

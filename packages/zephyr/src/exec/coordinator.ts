@@ -12,7 +12,7 @@ import { chooseBackend } from "./backends.ts";
 import type { Backend, BackendName, IrisBackendOptions } from "./backends.ts";
 import type { ChunkRange } from "./chunkFile.ts";
 import { readChunkRange } from "./chunkFile.ts";
-import { readCommitted, removeStaleTemps, shardPath, writeSuccessManifest } from "./commit.ts";
+import { clearPreviousOutputs, readCommitted, removeStaleTemps, shardPath, writeSuccessManifest } from "./commit.ts";
 import type { CommittedShard } from "./commit.ts";
 import { JOIN_LEFT_TAG, JOIN_RIGHT_TAG } from "./exchange.ts";
 import type { ScatterRef } from "./exchange.ts";
@@ -217,6 +217,8 @@ export async function runPlan(ds: Dataset<unknown>, sink: SinkSpec, options: Run
       const c = await readCommitted(finalPaths[i]);
       if (c) committed.set(i, c);
     }
+  } else if (sink.kind === "jsonl" || sink.kind === "parquet") {
+    await clearPreviousOutputs(finalPaths);
   }
 
   const ownScratch = options.scratchDir === undefined;
