@@ -153,7 +153,8 @@ export class Dataset<T> {
   reduce(fn: (a: T, b: T) => T): Dataset<T>;
   /**
    * Folds each shard from `init` with `step`, then merges the per-shard results with `combine`:
-   * always exactly one record.
+   * always exactly one record. `init` starts every shard's fold, so it must be neutral for
+   * `combine` (0 for a sum, `[]` for a concatenation).
    */
   reduce<A>(step: (acc: A, record: T) => A, init: A, combine: (a: A, b: A) => A): Dataset<A>;
   reduce<A>(step: (acc: A, record: T) => A, ...rest: [] | [A, (a: A, b: A) => A]): Dataset<A> {
