@@ -187,6 +187,20 @@ describe("Worker against a scripted controller", () => {
     expect(second.worker.id).toBe(first.worker.id);
   });
 
+  it("ends its attempts when the controller stays silent too long", async () => {
+    fc = await FakeController.start();
+    const { events } = await startWorker({ tickMs: 50, controllerSilenceMs: 600 });
+    fc.run.set("f1", runCommand("f1", ["sh", "-c", "echo ready; exec sleep 1000"]));
+    fc.notify();
+    const pid = (await observedState("f1", "RUNNING")).pid;
+    await fc.close();
+    const silentSince = Date.now();
+    const ended = await waitFor("the attempt to be fenced", () => events.find((e) => e.type === "attemptEnded"));
+    expect(ended).toMatchObject({ attemptUid: "f1", state: "FAILED", failureKind: "WORKER_LOST" });
+    expect(Date.now() - silentSince).toBeGreaterThanOrEqual(300);
+    expect(processAlive(pid)).toBe(false);
+  });
+
   it("keeps several workers on one host apart with no options", async () => {
     fc = await FakeController.start();
     const a = await startWorker();

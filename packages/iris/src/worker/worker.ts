@@ -49,6 +49,13 @@ export interface WorkerOptions {
   workerId?: string;
   /** Time between SIGTERM and SIGKILL when stopping an attempt. Default 5 s. */
   killGraceMs?: number;
+  /**
+   * After this long without a successful exchange with the controller, the worker ends its
+   * running attempts: by then the controller (if it is alive) has declared this worker lost and
+   * is running them elsewhere, and two copies must not run side by side. Default: twice the
+   * controller's worker timeout, and at least a minute.
+   */
+  controllerSilenceMs?: number;
   /** Kill attempts whose processes exceed their job's memory request (OOM). Default true. */
   enforceMemoryLimits?: boolean;
   /** Receives what the worker does (quiet by default). */
@@ -90,7 +97,7 @@ interface LocalAttempt {
   finishedAtMs: number;
   logLines: number;
   proc?: AttemptProcess;
-  /** Why the worker is ending it (a stop intent's reason, SUPERSEDED, WORKER_STOPPING). */
+  /** Why the worker is ending it (a stop intent's reason, SUPERSEDED, WORKER_STOPPING, CONTROLLER_SILENT). */
   stopReason?: string;
 }
 
@@ -107,6 +114,8 @@ const MAX_PENDING_LOG_LINES = 20_000;
 const FORGOTTEN_UIDS_KEPT = 10_000;
 /** Grace of an orphaned attempt (its worker died) between SIGTERM and SIGKILL. */
 const ORPHAN_GRACE_MS = 2000;
+/** The least silence from the controller after which a worker ends its attempts. */
+const MIN_CONTROLLER_SILENCE_MS = 60_000;
 
 const isTerminal = (s: LocalState): boolean => s === "SUCCEEDED" || s === "FAILED" || s === "KILLED";
 
@@ -139,6 +148,9 @@ export class Worker {
   /** Records a previous run of this worker left in the state directory, settled on the first response. */
   #leftovers: AttemptRecord[] | undefined;
   #isRegistered = false;
+  /** When the controller last answered (registration or reconcile). */
+  #lastContactMs = 0;
+  #silenceMs = 60_000;
   #markRegistered!: () => void;
   #stopping = false;
   #stopped: Promise<void> | undefined;
@@ -244,6 +256,7 @@ export class Worker {
   async #loop(): Promise<void> {
     let backoff = REGISTER_BACKOFF_START_MS;
     const retryLater = async (error: unknown): Promise<void> => {
+      this.#fenceIfSilent();
       this.#emit({ type: "controllerUnreachable", error: errorText(error), retryInMs: backoff });
       await this.#sleep(backoff);
       backoff = Math.min(backoff * 2, REGISTER_BACKOFF_MAX_MS);
@@ -261,6 +274,7 @@ export class Worker {
       this.#kicked = false;
       try {
         await this.#reconcileOnce();
+        this.#lastContactMs = Date.now();
         backoff = REGISTER_BACKOFF_START_MS;
       } catch (e) {
         if (e instanceof IrisError && e.code === "NOT_FOUND") {
@@ -272,6 +286,14 @@ export class Worker {
         continue;
       }
       if (!this.#kicked) await this.#sleep(this.#tickMs);
+    }
+  }
+
+  /** Ends the running attempts once the controller has been silent for too long (see controllerSilenceMs). */
+  #fenceIfSilent(): void {
+    if (this.#lastContactMs === 0 || Date.now() - this.#lastContactMs < this.#silenceMs) return;
+    for (const a of this.#attempts.values()) {
+      if (!isTerminal(a.state)) this.#stopAttempt(a, "CONTROLLER_SILENT");
     }
   }
 
@@ -316,6 +338,10 @@ export class Worker {
       throw new IrisError("INTERNAL", `the controller registered this worker as ${res.workerId}, not ${this.id}`);
     }
     if (this.#opts.tickMs === undefined && res.reconcileIntervalMs > 0) this.#tickMs = res.reconcileIntervalMs;
+    // At least a minute: a controller restarting (and adopting what runs) must not be mistaken for one
+    // that declared this worker lost.
+    this.#silenceMs = this.#opts.controllerSilenceMs ?? Math.max(2 * res.workerTimeoutMs, MIN_CONTROLLER_SILENCE_MS);
+    this.#lastContactMs = Date.now();
     this.#isRegistered = true;
     this.#emit({ type: "registered", workerId: this.id, tickMs: this.#tickMs });
     this.#markRegistered();
@@ -540,10 +566,11 @@ export class Worker {
     if (outcome.exitCode !== undefined) local.exitCode = outcome.exitCode;
     if (outcome.kind === "APP_EXIT" && outcome.exitCode === 0) {
       local.state = "SUCCEEDED";
-    } else if (outcome.kind === "KILLED" && local.stopReason === "WORKER_STOPPING") {
+    } else if (outcome.kind === "KILLED" && (local.stopReason === "WORKER_STOPPING" || local.stopReason === "CONTROLLER_SILENT")) {
       local.state = "FAILED";
       local.failureKind = "WORKER_LOST";
-      local.error = "the worker was stopped";
+      local.error =
+        local.stopReason === "WORKER_STOPPING" ? "the worker was stopped" : "the worker lost contact with the controller";
     } else if (outcome.kind === "KILLED") {
       local.state = "KILLED";
       local.failureKind = local.stopReason === "TIMEOUT" ? "TIMEOUT" : "KILLED";

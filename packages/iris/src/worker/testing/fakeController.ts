@@ -33,7 +33,9 @@ export class FakeController {
     this.address = address;
   }
 
-  static async start(opts: { port?: number; token?: string; reconcileIntervalMs?: number } = {}): Promise<FakeController> {
+  static async start(
+    opts: { port?: number; token?: string; reconcileIntervalMs?: number; workerTimeoutMs?: number } = {},
+  ): Promise<FakeController> {
     const server = new grpc.Server();
     const ref: { self?: FakeController } = {};
     const authorized = (call: { metadata: grpc.Metadata }): boolean => isAuthorized(call.metadata, opts.token);
@@ -42,7 +44,7 @@ export class FakeController {
       RegisterWorker(call, cb) {
         if (!authorized(call)) return cb(denied);
         ref.self!.registrations.push(call.request.workerId);
-        cb(null, { workerId: call.request.workerId, reconcileIntervalMs: opts.reconcileIntervalMs ?? 100, workerTimeoutMs: 30_000 });
+        cb(null, { workerId: call.request.workerId, reconcileIntervalMs: opts.reconcileIntervalMs ?? 100, workerTimeoutMs: opts.workerTimeoutMs ?? 30_000 });
       },
       Reconcile(call, cb) {
         if (!authorized(call)) return cb(denied);
