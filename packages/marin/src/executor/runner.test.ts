@@ -7,7 +7,7 @@ import { defineStep, outputOf } from "../step/step.ts";
 import type { Step, StepContext } from "../step/step.ts";
 import { planRun } from "./plan.ts";
 import { runGraph } from "./runner.ts";
-import { readStatus } from "./stepFiles.ts";
+import { readStatus, writeFileAtomic } from "./stepFiles.ts";
 
 let tmp: string;
 let prefix: string;
@@ -189,6 +189,44 @@ describe("runner", () => {
     const st = await readStatus(g.steps[0].outputPath);
     expect(st?.state).not.toBe("SUCCESS");
     expect(await fs.readdir(g.steps[0].outputPath)).toEqual([".marin"]);
+  });
+
+  it("takes over a stale lease left by a runner on another host", async () => {
+    let ran = 0;
+    const g = resolveGraph([defineStep({ name: "s", config: {}, fn: () => void ran++ })], prefix);
+    const meta = path.join(g.steps[0].outputPath, ".marin");
+    await fs.mkdir(meta, { recursive: true });
+    await fs.writeFile(path.join(meta, "lease-7.json"), JSON.stringify({ owner: "gone", token: 7, expiresAt: Date.now() - 1, host: "elsewhere", pid: 1 }));
+    await fs.writeFile(path.join(meta, "status.json"), JSON.stringify({ state: "RUNNING", updatedAt: Date.now() - 60_000 }));
+    const plan = await planRun(g);
+    expect(plan.entries[0].reason).toMatch(/stale lease \(owner gone\); would take over/);
+    const r = await runGraph(g);
+    expect(r.steps[0].outcome).toBe("ran");
+    expect(ran).toBe(1);
+    expect((await readStatus(g.steps[0].outputPath))?.token).toBe(8);
+  });
+
+  it("waits for a step another runner holds, then reuses its result", async () => {
+    let ran = 0;
+    const g = resolveGraph([defineStep({ name: "s", config: {}, fn: () => void ran++ })], prefix);
+    const meta = path.join(g.steps[0].outputPath, ".marin");
+    await fs.mkdir(meta, { recursive: true });
+    const lease = { owner: "other", token: 1, expiresAt: Date.now() + 60_000, host: "elsewhere", pid: 1 };
+    await fs.writeFile(path.join(meta, "lease-1.json"), JSON.stringify(lease));
+    await fs.writeFile(path.join(meta, "status.json"), JSON.stringify({ state: "RUNNING", updatedAt: Date.now() }));
+    expect((await planRun(g)).entries[0].action).toBe("wait");
+    const events: string[] = [];
+    const running = runGraph(g, { pollMs: 20, onEvent: (e) => e.type === "step" && events.push(e.state) });
+    // The other runner finishes: SUCCESS with a result, then it releases.
+    const deadline = Date.now() + 5000;
+    while (!events.includes("waiting") && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    // Written the way a runner writes them: atomically (write, then rename).
+    await writeFileAtomic(path.join(meta, "status.json"), JSON.stringify({ state: "SUCCESS", updatedAt: Date.now(), finishedAt: Date.now(), result: { by: "other" } }));
+    await writeFileAtomic(path.join(meta, "lease-1.json"), JSON.stringify({ ...lease, released: true }));
+    const r = await running;
+    expect(r.steps[0].outcome).toBe("reused");
+    expect(r.steps[0].result).toEqual({ by: "other" });
+    expect(ran).toBe(0);
   });
 
   it("a resumable step keeps its staging folder across a failed attempt", async () => {

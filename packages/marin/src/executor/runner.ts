@@ -386,7 +386,10 @@ export async function runGraph(graph: StepGraph, opts: RunOptions = {}): Promise
           continue;
         }
         pending.splice(i, 1);
-        const p = run.execute(e).then(async (r) => {
+        const p = run
+          .execute(e)
+          .catch((err: unknown): StepReport => ({ name: e.step.name, id: e.step.id, outputPath: e.step.outputPath, outcome: "failed", durationMs: 0, error: errorText(err) }))
+          .then(async (r) => {
           running.delete(e.step.id);
           finish(r);
           if (r.outcome === "failed" || r.outcome === "cancelled") {
