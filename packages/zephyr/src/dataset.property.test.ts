@@ -1,8 +1,8 @@
 import fc from "fast-check";
 import { afterAll, describe, expect, it } from "vitest";
 import { closeThreadPool } from "./exec/threads.ts";
-import { buildChain, buildJoin, chainPipeline, joinPipeline, outputOrdered, referenceChain, referenceJoin } from "./fixtures/opChain.ts";
-import type { Chain, ChainOp, JoinCase } from "./fixtures/opChain.ts";
+import { buildChain, buildJoin, buildWhere, chainPipeline, joinPipeline, outputOrdered, referenceChain, referenceJoin, referenceWhere, wherePipeline } from "./fixtures/opChain.ts";
+import type { Chain, ChainOp, JoinCase, WhereCase } from "./fixtures/opChain.ts";
 
 const opArb: fc.Arbitrary<ChainOp> = fc.oneof(
   fc.record({ op: fc.constant("map" as const), a: fc.integer({ min: 1, max: 7 }), b: fc.integer({ min: 0, max: 9 }) }),
@@ -27,6 +27,13 @@ const joinArb: fc.Arbitrary<JoinCase> = fc.record({
   left: fc.array(fc.record({ k: fc.integer({ min: 0, max: 6 }), v: fc.integer() }), { maxLength: 25 }),
   right: fc.array(fc.record({ k: fc.integer({ min: 0, max: 6 }), w: fc.integer() }), { maxLength: 25 }),
   kind: fc.constantFrom("inner" as const, "left" as const),
+  shards: fc.integer({ min: 1, max: 4 }),
+});
+
+const whereArb: fc.Arbitrary<WhereCase> = fc.record({
+  rows: fc.array(fc.record({ a: fc.integer({ min: -20, max: 20 }), b: fc.integer({ min: 0, max: 5 }) }), { maxLength: 40 }),
+  min: fc.integer({ min: -20, max: 20 }),
+  not: fc.array(fc.integer({ min: 0, max: 5 }), { maxLength: 3 }),
   shards: fc.integer({ min: 1, max: 4 }),
 });
 
@@ -62,6 +69,15 @@ describe("Dataset operations against an in-memory reference", () => {
     );
   });
 
+  it("inline: declarative filters and projections match the reference", async () => {
+    await fc.assert(
+      fc.asyncProperty(whereArb, async (c) => {
+        expect(await buildWhere(c).collect({ backend: "inline" })).toEqual(referenceWhere(c));
+      }),
+      { numRuns: 60 },
+    );
+  });
+
   it("threads: operation chains and joins match the reference", async () => {
     await fc.assert(
       fc.asyncProperty(chainArb, async (chain) => {
@@ -76,6 +92,12 @@ describe("Dataset operations against an in-memory reference", () => {
         expect(canon(await joinPipeline(c).collect({ threads: 2 }))).toEqual(canon(referenceJoin(c)));
       }),
       { numRuns: 10 },
+    );
+    await fc.assert(
+      fc.asyncProperty(whereArb, async (c) => {
+        expect(await wherePipeline(c).collect({ threads: 2 })).toEqual(referenceWhere(c));
+      }),
+      { numRuns: 5 },
     );
   });
 });
