@@ -21,7 +21,9 @@ let shared: { pool: Piscina; size: number } | undefined;
 function poolOf(size: number): Piscina {
   if (shared && shared.size === size) return shared.pool;
   if (shared) void shared.pool.destroy();
-  const pool = new Piscina({ filename: WORKER, minThreads: 0, maxThreads: size, idleTimeout: 60_000, concurrentTasksPerWorker: 1 });
+  // minThreads = maxThreads: every worker starts loading at once, while the coordinator still
+  // plans and lists files.
+  const pool = new Piscina({ filename: WORKER, minThreads: size, maxThreads: size, idleTimeout: 60_000, concurrentTasksPerWorker: 1 });
   shared = { pool, size };
   return pool;
 }
