@@ -89,6 +89,8 @@ export class LiveView {
   stop(): void {
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
+    // Lines logged since the last frame are buffered until the next render: flush them first.
+    (this.multi as unknown as { update?: () => void } | undefined)?.update?.();
     this.multi?.stop();
     this.multi = undefined;
     this.bar = undefined;
