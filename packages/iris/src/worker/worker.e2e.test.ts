@@ -60,6 +60,22 @@ describe("Worker against a scripted controller", () => {
     expect(Math.max(...waits)).toBeLessThanOrEqual(2000);
   });
 
+  it("reaches a controller that comes back after a long outage within its 2 s backoff", async () => {
+    fc = await FakeController.start();
+    const port = Number(fc.address.split(":")[1]);
+    const { worker, events } = await startWorker({ tickMs: 100 });
+    await worker.registered;
+    await fc.close();
+    // Long enough for any exponential reconnect backoff to have grown well past 2 s.
+    await waitFor("a long outage", () => events.filter((e) => e.type === "controllerUnreachable" && e.retryInMs === 2000).length >= 4, {
+      timeoutMs: 30_000,
+    });
+    fc = await FakeController.start({ port });
+    const back = Date.now();
+    await waitFor("a reconcile with the new controller", () => fc!.reconciles > 0, { timeoutMs: 15_000 });
+    expect(Date.now() - back).toBeLessThan(3500);
+  });
+
   it("starts a run intent on a notice with the IRIS_* env and ports, pushes its lines, reports its exit", async () => {
     fc = await FakeController.start();
     const { worker } = await startWorker();

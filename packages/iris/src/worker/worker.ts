@@ -6,7 +6,7 @@ import { randomUUID } from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import type * as grpc from "@grpc/grpc-js";
+import * as grpc from "@grpc/grpc-js";
 import { IrisError } from "../errors.ts";
 import type { AttemptObservation } from "../internal/generated/iris/v1/AttemptObservation.ts";
 import type { Entrypoint__Output } from "../internal/generated/iris/v1/Entrypoint.ts";
@@ -14,7 +14,7 @@ import type { LogLine as WireLogLine } from "../internal/generated/iris/v1/LogLi
 import type { PushLogsRequest } from "../internal/generated/iris/v1/PushLogsRequest.ts";
 import type { ReconcileResponse__Output } from "../internal/generated/iris/v1/ReconcileResponse.ts";
 import type { RunAttempt__Output } from "../internal/generated/iris/v1/RunAttempt.ts";
-import { createWorkerControlClient, unary, type WorkerControlServiceClient } from "../internal/rpc.ts";
+import { loadIrisProto, unary, type WorkerControlServiceClient } from "../internal/rpc.ts";
 import { runnerArgv, type RunnerSpec } from "../runner/runnerSpec.ts";
 import type { AttemptOutcome } from "./attemptOutcome.ts";
 import { AttemptProcess, type LogLine } from "./attemptProcess.ts";
@@ -171,7 +171,7 @@ export class Worker {
     this.#advertiseHost = opts.advertiseHost ?? DEFAULT_ADVERTISE_HOST;
     this.#tickMs = opts.tickMs ?? DEFAULT_TICK_MS;
     this.#store = new AttemptStore(stateDir);
-    this.#client = createWorkerControlClient(opts.controller, { token: opts.token });
+    this.#client = workerControlClient(opts.controller, opts.token);
     this.registered = new Promise((resolve) => (this.#markRegistered = resolve));
   }
 
@@ -643,6 +643,29 @@ export class Worker {
       // A faulty listener must not take the worker down.
     }
   }
+}
+
+/**
+ * The worker's channel to the controller. Its reconnect backoff is capped like registration's:
+ * grpc-js otherwise backs off up to 2 minutes between connection attempts, and calls made in
+ * between fail at once, so a controller back from an outage would go unnoticed for that long.
+ */
+function workerControlClient(address: string, token: string | undefined): WorkerControlServiceClient {
+  const { WorkerControlService } = loadIrisProto();
+  const bearer: grpc.Interceptor = (options, nextCall) =>
+    new grpc.InterceptingCall(nextCall(options), {
+      start(metadata, listener, next) {
+        metadata.set("authorization", `Bearer ${token}`);
+        next(metadata, listener);
+      },
+    });
+  return new WorkerControlService(address, grpc.credentials.createInsecure(), {
+    interceptors: token !== undefined && token !== "" ? [bearer] : [],
+    "grpc.initial_reconnect_backoff_ms": REGISTER_BACKOFF_START_MS,
+    "grpc.max_reconnect_backoff_ms": REGISTER_BACKOFF_MAX_MS,
+    "grpc.keepalive_time_ms": 30_000,
+    "grpc.max_receive_message_length": 64 * 1024 * 1024,
+  });
 }
 
 /** The runner's entrypoint from the wire form (JSON args parsed). */
