@@ -96,7 +96,10 @@ describe("failover", () => {
     // (The client's channel may still be backing off too: errors just mean "not yet".)
     const lastSeen = () => client.listWorkers().then((ws) => ws[0]!.lastSeenMs, () => undefined);
     const seenAtRestart = await until("the new controller to answer", lastSeen);
-    await until("the worker to reconcile with the new controller", async () => ((await lastSeen()) ?? 0) > seenAtRestart);
+    await until("the worker to reconcile with the new controller", async () => {
+      const seen = await lastSeen();
+      return seen !== undefined && seen !== seenAtRestart;
+    });
     writeFileSync(go, "");
 
     const st = await waiting;

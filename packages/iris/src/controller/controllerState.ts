@@ -208,10 +208,11 @@ export class ControllerState {
     this.metricsLimit = opts.metricsLimit ?? 10_000;
     this.logLinesLimit = opts.logLinesLimit ?? 1_000_000;
     this.listener = opts.listener ?? {};
-    // A restarted controller gives every known-alive worker a full timeout to reconcile again
-    // before declaring it lost (the database's last_seen is from before the restart).
+    // A restarted controller gives every known-alive worker two timeouts to reconcile again
+    // before declaring it lost (the database's last_seen is from before the restart, and the
+    // workers are still backing off their reconnects): adopt, don't restart.
     this.tx(() => {
-      this.db.prepare("UPDATE workers SET last_seen_ms = ? WHERE state = 'ALIVE'").run(this.clock.now());
+      this.db.prepare("UPDATE workers SET last_seen_ms = ? WHERE state = 'ALIVE'").run(this.clock.now() + this.workerTimeoutMs);
     });
   }
 

@@ -53,6 +53,10 @@ function clientOptions(opts: RpcClientOptions): grpc.ClientOptions {
     interceptors: opts.token ? [authInterceptor(opts.token)] : [],
     "grpc.max_receive_message_length": 64 * 1024 * 1024,
     "grpc.keepalive_time_ms": 30_000,
+    // A controller that restarts is dialled again within 2 s (grpc-js would otherwise back off
+    // to minutes), so workers reconcile before they are declared lost.
+    "grpc.initial_reconnect_backoff_ms": 200,
+    "grpc.max_reconnect_backoff_ms": 2000,
   };
 }
 
