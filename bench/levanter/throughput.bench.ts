@@ -17,6 +17,7 @@ import {
   TransformerLm,
   computeGradients,
   defaultDecayMask,
+  measureMatMulGflops,
   resolveModelConfig,
   selectBackend,
   trainingFlopsPerToken,
@@ -52,6 +53,11 @@ for (const backend of backends) {
   } catch (e) {
     console.log(`${backend.padEnd(8)} skipped: ${(e as Error).message.slice(0, 160)}`);
     continue;
+  }
+  // Calibration: on a shared machine, compare this with the unloaded 22.9 GFLOP/s of the reference.
+  if (backend !== "cpu") {
+    const g = measureMatMulGflops();
+    console.log(`${backend.padEnd(8)} calibration: matMul [1024,128]·[128,512] ${g.wall.toFixed(1)} GFLOP/s wall, ${g.cpu.toFixed(1)} per CPU-second (reference wasm, unloaded: 22.9)`);
   }
   for (const [label, m] of Object.entries(models)) {
     if (backend === "cpu" && label === "large" && !args.includes("--cpu-large")) {

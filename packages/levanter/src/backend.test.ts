@@ -1,6 +1,6 @@
 import * as tf from "@tensorflow/tfjs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { matMul2d, oneHotFloat, parseBackendName, selectBackend } from "./backend.ts";
+import { matMul2d, measureMatMulGflops, oneHotFloat, parseBackendName, selectBackend } from "./backend.ts";
 import { LevanterError } from "./errors.ts";
 
 // Each fix is checked by computing the same values on the pure-JS cpu backend (the reference) and
@@ -50,6 +50,17 @@ describe("selectBackend", () => {
     // @tensorflow/tfjs-node is deliberately not a dependency of this package, so it cannot load.
     await expect(selectBackend({ force: "tensorflow" })).rejects.toThrow(LevanterError);
     expect(() => parseBackendName("gpu")).toThrow(/LEVANTER_BACKEND: expected one of/);
+  });
+});
+
+describe("measureMatMulGflops", () => {
+  it("measures a positive rate and leaks no tensors", async () => {
+    await selectBackend({ force: "wasm" });
+    const before = tf.memory().numTensors;
+    const g = measureMatMulGflops(64, 32, 64, 3);
+    expect(g.wall).toBeGreaterThan(0);
+    expect(g.cpu).toBeGreaterThan(0);
+    expect(tf.memory().numTensors).toBe(before);
   });
 });
 

@@ -4,7 +4,7 @@ export { LevanterError, LEVANTER_ERROR_CODES } from "./errors.ts";
 export type { LevanterErrorCode } from "./errors.ts";
 
 // --- backends, model, optimizer, trainer, generation (levanter-L1) ---
-export { BACKEND_NAMES, installWasmFixes, matMul2d, oneHotFloat, parseBackendName, selectBackend } from "./backend.ts";
+export { BACKEND_NAMES, installWasmFixes, matMul2d, measureMatMulGflops, oneHotFloat, parseBackendName, selectBackend } from "./backend.ts";
 export type { BackendName, BackendSelection, SelectBackendOptions } from "./backend.ts";
 export { ModelConfigSchema, flopsPerToken, resolveModelConfig, trainingFlopsPerToken } from "./models/modelConfig.ts";
 export type { ModelConfig, ModelConfigInput, ResolvedModelConfig } from "./models/modelConfig.ts";
