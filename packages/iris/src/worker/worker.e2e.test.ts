@@ -76,6 +76,29 @@ describe("Worker against a scripted controller", () => {
     expect(Date.now() - back).toBeLessThan(3500);
   });
 
+  it("delivers lines printed while the controller was away, before reporting the attempt finished", async () => {
+    fc = await FakeController.start();
+    const port = Number(fc.address.split(":")[1]);
+    const go = path.join(dir, "go");
+    const spec = runCommand("d1", ["sh", "-c", `echo waiting; while [ ! -f ${go} ]; do sleep 0.02; done; i=0; while [ $i -lt 50 ]; do echo "late $i"; i=$((i+1)); done`]);
+    fc.run.set("d1", spec);
+    const { worker, events } = await startWorker({ tickMs: 100 });
+    fc.notify();
+    await waitFor("the first line", () => fc!.linesOf("d1").includes("waiting"));
+    await fc.close();
+    const outages = events.filter((e) => e.type === "controllerUnreachable").length;
+    await waitFor("the worker to notice the outage", () => events.filter((e) => e.type === "controllerUnreachable").length > outages);
+    fs.writeFileSync(go, "");
+    await waitFor("the attempt to finish during the outage", () => worker.attempts()[0]?.state === "SUCCEEDED");
+    fc = await FakeController.start({ port });
+    fc.run.set("d1", spec);
+    const done = await observedState("d1", "SUCCEEDED");
+    // Every line reached the new controller before it heard that the attempt had finished.
+    const late = Array.from({ length: 50 }, (_, i) => `late ${i}`);
+    expect(fc.linesOf("d1")).toEqual(late);
+    expect(done.logLines).toBe(51);
+  });
+
   it("starts a run intent on a notice with the IRIS_* env and ports, pushes its lines, reports its exit", async () => {
     fc = await FakeController.start();
     const { worker } = await startWorker();

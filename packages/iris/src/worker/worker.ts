@@ -95,7 +95,10 @@ interface LocalAttempt {
   pid: number;
   startedAtMs: number;
   finishedAtMs: number;
+  /** Lines the controller has acknowledged (reported as `log_lines`). */
   logLines: number;
+  /** Lines queued or in flight, not yet acknowledged. */
+  unackedLines: number;
   proc?: AttemptProcess;
   /** Why the worker is ending it (a stop intent's reason, SUPERSEDED, WORKER_STOPPING, CONTROLLER_SILENT). */
   stopReason?: string;
@@ -107,6 +110,8 @@ const REGISTER_BACKOFF_MAX_MS = 2000;
 const RPC_DEADLINE_MS = 5000;
 const DEFAULT_TICK_MS = 1000;
 const LOG_FLUSH_MS = 20;
+/** A finished attempt is reported finished only once its lines are in, or after this long. */
+const LOG_HOLD_MS = 10_000;
 const LOG_BATCH_LINES = 500;
 /** Lines kept while no log stream can be opened; older ones are dropped first. */
 const MAX_PENDING_LOG_LINES = 20_000;
@@ -158,7 +163,8 @@ export class Worker {
   #kicked = false;
   #wake: (() => void) | undefined;
   #watch: grpc.ClientReadableStream<unknown> | undefined;
-  #logStream: grpc.ClientWritableStream<PushLogsRequest> | undefined;
+  /** A PushLogs batch is on its way (one at a time, so that lines stay in order). */
+  #logsInFlight: Promise<void> | undefined;
   #pendingLogs: { local: LocalAttempt; line: WireLogLine }[] = [];
   #flushTimer: NodeJS.Timeout | undefined;
   #starting = new Set<Promise<void>>();
@@ -234,9 +240,13 @@ export class Worker {
     }
     // Each start resolves once its attempt has ended and been classified.
     await Promise.all(this.#starting);
-    // Let the attempts' final lines and states settle (they resolve right after their exits).
-    await new Promise((resolve) => setImmediate(resolve));
-    this.#flushLogs();
+    // Their last lines go out first (a bounded wait: the controller may be gone).
+    const logsDeadline = Date.now() + 2000;
+    while (this.#isRegistered && Date.now() < logsDeadline && (this.#pendingLogs.length > 0 || this.#logsInFlight)) {
+      this.#flushLogs();
+      await Promise.race([this.#logsInFlight, new Promise((resolve) => setTimeout(resolve, 100))]);
+    }
+    clearTimeout(this.#flushTimer);
     if (this.#isRegistered) {
       try {
         await unary(this.#client, "reconcile", this.#reconcileRequest(), { deadlineMs: 1000 });
@@ -244,7 +254,6 @@ export class Worker {
         // The controller will find out from the silence.
       }
     }
-    this.#logStream?.end();
     this.#client.close();
     releaseStateDir(this.stateDir);
     if (this.#ownsStateDir) fs.rmSync(this.stateDir, { recursive: true, force: true });
@@ -366,6 +375,12 @@ export class Worker {
   // ---- reconcile ------------------------------------------------------------------------------
 
   #observation(a: LocalAttempt): AttemptObservation {
+    // A finished attempt whose last lines are still on their way is reported running a little
+    // longer: the controller takes `log_lines` of a finished attempt as the complete count.
+    const holding = isTerminal(a.state) && a.unackedLines > 0 && Date.now() - a.finishedAtMs < LOG_HOLD_MS;
+    if (holding) {
+      return { attemptUid: a.uid, taskId: a.taskId, attempt: a.attempt, state: "RUNNING", pid: a.pid, startedAtMs: a.startedAtMs, logLines: a.logLines };
+    }
     return {
       attemptUid: a.uid,
       taskId: a.taskId,
@@ -458,6 +473,7 @@ export class Worker {
       startedAtMs: record.startedAtMs,
       finishedAtMs: Date.now(),
       logLines: 0,
+      unackedLines: 0,
     });
   }
 
@@ -494,6 +510,7 @@ export class Worker {
       startedAtMs: Date.now(),
       finishedAtMs: 0,
       logLines: 0,
+      unackedLines: 0,
     };
     this.#attempts.set(local.uid, local);
     let outcome: AttemptOutcome;
@@ -560,7 +577,7 @@ export class Worker {
 
   #finish(local: LocalAttempt, outcome: AttemptOutcome): void {
     local.proc = undefined;
-    // The attempt's last lines go out before its terminal state is reported.
+    // The attempt's last lines go out now; its end is reported once they are in (#observation).
     this.#flushLogs();
     local.finishedAtMs = Date.now();
     if (outcome.exitCode !== undefined) local.exitCode = outcome.exitCode;
@@ -599,41 +616,51 @@ export class Worker {
       local,
       line: { attemptUid: local.uid, stream: line.stream, line: line.line, timeMs: line.timeMs },
     });
-    if (this.#pendingLogs.length > MAX_PENDING_LOG_LINES) this.#pendingLogs.shift();
+    local.unackedLines++;
+    if (this.#pendingLogs.length > MAX_PENDING_LOG_LINES) this.#pendingLogs.shift()!.local.unackedLines--;
     if (this.#pendingLogs.length >= LOG_BATCH_LINES) this.#flushLogs();
     else this.#flushTimer ??= setTimeout(() => this.#flushLogs(), LOG_FLUSH_MS);
   }
 
+  /**
+   * Sends the next batch of lines as one PushLogs call and counts them once the controller has
+   * answered. A failed batch goes back to the head of the queue and is retried a tick later, so
+   * lines printed while the controller is away are delivered when it is back (bounded by
+   * MAX_PENDING_LOG_LINES, oldest dropped first).
+   */
   #flushLogs(): void {
     clearTimeout(this.#flushTimer);
     this.#flushTimer = undefined;
-    if (this.#pendingLogs.length === 0) return;
+    if (this.#logsInFlight !== undefined || this.#pendingLogs.length === 0) return;
     if (!this.#isRegistered) {
-      // Kept (bounded) until the controller is there to take them.
       this.#flushTimer = setTimeout(() => this.#flushLogs(), this.#tickMs);
       return;
     }
-    const stream = this.#ensureLogStream();
-    const batch = this.#pendingLogs;
-    this.#pendingLogs = [];
-    for (let i = 0; i < batch.length; i += LOG_BATCH_LINES) {
-      const chunk = batch.slice(i, i + LOG_BATCH_LINES);
-      stream.write({ lines: chunk.map((c) => c.line) });
-      for (const c of chunk) c.local.logLines++;
-    }
-  }
-
-  #ensureLogStream(): grpc.ClientWritableStream<PushLogsRequest> {
-    if (this.#logStream !== undefined) return this.#logStream;
-    const stream = this.#client.pushLogs(() => {
-      // The call ended (error or the controller closed it): the next batch opens a new one.
-      if (this.#logStream === stream) this.#logStream = undefined;
+    const batch = this.#pendingLogs.splice(0, LOG_BATCH_LINES);
+    this.#logsInFlight = new Promise<void>((resolve) => {
+      const call = this.#client.pushLogs({ deadline: Date.now() + RPC_DEADLINE_MS }, (err) => {
+        this.#logsInFlight = undefined;
+        resolve();
+        if (err !== null) {
+          this.#pendingLogs.unshift(...batch);
+          while (this.#pendingLogs.length > MAX_PENDING_LOG_LINES) this.#pendingLogs.shift()!.local.unackedLines--;
+          if (!this.#stopping) this.#flushTimer = setTimeout(() => this.#flushLogs(), this.#tickMs);
+          return;
+        }
+        let released = false;
+        for (const c of batch) {
+          c.local.logLines++;
+          c.local.unackedLines--;
+          if (c.local.unackedLines === 0 && isTerminal(c.local.state)) released = true;
+        }
+        // A finished attempt whose lines are now all in can be reported finished.
+        if (released) this.#kick();
+        if (this.#pendingLogs.length > 0) this.#flushLogs();
+      });
+      call.on("error", () => undefined);
+      call.write({ lines: batch.map((c) => c.line) } satisfies PushLogsRequest);
+      call.end();
     });
-    stream.on("error", () => {
-      if (this.#logStream === stream) this.#logStream = undefined;
-    });
-    this.#logStream = stream;
-    return stream;
   }
 
   #emit(event: WorkerEvent): void {
