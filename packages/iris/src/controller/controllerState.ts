@@ -16,6 +16,9 @@ import type { MetricPoint as WireMetricPoint } from "../internal/generated/iris/
 import { isTerminalJobState } from "../jobSpec.ts";
 import type { JobSpec, JobState, TaskState } from "../jobSpec.ts";
 import type { Db } from "./db.ts";
+import type BetterSqlite3 from "better-sqlite3";
+
+type Statement = BetterSqlite3.Statement<unknown[]>;
 import { schedule } from "./scheduler.ts";
 import type { SchedResources, SchedTask, SchedWorker } from "./scheduler.ts";
 
@@ -197,6 +200,8 @@ export class ControllerState {
   private dirtyWorkers = new Set<string>();
   private dirtyLogs = new Set<string>();
   private depth = 0;
+  private readonly statements = new Map<string, Statement>();
+  private readonly inTransaction: (fn: () => unknown) => unknown;
   // Placement can only change when tasks become pending, capacity frees up or workers come and
   // go; passes in between are skipped (a pass over many pending tasks is not free).
   private needsSchedule = true;
@@ -208,11 +213,12 @@ export class ControllerState {
     this.metricsLimit = opts.metricsLimit ?? 10_000;
     this.logLinesLimit = opts.logLinesLimit ?? 1_000_000;
     this.listener = opts.listener ?? {};
+    this.inTransaction = db.transaction((fn: () => unknown) => fn());
     // A restarted controller gives every known-alive worker two timeouts to reconcile again
     // before declaring it lost (the database's last_seen is from before the restart, and the
     // workers are still backing off their reconnects): adopt, don't restart.
     this.tx(() => {
-      this.db.prepare("UPDATE workers SET last_seen_ms = ? WHERE state = 'ALIVE'").run(this.clock.now() + this.workerTimeoutMs);
+      this.stmt("UPDATE workers SET last_seen_ms = ? WHERE state = 'ALIVE'").run(this.clock.now() + this.workerTimeoutMs);
     });
   }
 
@@ -224,12 +230,12 @@ export class ControllerState {
     this.depth++;
     let result: T;
     try {
-      result = this.db.transaction(() => {
+      result = this.inTransaction(() => {
         const r = fn();
-        const bump = this.db.prepare("UPDATE jobs SET version = version + 1 WHERE instance_id = ?");
+        const bump = this.stmt("UPDATE jobs SET version = version + 1 WHERE instance_id = ?");
         for (const id of this.dirtyJobs) bump.run(id);
         return r;
-      })();
+      }) as T;
     } catch (e) {
       this.dirtyJobs.clear();
       this.dirtyWorkers.clear();
@@ -250,6 +256,16 @@ export class ControllerState {
     return result;
   }
 
+  // Prepared statements are reused: preparing is a large share of a small transaction's cost.
+  private stmt(sql: string): Statement {
+    let st = this.statements.get(sql);
+    if (!st) {
+      st = this.db.prepare(sql);
+      this.statements.set(sql, st);
+    }
+    return st;
+  }
+
   private touchJob(instanceId: string): void {
     this.dirtyJobs.add(instanceId);
   }
@@ -257,7 +273,7 @@ export class ControllerState {
   // ---- reads ----------------------------------------------------------------------------------
 
   private job(instanceId: string): JobRow {
-    const j = this.db.prepare("SELECT * FROM jobs WHERE instance_id = ?").get(instanceId) as JobRow | undefined;
+    const j = this.stmt("SELECT * FROM jobs WHERE instance_id = ?").get(instanceId) as JobRow | undefined;
     if (!j) throw new IrisError("NOT_FOUND", `no job instance ${instanceId}`);
     return j;
   }
@@ -266,8 +282,8 @@ export class ControllerState {
   findJob(name: string, instanceId = ""): JobRow {
     const j = (
       instanceId
-        ? this.db.prepare("SELECT * FROM jobs WHERE instance_id = ? AND name = ?").get(instanceId, name)
-        : this.db.prepare("SELECT * FROM jobs WHERE name = ? AND latest = 1").get(name)
+        ? this.stmt("SELECT * FROM jobs WHERE instance_id = ? AND name = ?").get(instanceId, name)
+        : this.stmt("SELECT * FROM jobs WHERE name = ? AND latest = 1").get(name)
     ) as JobRow | undefined;
     if (!j) throw new IrisError("NOT_FOUND", `no job named ${name}${instanceId ? ` with instance ${instanceId}` : ""}`);
     return j;
@@ -283,17 +299,17 @@ export class ControllerState {
   }
 
   private tasksOf(instanceId: string): TaskRow[] {
-    return this.db.prepare("SELECT * FROM tasks WHERE instance_id = ? ORDER BY idx").all(instanceId) as TaskRow[];
+    return this.stmt("SELECT * FROM tasks WHERE instance_id = ? ORDER BY idx").all(instanceId) as TaskRow[];
   }
 
   private task(instanceId: string, idx: number): TaskRow {
-    const t = this.db.prepare("SELECT * FROM tasks WHERE instance_id = ? AND idx = ?").get(instanceId, idx) as TaskRow | undefined;
+    const t = this.stmt("SELECT * FROM tasks WHERE instance_id = ? AND idx = ?").get(instanceId, idx) as TaskRow | undefined;
     if (!t) throw new IrisError("NOT_FOUND", `no task ${idx} in job instance ${instanceId}`);
     return t;
   }
 
   private attemptByUid(uid: string): AttemptRow | undefined {
-    return this.db.prepare("SELECT * FROM attempts WHERE uid = ?").get(uid) as AttemptRow | undefined;
+    return this.stmt("SELECT * FROM attempts WHERE uid = ?").get(uid) as AttemptRow | undefined;
   }
 
   private attemptOf(instanceId: string, idx: number, attempt: number): AttemptRow | undefined {
@@ -362,7 +378,7 @@ export class ControllerState {
     const p = prefix.replace(/\/+$/, "");
     const rows = (
       p === ""
-        ? this.db.prepare("SELECT instance_id FROM jobs WHERE latest = 1 ORDER BY submitted_at_ms").all()
+        ? this.stmt("SELECT instance_id FROM jobs WHERE latest = 1 ORDER BY submitted_at_ms").all()
         : this.db
             .prepare("SELECT instance_id FROM jobs WHERE latest = 1 AND (name = ? OR substr(name, 1, ?) = ?) ORDER BY submitted_at_ms")
             .all(p, p.length + 1, `${p}/`)
@@ -376,7 +392,7 @@ export class ControllerState {
   launchJob(spec: JobSpec): { name: string; instanceId: string } {
     return this.tx(() => {
       const now = this.clock.now();
-      const existing = this.db.prepare("SELECT * FROM jobs WHERE name = ? AND latest = 1").get(spec.name) as JobRow | undefined;
+      const existing = this.stmt("SELECT * FROM jobs WHERE name = ? AND latest = 1").get(spec.name) as JobRow | undefined;
       if (existing && !isTerminalJobState(existing.state)) {
         throw new IrisError("ALREADY_EXISTS", `job ${spec.name} is still ${existing.state} (instance ${existing.instance_id})`);
       }
@@ -384,20 +400,20 @@ export class ControllerState {
       const segs = spec.name.split("/");
       if (segs.length > 3) {
         const parentName = segs.slice(0, -1).join("/");
-        parent = this.db.prepare("SELECT * FROM jobs WHERE name = ? AND latest = 1").get(parentName) as JobRow | undefined;
+        parent = this.stmt("SELECT * FROM jobs WHERE name = ? AND latest = 1").get(parentName) as JobRow | undefined;
         if (!parent) throw new IrisError("NOT_FOUND", `parent job ${parentName} of ${spec.name} does not exist`);
         if (isTerminalJobState(parent.state)) {
           throw new IrisError("FAILED_PRECONDITION", `parent job ${parentName} of ${spec.name} already ended (${parent.state})`);
         }
       }
       const instanceId = newInstanceId(now);
-      this.db.prepare("UPDATE jobs SET latest = 0 WHERE name = ?").run(spec.name);
+      this.stmt("UPDATE jobs SET latest = 0 WHERE name = ?").run(spec.name);
       this.db
         .prepare(
           "INSERT INTO jobs (instance_id, name, latest, parent_instance_id, spec, state, submitted_at_ms) VALUES (?, ?, 1, ?, ?, 'PENDING', ?)",
         )
         .run(instanceId, spec.name, parent?.instance_id ?? null, JSON.stringify(spec), now);
-      const ins = this.db.prepare("INSERT INTO tasks (instance_id, idx, state) VALUES (?, ?, 'PENDING')");
+      const ins = this.stmt("INSERT INTO tasks (instance_id, idx, state) VALUES (?, ?, 'PENDING')");
       for (let i = 0; i < spec.replicas; i++) ins.run(instanceId, i);
       this.specCache.set(instanceId, spec);
       this.touchJob(instanceId);
@@ -424,7 +440,7 @@ export class ControllerState {
         .prepare("UPDATE tasks SET state = 'KILLED', failure_kind = CASE WHEN failure_kind = '' THEN 'KILLED' ELSE failure_kind END, error = CASE WHEN error = '' THEN ? ELSE error END WHERE instance_id = ? AND idx = ?")
         .run(error, instanceId, t.idx);
     }
-    this.db.prepare("UPDATE jobs SET state = ?, error = ?, finished_at_ms = ? WHERE instance_id = ?").run(state, error, now, instanceId);
+    this.stmt("UPDATE jobs SET state = ?, error = ?, finished_at_ms = ? WHERE instance_id = ?").run(state, error, now, instanceId);
     this.touchJob(instanceId);
     this.endChildren(instanceId);
   }
@@ -461,7 +477,7 @@ export class ControllerState {
         stopReason ?? "",
         a.uid,
       );
-    this.db.prepare("DELETE FROM endpoints WHERE attempt_uid = ?").run(a.uid);
+    this.stmt("DELETE FROM endpoints WHERE attempt_uid = ?").run(a.uid);
     if (stopReason) this.dirtyWorkers.add(a.worker_id);
     this.needsSchedule = true;
   }
@@ -486,7 +502,7 @@ export class ControllerState {
           : "";
       this.endJob(instanceId, state, error);
     } else {
-      this.db.prepare("UPDATE jobs SET state = ? WHERE instance_id = ?").run(state, instanceId);
+      this.stmt("UPDATE jobs SET state = ? WHERE instance_id = ?").run(state, instanceId);
     }
   }
 
@@ -530,7 +546,7 @@ export class ControllerState {
       const peerOutcome: AttemptOutcome = { state: "FAILED", failureKind: "PEER_FAILED", error: `gang member ${failedIdx} failed` };
       if (a && LIVE_ATTEMPT_STATES.includes(a.state)) this.finishAttemptRow(a, peerOutcome, "PEER_FAILED");
       else if (a && a.state === "SUCCEEDED") {
-        this.db.prepare("UPDATE attempts SET state = 'FAILED', failure_kind = 'PEER_FAILED', error = ? WHERE uid = ?").run(peerOutcome.error, a.uid);
+        this.stmt("UPDATE attempts SET state = 'FAILED', failure_kind = 'PEER_FAILED', error = ? WHERE uid = ?").run(peerOutcome.error, a.uid);
       }
       if (t.state === "KILLED" || t.state === "FAILED" || t.state === "WORKER_LOST") continue;
       this.db
@@ -556,7 +572,7 @@ export class ControllerState {
   private schedulePassTx(): number {
     return this.tx(() => {
       const now = this.clock.now();
-      const workerRows = this.db.prepare("SELECT * FROM workers WHERE state = 'ALIVE' AND healthy = 1").all() as WorkerRow[];
+      const workerRows = this.stmt("SELECT * FROM workers WHERE state = 'ALIVE' AND healthy = 1").all() as WorkerRow[];
       const pendingRows = this.db
         .prepare(
           "SELECT t.instance_id, t.idx, t.pending_reason, j.submitted_at_ms FROM tasks t JOIN jobs j ON j.instance_id = t.instance_id WHERE t.state = 'PENDING' AND j.state IN ('PENDING', 'RUNNING') ORDER BY j.submitted_at_ms, t.idx",
@@ -596,7 +612,7 @@ export class ControllerState {
         const r = byKey.get(taskId)!;
         this.assign(r.instance_id, r.idx, workerId, now);
       }
-      const setReason = this.db.prepare("UPDATE tasks SET pending_reason = ? WHERE instance_id = ? AND idx = ?");
+      const setReason = this.stmt("UPDATE tasks SET pending_reason = ? WHERE instance_id = ? AND idx = ?");
       for (const { taskId, reason } of result.unplaced) {
         const r = byKey.get(taskId)!;
         if (r.pending_reason !== reason) {
@@ -645,7 +661,7 @@ export class ControllerState {
 
   /** Whether a worker is registered and alive. */
   isWorkerAlive(workerId: string): boolean {
-    const w = this.db.prepare("SELECT state FROM workers WHERE id = ?").get(workerId) as { state: string } | undefined;
+    const w = this.stmt("SELECT state FROM workers WHERE id = ?").get(workerId) as { state: string } | undefined;
     return w?.state === "ALIVE";
   }
 
@@ -661,9 +677,9 @@ export class ControllerState {
     return this.tx(() => {
       const now = this.clock.now();
       if (!this.isWorkerAlive(workerId)) throw new IrisError("NOT_FOUND", `worker ${workerId} is not registered (or was declared lost): register again`);
-      const wasHealthy = (this.db.prepare("SELECT healthy FROM workers WHERE id = ?").get(workerId) as { healthy: number }).healthy === 1;
+      const wasHealthy = (this.stmt("SELECT healthy FROM workers WHERE id = ?").get(workerId) as { healthy: number }).healthy === 1;
       if (wasHealthy !== health.healthy) this.needsSchedule = true;
-      this.db.prepare("UPDATE workers SET last_seen_ms = ?, healthy = ? WHERE id = ?").run(now, health.healthy ? 1 : 0, workerId);
+      this.stmt("UPDATE workers SET last_seen_ms = ?, healthy = ? WHERE id = ?").run(now, health.healthy ? 1 : 0, workerId);
       const extraStops: StopAttempt[] = [];
       const seen = new Set<string>();
       for (const o of observed) {
@@ -675,7 +691,7 @@ export class ControllerState {
           continue;
         }
         if (o.logLines > a.log_lines_expected) {
-          this.db.prepare("UPDATE attempts SET log_lines_expected = ? WHERE uid = ?").run(o.logLines, a.uid);
+          this.stmt("UPDATE attempts SET log_lines_expected = ? WHERE uid = ?").run(o.logLines, a.uid);
         }
         if (!LIVE_ATTEMPT_STATES.includes(a.state)) {
           // Already decided here (killed, lost, peer-failed): the worker's report only tells us
@@ -705,22 +721,22 @@ export class ControllerState {
                   exitCode: o.exitCode,
                   error: o.error,
                 };
-          if (o.startedAtMs && !a.started_at_ms) this.db.prepare("UPDATE attempts SET started_at_ms = ? WHERE uid = ?").run(o.startedAtMs, a.uid);
+          if (o.startedAtMs && !a.started_at_ms) this.stmt("UPDATE attempts SET started_at_ms = ? WHERE uid = ?").run(o.startedAtMs, a.uid);
           this.attemptEnded(a, outcome);
         }
       }
       // Attempts we asked to stop that the worker no longer has are stopped.
-      const stopping = this.db.prepare("SELECT uid, instance_id FROM attempts WHERE worker_id = ? AND stopping = 1").all(workerId) as { uid: string; instance_id: string }[];
+      const stopping = this.stmt("SELECT uid, instance_id FROM attempts WHERE worker_id = ? AND stopping = 1").all(workerId) as { uid: string; instance_id: string }[];
       for (const s of stopping) {
         if (!seen.has(s.uid)) {
-          this.db.prepare("UPDATE attempts SET stopping = 0 WHERE uid = ?").run(s.uid);
+          this.stmt("UPDATE attempts SET stopping = 0 WHERE uid = ?").run(s.uid);
           this.touchJob(s.instance_id);
           this.needsSchedule = true;
         }
       }
       const desired = this.desiredSet(workerId, extraStops);
       const logLinesReceived: Record<string, number> = {};
-      const count = this.db.prepare("SELECT log_lines_received AS n FROM attempts WHERE uid = ?");
+      const count = this.stmt("SELECT log_lines_received AS n FROM attempts WHERE uid = ?");
       for (const uid of seen) {
         const r = count.get(uid) as { n: number } | undefined;
         if (r) logLinesReceived[uid] = r.n;
@@ -735,7 +751,7 @@ export class ControllerState {
       .run(state, state, o.startedAtMs || this.clock.now(), a.uid);
     const t = this.task(a.instance_id, a.idx);
     if (t.attempt === a.attempt && !isTerminalTaskState(t.state)) {
-      this.db.prepare("UPDATE tasks SET state = ? WHERE instance_id = ? AND idx = ?").run(state, a.instance_id, a.idx);
+      this.stmt("UPDATE tasks SET state = ? WHERE instance_id = ? AND idx = ?").run(state, a.instance_id, a.idx);
     }
     this.touchJob(a.instance_id);
     this.recomputeJob(a.instance_id);
@@ -781,9 +797,9 @@ export class ControllerState {
   checkWorkers(): string[] {
     return this.tx(() => {
       const deadline = this.clock.now() - this.workerTimeoutMs;
-      const lost = this.db.prepare("SELECT id FROM workers WHERE state = 'ALIVE' AND last_seen_ms < ?").all(deadline) as { id: string }[];
+      const lost = this.stmt("SELECT id FROM workers WHERE state = 'ALIVE' AND last_seen_ms < ?").all(deadline) as { id: string }[];
       for (const { id } of lost) {
-        this.db.prepare("UPDATE workers SET state = 'LOST' WHERE id = ?").run(id);
+        this.stmt("UPDATE workers SET state = 'LOST' WHERE id = ?").run(id);
         this.needsSchedule = true;
         const live = this.db
           .prepare("SELECT * FROM attempts WHERE worker_id = ? AND state IN ('ASSIGNED','BUILDING','RUNNING')")
@@ -805,7 +821,7 @@ export class ControllerState {
 
   /** Every registered worker with its load. */
   listWorkers(): WorkerInfo[] {
-    const rows = this.db.prepare("SELECT * FROM workers ORDER BY registered_at_ms").all() as WorkerRow[];
+    const rows = this.stmt("SELECT * FROM workers ORDER BY registered_at_ms").all() as WorkerRow[];
     return rows.map((w) => {
       const held = this.db
         .prepare("SELECT resources, state FROM attempts WHERE worker_id = ? AND (state IN ('ASSIGNED','BUILDING','RUNNING') OR stopping = 1)")
@@ -839,13 +855,13 @@ export class ControllerState {
   appendLogs(lines: { attemptUid: string; stream: string; line: string; timeMs: number; index?: number | undefined }[]): void {
     if (lines.length === 0) return;
     this.tx(() => {
-      const ins = this.db.prepare("INSERT INTO logs (instance_id, idx, attempt, stream, line, time_ms) VALUES (?, ?, ?, ?, ?, ?)");
+      const ins = this.stmt("INSERT INTO logs (instance_id, idx, attempt, stream, line, time_ms) VALUES (?, ?, ?, ?, ?, ?)");
       const counts = new Map<string, number>();
       const received = new Map<string, number>();
       const receivedOf = (uid: string): number => {
         let n = received.get(uid);
         if (n === undefined) {
-          n = (this.db.prepare("SELECT log_lines_received AS n FROM attempts WHERE uid = ?").get(uid) as { n: number } | undefined)?.n ?? 0;
+          n = (this.stmt("SELECT log_lines_received AS n FROM attempts WHERE uid = ?").get(uid) as { n: number } | undefined)?.n ?? 0;
           received.set(uid, n);
         }
         return n;
@@ -876,7 +892,7 @@ export class ControllerState {
         counts.set(l.attemptUid, (counts.get(l.attemptUid) ?? 0) + 1);
         this.dirtyLogs.add(target.instanceId);
       }
-      const upd = this.db.prepare("UPDATE attempts SET log_lines_received = log_lines_received + ? WHERE uid = ?");
+      const upd = this.stmt("UPDATE attempts SET log_lines_received = log_lines_received + ? WHERE uid = ?");
       for (const [uid, n] of counts) upd.run(n, uid);
     });
   }
@@ -886,7 +902,7 @@ export class ControllerState {
     const j = this.job(instanceId);
     const rows = (
       taskIndex === undefined
-        ? this.db.prepare("SELECT * FROM logs WHERE instance_id = ? AND seq > ? ORDER BY seq LIMIT ?").all(instanceId, afterSeq, limit)
+        ? this.stmt("SELECT * FROM logs WHERE instance_id = ? AND seq > ? ORDER BY seq LIMIT ?").all(instanceId, afterSeq, limit)
         : this.db
             .prepare("SELECT * FROM logs WHERE instance_id = ? AND seq > ? AND idx = ? ORDER BY seq LIMIT ?")
             .all(instanceId, afterSeq, taskIndex, limit)
@@ -963,12 +979,12 @@ export class ControllerState {
   /** Removes an endpoint (no-op when already gone). */
   unregisterEndpoint(endpointId: string): void {
     this.tx(() => {
-      this.db.prepare("DELETE FROM endpoints WHERE id = ?").run(endpointId);
+      this.stmt("DELETE FROM endpoints WHERE id = ?").run(endpointId);
     });
   }
 
   private endpointRows(where: string, ...args: unknown[]): WireEndpoint[] {
-    const rows = this.db.prepare(`SELECT * FROM endpoints WHERE ${where} ORDER BY created_at_ms DESC`).all(...args) as {
+    const rows = this.stmt(`SELECT * FROM endpoints WHERE ${where} ORDER BY created_at_ms DESC`).all(...args) as {
       id: string;
       name: string;
       address: string;
@@ -1017,7 +1033,7 @@ export class ControllerState {
   reportTaskStatus(taskId: string, attempt: number, statusText: string, metrics: Record<string, number>): void {
     this.tx(() => {
       const a = this.attemptForReport(taskId, attempt);
-      this.db.prepare("UPDATE attempts SET status_text = ? WHERE uid = ?").run(statusText, a.uid);
+      this.stmt("UPDATE attempts SET status_text = ? WHERE uid = ?").run(statusText, a.uid);
       if (Object.keys(metrics).length > 0) {
         const step = Number.isFinite(metrics.step) ? metrics.step! : (a.last_step ?? -1) + 1;
         this.db
@@ -1030,7 +1046,7 @@ export class ControllerState {
             .run(a.uid, count - this.metricsLimit);
           count = this.metricsLimit;
         }
-        this.db.prepare("UPDATE attempts SET metric_count = ?, last_step = ? WHERE uid = ?").run(count, step, a.uid);
+        this.stmt("UPDATE attempts SET metric_count = ?, last_step = ? WHERE uid = ?").run(count, step, a.uid);
       }
       if (a.status_text !== statusText) this.touchJob(a.instance_id);
     });
@@ -1039,7 +1055,7 @@ export class ControllerState {
   /** The status text and metrics series of an attempt (0 = the task's current one). */
   taskMetrics(taskId: string, attempt: number): { statusText: string; points: WireMetricPoint[]; attempt: number } {
     const a = this.attemptForReport(taskId, attempt);
-    const rows = this.db.prepare("SELECT step, time_ms, metrics FROM metrics WHERE attempt_uid = ? ORDER BY id").all(a.uid) as {
+    const rows = this.stmt("SELECT step, time_ms, metrics FROM metrics WHERE attempt_uid = ? ORDER BY id").all(a.uid) as {
       step: number;
       time_ms: number;
       metrics: string;
