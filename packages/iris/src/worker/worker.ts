@@ -377,7 +377,9 @@ export class Worker {
   #observation(a: LocalAttempt): AttemptObservation {
     // A finished attempt whose last lines are still on their way is reported running a little
     // longer: the controller takes `log_lines` of a finished attempt as the complete count.
-    const holding = isTerminal(a.state) && a.unackedLines > 0 && Date.now() - a.finishedAtMs < LOG_HOLD_MS;
+    // (Not when the worker is going away: its last report must say how its attempts ended.)
+    const holding =
+      !this.#stopping && isTerminal(a.state) && a.unackedLines > 0 && Date.now() - a.finishedAtMs < LOG_HOLD_MS;
     if (holding) {
       return { attemptUid: a.uid, taskId: a.taskId, attempt: a.attempt, state: "RUNNING", pid: a.pid, startedAtMs: a.startedAtMs, logLines: a.logLines };
     }
