@@ -52,7 +52,7 @@ const pingPort = await new Promise<number>((res, rej) =>
   pingServer.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (e, p) => (e ? rej(e) : res(p))),
 );
 const PingClient = grpc.makeGenericClientConstructor(pingService, "Ping");
-const ping = new PingClient(`127.0.0.1:${pingPort}`, grpc.credentials.createInsecure()) as Grpc.Client & {
+const ping = new PingClient(`127.0.0.1:${pingPort}`, grpc.credentials.createInsecure()) as unknown as Grpc.Client & {
   Ping(req: unknown, cb: (e: Grpc.ServiceError | null, r?: unknown) => void): void;
 };
 const pingOnce = () => new Promise((res, rej) => ping.Ping({ name: "/bench/x" }, (e, r) => (e ? rej(e) : res(r))));
