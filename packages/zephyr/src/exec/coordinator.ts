@@ -14,7 +14,7 @@ import type { ChunkRange } from "./chunkFile.ts";
 import { readChunkRange } from "./chunkFile.ts";
 import { clearPreviousOutputs, readCommitted, removeStaleTemps, shardPath, writeSuccessManifest } from "./commit.ts";
 import type { CommittedShard } from "./commit.ts";
-import { JOIN_LEFT_TAG, JOIN_RIGHT_TAG } from "./exchange.ts";
+import { JOIN_LEFT_TAG, JOIN_RIGHT_TAG, releaseMemoryScatter, releaseMemoryScattersUnder } from "./exchange.ts";
 import type { ScatterRef } from "./exchange.ts";
 import type { OutputResult, ShardOutputSpec } from "./outputs.ts";
 import { StageProgress } from "./progress.ts";
@@ -283,6 +283,8 @@ export async function runPlan(ds: Dataset<unknown>, sink: SinkSpec, options: Run
         stageOut[i] = { kind: "file", path: c.path, count: c.count, bytes: c.bytes, outcome: "already" };
       }
       outputs[stage.id] = stageOut;
+      // A held (in-memory) exchange is read only by the stage that consumes it.
+      if (stage.input.kind === "shuffle") releaseHeld(outputs[stage.input.from]);
       stageStats.push({ id: stage.id, name: stage.name, shards: n, counters, wallMs: performance.now() - stageStart, skipped: skipped.length, retries });
     }
     const stats: RunStats = { backend: backendName, fingerprint: plan.fingerprint, stages: stageStats, counters: userCounters, wallMs: 0 };
@@ -290,6 +292,7 @@ export async function runPlan(ds: Dataset<unknown>, sink: SinkSpec, options: Run
     (stats as { wallMs: number }).wallMs = performance.now() - started;
     return { value: sink.kind === "collect" || sink.kind === "count" ? value : { ...(value as object), stats }, stats };
   } finally {
+    releaseMemoryScattersUnder(scratch);
     progress.stop();
     await backend.close();
     if (ownScratch) await rm(scratch, { recursive: true, force: true });
@@ -319,6 +322,10 @@ function shardInput(stage: Stage, i: number, n: number, paths: Map<number, strin
   }
 }
 
+function releaseHeld(outs: readonly OutputResult[] | undefined): void {
+  for (const o of outs ?? []) if (o?.kind === "scatter" && o.ref.memory !== undefined) releaseMemoryScatter(o.ref.memory);
+}
+
 function scatterRefs(outs: readonly OutputResult[]): ScatterRef[] {
   return outs.map((o) => {
     if (o.kind !== "scatter") throw new ZephyrError("INTERNAL", "expected scatter outputs");
@@ -335,7 +342,10 @@ function shardOutput(stage: Stage, i: number, n: number, scratch: string, sink: 
       const consumer = consumerOf(plan.stages, stage.id);
       if (!consumer) throw new ZephyrError("INTERNAL", `stage ${stage.id} scatters to no stage`);
       const tagByte = consumer.input.kind === "join" && consumer.input.right === stage.id ? JOIN_RIGHT_TAG : JOIN_LEFT_TAG;
-      return { kind: "scatter", dir: path.join(scratch, tag), partitions: shards[consumer.id], tag: tagByte, localDedup: consumer.input.kind === "shuffle" && consumer.input.mode === "dedup" };
+      const shuffle = consumer.input.kind === "shuffle" ? consumer.input : undefined;
+      // Inline, the reducer runs in this thread: deduplicate and groupBy hold their exchange in memory while it fits the budget.
+      const memory = backend === "inline" && shuffle ? (shuffle.mode === "dedup" ? "dedup" : "group") : undefined;
+      return { kind: "scatter", dir: path.join(scratch, tag), partitions: shards[consumer.id], tag: tagByte, localDedup: shuffle?.mode === "dedup", memory };
     }
     case "sink":
       switch (sink.kind) {

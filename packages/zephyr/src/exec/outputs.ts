@@ -19,7 +19,7 @@ export type ShardOutputSpec =
   | { readonly kind: "collect" }
   | { readonly kind: "count" }
   | { readonly kind: "chunks"; readonly file: string }
-  | { readonly kind: "scatter"; readonly dir: string; readonly partitions: number; readonly tag: number; readonly localDedup: boolean }
+  | { readonly kind: "scatter"; readonly dir: string; readonly partitions: number; readonly tag: number; readonly localDedup: boolean; readonly memory?: "dedup" | "group" }
   | { readonly kind: "jsonl"; readonly path: string }
   | { readonly kind: "parquet"; readonly path: string }
   | { readonly kind: "tokenCache"; readonly dir: string; readonly tokenizer: string; readonly vocabSize: number };
@@ -81,7 +81,7 @@ export async function openShardOutput(spec: ShardOutputSpec, stage: Stage, task:
     case "scatter": {
       if (stage.output.kind !== "scatter") throw new ZephyrError("INTERNAL", `stage ${stage.id} does not scatter`);
       await mkdir(spec.dir, { recursive: true });
-      const w = await openScatter(spec.dir, spec.partitions, stage.output.key as (r: unknown) => unknown, task.memoryBudgetBytes, spec.tag, where, spec.localDedup);
+      const w = await openScatter(spec.dir, spec.partitions, stage.output.key as (r: unknown) => unknown, task.memoryBudgetBytes, spec.tag, where, spec.localDedup, spec.memory);
       return {
         write: (b) => w.write(b),
         close: async () => {
