@@ -42,7 +42,7 @@ export function irisCodeOf(status: number): IrisErrorCode {
  * When a remote call fails, the message is the remote one and the stack is the local call site.
  *
  * @example
- * try { await client.getJob("/alice/missing"); }
+ * try { await client.job("missing").status(); }
  * catch (e) { if (e instanceof IrisError && e.code === "NOT_FOUND") { … } }
  */
 export class IrisError extends Error {
