@@ -98,9 +98,13 @@ export function realActions(io: CliIo): CliActions {
       void worker.registered.then(() => {
         if (!stopping) io.out(`iris worker ${worker.id} registered\n`);
       });
-      await untilSignal();
+      // A refused token stops the worker by itself: `worker.done` rejects with the IrisError, which
+      // `run` prints as `UNAUTHENTICATED: …` with exit code 1.
+      const signalled = untilSignal().then(() => worker.stop());
+      await Promise.race([signalled, worker.done]);
       stopping = true;
       await worker.stop();
+      await worker.done;
       return 0;
     },
 

@@ -169,6 +169,17 @@ describe("iris CLI end to end", () => {
     expect((await iris(["job", "status", "sneaky"])).stderr).toMatch(/^NOT_FOUND: /m);
   });
 
+  it("iris worker with a wrong or missing token prints UNAUTHENTICATED and exits 1 instead of retrying", async () => {
+    const [wrong, missing] = await Promise.all([
+      iris(["worker", "--token", "WRONG", "--state-dir", path.join(dir, "bad-worker-1")]),
+      iris(["worker", "--state-dir", path.join(dir, "bad-worker-2")], { IRIS_AUTH_TOKEN: "" }),
+    ]);
+    for (const r of [wrong, missing]) {
+      expect(r.code).toBe(1);
+      expect(r.stderr).toMatch(/^UNAUTHENTICATED: /m);
+    }
+  });
+
   it("endpoints and workers list the cluster", async () => {
     const [endpoints, workers] = await Promise.all([iris(["endpoints"]), iris(["workers"])]);
     expect(endpoints.code, endpoints.stderr).toBe(0);

@@ -193,14 +193,19 @@ describe("Worker against a scripted controller", () => {
     expect(fc.registrations).toEqual([worker.id, worker.id]);
   });
 
-  it("carries the bearer token, and cannot register without it", async () => {
+  it("carries the bearer token; a wrong or missing one stops the worker with UNAUTHENTICATED, no retries", async () => {
     fc = await FakeController.start({ token: "t0k" });
     const good = await startWorker({ token: "t0k" });
     await good.worker.registered;
-    const bad = await startWorker({ token: "wrong" });
-    await waitFor("a refused registration", () =>
-      bad.events.some((e) => e.type === "controllerUnreachable" && e.error.startsWith("UNAUTHENTICATED: ")),
-    );
+    for (const token of ["wrong", undefined]) {
+      const bad = await startWorker(token === undefined ? {} : { token });
+      await expect(bad.worker.registered).rejects.toMatchObject({ name: "IrisError", code: "UNAUTHENTICATED" });
+      await expect(bad.worker.done).rejects.toMatchObject({ code: "UNAUTHENTICATED" });
+      // It stopped by itself (its state directory is gone) and never treated the refusal as an outage.
+      expect(fs.existsSync(bad.worker.stateDir)).toBe(false);
+      expect(bad.events.filter((e) => e.type === "controllerUnreachable")).toEqual([]);
+      expect(bad.events.filter((e) => e.type === "refused")).toHaveLength(1);
+    }
     expect(fc.registrations).toEqual([good.worker.id]);
   });
 

@@ -66,6 +66,8 @@ export interface WorkerOptions {
 export type WorkerEvent =
   | { type: "registered"; workerId: string; tickMs: number }
   | { type: "controllerUnreachable"; error: string; retryInMs: number }
+  /** The controller refused this worker's credentials: the worker stops (see {@link Worker.done}). */
+  | { type: "refused"; error: string }
   | { type: "attemptStarted"; attemptUid: string; taskId: string; attempt: number; pid: number }
   | { type: "attemptEnded"; attemptUid: string; taskId: string; attempt: number; state: string; failureKind: string; error: string }
   | { type: "leftoverKilled"; attemptUid: string; pid: number };
@@ -139,8 +141,17 @@ export class Worker {
   readonly id: string;
   /** The worker's state directory (attempt records and scratch space). */
   readonly stateDir: string;
-  /** Resolves once the worker has registered with the controller for the first time. */
+  /**
+   * Resolves once the worker has registered with the controller for the first time. Rejects with
+   * the {@link IrisError} when the controller refuses the worker's token (UNAUTHENTICATED or
+   * PERMISSION_DENIED).
+   */
   readonly registered: Promise<void>;
+  /**
+   * Settles once the worker has stopped: resolves after {@link Worker.stop}; rejects with the
+   * {@link IrisError} when the worker stopped itself because the controller refused its token.
+   */
+  readonly done: Promise<void>;
 
   #opts: WorkerOptions;
   #client: WorkerControlServiceClient;
@@ -157,6 +168,10 @@ export class Worker {
   #lastContactMs = 0;
   #silenceMs = 60_000;
   #markRegistered!: () => void;
+  #failRegistered!: (e: Error) => void;
+  #settleDone!: (e: Error | undefined) => void;
+  /** Why the worker stopped itself (a refused token). */
+  #fatal: IrisError | undefined;
   #stopping = false;
   #stopped: Promise<void> | undefined;
   #loopDone: Promise<void> | undefined;
@@ -178,7 +193,14 @@ export class Worker {
     this.#tickMs = opts.tickMs ?? DEFAULT_TICK_MS;
     this.#store = new AttemptStore(stateDir);
     this.#client = workerControlClient(opts.controller, opts.token);
-    this.registered = new Promise((resolve) => (this.#markRegistered = resolve));
+    this.registered = new Promise((resolve, reject) => {
+      this.#markRegistered = resolve;
+      this.#failRegistered = reject;
+    });
+    this.done = new Promise((resolve, reject) => (this.#settleDone = (e) => (e === undefined ? resolve() : reject(e))));
+    // Handled here so that a caller that never awaits them sees no unhandled rejection.
+    this.registered.catch(() => undefined);
+    this.done.catch(() => undefined);
   }
 
   /**
@@ -224,12 +246,14 @@ export class Worker {
    * elsewhere against the preemption budget), and removes a state directory it created.
    */
   stop(): Promise<void> {
-    this.#stopped ??= this.#shutdown();
+    this.#stopped ??= this.#shutdown().finally(() => this.#settleDone(this.#fatal));
     return this.#stopped;
   }
 
   async #shutdown(): Promise<void> {
     this.#stopping = true;
+    // A no-op once registered.
+    if (this.#fatal !== undefined) this.#failRegistered(this.#fatal);
     this.#wake?.();
     this.#watch?.cancel();
     await this.#loopDone;
@@ -275,6 +299,7 @@ export class Worker {
         try {
           await this.#register();
         } catch (e) {
+          if (isRefusal(e)) return this.#refused(e);
           await retryLater(e);
           continue;
         }
@@ -291,11 +316,23 @@ export class Worker {
           this.#isRegistered = false;
           continue;
         }
+        if (isRefusal(e)) return this.#refused(e);
         await retryLater(e);
         continue;
       }
       if (!this.#kicked) await this.#sleep(this.#tickMs);
     }
+  }
+
+  /**
+   * The controller refused the token: retrying cannot help (unlike an unreachable controller), so
+   * the worker stops, ending its attempts, and {@link Worker.registered} and {@link Worker.done}
+   * reject with the error.
+   */
+  #refused(e: IrisError): void {
+    this.#fatal = e;
+    this.#emit({ type: "refused", error: e.toString() });
+    void this.stop();
   }
 
   /** Ends the running attempts once the controller has been silent for too long (see controllerSilenceMs). */
@@ -765,6 +802,11 @@ function workerIdFor(stateDir: string): string {
   const workerId = `${os.hostname()}-${randomUUID().slice(0, 8)}`;
   fs.writeFileSync(file, JSON.stringify({ workerId }));
   return workerId;
+}
+
+/** A refusal of the worker's credentials, which no retry can fix. */
+function isRefusal(e: unknown): e is IrisError {
+  return e instanceof IrisError && (e.code === "UNAUTHENTICATED" || e.code === "PERMISSION_DENIED");
 }
 
 function errorText(e: unknown): string {
