@@ -209,6 +209,18 @@ describe("Worker against a scripted controller", () => {
     expect(fc.registrations).toEqual([good.worker.id]);
   });
 
+  it("rejects registered when stopped before registering (no controller ever answers)", async () => {
+    const [port] = Object.values(await allocatePorts(["nobody"]));
+    const worker = await Worker.start({ controller: `127.0.0.1:${port}` });
+    const registered = worker.registered.then(
+      () => "registered",
+      (e: unknown) => e,
+    );
+    await worker.stop();
+    expect(await registered).toMatchObject({ code: "FAILED_PRECONDITION" });
+    await expect(worker.done).resolves.toBeUndefined();
+  });
+
   it("on stop, kills its attempts and reports them lost with the worker", async () => {
     fc = await FakeController.start();
     const { worker } = await startWorker();

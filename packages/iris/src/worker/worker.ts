@@ -144,7 +144,7 @@ export class Worker {
   /**
    * Resolves once the worker has registered with the controller for the first time. Rejects with
    * the {@link IrisError} when the controller refuses the worker's token (UNAUTHENTICATED or
-   * PERMISSION_DENIED).
+   * PERMISSION_DENIED), and with FAILED_PRECONDITION when the worker is stopped before it registered.
    */
   readonly registered: Promise<void>;
   /**
@@ -253,7 +253,7 @@ export class Worker {
   async #shutdown(): Promise<void> {
     this.#stopping = true;
     // A no-op once registered.
-    if (this.#fatal !== undefined) this.#failRegistered(this.#fatal);
+    this.#failRegistered(this.#fatal ?? new IrisError("FAILED_PRECONDITION", "the worker was stopped before it registered"));
     this.#wake?.();
     this.#watch?.cancel();
     await this.#loopDone;
