@@ -48,15 +48,9 @@ export class AdamW {
     return this.scalars.step;
   }
 
-  /**
-   * Clips `grads` (by name, same shapes as the parameters) to the global norm, applies one AdamW
-   * update with learning rate `lr`, and returns the global gradient norm before clipping.
-   */
-  apply(grads: Map<string, tf.Tensor>, lr: number): number {
-    const { beta1: b1, beta2: b2, epsilon, weightDecay, maxGradNorm, decayMask } = this.options;
-    const b1p = this.scalars.beta1Power * b1;
-    const b2p = this.scalars.beta2Power * b2;
-    const gradNorm = tf.tidy(() => {
+  /** The global L2 norm of `grads` (by name, same shapes as the parameters). */
+  globalNorm(grads: Map<string, tf.Tensor>): number {
+    return tf.tidy(() => {
       const sq = [...this.params.keys()].map((n) => {
         const g = grads.get(n);
         if (!g) throw new LevanterError("INTERNAL", `no gradient for parameter ${n}`);
@@ -64,6 +58,17 @@ export class AdamW {
       });
       return tf.addN(sq).sqrt().dataSync()[0]!;
     });
+  }
+
+  /**
+   * Clips `grads` (by name, same shapes as the parameters) to the global norm, applies one AdamW
+   * update with learning rate `lr`, and returns the global gradient norm before clipping. Pass
+   * `gradNorm` when the caller already computed it with {@link AdamW.globalNorm}.
+   */
+  apply(grads: Map<string, tf.Tensor>, lr: number, gradNorm = this.globalNorm(grads)): number {
+    const { beta1: b1, beta2: b2, epsilon, weightDecay, maxGradNorm, decayMask } = this.options;
+    const b1p = this.scalars.beta1Power * b1;
+    const b2p = this.scalars.beta2Power * b2;
     const clip = maxGradNorm > 0 && gradNorm > maxGradNorm ? maxGradNorm / gradNorm : 1;
     tf.tidy(() => {
       for (const [name, p] of this.params) {

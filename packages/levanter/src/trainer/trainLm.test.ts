@@ -7,7 +7,9 @@ import { readCheckpointMetadata } from "../checkpoint/checkpointStore.ts";
 import { LevanterError } from "../errors.ts";
 import { syntheticDocuments, unigramEntropy, writeByteCache } from "../internal/testCorpus.ts";
 import { TokenCacheReader } from "../sharding/tokenCacheReader.ts";
-import { trainLm } from "./trainLm.ts";
+import type { TransformerLm } from "../models/transformer.ts";
+import type { AdamW, AdamWScalars } from "../optim/adamw.ts";
+import { trainLm, type TrainHook } from "./trainLm.ts";
 import type { TrainLmConfigInput } from "./trainerConfig.ts";
 
 describe("trainLm", () => {
@@ -62,16 +64,78 @@ describe("trainLm", () => {
     expect(existsSync(path.join(dir, "run", "checkpoints", "step-60", "metadata.json"))).toBe(true);
   });
 
-  it("stops with NON_FINITE_LOSS before applying a NaN update", async () => {
-    const runDir = path.join(dir, "nan");
-    const poison = {
-      every: 2,
-      fn: (i: { step: number; model: { params: Map<string, tf.Variable> } }) => {
-        if (i.step === 2) i.model.params.get("embed/tokens")!.assign(tf.fill([257, 32], Number.NaN));
+  // Every parameter and optimizer array as raw bytes (NaN-safe, bitwise), plus Adam's scalars.
+  const snapshot = (model: TransformerLm, optimizer: AdamW) => {
+    const bytes = (a: Float32Array) => Buffer.from(a.buffer, a.byteOffset, a.byteLength).toString("base64");
+    const params = Object.fromEntries([...model.params].map(([n, v]) => [n, bytes(v.dataSync() as Float32Array)]));
+    const { arrays, scalars } = optimizer.state();
+    return { params, optimizer: Object.fromEntries([...arrays].map(([n, a]) => [n, bytes(a)])), scalars };
+  };
+  type Snapshot = ReturnType<typeof snapshot>;
+  // Poisons the loss path (not the parameters) from the hook call at `from` on: "loss" makes the
+  // loss and every gradient NaN; "grad" keeps the loss finite but makes the gradients infinite.
+  const poisonLoss = (model: TransformerLm, kind: "loss" | "grad") => {
+    const original = model.loss.bind(model);
+    const infGrad = tf.customGrad((...args) => ({ value: (args[0] as tf.Tensor).clone(), gradFunc: (dy: tf.Tensor) => dy.mul(Number.POSITIVE_INFINITY) }));
+    model.loss = (x, y) => (kind === "loss" ? original(x, y).mul(Number.NaN) : (infGrad(original(x, y)) as tf.Scalar));
+    return () => void (model.loss = original);
+  };
+
+  for (const kind of ["loss", "grad"] as const) {
+    it(`crashOnNonFinite: a non-finite ${kind} stops with NON_FINITE_LOSS and leaves parameters and optimizer bitwise unchanged`, async () => {
+      let before: Snapshot | undefined;
+      let after: Snapshot | undefined;
+      const hook: TrainHook = {
+        every: 1,
+        fn: ({ step, model, optimizer }) => {
+          if (step !== 2) return;
+          before = snapshot(model, optimizer);
+          poisonLoss(model, kind);
+          // The trainer disposes both when it throws: read their state at that moment.
+          const disposeModel = model.dispose.bind(model);
+          model.dispose = () => {
+            after = snapshot(model, optimizer);
+            disposeModel();
+          };
+        },
+      };
+      const runDir = path.join(dir, `nan-crash-${kind}`);
+      const run = trainLm({ ...config, trainer: { ...config.trainer, numTrainSteps: 6, runDir } }, { hooks: [hook] });
+      const message = kind === "loss" ? /train\/loss is NaN and optim\/grad_norm is NaN at step 2;/ : /train\/loss is \d+\.\d+ and optim\/grad_norm is (NaN|Infinity) at step 2;/;
+      await expect(run).rejects.toMatchObject({ code: "NON_FINITE_LOSS", message: expect.stringMatching(message) });
+      expect(before!.scalars.step).toBe(2);
+      expect(after).toEqual(before);
+    });
+  }
+
+  it("crashOnNonFinite: false skips non-finite steps (state bitwise unchanged), counts them, then trains on", async () => {
+    let poisoned: Snapshot | undefined;
+    let whileSkipping: Snapshot | undefined;
+    let restore: (() => void) | undefined;
+    let finalScalars: AdamWScalars | undefined;
+    const hook: TrainHook = {
+      every: 1,
+      fn: ({ step, model, optimizer, final }) => {
+        if (final) finalScalars = optimizer.state().scalars;
+        else if (step === 2) {
+          poisoned = snapshot(model, optimizer);
+          restore = poisonLoss(model, "loss");
+        } else if (step === 4) {
+          whileSkipping = snapshot(model, optimizer);
+          restore!();
+        }
       },
     };
-    const run = trainLm({ ...config, trainer: { ...config.trainer, numTrainSteps: 6, runDir } }, { hooks: [poison] });
-    await expect(run).rejects.toMatchObject({ code: "NON_FINITE_LOSS", message: expect.stringMatching(/train\/loss is NaN at step 2/) });
+    const runDir = path.join(dir, "nan-skip");
+    const result = await trainLm({ ...config, trainer: { ...config.trainer, numTrainSteps: 6, runDir, crashOnNonFinite: false } }, { hooks: [hook] });
+    expect(result).toMatchObject({ step: 6, stoppedEarly: false, skippedSteps: 2 });
+    expect(Number.isFinite(result.finalLoss)).toBe(true);
+    expect(whileSkipping).toEqual(poisoned);
+    // Steps 2 and 3 were skipped: Adam took 4 steps, not 6.
+    expect(finalScalars!.step).toBe(4);
+    const lines = readFileSync(path.join(runDir, "metrics.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l) as Record<string, number | null>);
+    expect(lines.map((l) => l["train/skipped_steps"])).toEqual([0, 0, 1, 2, 2, 2]);
+    expect(lines[2]!["train/loss"]).toBeNull();
   });
 
   it("rejects a bad field, naming its path", async () => {

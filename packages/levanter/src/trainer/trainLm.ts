@@ -29,6 +29,8 @@ export interface StepInfo {
   learningRate: number;
   metrics: Record<string, number>;
   model: TransformerLm;
+  /** The optimizer (its state is what a checkpoint stores). */
+  optimizer: AdamW;
   /** True for the extra call every hook gets when training ends. */
   final: boolean;
 }
@@ -54,7 +56,10 @@ export interface TrainLmResult {
   step: number;
   resumedFrom?: number;
   stoppedEarly: boolean;
+  /** Loss of the last step whose update was applied. */
   finalLoss?: number;
+  /** Steps in this call whose loss or gradient norm was not finite and whose update was skipped. */
+  skippedSteps: number;
   eval?: EvalResult;
   parameterCount: number;
   checkpoint?: string;
@@ -160,18 +165,30 @@ export async function trainLm(input: TrainLmConfig | TrainLmConfigInput, options
     let lastEval: EvalResult | undefined;
     let lastMetrics: Record<string, number> = {};
     let secondsPerStep: number | undefined;
+    let skippedSteps = 0;
     let step = startStep;
     for (; step < tc.numTrainSteps && !abort.signal.aborted; step++) {
       const t0 = performance.now();
       const batch = loader.batch(step);
       const lr = schedule(step);
       const { loss, grads } = computeGradients(model, batch.inputs, batch.targets, batch.size, tc.microBatchSize ?? batch.size);
-      if (!Number.isFinite(loss) && tc.crashOnNonFinite) {
+      let gradNorm: number;
+      try {
+        gradNorm = optimizer.globalNorm(grads);
+        // Checked before anything is applied: a non-finite update would poison the parameters and
+        // Adam's moments for good.
+        if (!Number.isFinite(loss) || !Number.isFinite(gradNorm)) {
+          const what = `train/loss is ${loss} and optim/grad_norm is ${gradNorm} at step ${step}`;
+          if (tc.crashOnNonFinite) throw new LevanterError("NON_FINITE_LOSS", `${what}; the update was not applied`);
+          skippedSteps++;
+          log("warn", "non-finite step skipped", { step, loss, gradNorm, skippedSteps });
+        } else {
+          optimizer.apply(grads, lr, gradNorm);
+        }
+      } finally {
         tf.dispose([...grads.values()]);
-        throw new LevanterError("NON_FINITE_LOSS", `train/loss is ${loss} at step ${step}; the update was not applied`);
       }
-      const gradNorm = optimizer.apply(grads, lr);
-      tf.dispose([...grads.values()]);
+      const skipped = !Number.isFinite(loss) || !Number.isFinite(gradNorm);
       const seconds = (performance.now() - t0) / 1000;
       secondsPerStep = secondsPerStep === undefined ? seconds : 0.9 * secondsPerStep + 0.1 * seconds;
       const done = step + 1;
@@ -183,8 +200,9 @@ export async function trainLm(input: TrainLmConfig | TrainLmConfigInput, options
         "throughput/tokens_per_second": tps,
         "throughput/mfu": ((flopsPerToken * tps) / tc.peakFlops) * 100,
         "throughput/duration": seconds,
+        "train/skipped_steps": skippedSteps,
       };
-      lastLoss = loss;
+      if (!skipped) lastLoss = loss;
       if (done % tc.stepsPerEval === 0 || done === tc.numTrainSteps) {
         lastEval = runEval();
         if (lastEval) Object.assign(metrics, { "eval/loss": lastEval.loss, "eval/bpb": lastEval.bpb });
@@ -192,7 +210,7 @@ export async function trainLm(input: TrainLmConfig | TrainLmConfigInput, options
       lastMetrics = metrics;
       if (done % tc.logEvery === 0 || metrics["eval/loss"] !== undefined || done === tc.numTrainSteps) tracker.log(done, metrics);
       for (const h of hooks) {
-        if (done % h.every === 0) await h.fn({ step: done, totalSteps: tc.numTrainSteps, loss, learningRate: lr, metrics, model, final: false });
+        if (done % h.every === 0) await h.fn({ step: done, totalSteps: tc.numTrainSteps, loss, learningRate: lr, metrics, model, optimizer, final: false });
       }
       reporter?.maybeReport(
         formatStatus({ step: done, totalSteps: tc.numTrainSteps, loss, tokensPerSecond: tps, mfu: metrics["throughput/mfu"]!, secondsPerStep }),
@@ -205,7 +223,7 @@ export async function trainLm(input: TrainLmConfig | TrainLmConfigInput, options
     const stoppedEarly = step < tc.numTrainSteps;
     if (lastSavedStep !== step) await save(step, true);
     for (const h of hooks) {
-      await h.fn({ step, totalSteps: tc.numTrainSteps, loss: lastLoss ?? Number.NaN, learningRate: schedule(Math.max(0, step - 1)), metrics: lastMetrics, model, final: true });
+      await h.fn({ step, totalSteps: tc.numTrainSteps, loss: lastLoss ?? Number.NaN, learningRate: schedule(Math.max(0, step - 1)), metrics: lastMetrics, model, optimizer, final: true });
     }
     reporter?.maybeReport(
       formatStatus({ step, totalSteps: tc.numTrainSteps, ...(lastLoss !== undefined ? { loss: lastLoss } : {}) }) + (stoppedEarly ? " · stopped" : ""),
@@ -214,11 +232,12 @@ export async function trainLm(input: TrainLmConfig | TrainLmConfigInput, options
     );
     await reporter?.flush();
     tracker.finish();
-    log("info", stoppedEarly ? "stopped early" : "finished", { step, loss: lastLoss, evalLoss: lastEval?.loss });
+    log("info", stoppedEarly ? "stopped early" : "finished", { step, loss: lastLoss, evalLoss: lastEval?.loss, skippedSteps });
     return {
       step,
       ...(resumedFrom !== undefined ? { resumedFrom } : {}),
       stoppedEarly,
+      skippedSteps,
       ...(lastLoss !== undefined ? { finalLoss: lastLoss } : {}),
       ...(lastEval ? { eval: lastEval } : {}),
       parameterCount: model.parameterCount(),

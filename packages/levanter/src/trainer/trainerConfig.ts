@@ -42,7 +42,10 @@ export const TrainerConfigSchema = z
     resume: z.boolean().default(true),
     /** Seconds between status reports to iris (when running as an iris task). */
     statusIntervalSeconds: z.number().positive().default(30),
-    /** Stop with NON_FINITE_LOSS on a NaN/Inf loss, before the update is applied. */
+    /**
+     * On a NaN/Inf loss or global gradient norm: stop with NON_FINITE_LOSS before the update is
+     * applied (true), or skip that step's update, warn and count it in `train/skipped_steps` (false).
+     */
     crashOnNonFinite: z.boolean().default(true),
     /** Force a backend (else `LEVANTER_BACKEND`, else automatic). */
     backend: z.enum(BACKEND_NAMES).optional(),
