@@ -1,4 +1,5 @@
 import * as tf from "@tensorflow/tfjs";
+import { getEventListeners } from "node:events";
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -136,6 +137,32 @@ describe("trainLm", () => {
     const lines = readFileSync(path.join(runDir, "metrics.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l) as Record<string, number | null>);
     expect(lines.map((l) => l["train/skipped_steps"])).toEqual([0, 0, 1, 2, 2, 2]);
     expect(lines[2]!["train/loss"]).toBeNull();
+  });
+
+  it("an already-aborted signal stops before the first step", async () => {
+    const runDir = path.join(dir, "pre-aborted");
+    const result = await trainLm({ ...config, trainer: { ...config.trainer, numTrainSteps: 6, runDir } }, { signal: AbortSignal.abort() });
+    expect(result).toMatchObject({ step: 0, stoppedEarly: true });
+  });
+
+  it("an abort stops at the next step boundary, and the listener is removed afterwards", async () => {
+    const ctrl = new AbortController();
+    const listening: number[] = [];
+    const hook: TrainHook = {
+      every: 1,
+      fn: ({ step, final }) => {
+        if (final) return;
+        listening.push(getEventListeners(ctrl.signal, "abort").length);
+        if (step === 2) ctrl.abort();
+      },
+    };
+    const runDir = path.join(dir, "aborted");
+    const result = await trainLm({ ...config, trainer: { ...config.trainer, numTrainSteps: 6, runDir } }, { signal: ctrl.signal, hooks: [hook] });
+    expect(result).toMatchObject({ step: 2, stoppedEarly: true });
+    expect(listening[0]).toBe(1);
+    const stillListening = new AbortController();
+    await trainLm({ ...config, trainer: { ...config.trainer, numTrainSteps: 1, runDir: path.join(dir, "aborted-done") } }, { signal: stillListening.signal });
+    expect(getEventListeners(stillListening.signal, "abort")).toHaveLength(0);
   });
 
   it("rejects a bad field, naming its path", async () => {

@@ -87,7 +87,10 @@ export async function trainLm(input: TrainLmConfig | TrainLmConfigInput, options
   const abort = new AbortController();
   const onSigterm = () => abort.abort(new Error("SIGTERM"));
   process.on("SIGTERM", onSigterm);
-  options.signal?.addEventListener("abort", () => abort.abort(options.signal?.reason));
+  const onAbort = () => abort.abort(options.signal?.reason);
+  // An already-aborted signal never fires "abort" again: honour it up front.
+  if (options.signal?.aborted) onAbort();
+  else options.signal?.addEventListener("abort", onAbort, { once: true });
   try {
     const tokenizer = await tokenizerFor(reader.ledger.tokenizer, dc.tokenizerJson);
     const modelConfig = resolveModelConfig(config.model, reader.ledger.vocabSize);
@@ -246,6 +249,7 @@ export async function trainLm(input: TrainLmConfig | TrainLmConfigInput, options
     };
   } finally {
     process.off("SIGTERM", onSigterm);
+    options.signal?.removeEventListener("abort", onAbort);
     model?.dispose();
     optimizer?.dispose();
     for (const r of readers) r.close();
