@@ -103,6 +103,31 @@ describe("runner", () => {
     expect(calls.sort()).toEqual(["b", "d"]);
   });
 
+  it("a failure while an independent step finishes in parallel never stalls the run", async () => {
+    // x fails; y (independent) is released the moment x's failure is reported, so it finishes while
+    // x's dependants are being marked DEP_FAILED. Repeated: the gap is a matter of I/O timing.
+    for (let round = 0; round < 8; round++) {
+      const roundPrefix = path.join(tmp, `race-${round}`);
+      let releaseY: () => void = () => undefined;
+      const yGate = new Promise<void>((r) => (releaseY = r));
+      const x = defineStep({ name: "x", config: { round }, fn: () => Promise.reject(new Error("x exploded")) });
+      const d1 = defineStep({ name: "d1", config: { x: outputOf(x) }, fn: () => undefined });
+      const d2 = defineStep({ name: "d2", config: { x: outputOf(x) }, fn: () => undefined });
+      const d3 = defineStep({ name: "d3", config: { d2: outputOf(d2) }, fn: () => undefined });
+      const y = defineStep({ name: "y", config: { round }, fn: () => yGate });
+      const r = await runGraph(resolveGraph([d1, d3, y], roundPrefix), {
+        maxConcurrent: 2,
+        onEvent: (e) => {
+          if (e.type === "step-done" && e.report.name === "x") releaseY();
+        },
+      });
+      const outcome = Object.fromEntries(r.steps.map((s) => [s.name, s.outcome]));
+      expect(outcome).toEqual({ x: "failed", d1: "dep_failed", d2: "dep_failed", d3: "dep_failed", y: "ran" });
+      const g = resolveGraph([d1, d3, y], roundPrefix);
+      for (const n of ["d1", "d2", "d3"]) expect((await readStatus(g.byName.get(n)!.outputPath))?.state).toBe("DEP_FAILED");
+    }
+  });
+
   it("runs independent steps in parallel, never more than --max-concurrent", async () => {
     let live = 0;
     let peak = 0;

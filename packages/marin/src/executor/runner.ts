@@ -356,19 +356,24 @@ export async function runGraph(graph: StepGraph, opts: RunOptions = {}): Promise
       pending.push(e);
     }
   }
-  const failedIds = new Set<string>();
-  const markDependantsFailed = async (id: string, name: string) => {
+  /**
+   * Takes every (transitive) dependant of a failed step out of `pending` and reports it DEP_FAILED,
+   * synchronously: the scheduling loop must never see them still pending once the failed step has
+   * left `running`. Returns them so their status files can be written afterwards.
+   */
+  const takeDependants = (id: string, name: string): PlanEntry[] => {
+    const taken: PlanEntry[] = [];
     const queue = [...(dependants.get(id) ?? [])];
     while (queue.length) {
       const d = queue.shift()!;
       if (reports.has(d.step.id) || d.action === "skip") continue;
       const idx = pending.indexOf(d);
       if (idx >= 0) pending.splice(idx, 1);
-      await run.markDepFailed(d.step, name).catch(() => undefined);
-      failedIds.add(d.step.id);
       finish({ name: d.step.name, id: d.step.id, outputPath: d.step.outputPath, outcome: "dep_failed", durationMs: 0, error: `dependency ${name} failed` });
+      taken.push(d);
       queue.push(...(dependants.get(d.step.id) ?? []));
     }
+    return taken;
   };
 
   const running = new Map<string, Promise<void>>();
@@ -390,13 +395,14 @@ export async function runGraph(graph: StepGraph, opts: RunOptions = {}): Promise
           .execute(e)
           .catch((err: unknown): StepReport => ({ name: e.step.name, id: e.step.id, outputPath: e.step.outputPath, outcome: "failed", durationMs: 0, error: errorText(err) }))
           .then(async (r) => {
-          running.delete(e.step.id);
-          finish(r);
-          if (r.outcome === "failed" || r.outcome === "cancelled") {
-            failedIds.add(r.id);
-            await markDependantsFailed(r.id, r.name);
-          }
-        });
+            finish(r);
+            if (r.outcome === "failed" || r.outcome === "cancelled") {
+              const taken = takeDependants(r.id, r.name);
+              await Promise.all(taken.map((d) => run.markDepFailed(d.step, r.name).catch(() => undefined)));
+            }
+            // Only now: until the dependants are settled the loop must still see this step as running.
+            running.delete(e.step.id);
+          });
         running.set(e.step.id, p);
       }
       if (running.size === 0) {
