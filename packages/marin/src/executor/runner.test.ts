@@ -216,6 +216,39 @@ describe("runner", () => {
     expect(await fs.readdir(g.steps[0].outputPath)).toEqual([".marin"]);
   });
 
+  it("a log line after the step ended (abandoned body) is dropped, not a crash", async () => {
+    let lateLog: ((line: string) => void) | undefined;
+    const cancel = new AbortController();
+    const g = resolveGraph(
+      [
+        defineStep({
+          name: "abandoned",
+          config: {},
+          fn: (ctx) => {
+            ctx.log("before");
+            lateLog = ctx.log;
+            cancel.abort();
+            // Never settles: the runner abandons it on cancel, like a body racing a lost lease.
+            return new Promise<void>(() => undefined);
+          },
+        }),
+      ],
+      prefix,
+    );
+    const lines: string[] = [];
+    const r = await runGraph(g, { signal: cancel.signal, onEvent: (e) => e.type === "log" && lines.push(e.line) });
+    expect(r.steps[0].outcome).toBe("cancelled");
+    lateLog!("after the end");
+    // Let a stream error (write after end) surface, if there were one: vitest fails on it.
+    await new Promise((res) => setImmediate(res));
+    await new Promise((res) => setImmediate(res));
+    expect(lines).not.toContain("after the end");
+    const logFile = path.join(prefix, ".marin", "runs", r.runId, "logs", "abandoned.log");
+    const text = await fs.readFile(logFile, "utf8");
+    expect(text).toContain("before");
+    expect(text).not.toContain("after the end");
+  });
+
   it("takes over a stale lease left by a runner on another host", async () => {
     let ran = 0;
     const g = resolveGraph([defineStep({ name: "s", config: {}, fn: () => void ran++ })], prefix);

@@ -95,8 +95,13 @@ function toJsonResult(v: unknown): unknown {
   }
 }
 
+/**
+ * A step's log file. Lines that arrive after `close()` (from a body abandoned after a lost lease or a
+ * cancel, or remote log lines that trail the job's end) are dropped: the step's record is final.
+ */
 class StepLog {
   private stream: WriteStream | undefined;
+  private closed = false;
   private readonly file: string;
   private readonly onLine: (line: string) => void;
 
@@ -106,21 +111,24 @@ class StepLog {
   }
 
   write(line: string): void {
+    if (this.closed) return;
     if (!this.stream) {
       // Created on first use only, so a run that runs nothing creates no log folder.
       mkdirSync(path.dirname(this.file), { recursive: true });
       this.stream = createWriteStream(this.file, { flags: "a" });
+      // A log that cannot be written must not bring the runner down; the step's status still decides.
+      this.stream.on("error", () => undefined);
     }
     this.stream.write(`${new Date().toISOString()} ${line}\n`);
     this.onLine(line);
   }
 
   async close(): Promise<void> {
+    this.closed = true;
     const s = this.stream;
     if (s) await new Promise<void>((r) => s.end(r));
   }
 }
-
 
 /** Removes everything in a step's output folder except its `.marin/` bookkeeping. */
 async function clearOutputs(outputPath: string): Promise<void> {

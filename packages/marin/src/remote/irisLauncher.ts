@@ -21,6 +21,9 @@ export interface IrisLauncherOptions {
   stateDir: string;
 }
 
+/** How long to keep draining an ended job's log stream before giving up on its last lines. */
+const LOG_DRAIN_DEADLINE_MS = 15_000;
+
 const STEP_TASK_MODULE = fileURLToPath(new URL("./stepTask.ts", import.meta.url));
 
 /** The file a step task writes its result to (inside the step's `.marin/`). */
@@ -75,9 +78,11 @@ export async function createIrisLauncher(opts: IrisLauncherOptions): Promise<Ste
       const onAbort = () => void job.terminate().catch(() => undefined);
       args.signal.addEventListener("abort", onAbort, { once: true });
       const tail: string[] = [];
+      let stopFollowing = false;
       const follow = (async () => {
         try {
           for await (const e of job.logs({ follow: true })) {
+            if (stopFollowing) break;
             const line = `[${e.stream}] ${e.line}`;
             args.log(line);
             tail.push(line);
@@ -93,7 +98,12 @@ export async function createIrisLauncher(opts: IrisLauncherOptions): Promise<Ste
       } finally {
         args.signal.removeEventListener("abort", onAbort);
       }
-      await Promise.race([follow, new Promise((r) => setTimeout(r, 2000))]);
+      // The follow stream ends once the controller has every line of the ended job: drain it, so the
+      // failure message and the log file are complete, but never wait on it forever.
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([follow, new Promise<void>((r) => (timer = setTimeout(r, LOG_DRAIN_DEADLINE_MS)))]);
+      clearTimeout(timer);
+      stopFollowing = true;
       if (status.state !== "SUCCEEDED") {
         const why = status.error ?? status.tasks.map((t) => t.error ?? t.pendingReason).find(Boolean) ?? "";
         throw new MarinError("STEP_FAILED", `iris job ${job.name} ended ${status.state}${why ? `: ${why}` : ""}${tail.length ? `\n${tail.join("\n")}` : ""}`);
