@@ -16,6 +16,11 @@ export interface DistributedOptions {
   portName?: string;
   /** How long rank 0 waits for every peer, and peers wait for rank 0. Default 300 s (gang restarts can be slow). */
   timeoutMs?: number;
+  /**
+   * How long an `allGather` waits for the other ranks' values before failing with `DISTRIBUTED`
+   * (naming the ranks still missing). Default 30 min: generous for a slow step, finite for a stuck peer.
+   */
+  gatherTimeoutMs?: number;
 }
 
 /** This process's place in the gang, and a channel to the others. */
@@ -32,28 +37,42 @@ export interface Distributed {
 
 type Msg = { kind: "hello"; rank: number } | { kind: "gather"; round: number; rank: number; value: unknown } | { kind: "result"; round: number; values: unknown[] };
 
-// JSON lines over a socket, with a queue per message kind so receives can await what comes next.
+// JSON lines over a socket, with a queue so receives can await what comes next. Anything that is
+// not a JSON object (a stray connection, a port scanner) fails the channel with a clear error and
+// closes it, rather than throwing inside the socket's event handler.
 class Channel {
   readonly socket: net.Socket;
-  readonly #waiting: ((m: Msg) => void)[] = [];
+  /** Who is on the other end, for errors ("rank 1", or the remote address before the hello). */
+  peer: string;
+  readonly #waiting: { resolve: (m: Msg) => void; reject: (e: Error) => void }[] = [];
   readonly #queue: Msg[] = [];
   #error: Error | undefined;
-  readonly #failures: ((e: Error) => void)[] = [];
 
-  constructor(socket: net.Socket) {
+  constructor(socket: net.Socket, peer: string) {
     this.socket = socket;
+    this.peer = peer;
     readline.createInterface({ input: socket }).on("line", (line) => {
-      const msg = JSON.parse(line) as Msg;
+      if (this.#error) return;
+      let msg: Msg;
+      try {
+        msg = JSON.parse(line) as Msg;
+        if (typeof msg !== "object" || msg === null || typeof msg.kind !== "string") throw new Error("not a message object");
+      } catch (e) {
+        this.fail(new LevanterError("DISTRIBUTED", `${this.peer} sent a line that is not a levanter message: ${JSON.stringify(line.slice(0, 80))}`, { cause: e }));
+        socket.destroy();
+        return;
+      }
       const w = this.#waiting.shift();
-      if (w) w(msg);
+      if (w) w.resolve(msg);
       else this.#queue.push(msg);
     });
-    const fail = (e: Error) => {
-      this.#error ??= e;
-      for (const f of this.#failures.splice(0)) f(this.#error);
-    };
-    socket.on("error", fail);
-    socket.on("close", () => fail(new LevanterError("DISTRIBUTED", "a peer closed its connection")));
+    socket.on("error", (e) => this.fail(new LevanterError("DISTRIBUTED", `connection to ${this.peer} failed: ${e.message}`, { cause: e })));
+    socket.on("close", () => this.fail(new LevanterError("DISTRIBUTED", `${this.peer} closed its connection`)));
+  }
+
+  fail(e: Error): void {
+    this.#error ??= e;
+    for (const w of this.#waiting.splice(0)) w.reject(this.#error);
   }
 
   send(msg: Msg): void {
@@ -64,17 +83,15 @@ class Channel {
     const queued = this.#queue.shift();
     if (queued) return Promise.resolve(queued);
     if (this.#error) return Promise.reject(this.#error);
-    return new Promise((resolve, reject) => {
-      this.#waiting.push(resolve);
-      this.#failures.push(reject);
-    });
+    return new Promise((resolve, reject) => this.#waiting.push({ resolve, reject }));
   }
 }
 
-function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+// `what` is read when the timer fires, so it can say what is still missing at that moment.
+function withTimeout<T>(p: Promise<T>, ms: number, what: string | (() => string)): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const t = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new LevanterError("DISTRIBUTED", `timed out after ${ms} ms ${what}`)), ms);
+    timer = setTimeout(() => reject(new LevanterError("DISTRIBUTED", `timed out after ${ms} ms ${typeof what === "string" ? what : what()}`)), ms);
   });
   return Promise.race([p, t]).finally(() => clearTimeout(timer));
 }
@@ -96,8 +113,20 @@ export async function initializeDistributed(opts: DistributedOptions = {}): Prom
   }
   const endpointName = opts.endpointName ?? "levanter_coordinator";
   const timeoutMs = opts.timeoutMs ?? 300_000;
+  const gatherTimeoutMs = opts.gatherTimeoutMs ?? 30 * 60_000;
   const { taskIndex: rank, numTasks: world } = ctx;
   let round = 0;
+  // After a failed or timed-out gather the rounds are out of step: every later gather fails too.
+  let broken: Error | undefined;
+  const guarded = async <T>(fn: () => Promise<T>): Promise<T> => {
+    if (broken) throw broken;
+    try {
+      return await fn();
+    } catch (e) {
+      broken ??= e as Error;
+      throw e;
+    }
+  };
 
   if (rank === 0) {
     let port = 0;
@@ -108,19 +137,27 @@ export async function initializeDistributed(opts: DistributedOptions = {}): Prom
     }
     const server = net.createServer();
     const peers = new Map<number, Channel>();
-    const allConnected = new Promise<void>((resolve, reject) => {
+    const allConnected = new Promise<void>((resolve) => {
       server.on("connection", (socket) => {
-        const ch = new Channel(socket);
-        ch.receive().then((m) => {
-          if (m.kind !== "hello" || m.rank <= 0 || m.rank >= world || peers.has(m.rank)) {
-            reject(new LevanterError("DISTRIBUTED", `unexpected handshake ${JSON.stringify(m)}`));
-            return;
-          }
-          peers.set(m.rank, ch);
-          if (peers.size === world - 1) resolve();
-        }, reject);
+        const ch = new Channel(socket, `connection from ${socket.remoteAddress}:${socket.remotePort}`);
+        // A connection that does not introduce itself as a missing rank is not one of ours (or a
+        // duplicate): drop it and keep waiting, so a stray client cannot take down the gang.
+        ch.receive().then(
+          (m) => {
+            if (m.kind !== "hello" || !Number.isInteger(m.rank) || m.rank <= 0 || m.rank >= world || peers.has(m.rank)) {
+              log("warn", "ignoring a connection with an unexpected handshake", { peer: ch.peer, message: JSON.stringify(m).slice(0, 200) });
+              socket.destroy();
+              return;
+            }
+            ch.peer = `rank ${m.rank}`;
+            peers.set(m.rank, ch);
+            if (peers.size === world - 1) resolve();
+          },
+          (e: unknown) => log("warn", "ignoring a connection that failed before its handshake", { peer: ch.peer, error: String(e) }),
+        );
       });
     });
+    const missing = () => [...Array(world).keys()].filter((r) => r > 0 && !peers.has(r)).join(", ");
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
       server.listen(port, "0.0.0.0", resolve);
@@ -130,7 +167,7 @@ export async function initializeDistributed(opts: DistributedOptions = {}): Prom
     const registration = await ctx.registry.register(endpointName, address, { world: String(world) });
     log("info", "coordinator registered, waiting for peers", { endpoint: endpointName, address, world });
     try {
-      await withTimeout(allConnected, timeoutMs, `waiting for ${world - 1} peer(s) to connect`);
+      await withTimeout(allConnected, timeoutMs, () => `waiting for rank(s) ${missing()} to connect`);
     } catch (e) {
       server.close();
       await registration.unregister().catch(() => {});
@@ -140,16 +177,21 @@ export async function initializeDistributed(opts: DistributedOptions = {}): Prom
       rank,
       world,
       coordinatorAddress: address,
-      async allGather<T>(value: T): Promise<T[]> {
-        const r = round++;
-        const values: unknown[] = [value];
-        for (let p = 1; p < world; p++) {
-          const m = await peers.get(p)!.receive();
-          if (m.kind !== "gather" || m.round !== r) throw new LevanterError("DISTRIBUTED", `rank ${p} sent ${m.kind} out of order`);
-          values[p] = m.value;
-        }
-        for (const ch of peers.values()) ch.send({ kind: "result", round: r, values });
-        return values as T[];
+      allGather<T>(value: T): Promise<T[]> {
+        return guarded(async () => {
+          const r = round++;
+          const values: unknown[] = [value];
+          const pending = new Set(peers.keys());
+          const received = [...peers].map(async ([p, ch]) => {
+            const m = await ch.receive();
+            if (m.kind !== "gather" || m.round !== r) throw new LevanterError("DISTRIBUTED", `rank ${p} sent ${m.kind} out of order`);
+            values[p] = m.value;
+            pending.delete(p);
+          });
+          await withTimeout(Promise.all(received), gatherTimeoutMs, () => `in allGather round ${r} waiting for rank(s) ${[...pending].sort((a, b) => a - b).join(", ")}`);
+          for (const ch of peers.values()) ch.send({ kind: "result", round: r, values });
+          return values as T[];
+        });
       },
       async close() {
         for (const ch of peers.values()) ch.socket.end();
@@ -175,7 +217,7 @@ export async function initializeDistributed(opts: DistributedOptions = {}): Prom
         const s = net.connect(Number(ep.address.slice(i + 1)), ep.address.slice(0, i), () => resolve(s));
         s.once("error", reject);
       });
-      channel = new Channel(socket);
+      channel = new Channel(socket, `the coordinator (rank 0 at ${ep.address})`);
     } catch (e) {
       log("debug", "coordinator not reachable yet", { rank, error: String(e) });
       await new Promise((r) => setTimeout(r, Math.min(delay, Math.max(0, deadline - Date.now()))));
@@ -187,12 +229,15 @@ export async function initializeDistributed(opts: DistributedOptions = {}): Prom
     rank,
     world,
     coordinatorAddress,
-    async allGather<T>(value: T): Promise<T[]> {
-      const r = round++;
-      ch.send({ kind: "gather", round: r, rank, value });
-      const m = await ch.receive();
-      if (m.kind !== "result" || m.round !== r) throw new LevanterError("DISTRIBUTED", `coordinator sent ${m.kind} out of order`);
-      return m.values as T[];
+    allGather<T>(value: T): Promise<T[]> {
+      return guarded(async () => {
+        const r = round++;
+        ch.send({ kind: "gather", round: r, rank, value });
+        // Rank 0 answers once every rank has contributed: a silent rank 0 means a rank is missing.
+        const m = await withTimeout(ch.receive(), gatherTimeoutMs, `in allGather round ${r} waiting for rank 0 (the coordinator) to send every rank's value`);
+        if (m.kind !== "result" || m.round !== r) throw new LevanterError("DISTRIBUTED", `coordinator sent ${m.kind} out of order`);
+        return m.values as T[];
+      });
     },
     async close() {
       ch.socket.end();
