@@ -68,7 +68,7 @@ describe("runner", () => {
     for (const s of g.steps) {
       expect((await readStatus(s.outputPath))?.state).toBe("SUCCESS");
       expect(await fs.readFile(path.join(s.outputPath, "out.txt"), "utf8")).toContain(s.name);
-      await expect(fs.stat(path.join(s.outputPath, ".marin", "staging"))).rejects.toThrow();
+      expect((await fs.readdir(path.join(s.outputPath, ".marin"))).filter((n) => n.startsWith("staging"))).toEqual([]);
     }
     const d = g.byName.get("d")!;
     expect(await fs.readFile(path.join(d.outputPath, "out.txt"), "utf8")).toContain(g.byName.get("b")!.outputPath);
@@ -285,6 +285,71 @@ describe("runner", () => {
     expect(r.steps[0].outcome).toBe("reused");
     expect(r.steps[0].result).toEqual({ by: "other" });
     expect(ran).toBe(0);
+  });
+
+  it("each lease token stages in its own folder; a resumable step takes over a stale holder's", async () => {
+    const seen: { staging: string; checkpoint: string }[] = [];
+    const mk = (resumable: boolean) =>
+      defineStep({
+        name: resumable ? "resumable" : "plain",
+        config: {},
+        resumable,
+        fn: async (ctx) => {
+          const ck = path.join(ctx.outputPath, "checkpoint");
+          seen.push({ staging: path.basename(ctx.outputPath), checkpoint: await fs.readFile(ck, "utf8").catch(() => "none") });
+        },
+      });
+    for (const resumable of [true, false]) {
+      seen.length = 0;
+      const g = resolveGraph([mk(resumable)], prefix);
+      const meta = path.join(g.steps[0].outputPath, ".marin");
+      // A runner on another host held token 7, wrote a checkpoint, and vanished (its lease expired).
+      await fs.mkdir(path.join(meta, "staging-7"), { recursive: true });
+      await fs.writeFile(path.join(meta, "staging-7", "checkpoint"), "from 7");
+      await fs.writeFile(path.join(meta, "lease-7.json"), JSON.stringify({ owner: "gone", token: 7, expiresAt: Date.now() - 1, host: "elsewhere", pid: 1 }));
+      await fs.writeFile(path.join(meta, "status.json"), JSON.stringify({ state: "RUNNING", updatedAt: Date.now() - 60_000 }));
+      const r = await runGraph(g);
+      expect(r.steps[0].outcome).toBe("ran");
+      expect(seen).toEqual([{ staging: "staging-8", checkpoint: resumable ? "from 7" : "none" }]);
+      expect((await fs.readdir(meta)).filter((n) => n.startsWith("staging"))).toEqual([]);
+    }
+  });
+
+  it("a holder that lost its lease keeps writing only into its own staging folder", async () => {
+    let releaseOld: () => void = () => undefined;
+    const oldMayWrite = new Promise<void>((r) => (releaseOld = r));
+    let oldWrote: Promise<void> | undefined;
+    const stagings: string[] = [];
+    const g = resolveGraph(
+      [
+        defineStep({
+          name: "contested",
+          config: {},
+          fn: async (ctx) => {
+            stagings.push(ctx.outputPath);
+            if (stagings.length === 1) {
+              // First holder: another runner takes the step over; this body is abandoned but keeps going.
+              const meta = path.join(ctx.finalPath, ".marin");
+              const rival = { owner: "rival", token: 2, expiresAt: Date.now() - 1, host: "elsewhere", pid: 1, released: true };
+              await fs.writeFile(path.join(meta, "lease-2.json"), JSON.stringify(rival));
+              oldWrote = oldMayWrite.then(() => fs.writeFile(path.join(ctx.outputPath, "late.txt"), "from the old holder").catch(() => undefined));
+              await new Promise<void>((_, reject) => ctx.signal.addEventListener("abort", () => reject(ctx.signal.reason)));
+            }
+            await fs.writeFile(path.join(ctx.outputPath, "out.txt"), "new holder");
+            releaseOld();
+            await oldWrote;
+          },
+        }),
+      ],
+      prefix,
+    );
+    const first = await runGraph(g, { leaseTtlMs: 300 });
+    expect(first.steps[0].outcome).toBe("failed");
+    const second = await runGraph(g);
+    expect(second.steps[0].outcome).toBe("ran");
+    expect(path.basename(stagings[0])).toBe("staging-1");
+    expect(path.basename(stagings[1])).toBe("staging-3");
+    expect((await fs.readdir(g.steps[0].outputPath)).sort()).toEqual([".marin", "out.txt"]);
   });
 
   it("a resumable step keeps its staging folder across a failed attempt", async () => {

@@ -7,12 +7,13 @@ import type { ResolvedStep, StepGraph } from "../step/graph.ts";
 import type { StepContext } from "../step/step.ts";
 import type { Clock } from "./clock.ts";
 import { systemClock } from "./clock.ts";
-import { defaultOwner, tryAcquireLease } from "./lease.ts";
+import { defaultOwner, leaseIsStale, tryAcquireLease } from "./lease.ts";
+import type { LeaseRecord } from "./lease.ts";
 import type { Lease } from "./lease.ts";
 import { planRun } from "./plan.ts";
 import type { Plan, PlanEntry, PlanOptions } from "./plan.ts";
 import { infoOf, writeInfo, writeLastRun } from "./records.ts";
-import { metaDir, prefixMetaDir, readStatus, stagingDir, writeFileAtomic, writeStatus } from "./stepFiles.ts";
+import { metaDir, prefixMetaDir, readJson, readStatus, stagingDir, stagingTokens, writeFileAtomic, writeStatus } from "./stepFiles.ts";
 
 /** How a step ended in a run. */
 export type StepOutcome = "ran" | "skipped" | "reused" | "failed" | "dep_failed" | "not_selected" | "cancelled";
@@ -141,9 +142,29 @@ async function clearOutputs(outputPath: string): Promise<void> {
   await Promise.all(names.filter((n) => n !== ".marin").map((n) => fs.rm(path.join(outputPath, n), { recursive: true, force: true })));
 }
 
+/**
+ * Makes the staging folder for the holder of `lease`. Earlier holders' folders are all stale (the
+ * lease was only taken because theirs was released, expired or its process died). A resumable step
+ * takes over the newest one by renaming it to its own token's name, so it resumes from what that
+ * holder left; every other one is removed.
+ */
+async function prepareStaging(outputPath: string, lease: Lease, resumable: boolean, now: number): Promise<string> {
+  const staging = stagingDir(outputPath, lease.token);
+  const older = (await stagingTokens(outputPath)).filter((t) => t < lease.token);
+  let takeOver = resumable ? older[0] : undefined;
+  if (takeOver !== undefined) {
+    // Only the folder of a holder that is gone: a live, unexpired lease on it would mean a writer.
+    const rec = (await readJson(path.join(metaDir(outputPath), `lease-${takeOver}.json`))) as LeaseRecord | undefined;
+    if (rec && !leaseIsStale(rec, now)) takeOver = undefined;
+  }
+  if (takeOver !== undefined) await fs.rename(stagingDir(outputPath, takeOver), staging);
+  await Promise.all(older.filter((t) => t !== takeOver).map((t) => fs.rm(stagingDir(outputPath, t), { recursive: true, force: true })));
+  await fs.mkdir(staging, { recursive: true });
+  return staging;
+}
+
 /** Moves the staging folder's entries into the output folder (after the fencing check). */
-async function publish(outputPath: string, lease: Lease): Promise<void> {
-  const staging = stagingDir(outputPath);
+async function publish(outputPath: string, staging: string, lease: Lease): Promise<void> {
   await lease.assertHeld();
   await clearOutputs(outputPath);
   const names = await fs.readdir(staging);
@@ -256,9 +277,7 @@ class Run {
       await writeLastRun(this.graph.prefix, info);
       await writeStatus(rs.outputPath, { state: "RUNNING", updatedAt: startedAt, startedAt, ...common });
       this.emit({ type: "step", name: rs.name, state: "running" });
-      const staging = stagingDir(rs.outputPath);
-      if (!rs.step.resumable) await fs.rm(staging, { recursive: true, force: true });
-      await fs.mkdir(staging, { recursive: true });
+      const staging = await prepareStaging(rs.outputPath, lease, rs.step.resumable, this.clock.now());
       let result: unknown;
       const aborted = new Promise<never>((_, reject) => {
         if (abort.signal.aborted) reject(abort.signal.reason);
@@ -285,7 +304,7 @@ class Run {
         result = await Promise.race([Promise.resolve().then(() => rs.step.fn(ctx)), aborted]);
       }
       this.emit({ type: "step", name: rs.name, state: "publishing" });
-      await publish(rs.outputPath, lease);
+      await publish(rs.outputPath, staging, lease);
       const finishedAt = this.clock.now();
       const json = toJsonResult(result);
       await lease.assertHeld();

@@ -9,9 +9,30 @@ export function metaDir(outputPath: string): string {
   return path.join(outputPath, ".marin");
 }
 
-/** The staging folder a running step writes into (published by rename on success). */
-export function stagingDir(outputPath: string): string {
-  return path.join(metaDir(outputPath), "staging");
+/**
+ * The staging folder the holder of lease `token` writes into (published by rename on success).
+ * One per token, so a holder that lost its lease (a body still running, abandoned) never writes
+ * into the folder of the holder that took over.
+ */
+export function stagingDir(outputPath: string, token: number): string {
+  return path.join(metaDir(outputPath), `staging-${token}`);
+}
+
+const STAGING_DIR = /^staging-(\d+)$/;
+
+/** The lease tokens of the staging folders present in a step's `.marin/`, highest first. */
+export async function stagingTokens(outputPath: string): Promise<number[]> {
+  let names: string[];
+  try {
+    names = await fs.readdir(metaDir(outputPath));
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "ENOENT") return [];
+    throw e;
+  }
+  return names.flatMap((n) => {
+    const m = STAGING_DIR.exec(n);
+    return m ? [Number(m[1])] : [];
+  }).sort((a, b) => b - a);
 }
 
 /** The prefix-wide bookkeeping folder: run records, logs, the embedded cluster's database, pointers. */

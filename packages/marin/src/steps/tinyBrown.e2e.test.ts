@@ -98,20 +98,27 @@ describe("tiny-brown training after a crash", () => {
     // Wait for a complete checkpoint (metadata.json is written last) in the train step's staging folder.
     const deadline = Date.now() + 150_000;
     let trainDir: string | undefined;
-    for (;;) {
-      if (Date.now() > deadline) throw new Error("no checkpoint appeared");
-      const dirs = await fs.readdir(path.join(prefix, "tiny-brown")).catch(() => [] as string[]);
-      const d = dirs.find((x) => x.startsWith("train-"));
-      if (d) {
-        trainDir = path.join(prefix, "tiny-brown", d);
-        const ckpts = await fs.readdir(path.join(trainDir, ".marin", "staging", "checkpoints")).catch(() => [] as string[]);
-        const complete = await Promise.all(ckpts.map((c) => fs.stat(path.join(trainDir!, ".marin", "staging", "checkpoints", c, "metadata.json")).then(() => true, () => false)));
-        if (complete.some(Boolean)) break;
+    try {
+      for (;;) {
+        if (Date.now() > deadline) throw new Error("no checkpoint appeared");
+        const dirs = await fs.readdir(path.join(prefix, "tiny-brown")).catch(() => [] as string[]);
+        const d = dirs.find((x) => x.startsWith("train-"));
+        if (d) {
+          trainDir = path.join(prefix, "tiny-brown", d);
+          // The staging folder is per lease token: staging-<token>.
+          const meta = path.join(trainDir, ".marin");
+          const stagings = (await fs.readdir(meta).catch(() => [] as string[])).filter((n) => n.startsWith("staging-"));
+          const ckptDirs = stagings.map((st) => path.join(meta, st, "checkpoints"));
+          const ckpts = (await Promise.all(ckptDirs.map(async (cd) => (await fs.readdir(cd).catch(() => [] as string[])).map((c) => path.join(cd, c))))).flat();
+          const complete = await Promise.all(ckpts.map((c) => fs.stat(path.join(c, "metadata.json")).then(() => true, () => false)));
+          if (complete.some(Boolean)) break;
+        }
+        await new Promise((r) => setTimeout(r, 200));
       }
-      await new Promise((r) => setTimeout(r, 200));
+    } finally {
+      child.kill("SIGKILL");
+      await exited;
     }
-    child.kill("SIGKILL");
-    await exited;
     const status = JSON.parse(await fs.readFile(path.join(trainDir!, ".marin", "status.json"), "utf8"));
     expect(status.state).toBe("RUNNING");
     expect(await fs.readdir(trainDir!)).toEqual([".marin"]);
