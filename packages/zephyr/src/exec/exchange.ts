@@ -57,7 +57,8 @@ export async function openScatter(
   localDedup = false,
   memory?: MemoryShuffleMode,
 ): Promise<ScatterOutput> {
-  const w = await ShuffleWriter.create({ dir, numPartitions: partitions, memoryBudgetBytes: Math.max(4096, budget), tag, name: `m${String(where.shard).padStart(5, "0")}` });
+  // Deduplicate's reducer hashes (or sorts) its partition itself: its runs stay in arrival order.
+  const w = await ShuffleWriter.create({ dir, numPartitions: partitions, memoryBudgetBytes: Math.max(4096, budget), tag, sort: !localDedup, name: `m${String(where.shard).padStart(5, "0")}` });
   let mem = memory === undefined ? undefined : new MemoryScatter(memory, partitions, budget, await loadKeyHasher(), dir, tag);
   let seen = 0;
   let sent = new Set<unknown>();

@@ -33,10 +33,10 @@ interface Row {
 }
 
 /** Shards rows round-robin over `mappers` writers, like a map stage would. */
-async function scatter(rows: readonly Row[], opts: { dir: string; mappers: number; partitions: number; budget: number; tag?: number; name?: string }): Promise<SpillRun[]> {
+async function scatter(rows: readonly Row[], opts: { dir: string; mappers: number; partitions: number; budget: number; tag?: number; name?: string; sort?: boolean }): Promise<SpillRun[]> {
   const runs: SpillRun[] = [];
   for (let m = 0; m < opts.mappers; m++) {
-    const w = await ShuffleWriter.create({ dir: opts.dir, numPartitions: opts.partitions, memoryBudgetBytes: opts.budget, name: `${opts.name ?? "m"}${m}`, tag: opts.tag });
+    const w = await ShuffleWriter.create({ dir: opts.dir, numPartitions: opts.partitions, memoryBudgetBytes: opts.budget, name: `${opts.name ?? "m"}${m}`, tag: opts.tag, sort: opts.sort });
     // Contiguous slices keep "input order" = mapper order, then position.
     const per = Math.ceil(rows.length / opts.mappers);
     for (const r of rows.slice(m * per, (m + 1) * per)) w.add(r.k, r);
@@ -113,6 +113,45 @@ describe("shuffle", () => {
       }),
       { numRuns: 40 },
     );
+  });
+
+  it("deduplicate and groupBy over arrival-order runs: hashed in memory, or sorted then merged past the budget", async () => {
+    await fc.assert(
+      fc.asyncProperty(rowsArb, layoutArb, fc.boolean(), async (keyed, layout, fits) => {
+        const dir = await freshDir();
+        // Long values, so that a partition outgrows the smallest merge budget (256 KiB).
+        const rows = keyed.map((r) => ({ ...r, pad: "z".repeat(1500) }));
+        const runs = await scatter(rows, { dir, ...layout, sort: false });
+        expect(runs.every((r) => r.sorted === false)).toBe(true);
+        const opts = { ...mergeOpts(dir, layout.maxFanIn), memoryBudgetBytes: fits ? 1 << 26 : 256 * 1024 };
+        const got: number[] = [];
+        for (let p = 0; p < layout.partitions; p++) for (const r of dedupPartition<Row>(runs, p, opts)) got.push(r.v);
+        const reference = referenceGroups(rows);
+        expect(got.sort((a, b) => a - b)).toEqual([...reference.values()].map((g) => g[0].v).sort((a, b) => a - b));
+        const groups = new Map<string, number[]>();
+        for (let p = 0; p < layout.partitions; p++) {
+          for (const g of groupPartition<Row>(runs, p, opts)) groups.set(Buffer.from(encodeKey(g.key)).toString("hex"), [...g.values].map((r) => r.v));
+        }
+        expect(groups).toEqual(new Map([...reference].map(([k, g]) => [k, g.map((r) => r.v)])));
+        // The sorted copies of arrival-order segments are gone with the merge.
+        expect((await readdir(dir)).sort()).toEqual(runs.map((r) => path.basename(r.path)).sort());
+        await rm(dir, { recursive: true });
+      }),
+      { numRuns: 30 },
+    );
+  });
+
+  it("deduplicate sorts and merges arrival-order runs whose partition outgrows the budget", async () => {
+    const dir = await freshDir();
+    const rows = Array.from({ length: 60 }, (_, v) => ({ k: `key-${(v * 7) % 11}`, v, pad: "q".repeat(20_000) }));
+    const runs = await scatter(rows, { dir, mappers: 3, partitions: 1, budget: 64 * 1024, sort: false });
+    expect(runs.length).toBeGreaterThan(3);
+    const got = [...dedupPartition<Row>(runs, 0, { tmpDir: dir, memoryBudgetBytes: 256 * 1024, maxFanIn: 3 })].map((r) => r.v);
+    // Past the budget the output comes in key-hash order, as from sorted runs; the first of each key is kept.
+    const sortedRuns = await scatter(rows, { dir: await freshDir(), mappers: 3, partitions: 1, budget: 64 * 1024 });
+    expect(got).toEqual([...dedupPartition<Row>(sortedRuns, 0, { tmpDir: dir, memoryBudgetBytes: 256 * 1024 })].map((r) => r.v));
+    expect([...got].sort((a, b) => a - b)).toEqual(Array.from({ length: 11 }, (_, v) => v));
+    expect((await readdir(dir)).sort()).toEqual(runs.map((r) => path.basename(r.path)).sort());
   });
 
   it.each(["inner", "left"] as const)("%s join equals the nested-loop reference", async (kind) => {

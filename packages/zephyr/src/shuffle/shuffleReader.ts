@@ -1,13 +1,16 @@
 // The reduce side of a shuffle: for one partition, merge every mapper's runs and walk the groups of
 // equal keys. Group order is deterministic (key hash, then key bytes), values inside a group keep
 // input order (runs in the order given, records in the order added).
+import { randomUUID } from "node:crypto";
+import { closeSync, openSync, readSync, rmSync, writeSync } from "node:fs";
+import path from "node:path";
 import { Unpackr } from "msgpackr";
 import { ZephyrError } from "../errors.ts";
 import { decodeKey } from "./keyCodec.ts";
-import { ExternalMerge } from "./mergeRuns.ts";
+import { DEFAULT_MERGE_MEMORY_BYTES, ExternalMerge } from "./mergeRuns.ts";
 import type { MergeOptions } from "./mergeRuns.ts";
-import { segmentsOf } from "./spillRun.ts";
-import type { FrameCursor, SpillRun } from "./spillRun.ts";
+import { FRAME_HEADER_BYTES, segmentsOf } from "./spillRun.ts";
+import type { FrameCursor, SpillRun, SpillSegment } from "./spillRun.ts";
 
 // copyBuffers: binary values must not alias a read block that the next read overwrites.
 const values = new Unpackr({ useRecords: false, copyBuffers: true });
@@ -96,13 +99,128 @@ class GroupWalker {
   }
 }
 
-function* walk<T>(runs: readonly SpillRun[], partition: number, options: MergeOptions, body: (w: GroupWalker) => Iterable<T>): Generator<T, void, undefined> {
-  const merge = new ExternalMerge(segmentsOf(runs, partition), options);
+/** Reads a whole segment into memory. */
+function readSegment(seg: SpillSegment): Buffer {
+  const buf = Buffer.allocUnsafe(seg.end - seg.start);
+  let fd: number;
   try {
-    const walker = new GroupWalker(merge);
-    while (walker.nextGroup()) yield* body(walker);
+    fd = openSync(seg.path, "r");
+  } catch (cause) {
+    throw new ZephyrError("IO", `opening spill run ${seg.path} failed`, { cause });
+  }
+  try {
+    let at = 0;
+    while (at < buf.length) {
+      const n = readSync(fd, buf, at, buf.length - at, seg.start + at);
+      if (n === 0) throw new ZephyrError("IO", `spill run ${seg.path} is corrupt (truncated) near byte ${seg.start + at}`);
+      at += n;
+    }
+  } catch (cause) {
+    throw cause instanceof ZephyrError ? cause : new ZephyrError("IO", `reading spill run ${seg.path} failed`, { cause });
   } finally {
-    merge.close();
+    closeSync(fd);
+  }
+  return buf;
+}
+
+/** Frame start offsets of a segment held in memory (checked against its length). */
+function frameStarts(buf: Buffer, where: string): number[] {
+  const starts: number[] = [];
+  for (let at = 0; at < buf.length; ) {
+    if (buf.length - at < FRAME_HEADER_BYTES) throw new ZephyrError("IO", `spill run ${where} is corrupt (truncated frame)`);
+    const end = at + 4 + buf.readUInt32LE(at);
+    if (end > buf.length || at + FRAME_HEADER_BYTES + buf.readUInt32LE(at + 13) > end) throw new ZephyrError("IO", `spill run ${where} is corrupt (bad frame header)`);
+    starts.push(at);
+    at = end;
+  }
+  return starts;
+}
+
+/** Sorts an arrival-order segment by (hash, key bytes, arrival) into a new run file under `tmpDir`. */
+function sortSegment(seg: SpillSegment, tmpDir: string): SpillSegment {
+  const buf = readSegment(seg);
+  const starts = frameStarts(buf, seg.path);
+  const order = starts.map((_, i) => i);
+  order.sort((a, b) => {
+    const oa = starts[a];
+    const ob = starts[b];
+    const ha = buf.readDoubleLE(oa + 4);
+    const hb = buf.readDoubleLE(ob + 4);
+    if (ha !== hb) return ha < hb ? -1 : 1;
+    const ka = oa + FRAME_HEADER_BYTES;
+    const kb = ob + FRAME_HEADER_BYTES;
+    const c = buf.compare(buf, kb, kb + buf.readUInt32LE(ob + 13), ka, ka + buf.readUInt32LE(oa + 13));
+    return c !== 0 ? c : a - b;
+  });
+  const out = Buffer.allocUnsafe(buf.length);
+  let pos = 0;
+  for (const i of order) {
+    const at = starts[i];
+    pos += buf.copy(out, pos, at, at + 4 + buf.readUInt32LE(at));
+  }
+  const target = path.join(tmpDir, `sorted-${randomUUID()}.spill`);
+  let fd: number;
+  try {
+    fd = openSync(target, "w");
+  } catch (cause) {
+    throw new ZephyrError("IO", `creating sorted run ${target} failed`, { cause });
+  }
+  try {
+    for (let at = 0; at < pos; ) at += writeSync(fd, out, at, pos - at);
+  } catch (cause) {
+    rmSync(target, { force: true });
+    throw new ZephyrError("IO", `writing sorted run ${target} failed`, { cause });
+  } finally {
+    closeSync(fd);
+  }
+  return { path: target, start: 0, end: pos };
+}
+
+function* walk<T>(runs: readonly SpillRun[], partition: number, options: MergeOptions, body: (w: GroupWalker) => Iterable<T>): Generator<T, void, undefined> {
+  // Arrival-order runs are sorted first (each segment is one writer flush: it fits in memory).
+  const temps: string[] = [];
+  try {
+    const segments: SpillSegment[] = [];
+    for (const run of runs) {
+      for (const seg of segmentsOf([run], partition)) {
+        if (run.sorted === false) {
+          const sorted = sortSegment(seg, options.tmpDir);
+          temps.push(sorted.path);
+          segments.push(sorted);
+        } else segments.push(seg);
+      }
+    }
+    const merge = new ExternalMerge(segments, options);
+    try {
+      const walker = new GroupWalker(merge);
+      while (walker.nextGroup()) yield* body(walker);
+    } finally {
+      merge.close();
+    }
+  } finally {
+    for (const t of temps) rmSync(t, { force: true });
+  }
+}
+
+/**
+ * Exact deduplication of a partition that fits the budget: every segment read whole, in run order,
+ * the first frame of each key bytes kept. Yields in first-seen order.
+ */
+function* dedupInMemory<V>(segments: readonly SpillSegment[]): Generator<V, void, undefined> {
+  const seen = new Set<string>();
+  const r = { start: 0, end: 0 };
+  for (const seg of segments) {
+    const buf = readSegment(seg);
+    for (const at of frameStarts(buf, seg.path)) {
+      const keyStart = at + FRAME_HEADER_BYTES;
+      const keyEnd = keyStart + buf.readUInt32LE(at + 13);
+      const key = buf.toString("latin1", keyStart, keyEnd);
+      if (seen.has(key)) continue;
+      seen.add(key);
+      r.start = keyEnd;
+      r.end = at + 4 + buf.readUInt32LE(at);
+      yield values.unpack(buf, r) as V;
+    }
   }
 }
 
@@ -120,8 +238,20 @@ export function* groupPartition<V>(runs: readonly SpillRun[], partition: number,
   });
 }
 
-/** The first record (in input order) of every key of one partition: exact deduplication. */
+/**
+ * The first record (in input order) of every key of one partition: exact deduplication. When some
+ * runs are in arrival order (`sorted: false`) and the partition fits `memoryBudgetBytes`, it is
+ * hashed in memory (first-seen order); otherwise merged (key-hash order).
+ */
 export function* dedupPartition<V>(runs: readonly SpillRun[], partition: number, options: MergeOptions): Generator<V, void, undefined> {
+  if (runs.some((r) => r.sorted === false)) {
+    const segments = segmentsOf(runs, partition);
+    const bytes = segments.reduce((a, s) => a + s.end - s.start, 0);
+    if (bytes <= (options.memoryBudgetBytes ?? DEFAULT_MERGE_MEMORY_BYTES)) {
+      yield* dedupInMemory<V>(segments);
+      return;
+    }
+  }
   yield* walk(runs, partition, options, function* (w) {
     yield w.take<V>();
   });

@@ -26,6 +26,12 @@ export interface ShuffleWriterOptions {
    * it to tell the sides apart ({@link JOIN_RIGHT_TAG}, {@link JOIN_LEFT_TAG}).
    */
   tag?: number;
+  /**
+   * False: keep each partition's records in arrival order instead of sorting them (runs marked
+   * `sorted: false`). For deduplicate, whose reducer hashes a partition that fits its budget and
+   * only sorts (then merges) when it does not, so the map side never pays for the sort.
+   */
+  sort?: boolean;
 }
 
 /** What a closed {@link ShuffleWriter} produced: hand `runs` to every reducer. */
@@ -67,6 +73,7 @@ export class ShuffleWriter {
   private readonly budget: number;
   private readonly name: string;
   private readonly tag: number;
+  private readonly sort: boolean;
   private readonly hasher: KeyHasher;
   /** Unique per writer: a retried mapper never truncates the files of an attempt still running. */
   private readonly instance = randomUUID().slice(0, 8);
@@ -95,6 +102,7 @@ export class ShuffleWriter {
     this.budget = options.memoryBudgetBytes ?? DEFAULT_SHUFFLE_MEMORY_BYTES;
     this.name = options.name ?? "map";
     this.tag = options.tag ?? 0;
+    this.sort = options.sort ?? true;
     this.hasher = hasher;
     // Small chunks under a small budget, so one half-empty chunk cannot force a flush per record.
     this.arenaChunkBytes = Math.min(ARENA_CHUNK_BYTES, Math.max(1024, Math.floor(this.budget / 16)));
@@ -201,9 +209,10 @@ export class ShuffleWriter {
     const n = this.n;
     if (n === 0) return;
     const { partOf, hashOf, chunkOf, offsetOf, keyLenOf, chunks } = this;
-    const order = new Uint32Array(n);
-    for (let i = 0; i < n; i++) order[i] = i;
-    order.sort((a, b) => {
+    let order = new Uint32Array(n);
+    if (!this.sort) order = byPartition(partOf, n, this.numPartitions);
+    else for (let i = 0; i < n; i++) order[i] = i;
+    if (this.sort) order.sort((a, b) => {
       const dp = partOf[a] - partOf[b];
       if (dp !== 0) return dp;
       const ha = hashOf[a];
@@ -264,11 +273,21 @@ export class ShuffleWriter {
       throw cause instanceof ZephyrError ? cause : new ZephyrError("IO", `writing spill run ${runPath} failed`, { cause });
     }
     closeSync(fd);
-    this.runs.push({ path: runPath, offsets, counts });
+    this.runs.push(this.sort ? { path: runPath, offsets, counts } : { path: runPath, offsets, counts, sorted: false });
     this.bytes += written;
     this.n = 0;
     this.chunks = [];
     this.chunkPos = 0;
     this.arenaBytes = 0;
   }
+}
+
+/** Indices 0..n-1 grouped by partition, arrival order kept within each (a counting sort). */
+function byPartition(partOf: Uint32Array, n: number, partitions: number): Uint32Array<ArrayBuffer> {
+  const start = new Uint32Array(partitions + 1);
+  for (let i = 0; i < n; i++) start[partOf[i] + 1]++;
+  for (let p = 0; p < partitions; p++) start[p + 1] += start[p];
+  const order = new Uint32Array(n);
+  for (let i = 0; i < n; i++) order[start[partOf[i]]++] = i;
+  return order;
 }

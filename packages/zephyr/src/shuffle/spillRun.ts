@@ -26,6 +26,11 @@ export interface SpillRun {
   readonly offsets: readonly number[];
   /** Number of frames (records) of each partition. */
   readonly counts: readonly number[];
+  /**
+   * False when each partition's frames are in arrival order instead of sorted (a writer created
+   * with `sort: false`, for deduplicate): readers hash them in memory, or sort them before merging.
+   */
+  readonly sorted?: boolean;
 }
 
 /** A byte range of a run file holding frames of one partition, in sorted order. */
