@@ -68,7 +68,7 @@ describe("runner", () => {
     for (const s of g.steps) {
       expect((await readStatus(s.outputPath))?.state).toBe("SUCCESS");
       expect(await fs.readFile(path.join(s.outputPath, "out.txt"), "utf8")).toContain(s.name);
-      expect((await fs.readdir(path.join(s.outputPath, ".marin"))).filter((n) => n.startsWith("staging"))).toEqual([]);
+      expect((await fs.readdir(path.join(s.outputPath, ".marin"))).filter((n) => n.startsWith("staging") || n === "publish.json")).toEqual([]);
     }
     const d = g.byName.get("d")!;
     expect(await fs.readFile(path.join(d.outputPath, "out.txt"), "utf8")).toContain(g.byName.get("b")!.outputPath);
@@ -350,6 +350,36 @@ describe("runner", () => {
     expect(path.basename(stagings[0])).toBe("staging-1");
     expect(path.basename(stagings[1])).toBe("staging-3");
     expect((await fs.readdir(g.steps[0].outputPath)).sort()).toEqual([".marin", "out.txt"]);
+  });
+
+  it("a publish interrupted by a crash is completed by the next run, keeping what had moved", async () => {
+    let ran = 0;
+    const g = resolveGraph([defineStep({ name: "train", config: {}, resumable: true, fn: () => void ran++ })], prefix);
+    const out = g.steps[0].outputPath;
+    const meta = path.join(out, ".marin");
+    // The state a runner (on another host, lease expired) leaves when it dies mid-publish:
+    // checkpoints/ already moved into the output, final.txt still in its staging folder.
+    await fs.mkdir(path.join(meta, "staging-4"), { recursive: true });
+    await fs.mkdir(path.join(out, "checkpoints", "step-10"), { recursive: true });
+    await fs.writeFile(path.join(out, "checkpoints", "step-10", "weights"), "w");
+    await fs.writeFile(path.join(meta, "staging-4", "final.txt"), "done");
+    await fs.writeFile(path.join(meta, "lease-4.json"), JSON.stringify({ owner: "gone", token: 4, expiresAt: Date.now() - 1, host: "elsewhere", pid: 1 }));
+    await fs.writeFile(path.join(meta, "status.json"), JSON.stringify({ state: "RUNNING", updatedAt: Date.now() - 60_000, token: 4 }));
+    await fs.writeFile(path.join(meta, "publish.json"), JSON.stringify({ token: 4, staging: "staging-4", names: ["checkpoints", "final.txt"], result: { steps: 10 } }));
+
+    const r = await runGraph(g);
+    expect(r.steps[0].outcome).toBe("ran");
+    expect(r.steps[0].result).toEqual({ steps: 10 });
+    expect(ran).toBe(0);
+    expect(await fs.readFile(path.join(out, "checkpoints", "step-10", "weights"), "utf8")).toBe("w");
+    expect(await fs.readFile(path.join(out, "final.txt"), "utf8")).toBe("done");
+    const st = await readStatus(out);
+    expect(st?.state).toBe("SUCCESS");
+    expect(st?.result).toEqual({ steps: 10 });
+    expect((await fs.readdir(meta)).filter((n) => n.startsWith("staging") || n === "publish.json")).toEqual([]);
+    // And it counts as done: the next run skips it.
+    expect((await runGraph(resolveGraph([defineStep({ name: "train", config: {}, resumable: true, fn: () => void ran++ })], prefix))).steps[0].outcome).toBe("skipped");
+    expect(ran).toBe(0);
   });
 
   it("a resumable step keeps its staging folder across a failed attempt", async () => {

@@ -163,13 +163,69 @@ async function prepareStaging(outputPath: string, lease: Lease, resumable: boole
   return staging;
 }
 
-/** Moves the staging folder's entries into the output folder (after the fencing check). */
-async function publish(outputPath: string, staging: string, lease: Lease): Promise<void> {
+/**
+ * `<output>/.marin/publish.json`: written before the first entry moves, removed after SUCCESS. A
+ * crash in between leaves it, and the next holder completes that publish instead of clearing the
+ * half-moved outputs (a resumable step's checkpoints among them) and starting over.
+ */
+interface PublishJournal {
+  token: number;
+  /** The staging folder's name inside `.marin/`. */
+  staging: string;
+  names: string[];
+  result?: unknown;
+}
+
+function journalFile(outputPath: string): string {
+  return path.join(metaDir(outputPath), "publish.json");
+}
+
+/** Moves `names` from `staging` into the output folder; a name already moved (an earlier try) is skipped. */
+async function moveEntries(outputPath: string, staging: string, names: string[]): Promise<void> {
+  for (const n of names) {
+    try {
+      await fs.rename(path.join(staging, n), path.join(outputPath, n));
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== "ENOENT") throw e;
+      await fs.stat(path.join(outputPath, n)); // neither here nor there: the journal cannot be completed
+    }
+  }
+  await fs.rm(staging, { recursive: true, force: true });
+}
+
+/** Moves the staging folder's entries into the output folder (after the fencing check), under a journal. */
+async function publish(outputPath: string, staging: string, lease: Lease, result: unknown): Promise<void> {
   await lease.assertHeld();
   await clearOutputs(outputPath);
   const names = await fs.readdir(staging);
-  for (const n of names) await fs.rename(path.join(staging, n), path.join(outputPath, n));
-  await fs.rm(staging, { recursive: true, force: true });
+  const journal: PublishJournal = { token: lease.token, staging: path.basename(staging), names, ...(result === undefined ? {} : { result }) };
+  await writeFileAtomic(journalFile(outputPath), JSON.stringify(journal));
+  await moveEntries(outputPath, staging, names);
+}
+
+/**
+ * Completes a publish an earlier holder started and did not finish (it crashed between moving its
+ * first entry and writing SUCCESS). Returns its journal when completed; `undefined` when there was
+ * none, it was a leftover of a finished publish, or it cannot be completed (then the step reruns).
+ */
+async function recoverPublish(outputPath: string, log: (line: string) => void): Promise<PublishJournal | undefined> {
+  const file = journalFile(outputPath);
+  const journal = (await readJson(file)) as PublishJournal | undefined;
+  if (!journal) return undefined;
+  const status = await readStatus(outputPath);
+  if (status?.state === "SUCCESS" && status.token === journal.token) {
+    await fs.rm(file, { force: true });
+    return undefined;
+  }
+  try {
+    await moveEntries(outputPath, path.join(metaDir(outputPath), journal.staging), journal.names);
+  } catch (e) {
+    log(`could not complete the publish interrupted under token ${journal.token} (${errorText(e)}); running the step again`);
+    await fs.rm(file, { force: true });
+    return undefined;
+  }
+  log(`completed the publish interrupted under token ${journal.token}`);
+  return journal;
 }
 
 /** The run-wide state shared by step executions. */
@@ -272,43 +328,51 @@ class Run {
     this.opts.signal?.addEventListener("abort", onCancel, { once: true });
     const common = { owner: lease.owner, token: lease.token, runId: this.runId };
     try {
-      const info = infoOf(rs, startedAt, this.runId);
-      await writeInfo(info);
-      await writeLastRun(this.graph.prefix, info);
-      await writeStatus(rs.outputPath, { state: "RUNNING", updatedAt: startedAt, startedAt, ...common });
-      this.emit({ type: "step", name: rs.name, state: "running" });
-      const staging = await prepareStaging(rs.outputPath, lease, rs.step.resumable, this.clock.now());
-      let result: unknown;
-      const aborted = new Promise<never>((_, reject) => {
-        if (abort.signal.aborted) reject(abort.signal.reason);
-        abort.signal.addEventListener("abort", () => reject(abort.signal.reason), { once: true });
-      });
-      aborted.catch(() => undefined);
-      if (rs.step.resources) {
-        const launcher = await this.getLauncher();
-        result = await Promise.race([
-          launcher.run(rs, { stagingPath: staging, signal: abort.signal, log: (l) => log.write(l), token: lease.token, runId: this.runId }),
-          aborted,
-        ]);
+      let json: unknown;
+      const recovered = await recoverPublish(rs.outputPath, (l) => log.write(l));
+      if (recovered) {
+        this.emit({ type: "step", name: rs.name, state: "publishing", detail: "completing an interrupted publish" });
+        json = recovered.result;
       } else {
-        const ctx: StepContext<unknown> = {
-          name: rs.name,
-          id: rs.id,
-          config: rs.config,
-          outputPath: staging,
-          finalPath: rs.outputPath,
-          prefix: this.graph.prefix,
-          signal: abort.signal,
-          log: (l) => log.write(l),
-        };
-        result = await Promise.race([Promise.resolve().then(() => rs.step.fn(ctx)), aborted]);
+        const info = infoOf(rs, startedAt, this.runId);
+        await writeInfo(info);
+        await writeLastRun(this.graph.prefix, info);
+        await writeStatus(rs.outputPath, { state: "RUNNING", updatedAt: startedAt, startedAt, ...common });
+        this.emit({ type: "step", name: rs.name, state: "running" });
+        const staging = await prepareStaging(rs.outputPath, lease, rs.step.resumable, this.clock.now());
+        let result: unknown;
+        const aborted = new Promise<never>((_, reject) => {
+          if (abort.signal.aborted) reject(abort.signal.reason);
+          abort.signal.addEventListener("abort", () => reject(abort.signal.reason), { once: true });
+        });
+        aborted.catch(() => undefined);
+        if (rs.step.resources) {
+          const launcher = await this.getLauncher();
+          result = await Promise.race([
+            launcher.run(rs, { stagingPath: staging, signal: abort.signal, log: (l) => log.write(l), token: lease.token, runId: this.runId }),
+            aborted,
+          ]);
+        } else {
+          const ctx: StepContext<unknown> = {
+            name: rs.name,
+            id: rs.id,
+            config: rs.config,
+            outputPath: staging,
+            finalPath: rs.outputPath,
+            prefix: this.graph.prefix,
+            signal: abort.signal,
+            log: (l) => log.write(l),
+          };
+          result = await Promise.race([Promise.resolve().then(() => rs.step.fn(ctx)), aborted]);
+        }
+        this.emit({ type: "step", name: rs.name, state: "publishing" });
+        json = toJsonResult(result);
+        await publish(rs.outputPath, staging, lease, json);
       }
-      this.emit({ type: "step", name: rs.name, state: "publishing" });
-      await publish(rs.outputPath, staging, lease);
       const finishedAt = this.clock.now();
-      const json = toJsonResult(result);
       await lease.assertHeld();
       await writeStatus(rs.outputPath, { state: "SUCCESS", updatedAt: finishedAt, startedAt, finishedAt, ...common, ...(json === undefined ? {} : { result: json }) });
+      await fs.rm(journalFile(rs.outputPath), { force: true });
       await lease.release();
       return { ...base, outcome: "ran", durationMs: finishedAt - t0, ...(json === undefined ? {} : { result: json }) };
     } catch (e) {
