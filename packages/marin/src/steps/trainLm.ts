@@ -1,5 +1,6 @@
 import path from "node:path";
 import type { ModelConfigInput, OptimizerConfigInput } from "@marin/levanter";
+import { z } from "zod";
 import { defineStep, ignore } from "../step/step.ts";
 import type { OutputRef, Step, StepResources } from "../step/step.ts";
 import { TRAIN_CACHE, VALIDATION_CACHE } from "./tokenize.ts";
@@ -31,6 +32,82 @@ export interface TrainLmOptions {
   backend?: "tensorflow-gpu" | "tensorflow" | "wasm" | "cpu";
 }
 
+const posInt = z.number().int().positive();
+const fracOrSteps = z.number().nonnegative().refine((v) => v < 1 || Number.isInteger(v), { message: "expected a fraction below 1 or a whole number of steps" });
+const intOrList = z.union([posInt, z.array(posInt).min(1)]);
+
+/**
+ * The resolved config of a {@link trainLm} step, checked when the graph is resolved (before any step
+ * runs) rather than inside the iris job after the upstream steps. A light mirror of levanter's
+ * `ModelConfigSchema`, `OptimizerConfigSchema` and the trainer fields marin passes: importing
+ * `@marin/levanter` loads TensorFlow.js, which plans and cached runs must not pay for. Levanter
+ * still validates fully in the job; `trainLm.test.ts` keeps the field lists in step with it.
+ */
+export const trainLmConfigSchema = z
+  .object({
+    data: z.string().min(1),
+    model: z
+      .object({
+        type: z.literal("transformer").optional(),
+        vocabSize: posInt.optional(),
+        seqLen: posInt.optional(),
+        dModel: posInt.optional(),
+        nLayers: posInt.optional(),
+        nHeads: posInt.optional(),
+        dFF: posInt.optional(),
+        activation: z.enum(["gelu", "swiglu"]).optional(),
+        norm: z.enum(["layer", "rms"]).optional(),
+        positions: z.enum(["learned", "rope"]).optional(),
+        tieEmbeddings: z.boolean().optional(),
+        useBias: z.boolean().optional(),
+        normEps: z.number().positive().optional(),
+        initStd: z.number().positive().optional(),
+        ropeTheta: z.number().positive().optional(),
+      })
+      .strict()
+      .refine((m) => (m.dModel ?? 128) % (m.nHeads ?? 4) === 0, { message: "dModel must be divisible by nHeads", path: ["dModel"] })
+      .refine((m) => m.positions !== "rope" || ((m.dModel ?? 128) / (m.nHeads ?? 4)) % 2 === 0, {
+        message: "rotary positions need an even head dimension (dModel / nHeads)",
+        path: ["positions"],
+      }),
+    optimizer: z
+      .object({
+        learningRate: z.number().nonnegative().optional(),
+        weightDecay: z.number().nonnegative().optional(),
+        beta1: z.number().min(0).max(1).optional(),
+        beta2: z.number().min(0).max(1).optional(),
+        epsilon: z.number().positive().optional(),
+        maxGradNorm: z.number().nonnegative().optional(),
+        lrSchedule: z.enum(["constant", "linear", "cosine", "inv_sqrt", "wsd"]).optional(),
+        minLrRatio: z.number().min(0).max(1).optional(),
+        warmup: fracOrSteps.optional(),
+        decay: fracOrSteps.optional(),
+        rewarmup: fracOrSteps.optional(),
+        cycles: intOrList.optional(),
+        cycleLength: intOrList.optional(),
+        noDecay: z.array(z.string()).optional(),
+      })
+      .strict()
+      .refine((o) => o.cycles === undefined || o.cycleLength === undefined, { message: "set cycles or cycleLength, not both", path: ["cycleLength"] }),
+    trainer: z
+      .object({
+        numTrainSteps: posInt,
+        batchSize: posInt,
+        microBatchSize: posInt.optional(),
+        seed: z.number().int().nonnegative(),
+        stepsPerEval: posInt,
+        maxEvalBatches: posInt.optional(),
+        checkpointIntervalSeconds: z.number().positive(),
+      })
+      .strict()
+      .refine((t) => t.microBatchSize === undefined || t.batchSize % t.microBatchSize === 0, {
+        message: "batchSize must be a multiple of microBatchSize",
+        path: ["microBatchSize"],
+      }),
+    backend: z.enum(["tensorflow-gpu", "tensorflow", "wasm", "cpu"]).nullable(),
+  })
+  .strict();
+
 /** Folder of a trainLm step's output holding `step-N/` checkpoints. */
 export const CHECKPOINTS = "checkpoints";
 
@@ -46,6 +123,7 @@ export function trainLm(opts: TrainLmOptions): Step<any> {
     description: "train an LM with levanter (iris job)",
     version: "1",
     resumable: true,
+    schema: trainLmConfigSchema,
     resources: opts.resources ?? { cpuMillis: 1000 },
     config: {
       data: opts.data,

@@ -1,0 +1,53 @@
+import path from "node:path";
+import { ModelConfigSchema, OptimizerConfigSchema, TrainerConfigSchema } from "@marin/levanter";
+import { describe, expect, it } from "vitest";
+import { MarinError } from "../errors.ts";
+import { resolveGraph } from "../step/graph.ts";
+import { defineStep, outputOf } from "../step/step.ts";
+import { trainLm, trainLmConfigSchema } from "./trainLm.ts";
+
+const data = defineStep({ name: "tokenize", config: {}, fn: () => undefined });
+const prefix = path.join("/tmp", "marin-trainlm-never-written");
+
+function resolveError(opts: Partial<Parameters<typeof trainLm>[0]>): string {
+  const step = trainLm({ data: outputOf(data), model: { dModel: 32, nHeads: 4 }, trainer: { numTrainSteps: 10 }, ...opts });
+  try {
+    resolveGraph([step], prefix);
+  } catch (e) {
+    expect(e).toBeInstanceOf(MarinError);
+    expect((e as MarinError).code).toBe("INVALID_CONFIG");
+    return (e as Error).message;
+  }
+  throw new Error("expected the graph to be refused");
+}
+
+describe("trainLm config", () => {
+  it("accepts a valid config", () => {
+    const g = resolveGraph([trainLm({ data: outputOf(data), model: { dModel: 32, nHeads: 4 }, optimizer: { learningRate: 1e-3 }, trainer: { numTrainSteps: 10, batchSize: 8, microBatchSize: 4 } })], prefix);
+    expect(g.byName.get("train")!.config).toMatchObject({ trainer: { numTrainSteps: 10, batchSize: 8 } });
+  });
+
+  it("refuses a bad model, optimizer or trainer field at resolve time, naming its path", () => {
+    expect(resolveError({ trainer: { numTrainSteps: -3 } })).toMatch(/trainer\.numTrainSteps: .*got -3/);
+    expect(resolveError({ model: { dModel: 30, nHeads: 4 } })).toMatch(/model\.dModel: dModel must be divisible by nHeads/);
+    expect(resolveError({ model: { dModle: 32 } as never })).toMatch(/model: .*dModle/);
+    expect(resolveError({ optimizer: { beta1: 2 } })).toMatch(/optimizer\.beta1: .*got 2/);
+    expect(resolveError({ trainer: { numTrainSteps: 10, batchSize: 8, microBatchSize: 3 } })).toMatch(/trainer\.microBatchSize: batchSize must be a multiple/);
+  });
+
+  it("knows the same model and optimizer fields as levanter, and the trainer fields it passes", () => {
+    const shape = (s: unknown) => Object.keys((s as { shape: Record<string, unknown> }).shape).sort();
+    const mine = trainLmConfigSchema.shape;
+    expect(shape(mine.model)).toEqual(shape(ModelConfigSchema));
+    expect(shape(mine.optimizer)).toEqual(shape(OptimizerConfigSchema));
+    const levanterTrainer = shape(TrainerConfigSchema);
+    for (const k of shape(mine.trainer).filter((k) => k !== "checkpointIntervalSeconds")) expect(levanterTrainer).toContain(k);
+  });
+
+  it("agrees with levanter on what it refuses", () => {
+    const models: unknown[] = [{ dModel: 30, nHeads: 4 }, { nLayers: 0 }, { positions: "rope", dModel: 12, nHeads: 4 }, { activation: "relu" }, { dModel: 64, nHeads: 8 }];
+    for (const m of models) expect(trainLmConfigSchema.shape.model.safeParse(m).success, JSON.stringify(m)).toBe(ModelConfigSchema.safeParse(m).success);
+    const opts: unknown[] = [{ beta1: 2 }, { warmup: 1.5 }, { cycles: 2, cycleLength: 10 }, { lrSchedule: "step" }, { learningRate: 1e-3, warmup: 0.1 }];
+    for (const o of opts) expect(trainLmConfigSchema.shape.optimizer.safeParse(o).success, JSON.stringify(o)).toBe(OptimizerConfigSchema.safeParse(o).success);
+  });
+});
