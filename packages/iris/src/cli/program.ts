@@ -170,7 +170,7 @@ export function buildProgram(actions: CliActions, io: CliIo, setExitCode: (code:
     .addOption(new Option("--cpu <cores>", "CPU offered, in cores (0.5) or millicores (500m); default: all").argParser(parseCpu))
     .addOption(new Option("--memory <size>", "memory offered (2G, 512M, bytes); default: all").argParser(parseSize))
     .addOption(new Option("--attr <key=value>", "attribute for constraints (repeatable)").argParser(collectKeyValue))
-    .option("--state-dir <dir>", "keeps the worker id and attempt records across restarts")
+    .option("--state-dir <dir>", "keeps the worker id and attempt records across restarts (default: a fresh directory under $IRIS_STATE_DIR or ~/.cache/iris/workers)")
     .option("--advertise-host <host>", "host tasks advertise to others (IRIS_ADVERTISE_HOST)")
     .option("-v, --verbose", "print worker events as JSON lines on stderr", false)
     .action(

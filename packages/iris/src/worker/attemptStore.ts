@@ -97,10 +97,11 @@ export function recordedGroupAlive(record: AttemptRecord): boolean {
 
 /**
  * Ends a recorded attempt's process group: SIGTERM, then SIGKILL after `graceMs` if anything is
- * left. Resolves once the group is gone (or after the SIGKILL, which cannot be refused).
+ * left. Resolves once the group is gone (or after the SIGKILL, which cannot be refused): true when
+ * there was something of the attempt's left to kill.
  */
-export async function killRecordedAttempt(record: AttemptRecord, graceMs: number): Promise<void> {
-  if (!recordedGroupAlive(record) || record.pgid === undefined) return;
+export async function killRecordedAttempt(record: AttemptRecord, graceMs: number): Promise<boolean> {
+  if (!recordedGroupAlive(record) || record.pgid === undefined) return false;
   const pgid = record.pgid;
   signalGroup(pgid, "SIGTERM");
   const deadline = Date.now() + graceMs;
@@ -108,4 +109,5 @@ export async function killRecordedAttempt(record: AttemptRecord, graceMs: number
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
   signalGroup(pgid, "SIGKILL");
+  return true;
 }

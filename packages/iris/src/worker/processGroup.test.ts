@@ -27,7 +27,7 @@ describe("readProcStat", () => {
     fields[0] = "S";
     const stat = parseProcStat(`4242 (a) b (c)) ${fields.join(" ")}\n`);
     // ppid is field 4, pgrp field 5, starttime field 22, rss field 24.
-    expect(stat).toEqual({ pid: 4242, ppid: 4, pgrp: 5, startTicks: "22", rssPages: 24 });
+    expect(stat).toEqual({ pid: 4242, ppid: 4, pgrp: 5, state: "S", startTicks: "22", rssPages: 24 });
   });
 
   it("reads this process's pid, parent and group", () => {

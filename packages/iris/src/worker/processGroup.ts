@@ -25,6 +25,8 @@ interface ProcStat {
   pid: number;
   ppid: number;
   pgrp: number;
+  /** The state letter: R, S, D, T, Z (a zombie: dead, awaiting its parent), … */
+  state: string;
   /** Start time in clock ticks since boot: with the pid, it names one process for ever. */
   startTicks: string;
   rssPages: number;
@@ -52,6 +54,7 @@ export function parseProcStat(text: string): ProcStat {
     pid: Number(head),
     ppid: Number(rest[1]),
     pgrp: Number(rest[2]),
+    state: rest[0],
     startTicks: rest[19],
     rssPages: Number(rest[21]),
   };

@@ -10,6 +10,7 @@ import { allocatePorts } from "./ports.ts";
 import { FakeController, runCommand } from "./testing/fakeController.ts";
 import { processAlive, waitFor } from "./testing/waitFor.ts";
 import { Worker, type WorkerEvent, type WorkerOptions } from "./worker.ts";
+import { defaultStateRoot } from "./workerStateDir.ts";
 
 let fc: FakeController | undefined;
 let dir: string;
@@ -32,6 +33,7 @@ async function startWorker(opts: Partial<WorkerOptions> = {}) {
     controller: fc!.address,
     tickMs: 60_000, // dispatch must come from notices, not from the tick
     killGraceMs: 300,
+    stateRoot: path.join(dir, "workers"),
     ...opts,
     onEvent: (e) => events.push(e),
   });
@@ -211,7 +213,7 @@ describe("Worker against a scripted controller", () => {
 
   it("rejects registered when stopped before registering (no controller ever answers)", async () => {
     const [port] = Object.values(await allocatePorts(["nobody"]));
-    const worker = await Worker.start({ controller: `127.0.0.1:${port}` });
+    const worker = await Worker.start({ controller: `127.0.0.1:${port}`, stateRoot: path.join(dir, "workers") });
     const registered = worker.registered.then(
       () => "registered",
       (e: unknown) => e,
@@ -259,12 +261,14 @@ describe("Worker against a scripted controller", () => {
 
   it("keeps several workers on one host apart with no options", async () => {
     fc = await FakeController.start();
-    const a = await startWorker();
-    const b = await startWorker();
+    // Truly no options: the default root ($IRIS_STATE_DIR, else ~/.cache/iris/workers).
+    const a = await startWorker({ stateRoot: undefined });
+    const b = await startWorker({ stateRoot: undefined });
     await Promise.all([a.worker.registered, b.worker.registered]);
     expect(a.worker.id).not.toBe(b.worker.id);
     expect(a.worker.stateDir).not.toBe(b.worker.stateDir);
-    expect(path.dirname(a.worker.stateDir)).toBe(os.tmpdir());
+    expect(path.dirname(a.worker.stateDir)).toBe(defaultStateRoot());
+    expect(path.dirname(b.worker.stateDir)).toBe(defaultStateRoot());
   });
 });
 
@@ -320,5 +324,50 @@ describe("Worker restarts", () => {
     expect(fc.observed.has("old-unwanted")).toBe(false);
     expect(events.filter((e) => e.type === "attemptStarted")).toEqual([]);
     expect(store.list().map((r) => r.attemptUid)).toEqual(["old-wanted"]);
+  });
+  it("a worker started with no flags cleans up after a SIGKILLed one: kills its recorded attempts, removes its directory", async () => {
+    fc = await FakeController.start();
+    fc.run.set("s1", runCommand("s1", ["sh", "-c", "echo ready; exec sleep 1000"]));
+    const root = path.join(dir, "root");
+    const tsx = runnerArgv({ module: "/unused", export: "unused" }, "unused").slice(0, 3);
+    // No state flags at all: the directory comes from IRIS_STATE_DIR, as for `iris worker`.
+    const proc: ChildProcess = spawn(
+      tsx[0],
+      [...tsx.slice(1), path.join(import.meta.dirname, "testing", "workerProcess.ts"), fc.address, "-"],
+      { stdio: ["ignore", "pipe", "inherit"], detached: true, env: { ...process.env, IRIS_STATE_DIR: root } },
+    );
+    const exited = new Promise((resolve) => proc.on("exit", resolve));
+    cleanups.push(() => proc.exitCode === null && proc.signalCode === null && proc.kill("SIGKILL"));
+    const events: WorkerEvent[] = [];
+    readline.createInterface({ input: proc.stdout! }).on("line", (l) => events.push(JSON.parse(l) as WorkerEvent));
+    const started = await waitFor("the attempt to start", () => events.find((e) => e.type === "attemptStarted"), {
+      timeoutMs: 30_000,
+    });
+    const pid = started.type === "attemptStarted" ? started.pid : 0;
+    await observedState("s1", "RUNNING");
+    // The (scripted) controller no longer wants it, so that the new workers are not asked to run it.
+    fc.run.delete("s1");
+    const [oldDir] = fs.readdirSync(root);
+    expect(oldDir).toMatch(/^worker-/);
+    // A wedged attempt: stopped, its supervisor cannot end it when the worker dies, so only the
+    // sweep can. Then the worker dies without a chance to clean up.
+    process.kill(-pid, "SIGSTOP");
+    cleanups.push(() => processAlive(pid) && process.kill(-pid, "SIGKILL"));
+    process.kill(proc.pid!, "SIGKILL");
+    await exited;
+    expect(processAlive(pid)).toBe(true);
+
+    // A sibling worker of this process, in the same root, is alive and must be left alone.
+    const sibling = await startWorker({ stateRoot: root });
+    const restarted = await startWorker({ stateRoot: root });
+    const swept = await waitFor("the dead worker's directory to be swept", () =>
+      [...sibling.events, ...restarted.events].find((e) => e.type === "deadWorkerSwept"),
+    );
+    expect(swept).toMatchObject({ dir: path.join(root, oldDir), ownerPid: proc.pid, killed: [{ attemptUid: "s1", pid }] });
+    await waitFor("the wedged attempt to die", () => !processAlive(pid));
+    expect(fs.existsSync(path.join(root, oldDir))).toBe(false);
+    expect(fs.readdirSync(root).sort()).toEqual([path.basename(sibling.worker.stateDir), path.basename(restarted.worker.stateDir)].sort());
+    // Neither new worker ran it; the controller learns of its loss from the old worker's silence.
+    expect([...sibling.events, ...restarted.events].filter((e) => e.type === "attemptStarted")).toEqual([]);
   });
 });

@@ -20,7 +20,7 @@ import type { AttemptOutcome } from "./attemptOutcome.ts";
 import { AttemptProcess, type LogLine } from "./attemptProcess.ts";
 import { AttemptStore, killRecordedAttempt, spawnedRecord, type AttemptRecord } from "./attemptStore.ts";
 import { allocatePorts } from "./ports.ts";
-import { readProcStat } from "./processGroup.ts";
+import { claimStateDir, defaultStateRoot, OWNER_FILE, releaseStateDir, sweepDeadStateDirs } from "./workerStateDir.ts";
 import { buildTaskEnv, DEFAULT_ADVERTISE_HOST } from "./taskEnv.ts";
 
 /** Options of {@link Worker.start}. */
@@ -38,9 +38,15 @@ export interface WorkerOptions {
   /**
    * Where the worker keeps its id and the records of its attempts. A worker restarted on the same
    * directory keeps its id and kills what its previous run left behind. Default: a fresh
-   * directory under `os.tmpdir()`, removed by {@link Worker.stop}.
+   * directory of its own under {@link WorkerOptions.stateRoot}, removed by {@link Worker.stop}.
    */
   stateDir?: string;
+  /**
+   * Where workers started without `stateDir` keep their directories, one each. A starting worker
+   * sweeps the directories there whose worker died on this host (SIGKILL, crash): it kills the
+   * attempts they record and removes them. Default: `$IRIS_STATE_DIR`, else `~/.cache/iris/workers`.
+   */
+  stateRoot?: string;
   /** Reconcile interval; default: what the controller asks for at registration. */
   tickMs?: number;
   /** The host tasks advertise to others (`IRIS_ADVERTISE_HOST`). Default `127.0.0.1`. */
@@ -70,7 +76,9 @@ export type WorkerEvent =
   | { type: "refused"; error: string }
   | { type: "attemptStarted"; attemptUid: string; taskId: string; attempt: number; pid: number }
   | { type: "attemptEnded"; attemptUid: string; taskId: string; attempt: number; state: string; failureKind: string; error: string }
-  | { type: "leftoverKilled"; attemptUid: string; pid: number };
+  | { type: "leftoverKilled"; attemptUid: string; pid: number }
+  /** A dead worker's state directory under the state root, cleaned up by this one. */
+  | { type: "deadWorkerSwept"; dir: string; ownerPid: number | undefined; killed: { attemptUid: string; pid: number }[] };
 
 /** A worker's view of one of its attempts. */
 export interface LocalAttemptInfo {
@@ -183,6 +191,8 @@ export class Worker {
   #pendingLogs: { local: LocalAttempt; line: WireLogLine }[] = [];
   #flushTimer: NodeJS.Timeout | undefined;
   #starting = new Set<Promise<void>>();
+  /** The sweep of dead siblings' state directories, awaited by stop(). */
+  #sweep: Promise<void> | undefined;
 
   private constructor(opts: WorkerOptions, stateDir: string, ownsStateDir: boolean, id: string) {
     this.#opts = opts;
@@ -210,9 +220,17 @@ export class Worker {
    */
   static async start(opts: WorkerOptions): Promise<Worker> {
     const ownsStateDir = opts.stateDir === undefined;
-    const stateDir = opts.stateDir ?? (await fs.promises.mkdtemp(path.join(os.tmpdir(), "iris-worker-")));
-    fs.mkdirSync(stateDir, { recursive: true });
-    claimStateDir(stateDir);
+    const stateRoot = opts.stateRoot ?? defaultStateRoot();
+    let stateDir: string;
+    if (opts.stateDir !== undefined) {
+      stateDir = opts.stateDir;
+      fs.mkdirSync(stateDir, { recursive: true });
+      claimStateDir(stateDir);
+    } else {
+      fs.mkdirSync(stateRoot, { recursive: true });
+      stateDir = await fs.promises.mkdtemp(path.join(stateRoot, "worker-"));
+      claimStateDir(stateDir);
+    }
     let worker: Worker;
     try {
       const id = opts.workerId ?? workerIdFor(stateDir);
@@ -222,6 +240,18 @@ export class Worker {
     } catch (e) {
       releaseStateDir(stateDir);
       throw e;
+    }
+    if (ownsStateDir) {
+      // In the background: the kills take up to a grace period, and must not delay registration.
+      worker.#sweep = sweepDeadStateDirs(stateRoot, { killGraceMs: opts.killGraceMs ?? 5000 }).then(
+        (swept) => {
+          for (const s of swept) {
+            for (const k of s.killed) worker.#emit({ type: "leftoverKilled", ...k });
+            worker.#emit({ type: "deadWorkerSwept", ...s });
+          }
+        },
+        () => undefined,
+      );
     }
     worker.#loopDone = worker.#loop();
     return worker;
@@ -279,9 +309,10 @@ export class Worker {
       }
     }
     this.#client.close();
+    await this.#sweep;
     releaseStateDir(this.stateDir);
     if (this.#ownsStateDir) fs.rmSync(this.stateDir, { recursive: true, force: true });
-    else fs.rmSync(path.join(this.stateDir, "worker.pid"), { force: true });
+    else fs.rmSync(path.join(this.stateDir, OWNER_FILE), { force: true });
   }
 
   // ---- the loop -------------------------------------------------------------------------------
@@ -750,44 +781,6 @@ function runnerEntrypoint(entrypoint: Entrypoint__Output | null): RunnerSpec["en
     };
   }
   throw new Error("entrypoint: expected a command or a module");
-}
-
-/**
- * Refuses a state directory that a live worker is using (two workers on one directory would kill
- * each other's attempts), then claims it with this process's pid.
- */
-/** State directories claimed by workers of this process (several can run in one, as in LocalCluster). */
-const claimedHere = new Set<string>();
-
-function claimStateDir(stateDir: string): void {
-  const key = fs.realpathSync(stateDir);
-  if (claimedHere.has(key)) {
-    throw new IrisError("FAILED_PRECONDITION", `the state directory ${stateDir} is in use by another worker of this process`);
-  }
-  const pidFile = path.join(stateDir, "worker.pid");
-  let claim: { pid?: unknown; startTicks?: unknown } = {};
-  try {
-    claim = JSON.parse(fs.readFileSync(pidFile, "utf8")) as typeof claim;
-  } catch {
-    // No claim, or an unreadable one: the directory is free.
-  }
-  if (typeof claim.pid === "number" && claim.pid !== process.pid) {
-    const holder = readProcStat(claim.pid);
-    // The pid alone could have been reused by an unrelated process since; its start time cannot.
-    if (holder !== undefined && holder.startTicks === claim.startTicks) {
-      throw new IrisError("FAILED_PRECONDITION", `the state directory ${stateDir} is in use by the worker with pid ${claim.pid}`);
-    }
-  }
-  fs.writeFileSync(pidFile, JSON.stringify({ pid: process.pid, startTicks: readProcStat("self")?.startTicks }));
-  claimedHere.add(key);
-}
-
-function releaseStateDir(stateDir: string): void {
-  try {
-    claimedHere.delete(fs.realpathSync(stateDir));
-  } catch {
-    // Already removed.
-  }
 }
 
 /** The id kept in the state directory, created on first use. */
