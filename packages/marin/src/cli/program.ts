@@ -1,5 +1,5 @@
 import path from "node:path";
-import { Command, CommanderError, Option } from "commander";
+import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
 import { MarinError } from "../errors.ts";
 import { explainStep, formatExplanation } from "../executor/explain.ts";
 import { formatPlan, planRun } from "../executor/plan.ts";
@@ -19,7 +19,8 @@ const collect = (v: string, prev: string[] = []) => [...prev, v];
 
 function positiveInt(v: string): number {
   const n = Number(v);
-  if (!Number.isInteger(n) || n < 1) throw new CommanderError(2, "marin.invalidArgument", `expected a positive integer, got ${v}`);
+  // InvalidArgumentError: commander prints it (with the option's name) before exiting.
+  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError(`expected a positive integer, got ${v}`);
   return n;
 }
 
