@@ -7,6 +7,7 @@ import { LevanterError } from "../errors.ts";
 import { generate } from "../generate.ts";
 import { evaluateCheckpoint, tokenizerNamed } from "../trainer/evaluate.ts";
 import { loadTrainLmConfig } from "../trainer/configFile.ts";
+import { pauseAfterStepHook } from "../trainer/pauseAfterStep.ts";
 import { trainLm } from "../trainer/trainLm.ts";
 import { encodeDocument } from "../data/tokenizer.ts";
 import { finalizeTokenCache, writeTokenCacheShard } from "../sharding/tokenCacheWriter.ts";
@@ -37,7 +38,9 @@ export function buildProgram(): Command {
     .allowUnknownOption()
     .action(async (overrides: string[], opts: { config: string }) => {
       const config = loadTrainLmConfig(opts.config, overrides);
-      const result = await trainLm(config);
+      // Test-only fault injection (LEVANTER_PAUSE_AFTER_STEP): stop at an exact step.
+      const pause = pauseAfterStepHook();
+      const result = await trainLm(config, pause ? { hooks: [pause] } : {});
       process.stdout.write(`${JSON.stringify({ step: result.step, finalLoss: result.finalLoss, eval: result.eval, checkpoint: result.checkpoint, stoppedEarly: result.stoppedEarly })}\n`);
       // Stopped by SIGTERM after saving: exit as a terminated process would.
       if (result.stoppedEarly) process.exitCode = 143;

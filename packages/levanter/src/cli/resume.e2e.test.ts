@@ -12,33 +12,52 @@ const pkgDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..
 const main = path.join(pkgDir, "src/cli/main.ts");
 const STEPS = 24;
 
-function train(configFile: string, runDir: string): ChildProcess {
-  return spawn(process.execPath, ["--import", "tsx", main, "train", "--config", configFile, `--trainer.runDir=${runDir}`], {
+// Every trainer this file starts, so none outlives a failed or timed-out test.
+const children = new Set<ChildProcess>();
+
+interface Trainer {
+  child: ChildProcess;
+  stderr: () => string;
+  exit: Promise<{ code: number | null; signal: NodeJS.Signals | null; stderr: string }>;
+}
+
+// `pauseAfter`: the trainer stops after that step and waits (LEVANTER_PAUSE_AFTER_STEP), so the
+// test interrupts it at an exact step however fast or slow the machine is.
+function train(configFile: string, runDir: string, pauseAfter?: number): Trainer {
+  const child = spawn(process.execPath, ["--import", "tsx", main, "train", "--config", configFile, `--trainer.runDir=${runDir}`], {
     cwd: pkgDir,
-    env: { ...process.env, LEVANTER_LOG: "warn" },
+    env: { ...process.env, LEVANTER_LOG: "warn", ...(pauseAfter !== undefined ? { LEVANTER_PAUSE_AFTER_STEP: String(pauseAfter) } : {}) },
     stdio: ["ignore", "pipe", "pipe"],
   });
-}
-
-function exited(child: ChildProcess): Promise<{ code: number | null; signal: NodeJS.Signals | null; stderr: string }> {
+  children.add(child);
   let stderr = "";
   child.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));
-  return new Promise((resolve) => child.on("exit", (code, signal) => resolve({ code, signal, stderr })));
+  child.stdout!.resume();
+  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null; stderr: string }>((resolve) =>
+    child.on("exit", (code, signal) => {
+      children.delete(child);
+      resolve({ code, signal, stderr });
+    }),
+  );
+  return { child, stderr: () => stderr, exit };
 }
 
-function lastLoggedStep(runDir: string): number {
-  const file = path.join(runDir, "metrics.jsonl");
-  if (!existsSync(file)) return 0;
-  const lines = readFileSync(file, "utf8").trim().split("\n").filter(Boolean);
-  return lines.length ? (JSON.parse(lines.at(-1)!) as { step: number }).step : 0;
-}
-
-async function until(cond: () => boolean, what: string, timeoutMs = 90_000): Promise<void> {
+// Resolves when the trainer prints its pause line; fails at once if it exits instead.
+async function paused(t: Trainer, step: number, timeoutMs = 120_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+  let exited = false;
+  void t.exit.then(() => (exited = true));
+  while (!t.stderr().includes(`levanter: paused after step ${step}\n`)) {
+    if (exited) throw new Error(`trainer exited before pausing after step ${step}: ${t.stderr()}`);
+    if (Date.now() > deadline) throw new Error(`timed out waiting for the pause after step ${step}`);
     await new Promise((r) => setTimeout(r, 20));
   }
+}
+
+function loggedSteps(runDir: string): number[] {
+  const file = path.join(runDir, "metrics.jsonl");
+  if (!existsSync(file)) return [];
+  return readFileSync(file, "utf8").trim().split("\n").filter(Boolean).map((l) => (JSON.parse(l) as { step: number }).step);
 }
 
 async function finalArrays(runDir: string): Promise<Map<string, Buffer>> {
@@ -71,34 +90,39 @@ describe("levanter train: interrupted runs resume bit-exactly", () => {
       }),
     );
   });
-  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  afterAll(() => {
+    for (const c of children) c.kill("SIGKILL");
+    rmSync(dir, { recursive: true, force: true });
+  });
 
   it("SIGKILL at a seeded random step, then SIGTERM, then resume: parameters and optimizer state equal an uninterrupted run's", async () => {
     const reference = path.join(dir, "uninterrupted");
-    const ref = await exited(train(configFile, reference));
+    const ref = await train(configFile, reference).exit;
     expect(ref.code, ref.stderr).toBe(0);
 
     const seed = Number(process.env.LEVANTER_KILL_SEED ?? Date.now() % 100_000);
-    const killAt = 4 + new Rng(seed).int(STEPS - 8);
-    console.log(`SIGKILL after step ${killAt} (seed ${seed}; rerun with LEVANTER_KILL_SEED=${seed})`);
+    const rng = new Rng(seed);
+    const killAt = 1 + rng.int(STEPS - 2); // 1 … STEPS-2
+    const termAt = killAt + 1 + rng.int(STEPS - 1 - killAt); // killAt+1 … STEPS-1
+    console.log(`SIGKILL after step ${killAt}, SIGTERM after step ${termAt} (seed ${seed}; rerun with LEVANTER_KILL_SEED=${seed})`);
     const run = path.join(dir, "interrupted");
-    const killed = train(configFile, run);
-    const killedExit = exited(killed);
-    await until(() => lastLoggedStep(run) >= killAt, `step ${killAt}`);
-    killed.kill("SIGKILL");
-    expect((await killedExit).signal).toBe("SIGKILL");
+    const killed = train(configFile, run, killAt);
+    await paused(killed, killAt);
+    killed.child.kill("SIGKILL");
+    expect((await killed.exit).signal).toBe("SIGKILL");
+    expect(Math.max(...loggedSteps(run))).toBe(killAt);
     expect(existsSync(path.join(run, "checkpoints", `step-${STEPS}`))).toBe(false);
 
-    // Resume; stop it with SIGTERM a little later: it saves a permanent checkpoint and exits 143.
-    const resumed = train(configFile, run);
-    const resumedExit = exited(resumed);
-    const termAt = Math.min(killAt + 3, STEPS - 2);
-    await until(() => lastLoggedStep(run) >= termAt, `step ${termAt} after resume`);
-    resumed.kill("SIGTERM");
-    const term = await resumedExit;
+    // Resume; SIGTERM it after a later step: it saves a permanent checkpoint there and exits 143.
+    const resumed = train(configFile, run, termAt);
+    await paused(resumed, termAt);
+    resumed.child.kill("SIGTERM");
+    const term = await resumed.exit;
     expect(term.code, term.stderr).toBe(143);
+    const meta = JSON.parse(readFileSync(path.join(run, "checkpoints", `step-${termAt}`, "metadata.json"), "utf8")) as { isTemporary: boolean };
+    expect(meta.isTemporary).toBe(false);
 
-    const finished = await exited(train(configFile, run));
+    const finished = await train(configFile, run).exit;
     expect(finished.code, finished.stderr).toBe(0);
     const [a, b] = await Promise.all([finalArrays(reference), finalArrays(run)]);
     expect([...b.keys()]).toEqual([...a.keys()]);
