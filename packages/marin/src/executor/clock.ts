@@ -39,16 +39,20 @@ export class FakeClock implements Clock {
   sleep(ms: number, signal?: AbortSignal): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       if (signal?.aborted) return reject(signal.reason);
-      const entry = { until: this.t + ms, resolve };
-      this.sleepers.push(entry);
-      signal?.addEventListener(
-        "abort",
-        () => {
-          this.sleepers = this.sleepers.filter((s) => s !== entry);
-          reject(signal.reason);
+      const onAbort = () => {
+        this.sleepers = this.sleepers.filter((s) => s !== entry);
+        reject(signal!.reason);
+      };
+      const entry = {
+        until: this.t + ms,
+        resolve: () => {
+          // A long-lived signal (a run's) must not collect one listener per sleep.
+          signal?.removeEventListener("abort", onAbort);
+          resolve();
         },
-        { once: true },
-      );
+      };
+      this.sleepers.push(entry);
+      signal?.addEventListener("abort", onAbort, { once: true });
     });
   }
 
