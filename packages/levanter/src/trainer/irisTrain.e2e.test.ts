@@ -16,11 +16,12 @@ describe("trainLm as an iris task", () => {
   beforeAll(async () => {
     dir = mkdtempSync(path.join(os.tmpdir(), "lev-iris-"));
     await writeByteCache(path.join(dir, "cache"), syntheticDocuments(60, 5));
+    await writeByteCache(path.join(dir, "val"), syntheticDocuments(10, 6));
     config = {
       model: { nLayers: 2, dModel: 32, nHeads: 4, seqLen: 16 },
-      data: { trainCache: path.join(dir, "cache") },
+      data: { trainCache: path.join(dir, "cache"), validationCache: path.join(dir, "val") },
       optimizer: { learningRate: 5e-3, warmup: 2 },
-      trainer: { numTrainSteps: 12, batchSize: 4, runDir: path.join(dir, "run"), trackers: ["jsonl"], statusIntervalSeconds: 0.05, backend: "wasm" },
+      trainer: { numTrainSteps: 12, batchSize: 4, stepsPerEval: 6, maxEvalBatches: 2, runDir: path.join(dir, "run"), trackers: ["jsonl"], statusIntervalSeconds: 0.05, backend: "wasm" },
     };
     cluster = await LocalCluster.start({ workers: 1 });
   });
@@ -42,7 +43,8 @@ describe("trainLm as an iris task", () => {
     expect(points.length).toBeGreaterThanOrEqual(2);
     const last = points.at(-1)!;
     expect(last.step).toBe(12);
-    for (const name of ["train/loss", "optim/learning_rate", "throughput/tokens_per_second", "throughput/mfu"]) {
+    // The last step evaluates, and the final (forced) report carries its eval metrics.
+    for (const name of ["train/loss", "optim/learning_rate", "throughput/tokens_per_second", "throughput/mfu", "eval/loss", "eval/bpb"]) {
       expect(Number.isFinite(last.metrics[name]), name).toBe(true);
     }
     // Points come in step order, one per report.
@@ -51,15 +53,20 @@ describe("trainLm as an iris task", () => {
   });
 
   it("a failing run exits promptly with its error", async () => {
+    // Promptly = well inside the bound, which is itself well inside the wait's own timeout, so a
+    // slow failure fails this assertion rather than job.wait.
+    const boundMs = 20_000;
     const t0 = Date.now();
     const job = await cluster.client.submit({
       name: "levanter-bad",
       entrypoint: { module: trainLmModule, export: "trainLm", args: { ...config, data: { trainCache: path.join(dir, "missing") } } },
       env: { LEVANTER_LOG: "warn" },
     });
-    const status = await job.wait({ timeoutMs: 60_000 });
+    const status = await job.wait({ timeoutMs: 3 * boundMs });
+    const elapsed = Date.now() - t0;
+    console.log(`failing run reached ${status.state} in ${elapsed} ms`);
     expect(status.state).toBe("FAILED");
-    expect(Date.now() - t0).toBeLessThan(60_000);
+    expect(elapsed).toBeLessThan(boundMs);
     const lines: string[] = [];
     for await (const entry of job.logs()) lines.push(entry.line);
     expect(lines.join("\n")).toMatch(/token cache .*missing/);
