@@ -24,6 +24,10 @@ import { defineStep, outputOf, runIfMain } from ${JSON.stringify(marinIndex)};
 
 const body = (name) => async (ctx) => {
   await appendFile(process.env.CALLS, name + " " + process.pid + "\\n");
+  // GATE: step a holds until the test creates that file (so a second runner is seen waiting for it).
+  if (process.env.GATE && name === "a") {
+    while (!(await readFile(process.env.GATE).then(() => true, () => false))) await new Promise((r) => setTimeout(r, 20));
+  }
   await writeFile(path.join(ctx.outputPath, "partial.txt"), "partial");
   if (process.env.HANG === name) {
     await writeFile(process.env.MARKER, "started");
@@ -66,7 +70,7 @@ interface Done {
   stderr: string;
 }
 
-function start(args: string[], env: Record<string, string> = {}, entry = cli): { child: ChildProcess; done: Promise<Done> } {
+function start(args: string[], env: Record<string, string> = {}, entry = cli): { child: ChildProcess; done: Promise<Done>; stderr: () => string } {
   const child = spawn(process.execPath, ["--import", "tsx", entry, ...args], {
     cwd: repoRoot,
     env: { ...process.env, npm_lifecycle_event: "", ...env },
@@ -77,7 +81,7 @@ function start(args: string[], env: Record<string, string> = {}, entry = cli): {
   child.stdout!.on("data", (d) => (stdout += d));
   child.stderr!.on("data", (d) => (stderr += d));
   const done = new Promise<Done>((resolve) => child.on("close", (code, signal) => resolve({ code, signal, stdout, stderr })));
-  return { child, done };
+  return { child, done, stderr: () => stderr };
 }
 
 const marin = (args: string[], env: Record<string, string> = {}) => start(args, env).done;
@@ -118,12 +122,26 @@ describe("marin CLI (real processes)", () => {
   it("two runners on one prefix at once run each step exactly once", async () => {
     const prefix = path.join(tmp, "race");
     const calls = path.join(tmp, "race-calls.log");
-    const env = { CALLS: calls, STEP_MS: "400" };
-    const [r1, r2] = await Promise.all([marin(["run", script, "--prefix", prefix], env), marin(["run", script, "--prefix", prefix], env)]);
+    const gate = path.join(tmp, "race-gate");
+    const env = { CALLS: calls, STEP_MS: "400", GATE: gate };
+    const runners = [start(["run", script, "--prefix", prefix], env), start(["run", script, "--prefix", prefix], env)];
+    let results: Done[];
+    try {
+      // Step a holds until the gate opens: wait until one runner reports waiting for the other's a.
+      await until(async () => runners.some((r) => /demo\/a: waiting \(held by /.test(r.stderr())), 60_000);
+      await fs.writeFile(gate, "open");
+      results = await Promise.all(runners.map((r) => r.done));
+    } finally {
+      for (const r of runners) r.child.kill("SIGKILL");
+    }
+    const [r1, r2] = results;
     expect(r1.code, r1.stderr).toBe(0);
     expect(r2.code, r2.stderr).toBe(0);
     const names = (await readCalls(calls)).map((l) => l.split(" ")[0]).sort();
     expect(names).toEqual(["a", "b", "c"]);
+    // They overlapped: one ran a, the other waited for it and reused its result.
+    const aLines = [r1.stdout, r2.stdout].map((o) => /demo\/a\s+(\w+)/.exec(o)?.[1]).sort();
+    expect(aLines).toEqual(["ran", "reused"]);
     const statusOut = await marin(["status", "--prefix", prefix]);
     expect(statusOut.stdout.match(/SUCCESS/g)).toHaveLength(3);
   });
@@ -188,8 +206,11 @@ describe("marin CLI (real processes)", () => {
     const calls = path.join(tmp, "crash-calls.log");
     const marker = path.join(tmp, "crash-marker");
     const { child, done } = start(["run", script, "--prefix", prefix, "--max-concurrent", "1"], { CALLS: calls, HANG: "b", MARKER: marker });
-    await until(() => fs.stat(marker).then(() => true, () => false), 60_000);
-    child.kill("SIGKILL");
+    try {
+      await until(() => fs.stat(marker).then(() => true, () => false), 60_000);
+    } finally {
+      child.kill("SIGKILL");
+    }
     expect((await done).signal).toBe("SIGKILL");
 
     const dirs = (await fs.readdir(path.join(prefix, "demo"))).sort();
