@@ -391,6 +391,36 @@ describe("runner", () => {
     expect(ran).toBe(0);
   });
 
+  it("a step that failed under another runner during this run is not run again, nor are its dependants", async () => {
+    let ran = 0;
+    const s = defineStep({ name: "s", config: {}, fn: () => void ran++ });
+    const after = defineStep({ name: "after", config: { s: outputOf(s) }, fn: () => void ran++ });
+    const g = resolveGraph([after], prefix);
+    const meta = path.join(g.byName.get("s")!.outputPath, ".marin");
+    await fs.mkdir(meta, { recursive: true });
+    const lease = { owner: "other", token: 1, expiresAt: Date.now() + 60_000, host: "elsewhere", pid: 1 };
+    await fs.writeFile(path.join(meta, "lease-1.json"), JSON.stringify(lease));
+    await fs.writeFile(path.join(meta, "status.json"), JSON.stringify({ state: "RUNNING", updatedAt: Date.now() }));
+    const events: string[] = [];
+    const running = runGraph(g, { pollMs: 20, onEvent: (e) => e.type === "step" && events.push(e.state) });
+    const deadline = Date.now() + 5000;
+    while (!events.includes("waiting") && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    // The other runner's attempt fails: FAILED, then it releases.
+    await writeFileAtomic(path.join(meta, "status.json"), JSON.stringify({ state: "FAILED", updatedAt: Date.now(), finishedAt: Date.now(), owner: "other", runId: "theirs", error: "boom" }));
+    await writeFileAtomic(path.join(meta, "lease-1.json"), JSON.stringify({ ...lease, released: true }));
+    const r = await running;
+    expect(ran).toBe(0);
+    const byName = Object.fromEntries(r.steps.map((x) => [x.name, x]));
+    expect(byName.s.outcome).toBe("failed");
+    expect(byName.s.error).toMatch(/failed under another runner \(other\) during this run: boom/);
+    expect(byName.after.outcome).toBe("dep_failed");
+
+    // A failure from before this run started is retried as usual.
+    const again = await runGraph(resolveGraph([after], prefix));
+    expect(again.ok).toBe(true);
+    expect(ran).toBe(2);
+  });
+
   it("a resumable step keeps its staging folder across a failed attempt", async () => {
     let attempt = 0;
     const mk = () =>

@@ -14,6 +14,7 @@ import { planRun } from "./plan.ts";
 import type { Plan, PlanEntry, PlanOptions } from "./plan.ts";
 import { infoOf, writeInfo, writeLastRun } from "./records.ts";
 import { metaDir, prefixMetaDir, readJson, readStatus, stagingDir, stagingTokens, writeFileAtomic, writeStatus } from "./stepFiles.ts";
+import type { StepStatus } from "./stepFiles.ts";
 
 /** How a step ended in a run. */
 export type StepOutcome = "ran" | "skipped" | "reused" | "failed" | "dep_failed" | "not_selected" | "cancelled";
@@ -291,6 +292,8 @@ class Run {
       if (doneBySomeone) {
         return { ...base, outcome: announcedWait ? "reused" : "skipped", durationMs: this.clock.now() - t0, result: status.result };
       }
+      const failed = this.failedElsewhere(status);
+      if (failed) return { ...base, outcome: "failed", durationMs: this.clock.now() - t0, error: failed };
       const got = await tryAcquireLease(dir, this.owner, { clock: this.clock, ttlMs: this.ttlMs });
       if (!got.acquired) {
         if (!announcedWait) {
@@ -311,8 +314,22 @@ class Run {
         await lease.release();
         return { ...base, outcome: announcedWait ? "reused" : "skipped", durationMs: this.clock.now() - t0, result: again.result };
       }
+      const failedAgain = this.failedElsewhere(again);
+      if (failedAgain) {
+        await lease.release();
+        return { ...base, outcome: "failed", durationMs: this.clock.now() - t0, error: failedAgain };
+      }
       return this.runHeld(entry, lease, t0);
     }
+  }
+
+  /**
+   * A step that failed under another runner since this run started is final for this run: running
+   * it again at once would only repeat the failure (a later run retries it). Returns the error text.
+   */
+  private failedElsewhere(status: StepStatus | undefined): string | undefined {
+    if (status?.state !== "FAILED" || status.runId === this.runId || (status.finishedAt ?? 0) < this.startedAt) return undefined;
+    return `failed under another runner${status.owner ? ` (${status.owner})` : ""} during this run: ${status.error ?? "no error recorded"}`;
   }
 
   private async runHeld(entry: PlanEntry, lease: Lease, t0: number): Promise<StepReport> {
