@@ -1,4 +1,4 @@
-import { realpathSync } from "node:fs";
+import { existsSync, realpathSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { MarinError } from "../errors.ts";
@@ -8,13 +8,29 @@ import type { Step } from "../step/step.ts";
 /** What an experiment script default-exports: builds and returns its steps (dependencies are found through the configs). */
 export type ExperimentBuild = () => readonly Step<any>[] | Promise<readonly Step<any>[]>;
 
+/** The pnpm workspace root this package lives in (the folder holding `pnpm-workspace.yaml`), if any. */
+function findWorkspaceRoot(): string | undefined {
+  let dir = path.dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    if (existsSync(path.join(dir, "pnpm-workspace.yaml"))) return dir;
+    const up = path.dirname(dir);
+    if (up === dir) return undefined;
+    dir = up;
+  }
+}
+
+const workspaceRoot = findWorkspaceRoot();
+
 /**
  * The folder relative command-line paths resolve against: where the user ran the command. `pnpm`
- * runs package scripts from the workspace root and records the caller's folder in INIT_CWD.
+ * runs the workspace root's scripts (`pnpm marin …`) from the root and records the caller's folder
+ * in INIT_CWD; only then is INIT_CWD used. Any other npm-script context (a script of some package
+ * that runs marin from its own folder, say) keeps the process's cwd.
  */
-export function invocationDir(): string {
-  if (process.env.npm_lifecycle_event && process.env.INIT_CWD) return process.env.INIT_CWD;
-  return process.cwd();
+export function invocationDir(env: NodeJS.ProcessEnv = process.env, cwd: string = process.cwd(), root: string | undefined = workspaceRoot): string {
+  const atRoot = root !== undefined && path.resolve(cwd) === path.resolve(root);
+  if (env.npm_lifecycle_event && env.INIT_CWD && atRoot) return env.INIT_CWD;
+  return cwd;
 }
 
 /** Resolves a command-line path against {@link invocationDir}. */
