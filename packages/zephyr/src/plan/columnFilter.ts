@@ -1,18 +1,9 @@
 // Declarative row filters: plain data (so they can be pushed into a Parquet reader and
 // fingerprinted), in the MongoDB-style shape hyparquet's query understands.
+import type { ParquetFilter, ParquetPredicate } from "../io/parquet.ts";
 
-/** Comparison operators on one column. */
-export interface ColumnPredicate {
-  $eq?: unknown;
-  $ne?: unknown;
-  $gt?: unknown;
-  $gte?: unknown;
-  $lt?: unknown;
-  $lte?: unknown;
-  $in?: readonly unknown[];
-  $nin?: readonly unknown[];
-  $not?: ColumnPredicate;
-}
+/** Comparison operators on one column: the reader's own predicate shape (see io/parquet.ts). */
+export type ColumnPredicate = ParquetPredicate;
 
 /**
  * A row filter: `{ column: predicate }` (all must hold), or `$and` / `$or` / `$nor` of filters.
@@ -22,11 +13,7 @@ export interface ColumnPredicate {
  * @example
  * readParquet("data/*.parquet").filter({ score: { $gte: 0.5 }, lang: { $in: ["en", "fr"] } })
  */
-export type ColumnFilter =
-  | { readonly $and: readonly ColumnFilter[] }
-  | { readonly $or: readonly ColumnFilter[] }
-  | { readonly $nor: readonly ColumnFilter[] }
-  | { readonly [column: string]: ColumnPredicate };
+export type ColumnFilter = ParquetFilter;
 
 function compare(a: unknown, b: unknown): number {
   if (typeof a === "bigint" || typeof b === "bigint") {
