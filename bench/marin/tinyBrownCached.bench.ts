@@ -1,8 +1,11 @@
 // The all-cached re-run of experiments/tiny-brown.ts: executor time (import the script, build and
 // resolve the graph, check statuses, "run" nothing) once every step has succeeded. Goal: < 1 s.
-// Side by side with the floor: reading the 7 status files directly.
+// Side by side with the floor: reading the 7 status files directly. Also a fresh `marin run`
+// process on the cached prefix (cold: node + tsx startup, imports, nothing warm): the executor time
+// the process prints in its summary, and the process's wall time.
 //   pnpm bench marin/tinyBrownCached                     (first runs a shortened tiny-brown in a temp prefix)
 //   pnpm bench marin/tinyBrownCached -- --prefix DIR     (measure an existing, finished prefix)
+import { spawnSync } from "node:child_process";
 import { promises as fs } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -11,6 +14,7 @@ import { loadExperiment, readStatus, resolveGraph, runCli, runGraph } from "@mar
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const script = path.resolve(here, "../../experiments/tiny-brown.ts");
+const cli = path.resolve(here, "../../packages/marin/src/cli/main.ts");
 const i = process.argv.indexOf("--prefix");
 const given = i > 0 ? path.resolve(process.argv[i + 1]) : undefined;
 const prefix = given ?? (await fs.mkdtemp(path.join(os.tmpdir(), "marin-bench-tb-")));
@@ -21,6 +25,24 @@ try {
     console.log("preparing: a shortened tiny-brown run (8 files, 4 training steps)…");
     const code = await runCli(["run", script, "--prefix", prefix]);
     if (code !== 0) throw new Error("the preparatory run failed");
+  }
+  // Fresh processes first, so that nothing of this process's warm state could help them.
+  const freshWall: number[] = [];
+  const freshExecutor: number[] = [];
+  let freshLine = "";
+  for (let k = 0; k < 3; k++) {
+    const t0 = performance.now();
+    const r = spawnSync(process.execPath, ["--import", "tsx", cli, "run", script, "--prefix", prefix], {
+      cwd: path.resolve(here, "../.."),
+      env: { ...process.env, npm_lifecycle_event: "" },
+      encoding: "utf8",
+    });
+    freshWall.push(performance.now() - t0);
+    if (r.status !== 0) throw new Error(`the fresh marin run failed (${r.status}): ${r.stderr}`);
+    freshLine = /^ok: .*$/m.exec(r.stdout)?.[0] ?? "";
+    const m = /in ([\d.]+) ?(ms|s)$/.exec(freshLine);
+    if (!m) throw new Error(`no summary line in the fresh run's output:\n${r.stdout}`);
+    freshExecutor.push(Number(m[1]) * (m[2] === "s" ? 1000 : 1));
   }
   const runs: number[] = [];
   const floors: number[] = [];
@@ -41,6 +63,9 @@ try {
   console.log(`  executor (load script + resolve + plan + run), first  ${runs[0].toFixed(1)} ms`);
   console.log(`  executor, median of the next ${runs.length - 1}                   ${med(runs.slice(1)).toFixed(1)} ms`);
   console.log(`  floor: read the 7 status files, median                ${med(floors).toFixed(2)} ms`);
+  console.log(`fresh \`marin run\` process on the cached prefix, median of ${freshWall.length} ("${freshLine}")`);
+  console.log(`  executor time it prints (plan + status checks + run)   ${med(freshExecutor).toFixed(0)} ms`);
+  console.log(`  process wall time (node + tsx + imports + executor)    ${med(freshWall).toFixed(0)} ms`);
 } finally {
   if (!given) await fs.rm(prefix, { recursive: true, force: true });
 }

@@ -39,5 +39,8 @@ describe("live view and summary", () => {
     expect(text).toContain('sample: "The jury said no"');
     expect(text).toContain("error in bad:\nit broke");
     expect(text).toMatch(/^FAILED: 1 step\(s\) ran, 2 did not, in 2\.5s$/m);
+    // An all-cached run's tens of milliseconds are shown as such, not as "0.0s".
+    const cached = formatSummary({ ...summary, ok: true, wallMs: 48.4, steps: [summary.steps[1]] }).join("\n");
+    expect(cached).toMatch(/^ok: 0 step\(s\) ran, 1 did not, in 48 ms$/m);
   });
 });

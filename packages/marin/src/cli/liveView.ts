@@ -124,6 +124,8 @@ export function formatSummary(summary: RunSummary): string[] {
   }
   for (const s of summary.steps) if (s.outcome === "failed") lines.push(`error in ${s.name}:\n${s.error ?? ""}`);
   const ran = summary.steps.filter((s) => s.outcome === "ran").length;
-  lines.push(`${summary.ok ? "ok" : "FAILED"}: ${ran} step(s) ran, ${summary.steps.length - ran} did not, in ${seconds(summary.wallMs)}`);
+  // Milliseconds below a second: an all-cached run takes tens of ms, which "0.0s" would hide.
+  const took = summary.wallMs < 1000 ? `${Math.round(summary.wallMs)} ms` : seconds(summary.wallMs);
+  lines.push(`${summary.ok ? "ok" : "FAILED"}: ${ran} step(s) ran, ${summary.steps.length - ran} did not, in ${took}`);
   return lines;
 }
