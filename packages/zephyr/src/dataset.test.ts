@@ -161,7 +161,10 @@ describe("sinks", () => {
     const lev = await import("@marin/levanter/sharding");
     const ledger = await lev.readTokenCacheLedger(path.join(dir, "cache"));
     expect(ledger).toMatchObject({ tokenizer: "test", vocabSize: 100, totalDocuments: 4, totalTokens: 10, finished: true });
-    const again = await fromList(docs, { shards: 2 }).writeTokenCache(path.join(dir, "cache"), { ...inline, tokenizer: "test", vocabSize: 100, skipExisting: true });
+    // The same plan again: every shard is already committed.
+    const again = await fromList(docs, { shards: 2 })
+      .map((ids) => ({ ids }))
+      .writeTokenCache(path.join(dir, "cache"), { ...inline, tokenizer: "test", vocabSize: 100, skipExisting: true });
     expect(again.counts).toEqual([2, 2]);
     expect(again.stats.stages).toEqual([]);
   });
@@ -215,6 +218,36 @@ describe("sinks", () => {
     expect(await readFile(w2.paths[0], "utf8")).toBe('"zz"\n');
     expect(w2.counts).toEqual([1]);
     expect(JSON.parse(await readFile(path.join(out, "_SUCCESS"), "utf8"))).toMatchObject({ total: 1 });
+  });
+});
+
+describe("skipExisting", () => {
+  it("reuses only shards committed by the same plan; a changed plan's stale files are rewritten", async () => {
+    const pattern = path.join(dir, "skip", "part-{shard}.jsonl");
+    const first = await fromList([1, 2, 3, 4], { shards: 2 }).writeJsonl(pattern, inline);
+    const again = await fromList([1, 2, 3, 4], { shards: 2 }).writeJsonl(pattern, { ...inline, skipExisting: true });
+    expect(again.stats.stages).toEqual([]);
+    expect(again.counts).toEqual(first.counts);
+    // Other data, same paths: nothing of the first run may be taken as this run's output.
+    const other = await fromList([10, 20, 30, 40, 50, 60], { shards: 2 }).writeJsonl(pattern, { ...inline, skipExisting: true });
+    expect(other.counts).toEqual([3, 3]);
+    expect(await readFile(other.paths[0], "utf8")).toBe("10\n20\n30\n");
+    expect(JSON.parse(await readFile(other.manifest, "utf8"))).toMatchObject({ total: 6, fingerprint: other.stats.fingerprint });
+    // A pipeline's arguments are part of what a committed shard was made from.
+    const p1 = await numbers({ n: 30, shards: 1 }).writeJsonl(path.join(dir, "np", "out.jsonl"), inline);
+    const p2 = await numbers({ n: 60, shards: 1 }).writeJsonl(path.join(dir, "np", "out.jsonl"), { ...inline, skipExisting: true });
+    expect(p2.counts[0]).toBeGreaterThan(p1.counts[0]);
+    expect((await readFile(p2.paths[0], "utf8")).trim().split("\n")).toHaveLength(p2.counts[0]);
+  });
+
+  it("a shard file that changed since it was committed is rewritten, not adopted", async () => {
+    const pattern = path.join(dir, "chg", "part-{shard}.jsonl");
+    const first = await fromList([1, 2, 3, 4], { shards: 2 }).writeJsonl(pattern, inline);
+    await writeFile(first.paths[1], "99999\n"); // another size than the marker records
+    const again = await fromList([1, 2, 3, 4], { shards: 2 }).writeJsonl(pattern, { ...inline, skipExisting: true });
+    expect(again.stats.stages[0].skipped).toBe(1);
+    expect(await readFile(again.paths[1], "utf8")).toBe("3\n4\n");
+    expect(again.counts).toEqual([2, 2]);
   });
 });
 

@@ -24,19 +24,22 @@ describe("the output commit protocol", () => {
     expect(a.endsWith(".part-00000.jsonl")).toBe(true);
     await writeFile(a, "first\n");
     await writeFile(b, "second attempt, longer\n");
-    expect(await commitFile(a, final, 1)).toBe("committed");
-    expect(await commitFile(b, final, 1)).toBe("already");
+    expect(await commitFile(a, final, 1, "fp")).toBe("committed");
+    expect(await commitFile(b, final, 1, "fp")).toBe("already");
     expect(await readFile(final, "utf8")).toBe("first\n");
     expect(existsSync(a)).toBe(false);
     expect(existsSync(b)).toBe(false);
     expect(await readCommitted(final)).toEqual({ path: final, count: 1, bytes: 6 });
+    expect(await readCommitted(final, "fp")).toEqual({ path: final, count: 1, bytes: 6 });
+    // A shard another plan committed is not this plan's.
+    expect(await readCommitted(final, "another plan")).toBeUndefined();
   });
 
   it("a committed file whose size no longer matches its marker is not committed", async () => {
     const final = path.join(dir, "x.jsonl");
     const t = tempPathFor(final);
     await writeFile(t, "abc\n");
-    await commitFile(t, final, 1);
+    await commitFile(t, final, 1, "fp");
     await writeFile(final, "abcdef\n");
     expect(await readCommitted(final)).toBeUndefined();
     expect(await readCommitted(path.join(dir, "missing.jsonl"))).toBeUndefined();

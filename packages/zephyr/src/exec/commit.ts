@@ -1,7 +1,8 @@
 // The output commit protocol. Each attempt writes to its own hidden temp file; committing is a
 // hard link onto the final name, which fails if that name exists, so a late duplicate attempt
 // can never replace a committed shard, and a reader never sees a partial file. A per-shard marker
-// (written after the link) records the count; `_SUCCESS` lists every shard once all are in.
+// (written after the link) records the count and the fingerprint of the run that made it;
+// `_SUCCESS` lists every shard once all are in.
 import { randomBytes } from "node:crypto";
 import { mkdir, link, readFile, rename, stat, unlink, writeFile, readdir } from "node:fs/promises";
 import path from "node:path";
@@ -49,10 +50,12 @@ async function writeAtomic(file: string, text: string): Promise<void> {
 /**
  * Commits `tmpPath` as `finalPath` unless a shard is already committed there. Resolves to
  * `"committed"` when this attempt won, `"already"` when another attempt had (this attempt's temp
- * file is then removed). Either way the marker is (re)written with `count` and `bytes`: attempts
- * of a deterministic pipeline agree, and this repairs a winner that died between link and marker.
+ * file is then removed). Either way the marker is (re)written with `count`, `bytes` and
+ * `fingerprint`: attempts of a deterministic pipeline agree, and this repairs a winner that died
+ * between link and marker. The coordinator removes files of earlier runs first, so a file found
+ * here was written by an attempt of this run.
  */
-export async function commitFile(tmpPath: string, finalPath: string, count: number): Promise<"committed" | "already"> {
+export async function commitFile(tmpPath: string, finalPath: string, count: number, fingerprint: string): Promise<"committed" | "already"> {
   let outcome: "committed" | "already" = "committed";
   try {
     await link(tmpPath, finalPath);
@@ -62,24 +65,29 @@ export async function commitFile(tmpPath: string, finalPath: string, count: numb
   }
   await unlink(tmpPath).catch(() => undefined);
   const bytes = (await stat(finalPath)).size;
-  if (outcome === "committed" || !(await readCommitted(finalPath))) {
-    await writeAtomic(markerPath(finalPath), JSON.stringify({ path: finalPath, count, bytes }));
+  if (outcome === "committed" || !(await readCommitted(finalPath, fingerprint))) {
+    await writeAtomic(markerPath(finalPath), JSON.stringify({ path: finalPath, count, bytes, fingerprint }));
   }
   return outcome;
 }
 
-/** Records `finalPath` (already in place, committed by another writer) as a committed shard of `count` records. */
-export async function writeCommitMarker(finalPath: string, count: number): Promise<void> {
+/** Records `finalPath` (already in place, committed by another writer) as a committed shard of `count` records made by the run `fingerprint`. */
+export async function writeCommitMarker(finalPath: string, count: number, fingerprint: string): Promise<void> {
   const bytes = (await stat(finalPath)).size;
-  await writeAtomic(markerPath(finalPath), JSON.stringify({ path: finalPath, count, bytes }));
+  await writeAtomic(markerPath(finalPath), JSON.stringify({ path: finalPath, count, bytes, fingerprint }));
 }
 
-/** The committed shard at `finalPath`, or `undefined` if there is none (or it does not match its marker). */
-export async function readCommitted(finalPath: string): Promise<CommittedShard | undefined> {
+/**
+ * The committed shard at `finalPath`, or `undefined` if there is none, it does not match its
+ * marker's size, or (when `fingerprint` is given) another plan made it: `skipExisting` must never
+ * take a different pipeline's output for this one's.
+ */
+export async function readCommitted(finalPath: string, fingerprint?: string): Promise<CommittedShard | undefined> {
   try {
-    const marker = JSON.parse(await readFile(markerPath(finalPath), "utf8")) as CommittedShard;
+    const marker = JSON.parse(await readFile(markerPath(finalPath), "utf8")) as CommittedShard & { fingerprint?: unknown };
     const size = (await stat(finalPath)).size;
     if (size !== marker.bytes || typeof marker.count !== "number") return undefined;
+    if (fingerprint !== undefined && marker.fingerprint !== fingerprint) return undefined;
     return { path: finalPath, count: marker.count, bytes: marker.bytes };
   } catch {
     return undefined;
@@ -121,12 +129,13 @@ export async function removeStaleTemps(finalPaths: readonly string[]): Promise<v
 }
 
 /**
- * Removes what an earlier run left at `finalPaths` (files, markers, `_SUCCESS`) so this run's
- * shards can commit: within a run a committed name is never replaced, so stale outputs go first.
- * `_SUCCESS` goes before the files, so a reader never takes a half-replaced output as complete.
+ * Removes what an earlier run left at `finalPaths` (files, markers, and the `_SUCCESS` in
+ * `successDir`, by default their common directory) so this run's shards can commit: within a run
+ * a committed name is never replaced, so stale outputs go first. `_SUCCESS` goes before the
+ * files, so a reader never takes a half-replaced output as complete.
  */
-export async function clearPreviousOutputs(finalPaths: readonly string[]): Promise<void> {
+export async function clearPreviousOutputs(finalPaths: readonly string[], successDir?: string): Promise<void> {
   if (finalPaths.length === 0) return;
-  await unlink(path.join(commonDir(finalPaths), "_SUCCESS")).catch(() => undefined);
+  await unlink(path.join(successDir ?? commonDir(finalPaths), "_SUCCESS")).catch(() => undefined);
   await Promise.all(finalPaths.flatMap((p) => [unlink(p).catch(() => undefined), unlink(markerPath(p)).catch(() => undefined)]));
 }

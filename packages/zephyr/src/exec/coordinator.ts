@@ -7,12 +7,13 @@ import type { Dataset } from "../dataset.ts";
 import { ZephyrError } from "../errors.ts";
 import { expandGlob } from "../io/files.ts";
 import type { Plan, Stage } from "../plan/planner.ts";
+import { originFingerprint } from "../plan/fingerprint.ts";
 import { planStages } from "../plan/planner.ts";
 import { chooseBackend } from "./backends.ts";
 import type { Backend, BackendName, IrisBackendOptions } from "./backends.ts";
 import type { ChunkRange } from "./chunkFile.ts";
 import { readChunkRange } from "./chunkFile.ts";
-import { clearPreviousOutputs, readCommitted, removeStaleTemps, shardPath, writeSuccessManifest } from "./commit.ts";
+import { clearPreviousOutputs, commonDir, readCommitted, removeStaleTemps, shardPath, writeSuccessManifest } from "./commit.ts";
 import type { CommittedShard } from "./commit.ts";
 import { JOIN_LEFT_TAG, JOIN_RIGHT_TAG, releaseMemoryScatter, releaseMemoryScattersUnder } from "./exchange.ts";
 import type { ScatterRef } from "./exchange.ts";
@@ -199,6 +200,9 @@ export async function runPlan(ds: Dataset<unknown>, sink: SinkSpec, options: Run
   if (sink.kind === "tokenCache") await loadLevanterSharding();
 
   const plan = planStages(ds.logical);
+  // What outputs are tied to: for a pipeline also its module's text and arguments, which reach
+  // closures the plan's own fingerprint cannot see.
+  const fingerprint = ds.origin ? originFingerprint(plan.fingerprint, ds.origin) : plan.fingerprint;
   const { shards, paths } = await resolveShardCounts(plan);
   const last = plan.stages[plan.stages.length - 1];
   const sinkShards = shards[last.id];
@@ -214,11 +218,14 @@ export async function runPlan(ds: Dataset<unknown>, sink: SinkSpec, options: Run
   }
   if (options.skipExisting) {
     for (let i = 0; i < finalPaths.length; i++) {
-      const c = await readCommitted(finalPaths[i]);
+      const c = await readCommitted(finalPaths[i], fingerprint);
       if (c) committed.set(i, c);
     }
-  } else if (sink.kind === "jsonl" || sink.kind === "parquet") {
-    await clearPreviousOutputs(finalPaths);
+  }
+  // Whatever is not kept goes first: a shard commits with a link that never replaces a file, so
+  // a stale file left in place would be adopted as this run's output.
+  if ((sink.kind === "jsonl" || sink.kind === "parquet") && committed.size < finalPaths.length) {
+    await clearPreviousOutputs(finalPaths.filter((_, i) => !committed.has(i)), commonDir(finalPaths));
   }
 
   const ownScratch = options.scratchDir === undefined;
@@ -252,7 +259,7 @@ export async function runPlan(ds: Dataset<unknown>, sink: SinkSpec, options: Run
           numShards: n,
           attempt: 0,
           input: shardInput(stage, i, n, paths, outputs, scratch),
-          output: shardOutput(stage, i, n, scratch, sink, finalPaths, plan, shards, backendName, options),
+          output: shardOutput(stage, i, n, scratch, sink, finalPaths, plan, shards, backendName, options, fingerprint),
           memoryBudgetBytes: budget,
         });
       }
@@ -287,8 +294,8 @@ export async function runPlan(ds: Dataset<unknown>, sink: SinkSpec, options: Run
       if (stage.input.kind === "shuffle") releaseHeld(outputs[stage.input.from]);
       stageStats.push({ id: stage.id, name: stage.name, shards: n, counters, wallMs: performance.now() - stageStart, skipped: skipped.length, retries });
     }
-    const stats: RunStats = { backend: backendName, fingerprint: plan.fingerprint, stages: stageStats, counters: userCounters, wallMs: 0 };
-    const value = await sinkValue(sink, outputs[last.id], finalPaths, committed, plan, allCommitted);
+    const stats: RunStats = { backend: backendName, fingerprint, stages: stageStats, counters: userCounters, wallMs: 0 };
+    const value = await sinkValue(sink, outputs[last.id], finalPaths, committed, fingerprint, allCommitted);
     (stats as { wallMs: number }).wallMs = performance.now() - started;
     return { value: sink.kind === "collect" || sink.kind === "count" ? value : { ...(value as object), stats }, stats };
   } finally {
@@ -333,7 +340,7 @@ function scatterRefs(outs: readonly OutputResult[]): ScatterRef[] {
   });
 }
 
-function shardOutput(stage: Stage, i: number, n: number, scratch: string, sink: SinkSpec, finalPaths: string[], plan: Plan, shards: number[], backend: BackendName, options: TokenCacheOptions): ShardOutputSpec {
+function shardOutput(stage: Stage, i: number, n: number, scratch: string, sink: SinkSpec, finalPaths: string[], plan: Plan, shards: number[], backend: BackendName, options: TokenCacheOptions, fingerprint: string): ShardOutputSpec {
   const tag = `stage-${stage.id}/shard-${String(i).padStart(5, "0")}`;
   switch (stage.output.kind) {
     case "chunks":
@@ -356,15 +363,15 @@ function shardOutput(stage: Stage, i: number, n: number, scratch: string, sink: 
           return { kind: "count" };
         case "jsonl":
         case "parquet":
-          return { kind: sink.kind, path: finalPaths[i] };
+          return { kind: sink.kind, path: finalPaths[i], fingerprint };
         case "tokenCache":
           void n;
-          return { kind: "tokenCache", dir: path.resolve(sink.dir), tokenizer: options.tokenizer ?? "unknown", vocabSize: options.vocabSize ?? 2 ** 31 };
+          return { kind: "tokenCache", dir: path.resolve(sink.dir), tokenizer: options.tokenizer ?? "unknown", vocabSize: options.vocabSize ?? 2 ** 31, fingerprint };
       }
   }
 }
 
-async function sinkValue(sink: SinkSpec, outs: OutputResult[] | undefined, finalPaths: string[], committed: Map<number, CommittedShard>, plan: Plan, allCommitted: boolean): Promise<unknown> {
+async function sinkValue(sink: SinkSpec, outs: OutputResult[] | undefined, finalPaths: string[], committed: Map<number, CommittedShard>, fingerprint: string, allCommitted: boolean): Promise<unknown> {
   if (sink.kind === "collect") {
     const records: unknown[] = [];
     for (const o of outs ?? []) {
@@ -387,7 +394,7 @@ async function sinkValue(sink: SinkSpec, outs: OutputResult[] | undefined, final
     manifest = path.join(path.resolve(sink.dir), "ledger.json");
   } else {
     await removeStaleTemps(finalPaths);
-    manifest = await writeSuccessManifest(files, plan.fingerprint);
+    manifest = await writeSuccessManifest(files, fingerprint);
   }
   return { paths: files.map((f) => f.path), counts: files.map((f) => f.count), manifest };
 }

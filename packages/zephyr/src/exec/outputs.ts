@@ -20,9 +20,9 @@ export type ShardOutputSpec =
   | { readonly kind: "count" }
   | { readonly kind: "chunks"; readonly file: string }
   | { readonly kind: "scatter"; readonly dir: string; readonly partitions: number; readonly tag: number; readonly localDedup: boolean; readonly memory?: "dedup" | "group" }
-  | { readonly kind: "jsonl"; readonly path: string }
-  | { readonly kind: "parquet"; readonly path: string }
-  | { readonly kind: "tokenCache"; readonly dir: string; readonly tokenizer: string; readonly vocabSize: number };
+  | { readonly kind: "jsonl"; readonly path: string; readonly fingerprint: string }
+  | { readonly kind: "parquet"; readonly path: string; readonly fingerprint: string }
+  | { readonly kind: "tokenCache"; readonly dir: string; readonly tokenizer: string; readonly vocabSize: number; readonly fingerprint: string };
 
 /** What a shard's output reports. */
 export type OutputResult =
@@ -104,7 +104,7 @@ export async function openShardOutput(spec: ShardOutputSpec, stage: Stage, task:
         },
         close: async () => {
           await w.close();
-          const outcome = await commitFile(tmp, spec.path, count);
+          const outcome = await commitFile(tmp, spec.path, count, spec.fingerprint);
           const bytes = (await stat(spec.path)).size;
           return { kind: "file", path: spec.path, count, bytes, outcome };
         },
@@ -122,7 +122,7 @@ export async function openShardOutput(spec: ShardOutputSpec, stage: Stage, task:
         close: async () => {
           const summary = await w.close();
           const file = path.join(spec.dir, summary.file);
-          await writeCommitMarker(file, summary.numDocuments);
+          await writeCommitMarker(file, summary.numDocuments, spec.fingerprint);
           const bytes = (await stat(file)).size;
           return { kind: "file", path: file, count: summary.numDocuments, bytes, outcome: "committed" };
         },
