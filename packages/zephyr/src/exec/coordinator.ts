@@ -19,6 +19,7 @@ import { JOIN_LEFT_TAG, JOIN_RIGHT_TAG, releaseMemoryScatter, releaseMemoryScatt
 import type { ScatterRef } from "./exchange.ts";
 import type { OutputResult, ShardOutputSpec } from "./outputs.ts";
 import { StageProgress } from "./progress.ts";
+import { checkSinkOptions } from "./runOptions.ts";
 import type { ShardInput, StageCounters, TaskResult, TaskSpec } from "./task.ts";
 import { loadLevanterSharding } from "./tokenCache.ts";
 
@@ -192,6 +193,7 @@ function isRetryable(e: unknown): boolean {
 /** Plans `ds`, runs it on the chosen backend, and produces the sink's value. */
 export async function runPlan(ds: Dataset<unknown>, sink: SinkSpec, options: RunOptions & WriteOptions & TokenCacheOptions): Promise<{ value: unknown; stats: RunStats }> {
   const started = performance.now();
+  checkSinkOptions(options);
   const backendName = pickBackend(ds, options);
   const maxRetries = options.maxShardRetries ?? 2;
   if (!Number.isInteger(maxRetries) || maxRetries < 0) throw new ZephyrError("INVALID_ARGUMENT", `maxShardRetries: expected a non-negative integer, got ${maxRetries}`);
