@@ -14,10 +14,11 @@ const QUIET: StageBar = { advance: () => undefined, done: () => undefined };
 export class StageProgress {
   private readonly multi: cliProgress.MultiBar | undefined;
 
-  constructor(enabled: boolean) {
+  /** Draws on `stream` (default stderr) when `enabled`; the coordinator enables it on a TTY. */
+  constructor(enabled: boolean, stream: NodeJS.WritableStream = process.stderr) {
     this.multi = enabled
       ? new cliProgress.MultiBar(
-          { format: " {bar} {value}/{total} shards | {stage}", hideCursor: true, clearOnComplete: false, stream: process.stderr },
+          { format: " {bar} {value}/{total} shards | {stage}", hideCursor: true, clearOnComplete: false, stream },
           cliProgress.Presets.shades_classic,
         )
       : undefined;
