@@ -41,6 +41,18 @@ async function startWorker(opts: Partial<WorkerOptions> = {}) {
   return { worker, events };
 }
 
+/** The pids whose parent is `ppid` (from /proc). */
+function childrenOf(ppid: number): number[] {
+  return fs.readdirSync("/proc").filter((n) => /^\d+$/.test(n)).map(Number).filter((pid) => {
+    try {
+      const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+      return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]) === ppid;
+    } catch {
+      return false;
+    }
+  });
+}
+
 const observedState = (uid: string, state: string) =>
   waitFor(`${uid} to be observed ${state}`, () => {
     const o = fc!.observed.get(uid);
@@ -290,6 +302,8 @@ describe("Worker restarts", () => {
       timeoutMs: 30_000,
     });
     const pid = started.type === "attemptStarted" ? started.pid : 0;
+    // The command runs directly in its own group (no supervisor): only the group reaper can end it.
+    expect(fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0")[0]).toBe("sleep"); // sh exec'd it
     await observedState("r1", "RUNNING");
     const oldId = fc.registrations[0];
     // The live worker process holds the state directory.
@@ -349,10 +363,13 @@ describe("Worker restarts", () => {
     fc.run.delete("s1");
     const [oldDir] = fs.readdirSync(root);
     expect(oldDir).toMatch(/^worker-/);
-    // A wedged attempt: stopped, its supervisor cannot end it when the worker dies, so only the
-    // sweep can. Then the worker dies without a chance to clean up.
+    // The worker dies together with its group reaper (say, the OOM killer took both), with a
+    // wedged (stopped) attempt, so that nothing but the sweep can end it.
     process.kill(-pid, "SIGSTOP");
     cleanups.push(() => processAlive(pid) && process.kill(-pid, "SIGKILL"));
+    const reapers = childrenOf(proc.pid!).filter((p) => fs.readFileSync(`/proc/${p}/cmdline`, "utf8").includes("groupReaper.mjs"));
+    expect(reapers).toHaveLength(1);
+    process.kill(reapers[0]!, "SIGKILL");
     process.kill(proc.pid!, "SIGKILL");
     await exited;
     expect(processAlive(pid)).toBe(true);

@@ -19,6 +19,7 @@ import { runnerArgv, type RunnerSpec } from "../runner/runnerSpec.ts";
 import type { AttemptOutcome } from "./attemptOutcome.ts";
 import { AttemptProcess, type LogLine } from "./attemptProcess.ts";
 import { AttemptStore, killRecordedAttempt, spawnedRecord, type AttemptRecord } from "./attemptStore.ts";
+import { GroupReaper } from "./groupReaper.ts";
 import { allocatePorts } from "./ports.ts";
 import { claimStateDir, defaultStateRoot, OWNER_FILE, releaseStateDir, sweepDeadStateDirs } from "./workerStateDir.ts";
 import { buildTaskEnv, DEFAULT_ADVERTISE_HOST } from "./taskEnv.ts";
@@ -191,6 +192,8 @@ export class Worker {
   #pendingLogs: { local: LocalAttempt; line: WireLogLine }[] = [];
   #flushTimer: NodeJS.Timeout | undefined;
   #starting = new Set<Promise<void>>();
+  /** Ends the command attempts' groups if this process dies (see groupReaper.mjs). */
+  #reaper: GroupReaper;
   /** The sweep of dead siblings' state directories, awaited by stop(). */
   #sweep: Promise<void> | undefined;
 
@@ -203,6 +206,7 @@ export class Worker {
     this.#tickMs = opts.tickMs ?? DEFAULT_TICK_MS;
     this.#store = new AttemptStore(stateDir);
     this.#client = workerControlClient(opts.controller, opts.token);
+    this.#reaper = GroupReaper.start(ORPHAN_GRACE_MS);
     this.registered = new Promise((resolve, reject) => {
       this.#markRegistered = resolve;
       this.#failRegistered = reject;
@@ -309,6 +313,7 @@ export class Worker {
       }
     }
     this.#client.close();
+    this.#reaper.close();
     await this.#sweep;
     releaseStateDir(this.stateDir);
     if (this.#ownsStateDir) fs.rmSync(this.stateDir, { recursive: true, force: true });
@@ -621,16 +626,29 @@ export class Worker {
       };
       fs.writeFileSync(specPath, JSON.stringify(runnerSpec));
       const memoryBytes = spec.resources?.memoryBytes ?? 0;
+      // A command runs directly in its own group when the reaper is up to end it if this worker
+      // dies; otherwise (and for module entrypoints) under a runner that watches the worker itself.
+      const direct = "command" in entrypoint && (await this.#reaper.started) && this.#reaper.ready;
+      if (local.stopReason !== undefined || this.#stopping) {
+        this.#finish(local, { kind: "KILLED", message: "the attempt was stopped before it started" });
+        return;
+      }
       const proc = AttemptProcess.spawn({
-        argv: runnerArgv(entrypoint, specPath),
+        ...("command" in entrypoint && direct
+          ? { argv: entrypoint.command, ...(entrypoint.cwd === undefined ? {} : { cwd: entrypoint.cwd }) }
+          : { argv: runnerArgv(entrypoint, specPath), ipc: true }),
         env,
-        ipc: true,
         ...(spec.timeoutMs > 0 ? { timeoutMs: spec.timeoutMs } : {}),
         ...(this.#opts.killGraceMs === undefined ? {} : { killGraceMs: this.#opts.killGraceMs }),
         ...(memoryBytes > 0 && this.#opts.enforceMemoryLimits !== false ? { memoryLimitBytes: memoryBytes } : {}),
         onLine: (line) => this.#queueLine(local, line),
       });
       local.proc = proc;
+      if (direct && proc.pid !== undefined) {
+        const pgid = proc.pid;
+        this.#reaper.add(pgid);
+        void proc.exited.finally(() => this.#reaper.remove(pgid));
+      }
       if (proc.pid !== undefined) {
         local.pid = proc.pid;
         local.state = "RUNNING";

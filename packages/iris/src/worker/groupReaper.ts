@@ -1,0 +1,90 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { fileURLToPath } from "node:url";
+
+/** The reaper script (plain JavaScript: no loader to start). */
+export const GROUP_REAPER_PATH = fileURLToPath(new URL("../runner/groupReaper.mjs", import.meta.url));
+
+/** How long a worker waits for its reaper to start before running commands under supervisors. */
+const READY_TIMEOUT_MS = 5000;
+
+/**
+ * The worker's side of its group reaper: one small process per worker, in its own process group,
+ * that ends the process groups of the command attempts it was told about once the worker dies.
+ * It lets commands run directly in their own group (no supervisor process per attempt) while
+ * keeping the guarantee that an attempt ends within seconds of its worker's death.
+ */
+export class GroupReaper {
+  #child: ChildProcess;
+  #ready = false;
+  #closed = false;
+  /** Resolves true once the reaper has started, false if it could not (or has exited). */
+  readonly started: Promise<boolean>;
+
+  private constructor(graceMs: number) {
+    this.#child = spawn(process.execPath, [GROUP_REAPER_PATH, String(process.pid), String(graceMs)], {
+      detached: true,
+      stdio: ["ignore", "ignore", "inherit", "ipc"],
+    });
+    this.started = new Promise((resolve) => {
+      // Not the 'spawn' event: a message sent before the reaper listens would be lost. It says
+      // "ready" once it listens; one that does not within the timeout is not used.
+      const timer = setTimeout(() => resolve(false), READY_TIMEOUT_MS);
+      timer.unref();
+      this.#child.on("message", (msg: { ready?: unknown }) => {
+        if (msg?.ready !== true) return;
+        clearTimeout(timer);
+        resolve((this.#ready = true));
+      });
+      this.#child.once("error", () => resolve((this.#ready = false)));
+      this.#child.once("exit", () => resolve((this.#ready = false)));
+    });
+    this.#child.on("error", () => undefined);
+    // Neither the reaper nor its channel may keep the worker's process alive.
+    this.#child.unref();
+    this.#child.channel?.unref();
+  }
+
+  /** Starts a reaper for this process with the given SIGTERM → SIGKILL grace. */
+  static start(graceMs: number): GroupReaper {
+    return new GroupReaper(graceMs);
+  }
+
+  /** Whether the reaper is up: only then may an attempt run without its own supervisor. */
+  get ready(): boolean {
+    return this.#ready && !this.#closed && this.#child.connected;
+  }
+
+  /** Tracks a process group (sent before anything else can happen to it). */
+  add(pgid: number): void {
+    this.#send({ add: pgid });
+  }
+
+  /** Stops tracking a process group that has ended. */
+  remove(pgid: number): void {
+    this.#send({ remove: pgid });
+  }
+
+  /** Tells the reaper the worker is stopping cleanly (it kills nothing) and lets it exit. */
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    if (!this.#child.connected) return;
+    const disconnect = (): void => {
+      if (this.#child.connected) this.#child.disconnect();
+    };
+    try {
+      this.#child.send({ exit: true }, disconnect);
+    } catch {
+      disconnect();
+    }
+  }
+
+  #send(msg: object): void {
+    if (this.#closed || !this.#child.connected) return;
+    try {
+      this.#child.send(msg, () => undefined);
+    } catch {
+      // The reaper is gone; attempts spawned from now on get a supervisor of their own.
+    }
+  }
+}
