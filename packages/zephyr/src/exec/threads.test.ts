@@ -27,4 +27,10 @@ describe("the shared thread pool", () => {
     // A run after the pool closed starts a new one.
     expect(await numbers({ n: 60, shards: 3 }).collect({ threads: 2 })).toEqual(expected);
   });
+
+  it("runs asking for different thread counts at the same time do not disturb each other", async () => {
+    const expected = await numbers({ n: 90, shards: 3 }).collect({ backend: "inline" });
+    const runs = await Promise.all([numbers({ n: 90, shards: 3 }).collect({ threads: 1, maxShardRetries: 0 }), numbers({ n: 90, shards: 3 }).collect({ threads: 2, maxShardRetries: 0 })]);
+    expect(runs).toEqual([expected, expected]);
+  });
 });

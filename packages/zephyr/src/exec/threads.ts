@@ -13,45 +13,53 @@ import type { RemoteReply, RemoteTask } from "./remoteTask.ts";
 
 const WORKER = new URL("./threadWorker.mjs", import.meta.url).href;
 
-let shared: { pool: Piscina; size: number } | undefined;
-/** Runs using the shared pool now; the pool is closed once none has for `idleMs`. */
-let active = 0;
-let idleTimer: NodeJS.Timeout | undefined;
-let idleMs = 60_000;
-
-// One pool per process, reused across runs: a worker's first task pays for loading TypeScript
-// (~1 s of CPU), so the pool stays a minute after the last run. piscina never retires workers
-// down to minThreads (= maxThreads here), so zephyr closes the idle pool itself; idle workers are
-// unref'd by piscina meanwhile, so they never keep a finished program alive.
-function poolOf(size: number): Piscina {
-  clearTimeout(idleTimer);
-  idleTimer = undefined;
-  if (shared && shared.size === size) return shared.pool;
-  if (shared) void shared.pool.destroy();
-  // minThreads = maxThreads: every worker starts loading at once, while the coordinator still
-  // plans and lists files.
-  const pool = new Piscina({ filename: WORKER, minThreads: size, maxThreads: size, concurrentTasksPerWorker: 1 });
-  shared = { pool, size };
-  return pool;
+interface SharedPool {
+  readonly pool: Piscina;
+  /** Runs using this pool now; it is closed once none has for `idleMs`. */
+  active: number;
+  idleTimer: NodeJS.Timeout | undefined;
 }
 
-function release(): void {
-  active--;
-  if (active > 0 || !shared) return;
-  clearTimeout(idleTimer);
-  idleTimer = setTimeout(() => {
-    idleTimer = undefined;
-    if (active === 0) void closeThreadPool();
+// One pool per thread count, reused across runs: a worker's first task pays for loading
+// TypeScript (~1 s of CPU), so a pool stays a minute after its last run. piscina never retires
+// workers down to minThreads (= maxThreads here), so zephyr closes an idle pool itself; idle
+// workers are unref'd by piscina meanwhile, so they never keep a finished program alive. Pools
+// are keyed by size so that a run asking for another thread count never tears down a pool that
+// a concurrent run is using.
+const pools = new Map<number, SharedPool>();
+let idleMs = 60_000;
+
+function acquire(size: number): SharedPool {
+  let p = pools.get(size);
+  if (!p) {
+    // minThreads = maxThreads: every worker starts loading at once, while the coordinator still
+    // plans and lists files.
+    p = { pool: new Piscina({ filename: WORKER, minThreads: size, maxThreads: size, concurrentTasksPerWorker: 1 }), active: 0, idleTimer: undefined };
+    pools.set(size, p);
+  }
+  clearTimeout(p.idleTimer);
+  p.idleTimer = undefined;
+  p.active++;
+  return p;
+}
+
+function release(size: number, p: SharedPool): void {
+  p.active--;
+  if (p.active > 0 || pools.get(size) !== p) return;
+  p.idleTimer = setTimeout(() => {
+    if (p.active === 0 && pools.get(size) === p) {
+      pools.delete(size);
+      void p.pool.destroy();
+    }
   }, idleMs).unref();
 }
 
-/** Closes the shared pool now (tests and short scripts that want a prompt exit). */
+/** Closes the shared pools now (tests and short scripts that want a prompt exit). */
 export async function closeThreadPool(): Promise<void> {
-  clearTimeout(idleTimer);
-  idleTimer = undefined;
-  const s = shared;
-  shared = undefined;
-  await s?.pool.destroy();
+  const all = [...pools.values()];
+  pools.clear();
+  for (const p of all) clearTimeout(p.idleTimer);
+  await Promise.all(all.map((p) => p.pool.destroy()));
 }
 
 /** Sets how long the shared pool outlives its last run (tests shorten it). */
@@ -59,17 +67,19 @@ export function setThreadPoolIdleMs(ms: number): void {
   idleMs = ms;
 }
 
-/** Worker threads the shared pool holds now (0 when there is no pool). */
+/** Worker threads the shared pools hold now (0 when there is none). */
 export function threadPoolThreads(): number {
-  return shared?.pool.threads.length ?? 0;
+  let n = 0;
+  for (const p of pools.values()) n += p.pool.threads.length;
+  return n;
 }
 
 /** Creates the threads backend for `plan`, defined by `origin`. */
 export function threadsBackend(origin: PipelineOrigin, plan: Plan, threads?: number): Backend {
   const size = threads ?? cores();
   if (!Number.isInteger(size) || size <= 0) throw new ZephyrError("INVALID_ARGUMENT", `threads: expected a positive integer, got ${threads}`);
-  const pool = poolOf(size);
-  active++;
+  const shared = acquire(size);
+  const pool = shared.pool;
   const fingerprint = originFingerprint(plan.fingerprint, origin);
   let closed = false;
   return {
@@ -88,7 +98,7 @@ export function threadsBackend(origin: PipelineOrigin, plan: Plan, threads?: num
     close: async () => {
       if (closed) return;
       closed = true;
-      release();
+      release(size, shared);
     },
   };
 }
