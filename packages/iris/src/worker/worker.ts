@@ -236,13 +236,17 @@ export class Worker {
       claimStateDir(stateDir);
     }
     let worker: Worker;
+    let created: Worker | undefined;
     try {
       const id = opts.workerId ?? workerIdFor(stateDir);
       worker = new Worker(opts, stateDir, ownsStateDir, id);
+      created = worker;
       const leftovers = worker.#store.list();
       worker.#leftovers = leftovers.length > 0 ? leftovers : undefined;
     } catch (e) {
+      if (created !== undefined) created.#reaper.close();
       releaseStateDir(stateDir);
+      if (ownsStateDir) fs.rmSync(stateDir, { recursive: true, force: true });
       throw e;
     }
     if (ownsStateDir) {
