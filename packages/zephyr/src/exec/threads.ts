@@ -7,7 +7,8 @@ import { ZephyrError } from "../errors.ts";
 import { originFingerprint } from "../plan/fingerprint.ts";
 import type { Plan } from "../plan/planner.ts";
 import { withRetries } from "./backends.ts";
-import type { Backend } from "./backends.ts";
+import type { Backend, StageHooks } from "./backends.ts";
+import type { TaskResult } from "./task.ts";
 import { reviveError } from "./remoteTask.ts";
 import type { RemoteReply, RemoteTask } from "./remoteTask.ts";
 
@@ -83,17 +84,33 @@ export function threadsBackend(origin: PipelineOrigin, plan: Plan, threads?: num
   const fingerprint = originFingerprint(plan.fingerprint, origin);
   let closed = false;
   return {
-    runStage(stage, specs, hooks) {
-      return Promise.all(
-        specs.map((spec) =>
-          withRetries(spec, stage, hooks, async (s) => {
-            const task: RemoteTask = { origin, fingerprint, spec: s };
-            const reply = (await pool.run(task)) as RemoteReply;
-            if (!reply.ok) throw reviveError(reply.error);
-            return reply.result;
-          }),
-        ),
-      );
+    async runStage(stage, specs, hooks) {
+      // One lane per thread takes shards in order. After a failure no lane starts a shard or a
+      // retry, and the stage rejects only once the shards in flight have ended: a failed run
+      // leaves nothing running that could still commit output or read the scratch directory
+      // the coordinator is about to remove.
+      const results = new Array<TaskResult>(specs.length);
+      let next = 0;
+      let failure: { error: unknown } | undefined;
+      const laneHooks: StageHooks = { ...hooks, isRetryable: (e) => failure === undefined && hooks.isRetryable(e) };
+      const lane = async (): Promise<void> => {
+        while (failure === undefined && next < specs.length) {
+          const k = next++;
+          try {
+            results[k] = await withRetries(specs[k], stage, laneHooks, async (s) => {
+              const task: RemoteTask = { origin, fingerprint, spec: s };
+              const reply = (await pool.run(task)) as RemoteReply;
+              if (!reply.ok) throw reviveError(reply.error);
+              return reply.result;
+            });
+          } catch (error) {
+            failure ??= { error };
+          }
+        }
+      };
+      await Promise.all(Array.from({ length: Math.min(size, specs.length) }, lane));
+      if (failure) throw failure.error;
+      return results;
     },
     close: async () => {
       if (closed) return;
