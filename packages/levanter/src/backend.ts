@@ -146,7 +146,12 @@ export const matMul2d = tf.customGrad((a, b, save) => {
     gradFunc: (dy: tf.Tensor | tf.Tensor[], saved: tf.Tensor[]) => {
       const g = dy as tf.Tensor2D;
       const [sa, sb] = saved as [tf.Tensor2D, tf.Tensor2D];
-      return [tf.matMul(g, sb.transpose()), tf.matMul(sa.transpose(), g)];
+      // dW = aᵀ·dy, or (dyᵀ·a)ᵀ when that transposes fewer elements (a wide `a`, as in an MLP's
+      // down projection): wasm's Transpose is memory-bound.
+      const [m, k] = sa.shape;
+      const n = g.shape[1];
+      const dW = m * k <= m * n + k * n ? tf.matMul(sa.transpose(), g) : tf.matMul(g.transpose(), sa).transpose();
+      return [tf.matMul(g, sb.transpose()), dW];
     },
   };
 }) as (a: tf.Tensor2D, b: tf.Tensor2D) => tf.Tensor2D;
