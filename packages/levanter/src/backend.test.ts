@@ -141,4 +141,26 @@ describe("wasm fixes agree with the cpu backend", () => {
     // The first looked-up row is table row 4, bit for bit.
     expect(r.wasm.rows.slice(0, 12)).toEqual(r.wasm.table.slice(48, 60));
   });
+
+  it("Slice and SplitV read through a heap view and match cpu exactly (any rank, int32 too)", async () => {
+    const r = await onBoth(() =>
+      tf.tidy(() => {
+        const x4 = seeded([3, 6, 5, 4], 8);
+        const x5 = seeded([2, 3, 4, 5, 6], 9);
+        const ints = tf.range(0, 60, 1, "int32").reshape([5, 12]);
+        const parts = [
+          ...tf.split(x4, 3, 1),
+          ...tf.split(x4, [1, 3], 3),
+          ...tf.split(seeded([4, 9], 10), 3, 1),
+          x4.slice([1, 2, 1, 1], [2, 3, 3, 2]),
+          x5.slice([1, 1, 0, 2, 3], [1, 2, 4, 2, 3]),
+          ints.slice([1, 3], [3, 5]),
+          seeded([10], 11).slice([4], [3]),
+        ];
+        return parts.map((t) => ({ shape: t.shape, dtype: t.dtype, v: Array.from(t.dataSync()) }));
+      }),
+    );
+    expect(r.wasm).toEqual(r.cpu);
+    expect(r.cpu[10]!.v).toEqual([15, 16, 17, 18, 19, 27, 28, 29, 30, 31, 39, 40, 41, 42, 43]);
+  });
 });
