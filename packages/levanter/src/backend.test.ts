@@ -163,4 +163,24 @@ describe("wasm fixes agree with the cpu backend", () => {
     expect(r.wasm).toEqual(r.cpu);
     expect(r.cpu[10]!.v).toEqual([15, 16, 17, 18, 19, 27, 28, 29, 30, 31, 39, 40, 41, 42, 43]);
   });
+
+  it("Identity shares the buffer: a clone outlives its source, and nothing leaks", async () => {
+    await tf.setBackend("wasm");
+    const before = tf.memory().numBytes;
+    const a = tf.tensor1d([1, 2, 3]);
+    const c = tf.clone(a);
+    const doubled = c.mul(2);
+    const v = tf.variable(doubled);
+    doubled.dispose();
+    a.dispose();
+    expect(Array.from(c.dataSync())).toEqual([1, 2, 3]);
+    const sum = v.add(c);
+    v.assign(sum);
+    sum.dispose();
+    expect(Array.from(v.dataSync())).toEqual([3, 6, 9]);
+    expect(Array.from(c.dataSync())).toEqual([1, 2, 3]);
+    c.dispose();
+    v.dispose();
+    expect(tf.memory().numBytes).toBe(before);
+  });
 });

@@ -105,6 +105,7 @@ export function parseBackendName(raw: string): BackendName {
 export function installWasmFixes(): void {
   installFastGather();
   installFastSlice();
+  installSharedIdentity();
   if (tf.getKernel("UnsortedSegmentSum", "wasm")) return;
   tf.registerKernel({
     kernelName: "UnsortedSegmentSum",
@@ -162,6 +163,24 @@ function installFastGather(): void {
   };
   tf.unregisterKernel("GatherV2", "wasm");
   tf.registerKernel({ ...orig, kernelFunc, [FAST_GATHER]: true } as tf.KernelConfig);
+}
+
+const SHARED_IDENTITY = Symbol.for("levanter.sharedIdentity");
+
+// wasm's Identity copies its input; autodiff and customGrad run one per saved or passed-through
+// tensor (~170 per small-model step). Sharing the buffer by reference count, as the cpu backend
+// does, is safe because kernels never write to their inputs.
+function installSharedIdentity(): void {
+  const orig = tf.getKernel("Identity", "wasm");
+  if (!orig || (orig as unknown as Record<symbol, boolean>)[SHARED_IDENTITY]) return;
+  const kernelFunc: tf.KernelFunc = (args) => {
+    const { x } = args.inputs as { x: tf.TensorInfo };
+    if (x.dtype === "string") return orig.kernelFunc(args);
+    (args.backend as unknown as { incRef(dataId: object): void }).incRef(x.dataId);
+    return { dataId: x.dataId, shape: x.shape, dtype: x.dtype };
+  };
+  tf.unregisterKernel("Identity", "wasm");
+  tf.registerKernel({ ...orig, kernelFunc, [SHARED_IDENTITY]: true } as tf.KernelConfig);
 }
 
 const FAST_SLICE = Symbol.for("levanter.fastSlice");
