@@ -6,6 +6,7 @@ import { fileURLToPath } from "node:url";
 import type { ControllerOptions } from "../../controller/controller.ts";
 import type { WorkerOptions } from "../../worker/worker.ts";
 import { IRIS_PACKAGE_ROOT } from "../protoGen.ts";
+import { waitFor } from "../../worker/testing/waitFor.ts";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 
@@ -72,16 +73,7 @@ export function startWorkerProcess(opts: WorkerOptions): Promise<ChildHandle> {
 /** Absolute path of the endpoint task program (run it with `node --import tsx` from the package root). */
 export const ENDPOINT_TASK = path.join(here, "endpointTask.ts");
 
-/**
- * Polls `check` until it returns something other than undefined/false; throws after `timeoutMs`.
- * Tests synchronise on conditions, never on sleeps.
- */
-export async function until<T>(what: string, check: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await check();
-    if (v !== undefined && v !== false) return v;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
+/** {@link waitFor} with the longer default deadline that process-level tests need. */
+export function until<T>(what: string, check: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 60_000): Promise<T> {
+  return waitFor(what, check, { timeoutMs, intervalMs: 25 });
 }
