@@ -2,12 +2,15 @@
 // that loads here, for the two reference models of issue 4. One training step = forward, backward
 // (explicit-transpose matMul gradients) and an AdamW update, exactly as trainLm runs it.
 //
+// wasm runs once per thread count (`--threads`, default 1 and the number of cores): levanter's
+// matMul kernel splits products over a worker pool, with the same bits for every count.
+//
 // MFU is model FLOPs (3 × matMul FLOPs per token, see flopsPerToken) per second against a
 // documented constant: the native 2-core SGEMM peak of ~188 GFLOP/s measured on the reference
 // 2-core Zen 4 VM (shared/reference/tfjs-on-node.md §8); the single-threaded wasm backend can use
 // one core, whose native peak is ~100 GFLOP/s (also printed).
 //
-// Usage: pnpm bench levanter/throughput [-- --steps N --backends wasm,cpu --cpu-large]
+// Usage: pnpm bench levanter/throughput [-- --steps N --backends wasm,cpu --threads 1,2 --cpu-large]
 import os from "node:os";
 import {
   AdamW,
@@ -20,6 +23,7 @@ import {
   measureMatMulGflops,
   resolveModelConfig,
   selectBackend,
+  setWasmThreads,
   trainingFlopsPerToken,
   type BackendName,
 } from "@marin/levanter";
@@ -36,6 +40,7 @@ const arg = (name: string) => {
 };
 const backends = (arg("backends")?.split(",") ?? [...BACKEND_NAMES]) as BackendName[];
 const stepsOverride = arg("steps") ? Number(arg("steps")) : undefined;
+const threadCounts = arg("threads")?.split(",").map(Number) ?? [...new Set([1, os.availableParallelism()])];
 
 const models = {
   small: { nLayers: 2, dModel: 128, nHeads: 4, seqLen: 64 },
@@ -45,20 +50,23 @@ const BATCH = 16;
 
 process.env.LEVANTER_LOG ??= "warn";
 console.log(`load average ${os.loadavg().map((l) => l.toFixed(2)).join(" ")} on ${os.cpus().length} cores (${os.cpus()[0]?.model ?? "?"})`);
-console.log("backend  model  params     ms/step  cpu-ms/step  tokens/s  tok/cpu-s  GFLOP/s  MFU(188)  MFU(1 core)  baseline tok/s");
+console.log("backend  threads  model  params     ms/step  cpu-ms/step  tokens/s  tok/cpu-s  GFLOP/s  MFU(188)  MFU(1 core)  baseline tok/s");
 
 for (const backend of backends) {
   try {
-    await selectBackend({ force: backend });
+    await selectBackend({ force: backend, threads: 1 });
   } catch (e) {
     console.log(`${backend.padEnd(8)} skipped: ${(e as Error).message.slice(0, 160)}`);
     continue;
   }
-  // Calibration: on a shared machine, compare this with the unloaded 22.9 GFLOP/s of the reference.
+  // Calibration (one thread): on a shared machine, compare this with the unloaded 22.9 GFLOP/s
+  // that tfjs' own wasm matMul reached on the reference VM.
   if (backend !== "cpu") {
     const g = measureMatMulGflops();
-    console.log(`${backend.padEnd(8)} calibration: matMul [1024,128]·[128,512] ${g.wall.toFixed(1)} GFLOP/s wall, ${g.cpu.toFixed(1)} per CPU-second (reference wasm, unloaded: 22.9)`);
+    console.log(`${backend.padEnd(8)} calibration: 1-thread matMul [1024,128]·[128,512] ${g.wall.toFixed(1)} GFLOP/s wall, ${g.cpu.toFixed(1)} per CPU-second (reference wasm, unloaded: 22.9)`);
   }
+  for (const threads of backend === "wasm" ? threadCounts : [1]) {
+  if (backend === "wasm") setWasmThreads(threads);
   for (const [label, m] of Object.entries(models)) {
     if (backend === "cpu" && label === "large" && !args.includes("--cpu-large")) {
       console.log(`${backend.padEnd(8)} ${label.padEnd(6)} skipped: minutes per step on the pure-JS backend (pass --cpu-large)`);
@@ -91,6 +99,7 @@ for (const backend of backends) {
     console.log(
       [
         backend.padEnd(8),
+        String(threads).padStart(7),
         label.padEnd(6),
         String(model.parameterCount()).padStart(9),
         ms.toFixed(0).padStart(9),
@@ -105,5 +114,6 @@ for (const backend of backends) {
     );
     model.dispose();
     opt.dispose();
+  }
   }
 }

@@ -3,6 +3,8 @@
 import * as tf from "@tensorflow/tfjs";
 import { LevanterError } from "./errors.ts";
 import { log } from "./internal/log.ts";
+import os from "node:os";
+import { installFastBatchMatMul, setWasmThreads, wasmThreads } from "./kernels/batchMatMul.ts";
 
 /** The backends levanter knows, in the order {@link selectBackend} tries them. */
 export const BACKEND_NAMES = ["tensorflow-gpu", "tensorflow", "wasm", "cpu"] as const;
@@ -16,12 +18,20 @@ export interface BackendSelection {
   /** tfjs' own name for the active backend (`tf.getBackend()`). */
   tfBackend: string;
   skipped: { name: BackendName; reason: string }[];
+  /** Threads running the wasm backend's matrix products (1 on other backends). */
+  threads: number;
 }
 
 /** Options for {@link selectBackend}. */
 export interface SelectBackendOptions {
   /** Force one backend; defaults to `LEVANTER_BACKEND` from the environment, else automatic. */
   force?: BackendName;
+  /**
+   * Threads for the wasm backend's matrix products: defaults to `LEVANTER_THREADS`, else the
+   * number of cores. 1 keeps everything on the calling thread. Results are bitwise identical for
+   * every value. Ignored by the other backends.
+   */
+  threads?: number;
 }
 
 // Specifiers live in variables so tsc needs no types for packages that may be absent.
@@ -38,10 +48,13 @@ async function tryNative(specifier: string): Promise<void> {
   if (!(await tf.setBackend("tensorflow"))) throw new Error(`the "tensorflow" backend failed to initialise`);
 }
 
+let requestedThreads = 1;
+
 async function tryWasm(): Promise<void> {
   await import("@tensorflow/tfjs-backend-wasm"); // registers the "wasm" factory (tfjs' only way)
   if (!(await tf.setBackend("wasm"))) throw new Error(`the "wasm" backend failed to initialise`);
   installWasmFixes();
+  setWasmThreads(requestedThreads);
 }
 
 async function tryCpu(): Promise<void> {
@@ -73,13 +86,16 @@ export async function selectBackend(opts: SelectBackendOptions = {}): Promise<Ba
   tf.env().set("PROD", true);
   const envForce = process.env.LEVANTER_BACKEND?.trim();
   const force = opts.force ?? (envForce ? parseBackendName(envForce) : undefined);
+  const envThreads = process.env.LEVANTER_THREADS?.trim();
+  requestedThreads = opts.threads ?? (envThreads ? parseThreads(envThreads) : os.availableParallelism());
   const skipped: BackendSelection["skipped"] = [];
   for (const name of BACKEND_NAMES) {
     if (force && name !== force) continue;
     try {
       await attempts[name]();
-      const selection = { name, tfBackend: tf.getBackend(), skipped };
-      log("info", "backend selected", { backend: name, forced: force !== undefined, skipped });
+      const threads = name === "wasm" ? wasmThreads() : 1;
+      const selection = { name, tfBackend: tf.getBackend(), skipped, threads };
+      log("info", "backend selected", { backend: name, forced: force !== undefined, threads, skipped });
       return selection;
     } catch (e) {
       if (force) {
@@ -97,6 +113,12 @@ export function parseBackendName(raw: string): BackendName {
   throw new LevanterError("INVALID_CONFIG", `LEVANTER_BACKEND: expected one of ${BACKEND_NAMES.join(" | ")}, got "${raw}"`);
 }
 
+function parseThreads(raw: string): number {
+  const n = Number(raw);
+  if (Number.isInteger(n) && n >= 1 && n <= 256) return n;
+  throw new LevanterError("INVALID_CONFIG", `LEVANTER_THREADS: expected an integer from 1 to 256, got "${raw}"`);
+}
+
 /**
  * Registers what the wasm backend lacks: a JS `UnsortedSegmentSum` kernel, so that `tf.gather`
  * (embedding lookups) has a gradient. Idempotent. The other two wasm fixes are ops the model uses
@@ -106,6 +128,7 @@ export function installWasmFixes(): void {
   installFastGather();
   installFastSlice();
   installSharedIdentity();
+  installFastBatchMatMul();
   if (tf.getKernel("UnsortedSegmentSum", "wasm")) return;
   tf.registerKernel({
     kernelName: "UnsortedSegmentSum",
