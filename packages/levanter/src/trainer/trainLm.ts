@@ -78,7 +78,7 @@ export interface TrainLmResult {
 export async function trainLm(input: TrainLmConfig | TrainLmConfigInput, options: TrainLmOptions = {}): Promise<TrainLmResult> {
   const config = parseTrainLmConfig(input);
   const { trainer: tc, data: dc } = config;
-  const backend = await selectBackend(tc.backend ? { force: tc.backend } : {});
+  const backend = await selectBackend({ ...(tc.backend ? { force: tc.backend } : {}), ...(tc.threads ? { threads: tc.threads } : {}) });
   const reader = await TokenCacheReader.open(dc.trainCache);
   const validation = dc.validationCache ? await TokenCacheReader.open(dc.validationCache) : undefined;
   const readers = [reader, ...(validation ? [validation] : [])];

@@ -49,6 +49,8 @@ export const TrainerConfigSchema = z
     crashOnNonFinite: z.boolean().default(true),
     /** Force a backend (else `LEVANTER_BACKEND`, else automatic). */
     backend: z.enum(BACKEND_NAMES).optional(),
+    /** Threads for wasm's matrix products (else `LEVANTER_THREADS`, else the core count); same bits for any value. */
+    threads: z.number().int().min(1).max(256).optional(),
     /** Peak FLOP/s MFU is measured against; default: the measured 2-core native SGEMM peak. */
     peakFlops: z.number().positive().default(188e9),
   })
