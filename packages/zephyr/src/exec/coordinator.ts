@@ -17,6 +17,7 @@ import { clearPreviousOutputs, commonDir, readCommitted, removeStaleTemps, shard
 import type { CommittedShard } from "./commit.ts";
 import { JOIN_LEFT_TAG, JOIN_RIGHT_TAG, releaseMemoryScatter, releaseMemoryScattersUnder } from "./exchange.ts";
 import type { ScatterRef } from "./exchange.ts";
+import { jsonPassthrough } from "./outputs.ts";
 import type { OutputResult, ShardOutputSpec } from "./outputs.ts";
 import { StageProgress } from "./progress.ts";
 import { checkSinkOptions } from "./runOptions.ts";
@@ -354,7 +355,8 @@ function shardOutput(stage: Stage, i: number, n: number, scratch: string, sink: 
       const shuffle = consumer.input.kind === "shuffle" ? consumer.input : undefined;
       // Inline, the reducer runs in this thread: deduplicate and groupBy hold their exchange in memory while it fits the budget.
       const memory = backend === "inline" && shuffle ? (shuffle.mode === "dedup" ? "dedup" : "group") : undefined;
-      return { kind: "scatter", dir: path.join(scratch, tag), partitions: shards[consumer.id], tag: tagByte, localDedup: shuffle?.mode === "dedup", memory };
+      const values = jsonPassthrough(consumer, sink.kind, backend) ? "json" : undefined;
+      return { kind: "scatter", dir: path.join(scratch, tag), partitions: shards[consumer.id], tag: tagByte, localDedup: shuffle?.mode === "dedup", memory, ...(values ? { values } : {}) };
     }
     case "sink":
       switch (sink.kind) {
@@ -364,6 +366,7 @@ function shardOutput(stage: Stage, i: number, n: number, scratch: string, sink: 
         case "count":
           return { kind: "count" };
         case "jsonl":
+          return { kind: "jsonl", path: finalPaths[i], fingerprint, ...(jsonPassthrough(stage, sink.kind, backend) ? { encoded: true } : {}) };
         case "parquet":
           return { kind: sink.kind, path: finalPaths[i], fingerprint };
         case "tokenCache":

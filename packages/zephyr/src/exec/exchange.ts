@@ -45,7 +45,8 @@ function localDedupKeys(budget: number): number {
  * before it is serialised: the reducer keeps the first of each key anyway, so this only saves
  * shuffle volume. With `memory` (the reducer runs in this thread), records are held in a hash
  * table per partition while the thread's held outputs stay under `budget`; past it, this shard
- * spills what it holds and continues on the spill path.
+ * spills what it holds and continues on the spill path. With `values: "json"` records are spilled
+ * as JSON text (a deduplicate feeding a JSONL sink: the reducer passes the text through).
  */
 export async function openScatter(
   dir: string,
@@ -56,9 +57,10 @@ export async function openScatter(
   where: StageWhere,
   localDedup = false,
   memory?: MemoryShuffleMode,
+  values?: "json",
 ): Promise<ScatterOutput> {
   // Deduplicate's reducer hashes (or sorts) its partition itself: its runs stay in arrival order.
-  const w = await ShuffleWriter.create({ dir, numPartitions: partitions, memoryBudgetBytes: Math.max(4096, budget), tag, sort: !localDedup, name: `m${String(where.shard).padStart(5, "0")}` });
+  const w = await ShuffleWriter.create({ dir, numPartitions: partitions, memoryBudgetBytes: Math.max(4096, budget), tag, sort: !localDedup, name: `m${String(where.shard).padStart(5, "0")}`, values: values ?? "msgpack" });
   let mem = memory === undefined ? undefined : new MemoryScatter(memory, partitions, budget, await loadKeyHasher(), dir, tag);
   let seen = 0;
   let sent = new Set<unknown>();

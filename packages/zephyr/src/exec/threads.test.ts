@@ -1,9 +1,11 @@
 import { existsSync } from "node:fs";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { gunzipSync } from "node:zlib";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { ZephyrError } from "../errors.ts";
+import { dedupDocs } from "../fixtures/dedupPipeline.ts";
 import { failFast } from "../fixtures/failFastPipeline.ts";
 import { numbers } from "../fixtures/numbersPipeline.ts";
 import { closeThreadPool, setThreadPoolIdleMs, threadPoolThreads } from "./threads.ts";
@@ -58,3 +60,25 @@ describe("the shared thread pool", () => {
     }
   });
 });
+
+describe("deduplicate into a JSONL sink", () => {
+  it("writes, through the JSON pass-through, exactly the files the inline backend writes", async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), "zephyr-passthrough-"));
+    try {
+      const inline = await dedupDocs({ n: 3000, shards: 3 }).writeJsonl(path.join(dir, "inline", "part-{shard}.jsonl.gz"), { backend: "inline" });
+      const threads = await dedupDocs({ n: 3000, shards: 3 }).writeJsonl(path.join(dir, "threads", "part-{shard}.jsonl.gz"), { threads: 2 });
+      expect(threads.counts).toEqual(inline.counts);
+      expect(threads.counts.reduce((a, b) => a + b, 0)).toBe(1000);
+      for (const [i, p] of threads.paths.entries()) {
+        const got = gunzipSync(await readFile(p)).toString("utf8");
+        expect(got).toBe(gunzipSync(await readFile(inline.paths[i])).toString("utf8"));
+      }
+      const first = JSON.parse(gunzipSync(await readFile(threads.paths[0])).toString("utf8").split("\n")[0]) as Record<string, unknown>;
+      expect(Object.keys(first).sort()).toEqual(["at", "id", "tags", "text"]);
+      expect(first.tags).toEqual({});
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+

@@ -154,6 +154,26 @@ export class JsonlWriter {
     }
   }
 
+  /**
+   * Appends records that are already JSON text, as UTF-8 bytes (one record each, no newline), in
+   * order; the bytes go to the codec as they are.
+   */
+  async writeEncoded(lines: readonly Uint8Array[]): Promise<void> {
+    this.checkOpen();
+    await this.flush();
+    let bytes = 0;
+    for (const l of lines) bytes += l.length + 1;
+    const chunk = Buffer.allocUnsafe(bytes);
+    let at = 0;
+    for (const l of lines) {
+      chunk.set(l, at);
+      at += l.length;
+      chunk[at++] = 0x0a;
+    }
+    this.count += lines.length;
+    await this.writeChunk(chunk);
+  }
+
   /** Flushes, ends the codec and the file, and reports what was written. */
   async close(): Promise<WriteResult> {
     this.checkOpen();
@@ -198,6 +218,10 @@ export class JsonlWriter {
     if (this.buffer.length === 0) return;
     const chunk = this.buffer;
     this.buffer = "";
+    await this.writeChunk(chunk);
+  }
+
+  private async writeChunk(chunk: string | Buffer): Promise<void> {
     if (!this.out.input.write(chunk)) {
       try {
         await once(this.out.input, "drain");

@@ -339,4 +339,53 @@ describe("shuffle", () => {
       ["b", [3]],
     ]);
   });
+
+  it("deduplicates arrival-order runs in memory by hash without merging keys whose hashes collide", async () => {
+    const dir = await freshDir();
+    const frame = (key: unknown, value: unknown): Buffer => {
+      const k = Buffer.from(encodeKey(key));
+      const v = Buffer.from(pack(value));
+      const head = Buffer.alloc(FRAME_HEADER_BYTES);
+      head.writeUInt32LE(FRAME_HEADER_BYTES - 4 + k.length + v.length, 0);
+      head.writeDoubleLE(7, 4); // every key has the same sort hash
+      head[12] = 0;
+      head.writeUInt32LE(k.length, 13);
+      return Buffer.concat([head, k, v]);
+    };
+    const runs: SpillRun[] = [];
+    for (const [i, frames] of [[frame("a", 1), frame("b", 2), frame("a", 3)], [frame("c", 4), frame("b", 5), frame("c", 6), frame("d", 7)]].entries()) {
+      const bytes = Buffer.concat(frames);
+      const runPath = path.join(dir, `arrival-${i}.spill`);
+      await writeFile(runPath, bytes);
+      runs.push({ path: runPath, offsets: [0, bytes.length], counts: [frames.length], sorted: false });
+    }
+    expect([...dedupPartition<number>(runs, 0, mergeOpts(dir, 32))]).toEqual([1, 2, 4, 7]);
+  });
+
+  it("spills values as JSON text for a JSONL sink, and refuses records without a JSON form", async () => {
+    const dir = await freshDir();
+    const when = new Date(Date.UTC(2026, 10, 30));
+    const records = [
+      { id: 1, text: "naïve ＡＢＣ", at: when, nested: [1, { x: null }] },
+      { id: 2, text: "dup" },
+      { id: 3, text: "naïve ＡＢＣ" },
+      { id: 4, text: "ok", gone: undefined, map: new Map([["k", 1]]) },
+    ];
+    const w = await ShuffleWriter.create({ dir, numPartitions: 2, sort: false, values: "json" });
+    for (const r of records) w.add(r.text, r);
+    const runs = w.close().runs;
+    expect(runs.every((r) => r.values === "json")).toBe(true);
+    const got: string[] = [];
+    for (let p = 0; p < 2; p++) for (const b of dedupPartition<Uint8Array>(runs, p, mergeOpts(dir, 32))) got.push(Buffer.from(b).toString("utf8"));
+    // The text is JSON.stringify of the record, as the inline backend writes it (a Map has no
+    // JSON members), first record of each key.
+    expect(got.sort()).toEqual([records[0], records[1], records[3]].map((r) => JSON.stringify(r)).sort());
+    const bad = await ShuffleWriter.create({ dir, numPartitions: 1, values: "json" });
+    expect(() => bad.add("k", { n: 1n })).toThrow(expect.objectContaining({ code: "BAD_RECORD" }));
+    expect(() => bad.add("k", undefined)).toThrow(/no JSON form/);
+    await expect(ShuffleWriter.create({ dir, numPartitions: 1, values: "xml" as "json" })).rejects.toThrow(/shuffle.values/);
+    // Runs of one partition must agree on their encoding.
+    const mixed = await scatter([{ k: "z", v: 1 }], { dir: await freshDir(), mappers: 1, partitions: 2, budget: 1 << 20, sort: false });
+    expect(() => [...dedupPartition([...runs, ...mixed], 0, mergeOpts(dir, 32))]).toThrow(/mix msgpack and JSON/);
+  });
 });

@@ -33,15 +33,39 @@ export interface ShuffleGroup<V> {
 }
 
 /** Walks a merge group by group; `values` of the current group pull from the merge lazily. */
+/** Decodes the value bytes `buf[start, end)` of a frame. */
+type ValueDecoder = (buf: Buffer, start: number, end: number) => unknown;
+
+const unpackValue: ValueDecoder = (buf, start, end) => {
+  // A range of the block, not a subarray: msgpackr caches its DataView on the block buffer.
+  range.start = start;
+  range.end = end;
+  return values.unpack(buf, range);
+};
+/**
+ * JSON runs hand their UTF-8 text through (to a JSONL sink) undecoded, as a view of the block it
+ * was read into (each view keeps its block alive; dedup's blocks are whole segments, read once).
+ */
+const jsonText: ValueDecoder = (buf, start, end) => buf.subarray(start, end);
+
+/** The decoder for `runs`: they must agree on their value encoding. */
+function decoderOf(runs: readonly SpillRun[]): ValueDecoder {
+  const json = runs.filter((r) => r.values === "json").length;
+  if (json !== 0 && json !== runs.length) throw new ZephyrError("INTERNAL", "shuffle: runs of one partition mix msgpack and JSON values");
+  return json > 0 ? jsonText : unpackValue;
+}
+
 class GroupWalker {
   private readonly merge: ExternalMerge;
+  private readonly decode: ValueDecoder;
   private cur: FrameCursor | undefined;
   private groupKey: Buffer = Buffer.alloc(0);
   private groupHash = 0;
   private generation = 0;
 
-  constructor(merge: ExternalMerge) {
+  constructor(merge: ExternalMerge, decode: ValueDecoder) {
     this.merge = merge;
+    this.decode = decode;
     this.cur = merge.next();
   }
 
@@ -79,10 +103,7 @@ class GroupWalker {
   /** Decodes the current record and moves on. Only valid while {@link inGroup}. */
   take<V>(): V {
     const c = this.cur as FrameCursor;
-    // A range of the block, not a subarray: msgpackr caches its DataView on the block buffer.
-    range.start = c.keyEnd;
-    range.end = c.frameEnd;
-    const v = values.unpack(c.buf, range) as V;
+    const v = this.decode(c.buf, c.keyEnd, c.frameEnd) as V;
     this.cur = this.merge.next();
     return v;
   }
@@ -192,7 +213,7 @@ function* walk<T>(runs: readonly SpillRun[], partition: number, options: MergeOp
     }
     const merge = new ExternalMerge(segments, options);
     try {
-      const walker = new GroupWalker(merge);
+      const walker = new GroupWalker(merge, decoderOf(runs));
       while (walker.nextGroup()) yield* body(walker);
     } finally {
       merge.close();
@@ -206,20 +227,33 @@ function* walk<T>(runs: readonly SpillRun[], partition: number, options: MergeOp
  * Exact deduplication of a partition that fits the budget: every segment read whole, in run order,
  * the first frame of each key bytes kept. Yields in first-seen order.
  */
-function* dedupInMemory<V>(segments: readonly SpillSegment[]): Generator<V, void, undefined> {
-  const seen = new Set<string>();
-  const r = { start: 0, end: 0 };
+function* dedupInMemory<V>(segments: readonly SpillSegment[], decode: ValueDecoder): Generator<V, void, undefined> {
+  // Keys are looked up by their 53-bit sort hash (no string per record): the first key seen with
+  // a hash is remembered by where its bytes are (segment · 2^32 + offset); any other key with the
+  // same hash goes to a by-bytes set, so a hash collision never drops a distinct key.
+  const firstByHash = new Map<number, number>();
+  const bufs: Buffer[] = [];
+  let collided: Set<string> | undefined;
+  const keyAt = (where: number): string => {
+    const b = bufs[Math.floor(where / 2 ** 32)];
+    const start = where % 2 ** 32;
+    return b.toString("latin1", start + FRAME_HEADER_BYTES, start + FRAME_HEADER_BYTES + b.readUInt32LE(start + 13));
+  };
   for (const seg of segments) {
     const buf = readSegment(seg);
+    const base = bufs.length * 2 ** 32;
+    bufs.push(buf);
     for (const at of frameStarts(buf, seg.path)) {
-      const keyStart = at + FRAME_HEADER_BYTES;
-      const keyEnd = keyStart + buf.readUInt32LE(at + 13);
-      const key = buf.toString("latin1", keyStart, keyEnd);
-      if (seen.has(key)) continue;
-      seen.add(key);
-      r.start = keyEnd;
-      r.end = at + 4 + buf.readUInt32LE(at);
-      yield values.unpack(buf, r) as V;
+      const hash = buf.readDoubleLE(at + 4);
+      const first = firstByHash.get(hash);
+      if (first === undefined) firstByHash.set(hash, base + at);
+      else {
+        const key = keyAt(base + at);
+        collided ??= new Set();
+        if (key === keyAt(first) || collided.has(key)) continue;
+        collided.add(key);
+      }
+      yield decode(buf, at + FRAME_HEADER_BYTES + buf.readUInt32LE(at + 13), at + 4 + buf.readUInt32LE(at)) as V;
     }
   }
 }
@@ -248,7 +282,7 @@ export function* dedupPartition<V>(runs: readonly SpillRun[], partition: number,
     const segments = segmentsOf(runs, partition);
     const bytes = segments.reduce((a, s) => a + s.end - s.start, 0);
     if (bytes <= (options.memoryBudgetBytes ?? DEFAULT_MERGE_MEMORY_BYTES)) {
-      yield* dedupInMemory<V>(segments);
+      yield* dedupInMemory<V>(segments, decoderOf(runs));
       return;
     }
   }

@@ -4,7 +4,9 @@
 // run's descriptor records where each partition's frames start, so a reducer reads only its own
 // byte range. Frame layout (little-endian):
 //
-//   u32 bodyLength | f64 sortHash | u8 tag | u32 keyLength | key bytes | value bytes (msgpack)
+//   u32 bodyLength | f64 sortHash | u8 tag | u32 keyLength | key bytes | value bytes
+//
+// Value bytes are msgpack, or UTF-8 JSON text in a run marked `values: "json"`.
 //
 // `sortHash` is the top 53 bits of the key's XXH64, exact as a double, so comparisons are one
 // float compare in the common case; key bytes (canonical msgpack) break ties, so equal keys are
@@ -31,6 +33,11 @@ export interface SpillRun {
    * with `sort: false`, for deduplicate): readers hash them in memory, or sort them before merging.
    */
   readonly sorted?: boolean;
+  /**
+   * `"json"`: values are UTF-8 JSON text (a deduplicate feeding a JSONL sink directly, whose
+   * reducer hands the text through without decoding it); otherwise msgpack.
+   */
+  readonly values?: "json";
 }
 
 /** A byte range of a run file holding frames of one partition, in sorted order. */
