@@ -148,6 +148,11 @@ const CHUNK_BYTES = 1 << 16;
 /** Compressed bytes read ahead, and decompressed bytes buffered ahead of the parser. */
 const READ_AHEAD_BYTES = 1 << 18;
 const INFLATE_AHEAD_BYTES = 1 << 20;
+/**
+ * Uncompressed bytes a writer may queue ahead of the gzip codec (on libuv's thread pool) before it
+ * waits: with Node's 16 KiB default, every batch of records waited for its own compression.
+ */
+const DEFLATE_AHEAD_BYTES = 4 << 20;
 // zlib streams pass stream options on to Transform; @types/node's ZlibOptions omits them.
 const INFLATE_OPTIONS: ZlibOptions & { highWaterMark: number } = { chunkSize: CHUNK_BYTES, highWaterMark: INFLATE_AHEAD_BYTES };
 
@@ -205,7 +210,7 @@ export function openCompressed(filePath: string, options: CompressOptions = {}):
       file.destroy();
       throw new ZephyrError("INVALID_ARGUMENT", `gzip level: expected an integer in 0..9, got ${level}`);
     }
-    codec = createGzip({ level, chunkSize: CHUNK_BYTES, memLevel: zlibConstants.Z_DEFAULT_MEMLEVEL });
+    codec = createGzip({ level, chunkSize: CHUNK_BYTES, memLevel: zlibConstants.Z_DEFAULT_MEMLEVEL, writableHighWaterMark: DEFLATE_AHEAD_BYTES } as ZlibOptions);
   } else {
     const level = options.level ?? DEFAULT_ZSTD_LEVEL;
     if (!Number.isInteger(level) || level < -7 || level > 22) {
