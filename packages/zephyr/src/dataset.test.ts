@@ -1,5 +1,5 @@
 import { existsSync } from "node:fs";
-import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm, utimes, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { gzipSync } from "node:zlib";
@@ -248,6 +248,28 @@ describe("skipExisting", () => {
     expect(again.stats.stages[0].skipped).toBe(1);
     expect(await readFile(again.paths[1], "utf8")).toBe("3\n4\n");
     expect(again.counts).toEqual([2, 2]);
+    // Same size, other content (a later modification time): also rewritten.
+    await writeFile(again.paths[0], "7\n8\n");
+    await utimes(again.paths[0], new Date(), new Date(Date.now() + 10_000)); // even where mtimes are coarse
+    const third = await fromList([1, 2, 3, 4], { shards: 2 }).writeJsonl(pattern, { ...inline, skipExisting: true });
+    expect(third.stats.stages[0].skipped).toBe(1);
+    expect(await readFile(third.paths[0], "utf8")).toBe("1\n2\n");
+  });
+
+  it("a plain plan whose function changed does not adopt the shards the old function wrote", async () => {
+    const pattern = path.join(dir, "fn", "part-{shard}.jsonl");
+    await fromList([1, 2, 3, 4], { shards: 2 })
+      .map((x) => x * 2)
+      .writeJsonl(pattern, inline);
+    const changed = await fromList([1, 2, 3, 4], { shards: 2 })
+      .map((x) => x * 3)
+      .writeJsonl(pattern, { ...inline, skipExisting: true });
+    expect(changed.stats.stages[0].skipped).toBe(0);
+    expect(await readFile(changed.paths[0], "utf8")).toBe("3\n6\n");
+    const same = await fromList([1, 2, 3, 4], { shards: 2 })
+      .map((x) => x * 3)
+      .writeJsonl(pattern, { ...inline, skipExisting: true });
+    expect(same.stats.stages).toEqual([]);
   });
 });
 

@@ -64,29 +64,30 @@ export async function commitFile(tmpPath: string, finalPath: string, count: numb
     outcome = "already";
   }
   await unlink(tmpPath).catch(() => undefined);
-  const bytes = (await stat(finalPath)).size;
+  const st = await stat(finalPath);
   if (outcome === "committed" || !(await readCommitted(finalPath, fingerprint))) {
-    await writeAtomic(markerPath(finalPath), JSON.stringify({ path: finalPath, count, bytes, fingerprint }));
+    await writeAtomic(markerPath(finalPath), JSON.stringify({ path: finalPath, count, bytes: st.size, mtimeMs: st.mtimeMs, fingerprint }));
   }
   return outcome;
 }
 
 /** Records `finalPath` (already in place, committed by another writer) as a committed shard of `count` records made by the run `fingerprint`. */
 export async function writeCommitMarker(finalPath: string, count: number, fingerprint: string): Promise<void> {
-  const bytes = (await stat(finalPath)).size;
-  await writeAtomic(markerPath(finalPath), JSON.stringify({ path: finalPath, count, bytes, fingerprint }));
+  const st = await stat(finalPath);
+  await writeAtomic(markerPath(finalPath), JSON.stringify({ path: finalPath, count, bytes: st.size, mtimeMs: st.mtimeMs, fingerprint }));
 }
 
 /**
  * The committed shard at `finalPath`, or `undefined` if there is none, it does not match its
- * marker's size, or (when `fingerprint` is given) another plan made it: `skipExisting` must never
- * take a different pipeline's output for this one's.
+ * marker's size and modification time (a file edited or replaced since), or (when `fingerprint`
+ * is given) another plan made it: `skipExisting` must never take a different pipeline's output
+ * for this one's.
  */
 export async function readCommitted(finalPath: string, fingerprint?: string): Promise<CommittedShard | undefined> {
   try {
-    const marker = JSON.parse(await readFile(markerPath(finalPath), "utf8")) as CommittedShard & { fingerprint?: unknown };
-    const size = (await stat(finalPath)).size;
-    if (size !== marker.bytes || typeof marker.count !== "number") return undefined;
+    const marker = JSON.parse(await readFile(markerPath(finalPath), "utf8")) as CommittedShard & { fingerprint?: unknown; mtimeMs?: unknown };
+    const st = await stat(finalPath);
+    if (st.size !== marker.bytes || st.mtimeMs !== marker.mtimeMs || typeof marker.count !== "number") return undefined;
     if (fingerprint !== undefined && marker.fingerprint !== fingerprint) return undefined;
     return { path: finalPath, count: marker.count, bytes: marker.bytes };
   } catch {

@@ -7,7 +7,7 @@ import type { Dataset } from "../dataset.ts";
 import { ZephyrError } from "../errors.ts";
 import { expandGlob } from "../io/files.ts";
 import type { Plan, Stage } from "../plan/planner.ts";
-import { originFingerprint } from "../plan/fingerprint.ts";
+import { originFingerprint, planFingerprint } from "../plan/fingerprint.ts";
 import { planStages } from "../plan/planner.ts";
 import { chooseBackend } from "./backends.ts";
 import type { Backend, BackendName, IrisBackendOptions } from "./backends.ts";
@@ -204,8 +204,8 @@ export async function runPlan(ds: Dataset<unknown>, sink: SinkSpec, options: Run
 
   const plan = planStages(ds.logical);
   // What outputs are tied to: for a pipeline also its module's text and arguments, which reach
-  // closures the plan's own fingerprint cannot see.
-  const fingerprint = ds.origin ? originFingerprint(plan.fingerprint, ds.origin) : plan.fingerprint;
+  // closures the plan's own fingerprint cannot see; for a plain plan, its functions' text.
+  const fingerprint = ds.origin ? originFingerprint(plan.fingerprint, ds.origin) : planFingerprint(plan.stages, { functionBodies: true });
   const { shards, paths } = await resolveShardCounts(plan);
   const last = plan.stages[plan.stages.length - 1];
   const sinkShards = shards[last.id];

@@ -6,20 +6,21 @@ import { fileURLToPath } from "node:url";
 import { pack } from "msgpackr";
 import type { Stage } from "./planner.ts";
 
-function describe(value: unknown, hash: (v: unknown) => string): unknown {
-  // Not the function's text: transpilers (tsx, vitest) print the same source differently, so text
-  // would differ between a coordinator and its workers. Function bodies are covered by the hash of
-  // the pipeline's module file instead (see originFingerprint).
-  if (typeof value === "function") return `fn/${value.length}`;
+function describe(value: unknown, hash: (v: unknown) => string, bodies: boolean): unknown {
+  // By default not the function's text: transpilers (tsx, vitest) print the same source
+  // differently, so text would differ between a coordinator and its workers. A pipeline's function
+  // bodies are covered by the hash of its module file instead (see originFingerprint); a plain
+  // plan, which runs in one process, hashes the text (see planFingerprint).
+  if (typeof value === "function") return bodies ? `fn/${value.length}/${createHash("sha256").update(value.toString()).digest("hex")}` : `fn/${value.length}`;
   if (typeof value === "bigint") return `bigint:${value.toString()}`;
-  if (Array.isArray(value)) return value.map((v) => describe(v, hash));
+  if (Array.isArray(value)) return value.map((v) => describe(v, hash, bodies));
   if (value !== null && typeof value === "object") {
     if (Symbol.asyncIterator in value || (Symbol.iterator in value && !Array.isArray(value))) return "iterable";
     const out: Record<string, unknown> = {};
     for (const k of Object.keys(value).sort()) {
       const v = (value as Record<string, unknown>)[k];
       // The items of an in-memory source go in by content hash, not verbatim.
-      out[k] = k === "items" && Array.isArray(v) ? `items:${v.length}:${hash(v)}` : describe(v, hash);
+      out[k] = k === "items" && Array.isArray(v) ? `items:${v.length}:${hash(v)}` : describe(v, hash, bodies);
     }
     return out;
   }
@@ -36,9 +37,15 @@ function hashItems(items: unknown): string {
   return createHash("sha256").update(bytes).digest("hex");
 }
 
-/** SHA-256 over the stages' inputs, operations (kinds, parameters, function arity) and outputs. */
-export function planFingerprint(stages: readonly Stage[]): string {
-  const text = JSON.stringify(describe(stages.map((s) => ({ input: s.input, ops: s.ops, output: s.output })), hashItems));
+/**
+ * SHA-256 over the stages' inputs, operations (kinds, parameters, function arity) and outputs.
+ * With `functionBodies`, also the source text of every function (for plans that are not
+ * `definePipeline`s: their outputs' commit markers then change when a function is edited, so
+ * `skipExisting` does not keep shards an older version of the code wrote). Values a function
+ * captures from its scope are not seen.
+ */
+export function planFingerprint(stages: readonly Stage[], options: { functionBodies?: boolean } = {}): string {
+  const text = JSON.stringify(describe(stages.map((s) => ({ input: s.input, ops: s.ops, output: s.output })), hashItems, options.functionBodies ?? false));
   return createHash("sha256").update(text).digest("hex");
 }
 
