@@ -1,5 +1,5 @@
 import { existsSync, readdirSync } from "node:fs";
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm, utimes, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { gunzipSync } from "node:zlib";
@@ -62,16 +62,20 @@ describe("outputs on the threads backend", () => {
   it("skipExisting reruns only the shards that are not committed", async () => {
     const pattern = path.join(dir, "nums-{shard}.jsonl");
     const first = await numbers({ n: 300, shards: 3 }).writeJsonl(pattern, { threads: 2 });
-    // Lose one shard; rewrite another in place with the same bytes (still committed).
+    // Lose one shard; rewrite another in place (a later modification time: no longer taken as
+    // committed, even with the same bytes, since a same-size edit looks the same).
     await rm(first.paths[1]);
     const before = await readFile(first.paths[0], "utf8");
-    await writeFile(first.paths[2], await readFile(first.paths[2], "utf8"));
+    const third = await readFile(first.paths[2], "utf8");
+    await writeFile(first.paths[2], third);
+    await utimes(first.paths[2], new Date(), new Date(Date.now() + 10_000));
     const again = await numbers({ n: 300, shards: 3 }).writeJsonl(pattern, { threads: 2, skipExisting: true });
     expect(again.paths).toEqual(first.paths);
     expect(again.counts).toEqual(first.counts);
-    expect(again.stats.stages[0].skipped).toBe(2);
+    expect(again.stats.stages[0].skipped).toBe(1);
     expect(await readFile(first.paths[0], "utf8")).toBe(before);
     expect(existsSync(first.paths[1])).toBe(true);
+    expect(await readFile(first.paths[2], "utf8")).toBe(third);
   });
 
   it("a worker whose rebuilt plan differs refuses to run", async () => {
