@@ -2,7 +2,6 @@
 import os from "node:os";
 import { ZephyrError } from "./errors.ts";
 import type { BadRecordPolicy } from "./io/jsonl.ts";
-import { runPlan } from "./exec/coordinator.ts";
 import type { RunOptions, RunStats, WriteOptions, WriteResult, TokenCacheOptions } from "./exec/coordinator.ts";
 import { isColumnFilter } from "./plan/columnFilter.ts";
 import type { ColumnFilter } from "./plan/columnFilter.ts";
@@ -232,6 +231,16 @@ export class Dataset<T> {
   async writeTokenCache(dir: string, options: TokenCacheOptions = {}): Promise<WriteResult> {
     return (await runPlan(this, { kind: "tokenCache", dir }, options)).value as WriteResult;
   }
+}
+
+/**
+ * The executor, loaded when a sink first runs: worker threads and iris tasks import a pipeline's
+ * module (and so this one) only to rebuild its plan, and the coordinator's dependencies (option
+ * schemas, the thread pool, progress bars) would add about a third to their start-up.
+ */
+async function runPlan(...args: Parameters<typeof import("./exec/coordinator.ts").runPlan>): ReturnType<typeof import("./exec/coordinator.ts").runPlan> {
+  const { runPlan: run } = await import("./exec/coordinator.ts");
+  return run(...args);
 }
 
 /** Number of CPU cores, the default shard count of small in-memory sources. */
