@@ -72,6 +72,18 @@ const layoutArb = fc.record({
   maxFanIn: fc.constantFrom(2, 3, 32),
 });
 
+/** One spill frame written by hand (tag 0), with a chosen sort hash. */
+function handFrame(key: unknown, value: unknown, sortHash: number): Buffer {
+  const k = Buffer.from(encodeKey(key));
+  const v = Buffer.from(pack(value));
+  const head = Buffer.alloc(FRAME_HEADER_BYTES);
+  head.writeUInt32LE(FRAME_HEADER_BYTES - 4 + k.length + v.length, 0);
+  head.writeDoubleLE(sortHash, 4);
+  head[12] = 0;
+  head.writeUInt32LE(k.length, 13);
+  return Buffer.concat([head, k, v]);
+}
+
 const mergeOpts = (dir: string, maxFanIn: number) => ({ tmpDir: dir, memoryBudgetBytes: 256 * 1024, maxFanIn });
 
 describe("shuffle", () => {
@@ -318,16 +330,7 @@ describe("shuffle", () => {
   it("keeps distinct keys with equal hashes apart (groups compare the encoded key, not the hash)", async () => {
     const dir = await freshDir();
     // A hand-made run: three frames sharing one sort hash, sorted by key bytes as the writer would.
-    const frame = (key: unknown, value: unknown): Buffer => {
-      const k = Buffer.from(encodeKey(key));
-      const v = Buffer.from(pack(value));
-      const head = Buffer.alloc(FRAME_HEADER_BYTES);
-      head.writeUInt32LE(FRAME_HEADER_BYTES - 4 + k.length + v.length, 0);
-      head.writeDoubleLE(42, 4);
-      head[12] = 0;
-      head.writeUInt32LE(k.length, 13);
-      return Buffer.concat([head, k, v]);
-    };
+    const frame = (key: unknown, value: unknown): Buffer => handFrame(key, value, 42);
     const bytes = Buffer.concat([frame("a", 1), frame("a", 2), frame("b", 3)]);
     const runPath = path.join(dir, "hand.spill");
     await writeFile(runPath, bytes);
@@ -342,16 +345,7 @@ describe("shuffle", () => {
 
   it("deduplicates arrival-order runs in memory by hash without merging keys whose hashes collide", async () => {
     const dir = await freshDir();
-    const frame = (key: unknown, value: unknown): Buffer => {
-      const k = Buffer.from(encodeKey(key));
-      const v = Buffer.from(pack(value));
-      const head = Buffer.alloc(FRAME_HEADER_BYTES);
-      head.writeUInt32LE(FRAME_HEADER_BYTES - 4 + k.length + v.length, 0);
-      head.writeDoubleLE(7, 4); // every key has the same sort hash
-      head[12] = 0;
-      head.writeUInt32LE(k.length, 13);
-      return Buffer.concat([head, k, v]);
-    };
+    const frame = (key: unknown, value: unknown): Buffer => handFrame(key, value, 7); // every key has the same sort hash
     const runs: SpillRun[] = [];
     for (const [i, frames] of [[frame("a", 1), frame("b", 2), frame("a", 3)], [frame("c", 4), frame("b", 5), frame("c", 6), frame("d", 7)]].entries()) {
       const bytes = Buffer.concat(frames);
