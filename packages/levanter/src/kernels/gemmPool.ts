@@ -77,7 +77,8 @@ export class GemmPool {
     const control = new SharedArrayBuffer(4 * SLOT * (threads - 1));
     this.control = new Int32Array(control);
     this.workers = Array.from({ length: threads - 1 }, (_, slot) => {
-      const w = new Worker(WORKER_SOURCE, { eval: true, workerData: { module, memory: this.memory, control, slot } });
+      // execArgv: [] — plain JS needs no loader; inheriting `--import tsx` would start one per worker.
+      const w = new Worker(WORKER_SOURCE, { eval: true, execArgv: [], workerData: { module, memory: this.memory, control, slot } });
       w.unref(); // an idle pool never keeps the process alive
       return w;
     });

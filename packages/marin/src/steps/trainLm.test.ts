@@ -27,6 +27,15 @@ describe("trainLm config", () => {
     expect(g.byName.get("train")!.config).toMatchObject({ trainer: { numTrainSteps: 10, batchSize: 8 } });
   });
 
+  it("sizes levanter's matMul threads to the cores it asks for, without changing the step's version", () => {
+    const make = (cpuMillis?: number) =>
+      resolveGraph([trainLm({ data: outputOf(data), model: { dModel: 32, nHeads: 4 }, trainer: { numTrainSteps: 10 }, ...(cpuMillis ? { resources: { cpuMillis } } : {}) })], prefix).byName.get("train")!;
+    const [one, two, half] = [make(), make(2500), make(500)];
+    const threads = (s: { config: unknown }) => (s.config as { threads: number }).threads;
+    expect([one, two, half].map(threads)).toEqual([1, 2, 1]);
+    expect(two.outputPath).toBe(one.outputPath);
+  });
+
   it("refuses a bad model, optimizer or trainer field at resolve time, naming its path", () => {
     expect(resolveError({ trainer: { numTrainSteps: -3 } })).toMatch(/trainer\.numTrainSteps: .*got -3/);
     expect(resolveError({ model: { dModel: 30, nHeads: 4 } })).toMatch(/model\.dModel: dModel must be divisible by nHeads/);

@@ -105,6 +105,7 @@ export const trainLmConfigSchema = z
         path: ["microBatchSize"],
       }),
     backend: z.enum(["tensorflow-gpu", "tensorflow", "wasm", "cpu"]).nullable(),
+    threads: z.number().int().positive(),
   })
   .strict();
 
@@ -118,13 +119,14 @@ export const CHECKPOINTS = "checkpoints";
  */
 export function trainLm(opts: TrainLmOptions): Step<any> {
   const t = opts.trainer;
+  const resources = opts.resources ?? { cpuMillis: 1000 };
   return defineStep({
     name: opts.name ?? "train",
     description: "train an LM with levanter (iris job)",
     version: "1",
     resumable: true,
     schema: trainLmConfigSchema,
-    resources: opts.resources ?? { cpuMillis: 1000 },
+    resources,
     config: {
       data: opts.data,
       model: opts.model,
@@ -139,6 +141,8 @@ export function trainLm(opts: TrainLmOptions): Step<any> {
         checkpointIntervalSeconds: ignore(t.checkpointIntervalSeconds ?? 60),
       },
       backend: ignore(opts.backend ?? null),
+      // The job's cores run wasm's matMul pool (bitwise the same for any count: not versioned).
+      threads: ignore(Math.max(1, Math.floor((resources.cpuMillis ?? 1000) / 1000))),
     },
     fn: async (ctx) => {
       const cfg = ctx.config as {
@@ -147,6 +151,7 @@ export function trainLm(opts: TrainLmOptions): Step<any> {
         optimizer: OptimizerConfigInput;
         trainer: Required<Omit<TrainLmTrainerOptions, "microBatchSize" | "maxEvalBatches">> & Pick<TrainLmTrainerOptions, "microBatchSize" | "maxEvalBatches">;
         backend: TrainLmOptions["backend"] | null;
+        threads: number;
       };
       const { checkpointIntervalSeconds, ...trainer } = cfg.trainer;
       const { trainLm: levanterTrainLm } = await import("@marin/levanter");
@@ -162,6 +167,7 @@ export function trainLm(opts: TrainLmOptions): Step<any> {
             checkpointer: { basePath: path.join(ctx.outputPath, CHECKPOINTS), saveIntervalSeconds: checkpointIntervalSeconds, keep: null },
             resume: true,
             ...(cfg.backend ? { backend: cfg.backend } : {}),
+            threads: cfg.threads,
           },
         },
         { signal: ctx.signal },
