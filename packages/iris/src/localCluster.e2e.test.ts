@@ -2,6 +2,7 @@
 // processes, auth on.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { IrisClient } from "./client/irisClient.ts";
+import type { JobStatus } from "./jobSpec.ts";
 import { IrisError } from "./errors.ts";
 import { ENDPOINT_TASK, until } from "./internal/testing/processes.ts";
 import { IRIS_PACKAGE_ROOT } from "./internal/protoGen.ts";
@@ -35,8 +36,13 @@ describe("LocalCluster (2 workers, auth on)", () => {
       resources: { cpuMillis: 500 },
     });
     expect(job.name).toBe(`/${client.user}/replicas`);
-    const st = await job.wait({ timeoutMs: 30_000 });
+    const seen: JobStatus[] = [];
+    const st = await job.wait({ timeoutMs: 30_000, onStatus: (s) => seen.push(s) });
     expect(st.state).toBe("SUCCEEDED");
+    // onStatus saw the job's progress, task by task, ending with the status wait returned.
+    expect(seen.at(-1)).toEqual(st);
+    const succeeded = seen.map((s) => s.tasks.filter((t) => t.state === "SUCCEEDED").length);
+    expect(succeeded).toEqual([...succeeded].sort((a, b) => a - b));
     expect(st.tasks.map((t) => t.index)).toEqual([0, 1, 2, 3]);
     expect((await lines("replicas")).sort()).toEqual(["index=0 of 4", "index=1 of 4", "index=2 of 4", "index=3 of 4"]);
   });

@@ -58,8 +58,11 @@ export interface Job {
   readonly name: string;
   /** The submission this handle follows ("" = the latest of the name). */
   readonly instanceId: string;
-  /** Resolves with the status at the first terminal state (any), following WatchJob. */
-  wait(opts?: { timeoutMs?: number }): Promise<JobStatus>;
+  /**
+   * Resolves with the status at the first terminal state (any), following WatchJob; `onStatus`
+   * sees every status on the way (as tasks start and finish), the final one included.
+   */
+  wait(opts?: { timeoutMs?: number; onStatus?: (status: JobStatus) => void }): Promise<JobStatus>;
   status(): Promise<JobStatus>;
   /** The job's log lines in order; with `follow`, new lines as printed until the job ends. */
   logs(opts?: { follow?: boolean; taskIndex?: number }): AsyncIterable<LogEntry>;
@@ -234,8 +237,9 @@ class JobHandle implements Job {
   }
 
   // Follows WatchJob; reconnects (with backoff) when the controller goes away, so a wait spans a
-  // controller restart.
-  async wait(opts: { timeoutMs?: number } = {}): Promise<JobStatus> {
+  // controller restart. `onStatus` sees every status the watch delivers (task by task progress),
+  // the final one included.
+  async wait(opts: { timeoutMs?: number; onStatus?: (status: JobStatus) => void } = {}): Promise<JobStatus> {
     const callSite = new Error("call site");
     const deadline = opts.timeoutMs !== undefined ? Date.now() + opts.timeoutMs : Infinity;
     let delay = 100;
@@ -247,6 +251,7 @@ class JobHandle implements Job {
         for await (const st of stream as AsyncIterable<JobStatus__Output>) {
           last = st;
           delay = 100;
+          opts.onStatus?.(jobStatusFromWire(st));
         }
         if (last && isTerminalJobState(last.state)) return jobStatusFromWire(last);
       } catch (e) {

@@ -66,7 +66,18 @@ export function irisBackend(origin: PipelineOrigin, plan: Plan, opts: IrisBacken
         resources: { cpuMillis: opts.cpuMillis ?? 1000, ...(opts.memoryBytes !== undefined ? { memoryBytes: opts.memoryBytes } : {}) },
         maxRetriesFailure: hooks.maxRetries,
       });
-      const status = await job.wait();
+      // Progress moves as each task (shard) succeeds, not when the whole stage job ends.
+      const counted = new Set<number>();
+      const status = await job.wait({
+        onStatus: (st) => {
+          for (const t of st.tasks) {
+            if (t.state === "SUCCEEDED" && !counted.has(t.index)) {
+              counted.add(t.index);
+              hooks.onShardDone();
+            }
+          }
+        },
+      });
       for (const t of status.tasks) for (let k = 1; k < t.attempt; k++) hooks.onRetry(new Error(`task ${t.index} attempt ${k} failed`));
       const results: TaskResult[] = [];
       for (let i = 0; i < specs.length; i++) {
@@ -80,7 +91,7 @@ export function irisBackend(origin: PipelineOrigin, plan: Plan, opts: IrisBacken
         if (!reply || status.state !== "SUCCEEDED") {
           throw new ZephyrError("SHARD_FAILED", `stage ${stage.id} [${stage.name}]: iris job ${job.name} ended ${status.state}${why(status) ? `: ${why(status)}` : ""}`);
         }
-        hooks.onShardDone();
+        if (!counted.has(i)) hooks.onShardDone();
         results.push(reply.result);
       }
       return results;
