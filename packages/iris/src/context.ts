@@ -36,19 +36,12 @@ export interface EndpointResolver {
   resolve(name: string, opts?: { timeoutMs?: number }): Promise<Endpoint>;
 }
 
-/** The current iris task: its identity and what it can do. */
-export interface IrisContext {
-  /** `/user/job` */
-  jobId: string;
-  /** `/user/job/<index>` */
-  taskId: string;
-  taskIndex: number;
-  numTasks: number;
-  /** 1-based attempt number. */
-  attempt: number;
-  workerId: string;
-  /** The host other tasks reach this one at (`IRIS_ADVERTISE_HOST`, default `127.0.0.1`). */
-  advertiseHost: string;
+/**
+ * The current iris task: its identity (the {@link TaskIdentity} the worker gave it, minus the
+ * controller's address, the token and the raw port map, which the members below wrap) and what
+ * it can do.
+ */
+export interface IrisContext extends Omit<TaskIdentity, "controllerAddress" | "authToken" | "ports"> {
   /** A client of the controller this task runs under (created on first use). */
   readonly client: IrisClient;
   /** The port allocated for `name` (the job must have requested it in `ports`). */
@@ -85,14 +78,9 @@ export function createIrisContext(
       ...(user === undefined || user === "" ? {} : { user }),
     }));
 
+  const { controllerAddress: _address, authToken: _token, ports: _ports, ...who } = identity;
   return {
-    jobId: identity.jobId,
-    taskId: identity.taskId,
-    taskIndex: identity.taskIndex,
-    numTasks: identity.numTasks,
-    attempt: identity.attempt,
-    workerId: identity.workerId,
-    advertiseHost: identity.advertiseHost,
+    ...who,
     get client(): IrisClient {
       return irisClient();
     },

@@ -2,6 +2,7 @@ import { withIrisCtx, type IrisContext } from "@marin/iris";
 import net from "node:net";
 import readline from "node:readline";
 import { afterEach, describe, expect, it } from "vitest";
+import { waitFor } from "@marin/iris/testing";
 import { initializeDistributed, type Distributed } from "./distributed.ts";
 
 // A minimal task context (rank, world, endpoint registry/resolver) so one test process can play
@@ -47,14 +48,6 @@ async function connect(address: string): Promise<{ socket: net.Socket; lines: st
   readline.createInterface({ input: socket }).on("line", (l) => lines.push(l));
   const closed = new Promise<void>((r) => socket.once("close", () => r()));
   return { socket, lines, closed };
-}
-
-async function until(cond: () => boolean, ms = 5000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error("condition not met in time");
-    await new Promise((r) => setImmediate(r));
-  }
 }
 
 process.env.LEVANTER_LOG = "warn";
@@ -111,7 +104,7 @@ describe("distributed channel failures", () => {
 
     const dist2 = await withIrisCtx(ctx, () => initializeDistributed({ timeoutMs: 5000, gatherTimeoutMs: 10_000 }));
     dists.push(dist2);
-    await until(() => conns.length === 2);
+    await waitFor("both ranks to connect", () => conns.length === 2, { intervalMs: 0, timeoutMs: 5000 });
     const gather = dist2.allGather(1);
     conns[1]!.write("\u0000\u0001garbage\n");
     await expect(gather).rejects.toThrow(/the coordinator \(rank 0 at 127\.0\.0\.1:\d+\) sent a line that is not a levanter message/);

@@ -13,8 +13,10 @@ export interface TaskIdentity {
   taskId: string;
   taskIndex: number;
   numTasks: number;
+  /** 1-based attempt number. */
   attempt: number;
   workerId: string;
+  /** The host other tasks reach this one at (`IRIS_ADVERTISE_HOST`, default `127.0.0.1`). */
   advertiseHost: string;
   /** Named ports, by the name the job spec requested. */
   ports: Record<string, number>;

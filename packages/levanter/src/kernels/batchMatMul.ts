@@ -21,7 +21,8 @@ interface WasmBackendInternals {
 
 const FAST_BMM = Symbol.for("levanter.fastBatchMatMul");
 let compiled: WebAssembly.Module | undefined;
-const instances = new WeakMap<WebAssembly.Memory, MatmulExports>();
+/** Per tfjs-wasm module: its heap and matmul.wat instantiated on it (null: it exports no memory). */
+const heaps = new WeakMap<object, { memory: WebAssembly.Memory; ex: MatmulExports } | null>();
 let pool: GemmPool | undefined;
 
 // Below this many FLOPs a product runs on the calling thread: waking the workers costs tens of µs.
@@ -44,20 +45,18 @@ export function wasmThreads(): number {
   return pool?.threads ?? 1;
 }
 
-function heapMemory(be: WasmBackendInternals): WebAssembly.Memory | undefined {
-  return Object.values(be.wasm.asm).find((v): v is WebAssembly.Memory => v instanceof WebAssembly.Memory);
-}
-
-function exportsFor(be: WasmBackendInternals): MatmulExports | undefined {
-  const memory = heapMemory(be);
-  if (!memory) return undefined;
-  let ex = instances.get(memory);
-  if (!ex) {
-    compiled ??= new WebAssembly.Module(Buffer.from(MATMUL_WASM_BASE64, "base64"));
-    ex = new WebAssembly.Instance(compiled, { env: { memory } }).exports as unknown as MatmulExports;
-    instances.set(memory, ex);
+// Found once per tfjs-wasm module (scanning its exports on every product would sit on the hot path).
+function heapOf(be: WasmBackendInternals): { memory: WebAssembly.Memory; ex: MatmulExports } | null {
+  let h = heaps.get(be.wasm);
+  if (h === undefined) {
+    const memory = Object.values(be.wasm.asm).find((v): v is WebAssembly.Memory => v instanceof WebAssembly.Memory);
+    if (memory) {
+      compiled ??= new WebAssembly.Module(Buffer.from(MATMUL_WASM_BASE64, "base64"));
+      h = { memory, ex: new WebAssembly.Instance(compiled, { env: { memory } }).exports as unknown as MatmulExports };
+    } else h = null;
+    heaps.set(be.wasm, h);
   }
-  return ex;
+  return h;
 }
 
 const sameShape = (a: readonly number[], b: readonly number[]) => a.length === b.length && a.every((x, i) => x === b[i]);
@@ -93,8 +92,9 @@ export function installFastBatchMatMul(): void {
     const batches = tf.util.sizeFromShape(outBatch);
     const pooled = pool !== undefined && 2 * batches * m * k * n >= POOL_MIN_FLOPS;
     const be = args.backend as unknown as WasmBackendInternals;
-    const ex = exportsFor(be);
-    if (!ex) return orig.kernelFunc(args);
+    const heap = heapOf(be);
+    if (!heap) return orig.kernelFunc(args);
+    const ex = heap.ex;
     const out = be.makeOutput([...outBatch, m, n], "float32");
     if (m * n === 0 || batches === 0) return out;
     const pa = be.dataIdMap.get(a.dataId)!.memoryOffset;
@@ -107,8 +107,7 @@ export function installFastBatchMatMul(): void {
     const sbk = transposeB ? 1 : n;
     const sbj = transposeB ? k : 1;
     if (pooled) {
-      const heap = heapMemory(be)!;
-      runPooled(pool!, heap, { pa, pb, pc, m, k, n, sai, sak, sbk, sbj, batches, nA, nB });
+      runPooled(pool!, heap.memory, { pa, pb, pc, m, k, n, sai, sak, sbk, sbj, batches, nA, nB });
       return out;
     }
     // B is packed into panels (once when it is broadcast, else per batch) in scratch memory.

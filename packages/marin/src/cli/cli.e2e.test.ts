@@ -6,6 +6,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { LocalCluster } from "@marin/iris";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { waitFor } from "@marin/iris/testing";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const repoRoot = path.resolve(here, "../../../..");
@@ -86,14 +87,6 @@ function start(args: string[], env: Record<string, string> = {}, entry = cli): {
 
 const marin = (args: string[], env: Record<string, string> = {}) => start(args, env).done;
 
-async function until(cond: () => Promise<boolean>, ms: number): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await cond())) {
-    if (Date.now() > deadline) throw new Error("condition not met in time");
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 async function tree(root: string): Promise<string[]> {
   const out: string[] = [];
   const walk = async (d: string) => {
@@ -128,7 +121,7 @@ describe("marin CLI (real processes)", () => {
     let results: Done[];
     try {
       // Step a holds until the gate opens: wait until one runner reports waiting for the other's a.
-      await until(async () => runners.some((r) => /demo\/a: waiting \(held by /.test(r.stderr())), 60_000);
+      await waitFor("a runner waiting on the held step", async () => runners.some((r) => /demo\/a: waiting \(held by /.test(r.stderr())), { timeoutMs: 60_000, intervalMs: 50 });
       await fs.writeFile(gate, "open");
       results = await Promise.all(runners.map((r) => r.done));
     } finally {
@@ -207,7 +200,7 @@ describe("marin CLI (real processes)", () => {
     const marker = path.join(tmp, "crash-marker");
     const { child, done } = start(["run", script, "--prefix", prefix, "--max-concurrent", "1"], { CALLS: calls, HANG: "b", MARKER: marker });
     try {
-      await until(() => fs.stat(marker).then(() => true, () => false), 60_000);
+      await waitFor("the step's marker file", () => fs.stat(marker).then(() => true, () => false), { timeoutMs: 60_000, intervalMs: 50 });
     } finally {
       child.kill("SIGKILL");
     }

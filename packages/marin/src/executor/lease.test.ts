@@ -2,6 +2,7 @@ import { promises as fs } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { waitFor } from "@marin/iris/testing";
 import { FakeClock, systemClock } from "./clock.ts";
 import { currentLease, tryAcquireLease } from "./lease.ts";
 import type { Lease } from "./lease.ts";
@@ -13,14 +14,6 @@ beforeEach(async () => {
 afterEach(async () => {
   await fs.rm(dir, { recursive: true, force: true });
 });
-
-async function until(cond: () => boolean | Promise<boolean>, ms = 5000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await cond())) {
-    if (Date.now() > deadline) throw new Error("condition not met in time");
-    await new Promise((r) => setImmediate(r));
-  }
-}
 
 describe("lease", () => {
   it("one holder at a time; others see who holds it", async () => {
@@ -56,9 +49,9 @@ describe("lease", () => {
     if (!a.acquired) throw new Error("not acquired");
     a.lease.start();
     for (let i = 0; i < 10; i++) {
-      await until(() => clock.pending > 0);
+      await waitFor("a timer on the fake clock", () => clock.pending > 0, { intervalMs: 0 });
       await clock.advance(300);
-      await until(async () => ((await currentLease(dir))?.expiresAt ?? 0) > clock.now());
+      await waitFor("the lease to be renewed", async () => ((await currentLease(dir))?.expiresAt ?? 0) > clock.now(), { intervalMs: 0 });
     }
     expect((await tryAcquireLease(dir, "b", { clock, ttlMs: 900 })).acquired).toBe(false);
     expect(a.lease.signal.aborted).toBe(false);
@@ -72,12 +65,12 @@ describe("lease", () => {
     if (!a.acquired) throw new Error("not acquired");
     const lease: Lease = a.lease;
     lease.start();
-    await until(() => clock.pending > 0);
+    await waitFor("a timer on the fake clock", () => clock.pending > 0, { intervalMs: 0 });
     await clock.advance(1500);
     const b = await tryAcquireLease(dir, "b", { clock, ttlMs: 1000 });
     expect(b.acquired).toBe(true);
     await clock.advance(5000);
-    await until(() => lease.signal.aborted);
+    await waitFor("the lease to abort", () => lease.signal.aborted, { intervalMs: 0 });
     expect((lease.signal.reason as { code?: string }).code).toBe("LEASE_LOST");
     await expect(lease.assertHeld()).rejects.toMatchObject({ code: "LEASE_LOST" });
     // Releasing a lost lease must not clobber the new holder's.
@@ -93,7 +86,7 @@ describe("lease", () => {
     // Another runner with a different view forces a takeover by writing the next token itself.
     const next = { owner: "b", token: a.lease.token + 1, expiresAt: Date.now() + 60_000, host: "elsewhere", pid: 1 };
     await fs.writeFile(path.join(dir, `lease-${next.token}.json`), JSON.stringify(next));
-    await until(() => a.lease.signal.aborted, 3000);
+    await waitFor("the first lease to abort", () => a.lease.signal.aborted, { intervalMs: 0, timeoutMs: 3000 });
     expect((a.lease.signal.reason as { code?: string }).code).toBe("LEASE_LOST");
     await a.lease.stop();
   });

@@ -9,6 +9,7 @@ import type { MemoryShuffleMode } from "../shuffle/memoryShuffle.ts";
 import type { SpillRun } from "../shuffle/spillRun.ts";
 import type { MergeOptions } from "../shuffle/mergeRuns.ts";
 import type { TaskContext } from "../plan/ops.ts";
+import { batchesOf } from "./batches.ts";
 import { userFunctionError } from "./fused.ts";
 import type { StageWhere } from "./fused.ts";
 
@@ -27,8 +28,6 @@ export interface ScatterOutput {
   close(): Promise<{ ref: ScatterRef; bytes: number }>;
   abort(): Promise<void>;
 }
-
-const BATCH = 1024;
 
 /**
  * Keys the map-side pre-deduplication remembers before it starts over: about a quarter of the
@@ -104,18 +103,6 @@ export async function openScatter(
   };
 }
 
-async function* batched(gen: Iterable<unknown>): AsyncGenerator<unknown[], void, undefined> {
-  let buf: unknown[] = [];
-  for (const x of gen) {
-    buf.push(x);
-    if (buf.length >= BATCH) {
-      yield buf;
-      buf = [];
-    }
-  }
-  if (buf.length > 0) yield buf;
-}
-
 function allRuns(refs: readonly ScatterRef[]): SpillRun[] {
   return refs.flatMap((r) => r.runs);
 }
@@ -153,11 +140,11 @@ export function dedupBatches(refs: readonly ScatterRef[], partition: number, tmp
   const held = heldIds(refs);
   if (held !== undefined) {
     counters.recordsIn += memoryPartitionSize(held, partition);
-    return batched(memoryDedupPartition(held, partition));
+    return batchesOf(memoryDedupPartition(held, partition));
   }
   return afterSpill(refs, partition, tmpDir, budget, (runs) => {
     counters.recordsIn += runs.reduce((a, r) => a + (r.counts[partition] ?? 0), 0);
-    return batched(dedupPartition(runs, partition, mergeOptions(tmpDir, budget)));
+    return batchesOf(dedupPartition(runs, partition, mergeOptions(tmpDir, budget)));
   });
 }
 
@@ -187,12 +174,12 @@ export function groupBatches(
       g++;
     }
   }
-  if (held !== undefined) return batched(reduced([]));
-  return afterSpill(refs, partition, tmpDir, budget, (runs) => batched(reduced(runs)));
+  if (held !== undefined) return batchesOf(reduced([]));
+  return afterSpill(refs, partition, tmpDir, budget, (runs) => batchesOf(reduced(runs)));
 }
 
 /** The joined pairs of one partition, in batches. */
 export function joinBatches(left: readonly ScatterRef[], right: readonly ScatterRef[], partition: number, kind: "inner" | "left", tmpDir: string, budget: number, counters: { recordsIn: number }): AsyncIterable<unknown[]> {
   counters.recordsIn += [...allRuns(left), ...allRuns(right)].reduce((a, r) => a + (r.counts[partition] ?? 0), 0);
-  return batched(joinPartition(allRuns(left), allRuns(right), partition, kind, mergeOptions(tmpDir, budget)));
+  return batchesOf(joinPartition(allRuns(left), allRuns(right), partition, kind, mergeOptions(tmpDir, budget)));
 }

@@ -1,6 +1,7 @@
 // Fused per-record operations, run as synchronous loops over batches: one call per operation per
 // batch, no promise or generator per record. Only `mapShard` (whose user function consumes an
 // async iterable) crosses an async boundary per record.
+import { batchesOf } from "./batches.ts";
 import { ZephyrError } from "../errors.ts";
 import { matchesFilter } from "../plan/columnFilter.ts";
 import type { TaskContext } from "../plan/ops.ts";
@@ -15,7 +16,6 @@ export interface StageWhere {
 }
 
 const EMPTY: unknown[] = [];
-const BATCH = 1024;
 
 function preview(record: unknown): string {
   let text: string;
@@ -234,21 +234,12 @@ async function* records(input: AsyncIterable<unknown[]>): AsyncGenerator<unknown
 }
 
 async function* mapShardStream(input: AsyncIterable<unknown[]>, fn: (r: AsyncIterable<unknown>, c: TaskContext) => Iterable<unknown> | AsyncIterable<unknown>, ctx: TaskContext, where: StageWhere, label: string): AsyncGenerator<unknown[], void, undefined> {
-  let buf: unknown[] = [];
   try {
-    const out = fn(records(input), ctx);
-    for await (const r of out as AsyncIterable<unknown>) {
-      buf.push(r);
-      if (buf.length >= BATCH) {
-        yield buf;
-        buf = [];
-      }
-    }
+    yield* batchesOf(fn(records(input), ctx));
   } catch (e) {
     if (e instanceof ZephyrError) throw e;
     throw userFunctionError(where, label, undefined, undefined, e);
   }
-  if (buf.length > 0) yield buf;
 }
 
 /**

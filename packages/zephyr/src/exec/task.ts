@@ -10,6 +10,7 @@ import type { SourceSpec, TaskContext } from "../plan/ops.ts";
 import type { Plan, Stage } from "../plan/planner.ts";
 import { readChunkRange } from "./chunkFile.ts";
 import type { ChunkRange } from "./chunkFile.ts";
+import { BATCH, batchesOf } from "./batches.ts";
 import { applyOps } from "./fused.ts";
 import type { StageWhere } from "./fused.ts";
 import { openShardOutput } from "./outputs.ts";
@@ -53,32 +54,8 @@ export interface TaskResult {
   readonly output: OutputResult;
 }
 
-const BATCH = 1024;
-
 async function* listBatches(items: readonly unknown[], from: number, to: number): AsyncGenerator<unknown[], void, undefined> {
   for (let i = from; i < to; i += BATCH) yield items.slice(i, Math.min(to, i + BATCH));
-}
-
-async function* iterableBatches(it: Iterable<unknown> | AsyncIterable<unknown>): AsyncGenerator<unknown[], void, undefined> {
-  let buf: unknown[] = [];
-  if (Symbol.asyncIterator in it) {
-    for await (const x of it) {
-      buf.push(x);
-      if (buf.length >= BATCH) {
-        yield buf;
-        buf = [];
-      }
-    }
-  } else {
-    for (const x of it) {
-      buf.push(x);
-      if (buf.length >= BATCH) {
-        yield buf;
-        buf = [];
-      }
-    }
-  }
-  if (buf.length > 0) yield buf;
 }
 
 /** The contiguous range of `n` items that shard `i` of `k` owns. */
@@ -94,7 +71,7 @@ function sourceBatches(source: SourceSpec, spec: TaskSpec, ctx: TaskContext, cou
       return listBatches(source.items, from, to);
     }
     case "iterable":
-      return iterableBatches(source.iterable);
+      return batchesOf(source.iterable);
     default:
       break;
   }

@@ -4,6 +4,7 @@ import { gunzipSync } from "node:zlib";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { waitFor } from "@marin/iris/testing";
 import { ZephyrError } from "../errors.ts";
 import { dedupDocs } from "../fixtures/dedupPipeline.ts";
 import { failFast } from "../fixtures/failFastPipeline.ts";
@@ -15,23 +16,13 @@ afterAll(async () => {
   await closeThreadPool();
 });
 
-/** Polls `cond` until it holds or `ms` pass. */
-async function until(cond: () => boolean, ms: number): Promise<boolean> {
-  const deadline = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > deadline) return false;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  return true;
-}
-
 describe("the shared thread pool", () => {
   it("closes itself once idle, and a later run starts a new one", async () => {
     setThreadPoolIdleMs(300);
     const expected = await numbers({ n: 60, shards: 3 }).collect({ backend: "inline" });
     expect(await numbers({ n: 60, shards: 3 }).collect({ threads: 2 })).toEqual(expected);
     expect(threadPoolThreads()).toBe(2);
-    expect(await until(() => threadPoolThreads() === 0, 15_000)).toBe(true);
+    expect(await waitFor("the idle pool to close", () => threadPoolThreads() === 0, { timeoutMs: 15_000 })).toBe(true);
     // A run after the pool closed starts a new one.
     expect(await numbers({ n: 60, shards: 3 }).collect({ threads: 2 })).toEqual(expected);
   });

@@ -2,7 +2,8 @@ import fs from "node:fs";
 
 /**
  * Polls `check` until it returns a value other than `undefined`/`false`, or throws after
- * `timeoutMs` with `what` in the message. Tests synchronise on conditions, never on sleeps.
+ * `timeoutMs` (default 10 s) with `what` in the message; `intervalMs` 0 polls on every turn of the
+ * event loop. Tests synchronise on conditions, never on sleeps.
  */
 export async function waitFor<T>(
   what: string,
@@ -14,7 +15,8 @@ export async function waitFor<T>(
     const value = await check();
     if (value !== undefined && value !== false) return value;
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, opts.intervalMs ?? 20));
+    const interval = opts.intervalMs ?? 20;
+    await new Promise((resolve) => (interval === 0 ? setImmediate(resolve) : setTimeout(resolve, interval)));
   }
 }
 
