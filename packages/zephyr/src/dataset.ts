@@ -239,6 +239,12 @@ export class Dataset<T> {
  * schemas, the thread pool, progress bars) would add about a third to their start-up.
  */
 async function runPlan(...args: Parameters<typeof import("./exec/coordinator.ts").runPlan>): ReturnType<typeof import("./exec/coordinator.ts").runPlan> {
+  const [ds, , options] = args;
+  // A definePipeline plan runs on threads unless told otherwise: start the pool first, so that
+  // its workers load while this thread loads the coordinator and plans (~0.3 s on 2 cores).
+  if (ds.origin !== undefined && (options.backend ?? "threads") === "threads") {
+    (await import("./exec/threads.ts")).prestartThreadPool(options.threads ?? cores());
+  }
   const { runPlan: run } = await import("./exec/coordinator.ts");
   return run(...args);
 }

@@ -30,19 +30,10 @@ export interface ScatterOutput {
 }
 
 /**
- * Keys the map-side pre-deduplication remembers before it starts over: about a quarter of the
- * budget at ~100 bytes a key, at most 2^18 (it only saves shuffle volume; correctness never
- * depends on it).
- */
-function localDedupKeys(budget: number): number {
-  return Math.max(1024, Math.min(1 << 18, Math.floor(budget / 400)));
-}
-
-/**
  * Opens a scatter writer that routes each record by `key(record)` into `partitions` partitions.
- * With `localDedup`, a record whose (string or number) key this shard already sent is dropped
- * before it is serialised: the reducer keeps the first of each key anyway, so this only saves
- * shuffle volume. With `memory` (the reducer runs in this thread), records are held in a hash
+ * With `localDedup`, a record whose key the writer still buffers (since its last spill) is
+ * dropped before it is serialised: the reducer keeps the first of each key anyway, so this only
+ * saves shuffle volume. With `memory` (the reducer runs in this thread), records are held in a hash
  * table per partition while the thread's held outputs stay under `budget`; past it, this shard
  * spills what it holds and continues on the spill path. With `values: "json"` records are spilled
  * as JSON text (a deduplicate feeding a JSONL sink: the reducer passes the text through).
@@ -59,11 +50,9 @@ export async function openScatter(
   values?: "json",
 ): Promise<ScatterOutput> {
   // Deduplicate's reducer hashes (or sorts) its partition itself: its runs stay in arrival order.
-  const w = await ShuffleWriter.create({ dir, numPartitions: partitions, memoryBudgetBytes: Math.max(4096, budget), tag, sort: !localDedup, name: `m${String(where.shard).padStart(5, "0")}`, values: values ?? "msgpack" });
+  const w = await ShuffleWriter.create({ dir, numPartitions: partitions, memoryBudgetBytes: Math.max(4096, budget), tag, sort: !localDedup, name: `m${String(where.shard).padStart(5, "0")}`, values: values ?? "msgpack", dedup: localDedup });
   let mem = memory === undefined ? undefined : new MemoryScatter(memory, partitions, budget, await loadKeyHasher(), dir, tag);
   let seen = 0;
-  let sent = new Set<unknown>();
-  const maxKeys = localDedupKeys(budget);
   return {
     write(batch) {
       let i = 0;
@@ -80,11 +69,6 @@ export async function openScatter(
             mem = undefined;
           }
           continue;
-        }
-        if (localDedup && (typeof k === "string" || typeof k === "number")) {
-          if (sent.has(k)) continue;
-          if (sent.size >= maxKeys) sent = new Set();
-          sent.add(k);
         }
         w.add(k, batch[i]);
       }

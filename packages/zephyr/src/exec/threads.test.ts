@@ -9,7 +9,8 @@ import { ZephyrError } from "../errors.ts";
 import { dedupDocs } from "../fixtures/dedupPipeline.ts";
 import { failFast } from "../fixtures/failFastPipeline.ts";
 import { numbers } from "../fixtures/numbersPipeline.ts";
-import { closeThreadPool, setThreadPoolIdleMs, threadPoolThreads } from "./threads.ts";
+import { Worker } from "node:worker_threads";
+import { closeThreadPool, setThreadPoolIdleMs, threadPoolThreads, withWorkerHeapFlags, workerExecArgv } from "./threads.ts";
 
 afterAll(async () => {
   setThreadPoolIdleMs(60_000);
@@ -49,6 +50,37 @@ describe("the shared thread pool", () => {
     } finally {
       await rm(markerDir, { recursive: true, force: true });
     }
+  });
+});
+
+describe("how pool workers start", () => {
+  it("drop the parent's tsx flags (workers register tsx themselves) and keep every other flag", () => {
+    const tsxLoader = "file:///repo/node_modules/.pnpm/tsx@4.23.15/node_modules/tsx/dist/loader.mjs";
+    const parent = ["--require", "/repo/node_modules/tsx/dist/preflight.cjs", "--import", tsxLoader, "--import=tsx", "-r", "tsx/cjs", "--max-old-space-size=4000", "--import", "./setup.mjs", "--conditions=dev", "--loader", "ts-node/esm"];
+    expect(workerExecArgv(parent)).toEqual(["--max-old-space-size=4000", "--import", "./setup.mjs", "--conditions=dev", "--loader", "ts-node/esm"]);
+    expect(workerExecArgv([])).toEqual([]);
+  });
+
+  it("start pool workers with a full-size young generation, and leave threads started later as V8 makes them", async () => {
+    // The young generation's size shows what the heap flags were when the isolate was made.
+    const code = `const v8 = require("node:v8"); require("node:worker_threads").parentPort.postMessage(v8.getHeapSpaceStatistics().find((s) => s.space_name === "new_space").space_size)`;
+    const newSpace = (w: Worker): Promise<number> =>
+      new Promise((resolve, reject) => {
+        w.once("message", (m: number) => {
+          resolve(m);
+          void w.terminate();
+        });
+        w.once("error", reject);
+      });
+    const made: Worker[] = [];
+    const pool = withWorkerHeapFlags(() => {
+      made.push(new Worker(code, { eval: true, resourceLimits: { maxYoungGenerationSizeMb: 192 } }));
+      return { threads: made };
+    });
+    const pooled = await newSpace(pool.threads[0]);
+    const later = await newSpace(new Worker(code, { eval: true, resourceLimits: { maxYoungGenerationSizeMb: 192 } }));
+    expect(pooled).toBeGreaterThanOrEqual(32 * 1024 * 1024);
+    expect(later).toBeLessThan(pooled / 4);
   });
 });
 

@@ -33,10 +33,10 @@ interface Row {
 }
 
 /** Shards rows round-robin over `mappers` writers, like a map stage would. */
-async function scatter(rows: readonly Row[], opts: { dir: string; mappers: number; partitions: number; budget: number; tag?: number; name?: string; sort?: boolean }): Promise<SpillRun[]> {
+async function scatter(rows: readonly Row[], opts: { dir: string; mappers: number; partitions: number; budget: number; tag?: number; name?: string; sort?: boolean; dedup?: boolean }): Promise<SpillRun[]> {
   const runs: SpillRun[] = [];
   for (let m = 0; m < opts.mappers; m++) {
-    const w = await ShuffleWriter.create({ dir: opts.dir, numPartitions: opts.partitions, memoryBudgetBytes: opts.budget, name: `${opts.name ?? "m"}${m}`, tag: opts.tag, sort: opts.sort });
+    const w = await ShuffleWriter.create({ dir: opts.dir, numPartitions: opts.partitions, memoryBudgetBytes: opts.budget, name: `${opts.name ?? "m"}${m}`, tag: opts.tag, sort: opts.sort, dedup: opts.dedup });
     // Contiguous slices keep "input order" = mapper order, then position.
     const per = Math.ceil(rows.length / opts.mappers);
     for (const r of rows.slice(m * per, (m + 1) * per)) w.add(r.k, r);
@@ -151,6 +151,29 @@ describe("shuffle", () => {
       }),
       { numRuns: 30 },
     );
+  });
+
+  it("a deduplicating writer drops keys it still buffers; with the reducer, the first of every key survives", async () => {
+    await fc.assert(
+      fc.asyncProperty(rowsArb, layoutArb, fc.boolean(), async (rows, layout, sort) => {
+        const dir = await freshDir();
+        const runs = await scatter(rows, { dir, ...layout, sort, dedup: true });
+        const got: number[] = [];
+        for (let p = 0; p < layout.partitions; p++) for (const r of dedupPartition<Row>(runs, p, mergeOpts(dir, layout.maxFanIn))) got.push(r.v);
+        const want = [...referenceGroups(rows).values()].map((g) => g[0].v);
+        expect(got.sort((a, b) => a - b)).toEqual(want.sort((a, b) => a - b));
+        await rm(dir, { recursive: true });
+      }),
+      { numRuns: 40 },
+    );
+    // Under a budget that holds everything, a mapper writes each key once, its first record.
+    const dir = await freshDir();
+    const w = await ShuffleWriter.create({ dir, numPartitions: 3, sort: false, dedup: true });
+    const keys = ["a", { x: 1, y: 2 }, { y: 2, x: 1 }, "a", -0, 0, [1, "b"], [1, "b"], "b"];
+    expect(keys.map((k, v) => w.add(k, { v }))).toEqual([true, true, false, false, true, false, true, false, true]);
+    const out = w.close();
+    expect(out.records).toBe(5);
+    expect(out.runs.reduce((a, r) => a + r.counts.reduce((x, y) => x + y, 0), 0)).toBe(5);
   });
 
   it("deduplicate sorts and merges arrival-order runs whose partition outgrows the budget", async () => {

@@ -7,6 +7,7 @@ import path from "node:path";
 import { Unpackr } from "msgpackr";
 import { ZephyrError } from "../errors.ts";
 import { decodeKey } from "./keyCodec.ts";
+import { HashIndex } from "./hashIndex.ts";
 import { DEFAULT_MERGE_MEMORY_BYTES, ExternalMerge } from "./mergeRuns.ts";
 import type { MergeOptions } from "./mergeRuns.ts";
 import { FRAME_HEADER_BYTES, segmentsOf } from "./spillRun.ts";
@@ -228,31 +229,31 @@ function* walk<T>(runs: readonly SpillRun[], partition: number, options: MergeOp
  * the first frame of each key bytes kept. Yields in first-seen order.
  */
 function* dedupInMemory<V>(segments: readonly SpillSegment[], decode: ValueDecoder): Generator<V, void, undefined> {
-  // Keys are looked up by their 53-bit sort hash (no string per record): the first key seen with
-  // a hash is remembered by where its bytes are (segment · 2^32 + offset); any other key with the
-  // same hash goes to a by-bytes set, so a hash collision never drops a distinct key.
-  const firstByHash = new Map<number, number>();
+  // Keys are looked up by their 53-bit sort hash in a typed table (no string or Map entry per
+  // record) that remembers where each kept key's bytes are (segment · 2^32 + offset); keys whose
+  // hashes are equal are compared byte by byte, so a collision never drops a distinct key.
+  const seen = new HashIndex();
   const bufs: Buffer[] = [];
-  let collided: Set<string> | undefined;
-  const keyAt = (where: number): string => {
+  let cur: Buffer = Buffer.alloc(0);
+  let curAt = 0;
+  const sameKey = (where: number): boolean => {
     const b = bufs[Math.floor(where / 2 ** 32)];
     const start = where % 2 ** 32;
-    return b.toString("latin1", start + FRAME_HEADER_BYTES, start + FRAME_HEADER_BYTES + b.readUInt32LE(start + 13));
+    const len = b.readUInt32LE(start + 13);
+    if (len !== cur.readUInt32LE(curAt + 13)) return false;
+    const x = start + FRAME_HEADER_BYTES;
+    const y = curAt + FRAME_HEADER_BYTES;
+    for (let i = 0; i < len; i++) if (b[x + i] !== cur[y + i]) return false;
+    return true;
   };
   for (const seg of segments) {
     const buf = readSegment(seg);
     const base = bufs.length * 2 ** 32;
     bufs.push(buf);
+    cur = buf;
     for (const at of frameStarts(buf, seg.path)) {
-      const hash = buf.readDoubleLE(at + 4);
-      const first = firstByHash.get(hash);
-      if (first === undefined) firstByHash.set(hash, base + at);
-      else {
-        const key = keyAt(base + at);
-        collided ??= new Set();
-        if (key === keyAt(first) || collided.has(key)) continue;
-        collided.add(key);
-      }
+      curAt = at;
+      if (seen.insertUnlessFound(buf.readDoubleLE(at + 4), base + at, sameKey) >= 0) continue;
       yield decode(buf, at + FRAME_HEADER_BYTES + buf.readUInt32LE(at + 13), at + 4 + buf.readUInt32LE(at)) as V;
     }
   }

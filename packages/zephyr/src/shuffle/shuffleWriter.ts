@@ -8,6 +8,7 @@ import { RESET_BUFFER_MODE, REUSE_BUFFER_MODE, pack } from "msgpackr";
 import { ZephyrError } from "../errors.ts";
 import { canonicalKey, loadKeyHasher } from "./keyCodec.ts";
 import type { KeyHasher } from "./keyCodec.ts";
+import { HashIndex } from "./hashIndex.ts";
 import { FRAME_HEADER_BYTES } from "./spillRun.ts";
 import type { SpillRun } from "./spillRun.ts";
 
@@ -38,6 +39,12 @@ export interface ShuffleWriterOptions {
    * then writes the text as it is. A value with no JSON form is a `BAD_RECORD` error here.
    */
   values?: "msgpack" | "json";
+  /**
+   * Drop a record whose key equals one already buffered since the last flush (compared as bytes,
+   * looked up by hash): a deduplicate's map side, which keeps the first record of each key anyway.
+   * It saves serialising, writing and merging duplicates that sit close together in the input.
+   */
+  dedup?: boolean;
 }
 
 /** What a closed {@link ShuffleWriter} produced: hand `runs` to every reducer. */
@@ -82,6 +89,10 @@ export class ShuffleWriter {
   private readonly sort: boolean;
   private readonly json: boolean;
   private readonly hasher: KeyHasher;
+  /** With `dedup`: the keys buffered since the last flush, by hash. */
+  private readonly seen: HashIndex | undefined;
+  /** Bytes of the key being added (in `keyScratch`), for {@link sameAsScratch}. */
+  private keyLen = 0;
   /** Unique per writer: a retried mapper never truncates the files of an attempt still running. */
   private readonly instance = randomUUID().slice(0, 8);
 
@@ -112,6 +123,7 @@ export class ShuffleWriter {
     this.sort = options.sort ?? true;
     this.json = options.values === "json";
     this.hasher = hasher;
+    this.seen = options.dedup ? new HashIndex() : undefined;
     // Small chunks under a small budget, so one half-empty chunk cannot force a flush per record.
     this.arenaChunkBytes = Math.min(ARENA_CHUNK_BYTES, Math.max(1024, Math.floor(this.budget / 16)));
   }
@@ -138,8 +150,11 @@ export class ShuffleWriter {
     return new ShuffleWriter(options, await loadKeyHasher());
   }
 
-  /** Routes one record by `key` (any msgpack-serialisable value; see {@link canonicalKey}). */
-  add(key: unknown, value: unknown): void {
+  /**
+   * Routes one record by `key` (any msgpack-serialisable value; see {@link canonicalKey}). Returns
+   * false when `dedup` dropped it (its key is already buffered).
+   */
+  add(key: unknown, value: unknown): boolean {
     if (this.closed) throw new ZephyrError("INVALID_ARGUMENT", "ShuffleWriter: add after close");
     // msgpackr's reuse mode encodes into its own scratch buffer (no Buffer object per record);
     // the bytes live until the next pack, so the key is hashed and copied before the value is packed.
@@ -148,6 +163,10 @@ export class ShuffleWriter {
     const sortHash = this.hasher.hash53(kt.subarray(kt.start, kt.end));
     if (keyLen > this.keyScratch.length) this.keyScratch = Buffer.allocUnsafe(Math.max(keyLen, this.keyScratch.length * 2));
     copyBytes(kt, kt.start, kt.end, this.keyScratch, 0);
+    if (this.seen !== undefined) {
+      this.keyLen = keyLen;
+      if (this.seen.insertUnlessFound(sortHash, this.n, this.sameAsScratch) >= 0) return false;
+    }
     let vt: PackedInPlace | undefined;
     let text: string | undefined;
     let valueLen: number;
@@ -196,8 +215,20 @@ export class ShuffleWriter {
     this.offsetOf[i] = at;
     this.keyLenOf[i] = keyLen;
     this.records++;
-    if (this.arenaBytes + this.n * PER_RECORD_BYTES >= this.budget) this.flush();
+    if (this.arenaBytes + this.n * PER_RECORD_BYTES + (this.seen?.bytes ?? 0) >= this.budget) this.flush();
+    return true;
   }
+
+  /** Whether buffered record `j` has the key now in `keyScratch` (bytes equal). */
+  private readonly sameAsScratch = (j: number): boolean => {
+    const len = this.keyLen;
+    if (this.keyLenOf[j] !== len) return false;
+    const chunk = this.chunks[this.chunkOf[j]];
+    const at = this.offsetOf[j] + FRAME_HEADER_BYTES;
+    const scratch = this.keyScratch;
+    for (let i = 0; i < len; i++) if (chunk[at + i] !== scratch[i]) return false;
+    return true;
+  };
 
   /** Spills what is buffered, then reports every run written. The writer cannot be reused. */
   close(): ShuffleMapOutput {
@@ -303,6 +334,7 @@ export class ShuffleWriter {
     this.runs.push({ path: runPath, offsets, counts, ...(this.sort ? {} : { sorted: false }), ...(this.json ? { values: "json" } : {}) });
     this.bytes += written;
     this.n = 0;
+    this.seen?.clear();
     this.chunks = [];
     this.chunkPos = 0;
     this.arenaBytes = 0;
