@@ -12,4 +12,4 @@ export type { Plan, Stage } from "./plan/planner.ts";
 export type { RunOptions, RunStats, StageStats, TokenCacheOptions, WriteOptions, WriteResult } from "./exec/coordinator.ts";
 export type { BackendName, IrisBackendOptions } from "./exec/backends.ts";
 export type { StageCounters } from "./exec/task.ts";
-export { closeThreadPool } from "./exec/threads.ts";
+export { closeThreadPool } from "./exec/poolRegistry.ts";

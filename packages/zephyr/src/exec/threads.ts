@@ -9,6 +9,7 @@ import { ZephyrError } from "../errors.ts";
 import { originFingerprint } from "../plan/fingerprint.ts";
 import type { Plan } from "../plan/planner.ts";
 import { withRetries } from "./backends.ts";
+import { onCloseThreadPools } from "./poolRegistry.ts";
 import type { Backend, StageHooks } from "./backends.ts";
 import type { TaskResult } from "./task.ts";
 import { reviveError } from "./remoteTask.ts";
@@ -158,6 +159,8 @@ export async function closeThreadPool(): Promise<void> {
   for (const p of all) clearTimeout(p.idleTimer);
   await Promise.all(all.map((p) => p.pool.destroy()));
 }
+
+onCloseThreadPools(closeThreadPool);
 
 /** Sets how long the shared pool outlives its last run (tests shorten it). */
 export function setThreadPoolIdleMs(ms: number): void {

@@ -5,7 +5,6 @@ import path from "node:path";
 import type { Readable, Transform, Writable } from "node:stream";
 import { createGunzip, createGzip, constants as zlibConstants } from "node:zlib";
 import type { ZlibOptions } from "node:zlib";
-import { glob, isDynamicPattern } from "tinyglobby";
 import { ZephyrError } from "../errors.ts";
 
 /** How a file's bytes are compressed, decided by its extension (`.gz`, `.zst`). */
@@ -31,6 +30,8 @@ export async function expandGlob(patterns: string | readonly string[], options: 
   const list = typeof patterns === "string" ? [patterns] : [...patterns];
   if (list.length === 0) throw new ZephyrError("INVALID_ARGUMENT", "expandGlob: expected at least one pattern");
   const cwd = path.resolve(options.cwd ?? process.cwd());
+  // Loaded here, not with the module: worker threads import this module but never list files.
+  const { glob, isDynamicPattern } = await import("tinyglobby");
   const found = new Set<string>();
   for (const pattern of list) {
     const absolute = path.resolve(cwd, pattern);
@@ -41,7 +42,7 @@ export async function expandGlob(patterns: string | readonly string[], options: 
     }
     // Glob from the pattern's static directory prefix, so that glob characters in a directory
     // name above the wildcard part (a temp dir "run(1)/", say) are not read as syntax.
-    const { base, rest } = splitStaticPrefix(absolute);
+    const { base, rest } = splitStaticPrefix(absolute, isDynamicPattern);
     if (rest === "") continue;
     try {
       for (const p of await glob(rest, { cwd: base, absolute: true, onlyFiles: true, expandDirectories: false, dot: false })) found.add(path.resolve(p));
@@ -71,7 +72,7 @@ function isFile(p: string): boolean {
  * Splits an absolute pattern into its longest leading run of literal directories (segments without
  * glob syntax, or existing directories whose names merely contain glob characters) and the rest.
  */
-function splitStaticPrefix(absolute: string): { base: string; rest: string } {
+function splitStaticPrefix(absolute: string, isDynamicPattern: (segment: string) => boolean): { base: string; rest: string } {
   const parts = absolute.split(path.sep);
   let base = parts[0] === "" ? path.sep : parts[0];
   let i = 1;
