@@ -4,6 +4,7 @@
 // no thresholds.
 //
 //   pnpm bench zephyr/pipeline [-- --records 1000000 --files 8 --threads 2]
+import { spawnSync } from "node:child_process";
 import { once } from "node:events";
 import { createReadStream, createWriteStream, existsSync } from "node:fs";
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
@@ -11,6 +12,7 @@ import os from "node:os";
 import path from "node:path";
 import { finished } from "node:stream/promises";
 import { StringDecoder } from "node:string_decoder";
+import { fileURLToPath } from "node:url";
 import { createGunzip, createGzip } from "node:zlib";
 import { closeThreadPool } from "@marin/zephyr";
 import { MIN_CHARS, cleanPipeline, normalizeText, textHash } from "./cleanPipeline.ts";
@@ -23,7 +25,7 @@ function arg(name: string, fallback: number): number {
 
 const RECORDS = arg("records", 1_000_000);
 const FILES = arg("files", 8);
-const THREADS = arg("threads", 2);
+const THREADS = process.argv.includes("--threads-child") ? Number(process.argv[process.argv.indexOf("--threads-child") + 3]) : arg("threads", 2);
 const inputFlag = process.argv.indexOf("--input");
 /** `--input DIR`: reuse (or create and keep) the generated input there. */
 const KEEP_INPUT = inputFlag >= 0 ? path.resolve(process.argv[inputFlag + 1]) : undefined;
@@ -123,6 +125,33 @@ async function handLoop(input: string, outFile: string, files: string[]): Promis
   return kept;
 }
 
+/** One zephyr run of the benchmark's pipeline, timed (wall and CPU of the whole process). */
+async function zephyrRun(input: string, root: string, backend: "inline" | "threads", label: string): Promise<Result> {
+  const t = performance.now();
+  const cpu0 = process.cpuUsage();
+  const r = await cleanPipeline({ input }).writeJsonl(path.join(root, label.replace(/\W+/g, "-"), "part-{shard}.jsonl.gz"), { backend, threads: THREADS, progress: false });
+  const u = process.cpuUsage(cpu0);
+  return { name: label, seconds: (performance.now() - t) / 1000, cpu: (u.user + u.system) / 1e6, kept: r.counts.reduce((a, b) => a + b, 0) };
+}
+
+interface Result {
+  name: string;
+  seconds: number;
+  cpu: number;
+  kept: number;
+}
+
+/** `--threads-child INPUT ROOT THREADS`: the cold and warm threads runs, printed as JSON. */
+async function threadsChild(input: string, root: string): Promise<void> {
+  try {
+    const cold = await zephyrRun(input, root, "threads", `zephyr threads (${THREADS}, cold pool)`);
+    const warm = await zephyrRun(input, root, "threads", `zephyr threads (${THREADS}, warm pool)`);
+    console.log(JSON.stringify([cold, warm]));
+  } finally {
+    await closeThreadPool();
+  }
+}
+
 async function main(): Promise<void> {
   const root = await mkdtemp(path.join(os.tmpdir(), "zephyr-bench-"));
   try {
@@ -134,7 +163,7 @@ async function main(): Promise<void> {
 
     // CPU seconds of the whole process (all threads, zlib's included): on a shared machine the
     // wall-clock figures depend on the load, CPU time much less.
-    const results: { name: string; seconds: number; cpu: number; kept: number }[] = [];
+    const results: Result[] = [];
     const cpuSeconds = (since: NodeJS.CpuUsage): number => {
       const u = process.cpuUsage(since);
       return (u.user + u.system) / 1e6;
@@ -144,23 +173,16 @@ async function main(): Promise<void> {
     const kept = await handLoop(input, path.join(root, "loop.jsonl.gz"), files);
     results.push({ name: "hand-written loop", seconds: (performance.now() - t) / 1000, cpu: cpuSeconds(cpu0), kept });
 
-    // threads runs twice: cold (the pool starts and each worker loads TypeScript through tsx) and
-    // warm (the pool a previous run left, as for a program running pipelines one after another).
-    // The cold run comes first, as in a fresh program: after inline's run the main thread's heap
-    // is large, and its collection competes with the workers.
-    const runs = [
-      { backend: "threads", label: `zephyr threads (${THREADS}, cold pool)` },
-      { backend: "threads", label: `zephyr threads (${THREADS}, warm pool)` },
-      { backend: "inline", label: "zephyr inline" },
-    ] as const;
-    for (const { backend, label } of runs) {
-      if (ONLY && ONLY !== backend) continue;
-      t = performance.now();
-      cpu0 = process.cpuUsage();
-      const r = await cleanPipeline({ input }).writeJsonl(path.join(root, label.replace(/\W+/g, "-"), "part-{shard}.jsonl.gz"), { backend, threads: THREADS, progress: false });
-      const seconds = (performance.now() - t) / 1000;
-      results.push({ name: label, seconds, cpu: cpuSeconds(cpu0), kept: r.counts.reduce((a, b) => a + b, 0) });
+    // threads runs twice in a fresh child process: cold (the pool starts, each worker loads
+    // TypeScript through tsx and warms its JIT) and warm (the pool the cold run left, as for a
+    // program running pipelines one after another). A child, because a real program starts
+    // without this process's state: the loop's hundreds of MB of garbage in the main heap.
+    if (!ONLY || ONLY === "threads") {
+      const child = spawnSync(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), "--threads-child", input, root, String(THREADS)], { stdio: ["ignore", "pipe", "inherit"], encoding: "utf8" });
+      if (child.status !== 0) throw new Error(`the threads child process failed (exit ${child.status})`);
+      results.push(...(JSON.parse(child.stdout.trim().split("\n").pop() ?? "[]") as typeof results));
     }
+    if (!ONLY || ONLY === "inline") results.push(await zephyrRun(input, root, "inline", "zephyr inline"));
     // The loop runs again last: this machine's speed drifts within a run, so the ratios use the
     // faster of the two loop runs (the conservative baseline for zephyr's figures).
     t = performance.now();
@@ -185,4 +207,6 @@ async function main(): Promise<void> {
   }
 }
 
-await main();
+const childAt = process.argv.indexOf("--threads-child");
+if (childAt >= 0) await threadsChild(process.argv[childAt + 1], process.argv[childAt + 2]);
+else await main();

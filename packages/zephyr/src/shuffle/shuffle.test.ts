@@ -400,6 +400,11 @@ describe("shuffle", () => {
     const bad = await ShuffleWriter.create({ dir, numPartitions: 1, values: "json" });
     expect(() => bad.add("k", { n: 1n })).toThrow(expect.objectContaining({ code: "BAD_RECORD" }));
     expect(() => bad.add("k", undefined)).toThrow(/no JSON form/);
+    // A deduplicating writer does not count a record it refused as buffered.
+    const dedup = await ShuffleWriter.create({ dir, numPartitions: 1, sort: false, dedup: true, values: "json" });
+    expect(() => dedup.add("k", { n: 1n })).toThrow(expect.objectContaining({ code: "BAD_RECORD" }));
+    expect([dedup.add("k", { n: 1 }), dedup.add("k", { n: 2 })]).toEqual([true, false]);
+    expect(dedup.close().records).toBe(1);
     await expect(ShuffleWriter.create({ dir, numPartitions: 1, values: "xml" as "json" })).rejects.toThrow(/shuffle.values/);
     // Runs of one partition must agree on their encoding.
     const mixed = await scatter([{ k: "z", v: 1 }], { dir: await freshDir(), mappers: 1, partitions: 2, budget: 1 << 20, sort: false });

@@ -222,7 +222,8 @@ export class ShuffleWriter {
   /** Whether buffered record `j` has the key now in `keyScratch` (bytes equal). */
   private readonly sameAsScratch = (j: number): boolean => {
     const len = this.keyLen;
-    if (this.keyLenOf[j] !== len) return false;
+    // j = n: an add whose value failed to serialise left its entry behind; nothing is stored there.
+    if (j >= this.n || this.keyLenOf[j] !== len) return false;
     const chunk = this.chunks[this.chunkOf[j]];
     const at = this.offsetOf[j] + FRAME_HEADER_BYTES;
     const scratch = this.keyScratch;
