@@ -41,4 +41,18 @@ describe("HashIndex", () => {
     expect(index.size).toBe(0);
     expect(index.insertUnlessFound(0, 5, () => true)).toBe(-1);
   });
+
+  it("hands a released table to the next shard on this thread, emptied", () => {
+    const a = HashIndex.acquire();
+    for (let i = 0; i < 5000; i++) a.insertUnlessFound(i, i, () => false);
+    const grown = a.bytes;
+    HashIndex.release(a);
+    HashIndex.release(a); // a second release of the same table is ignored
+    const b = HashIndex.acquire();
+    expect(b).toBe(a);
+    expect(b.size).toBe(0);
+    expect(b.bytes).toBe(grown);
+    expect(b.insertUnlessFound(7, 1, () => true)).toBe(-1);
+    expect(HashIndex.acquire()).not.toBe(b);
+  });
 });

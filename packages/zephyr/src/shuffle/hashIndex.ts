@@ -5,6 +5,10 @@
 
 /** Slots per entry kept at most this full before the table doubles. */
 const MAX_LOAD = 0.5;
+/** Idle tables a thread keeps for its next shards, and the largest it keeps. */
+const SPARE_TABLES = 2;
+const SPARE_MAX_BYTES = 64 * 1024 * 1024;
+const spare: HashIndex[] = [];
 
 /**
  * Hash → position table. Positions are non-negative integers below 2^53 (a record index, or a
@@ -20,6 +24,23 @@ export class HashIndex {
   private slots: Float64Array;
   private mask: number;
   private count = 0;
+
+  /**
+   * A cleared table, reused from a shard that finished on this thread when there is one: a shard's
+   * table grows to ~2 × its keys, and growing it again for every shard (rehashing, and faulting in
+   * fresh zeroed memory) cost ~0.5 CPU s per 1M-record run. Hand it back with {@link release}.
+   */
+  static acquire(): HashIndex {
+    const reused = spare.pop();
+    if (reused === undefined) return new HashIndex();
+    reused.clear();
+    return reused;
+  }
+
+  /** Returns a table nobody uses any more to this thread's spares (kept only while few and small). */
+  static release(index: HashIndex): void {
+    if (spare.length < SPARE_TABLES && index.bytes <= SPARE_MAX_BYTES && !spare.includes(index)) spare.push(index);
+  }
 
   constructor(expected = 1024) {
     let cap = 16;

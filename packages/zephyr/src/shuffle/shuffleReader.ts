@@ -232,7 +232,7 @@ function* dedupInMemory<V>(segments: readonly SpillSegment[], decode: ValueDecod
   // Keys are looked up by their 53-bit sort hash in a typed table (no string or Map entry per
   // record) that remembers where each kept key's bytes are (segment · 2^32 + offset); keys whose
   // hashes are equal are compared byte by byte, so a collision never drops a distinct key.
-  const seen = new HashIndex();
+  const seen = HashIndex.acquire();
   const bufs: Buffer[] = [];
   let cur: Buffer = Buffer.alloc(0);
   let curAt = 0;
@@ -246,16 +246,20 @@ function* dedupInMemory<V>(segments: readonly SpillSegment[], decode: ValueDecod
     for (let i = 0; i < len; i++) if (b[x + i] !== cur[y + i]) return false;
     return true;
   };
-  for (const seg of segments) {
-    const buf = readSegment(seg);
-    const base = bufs.length * 2 ** 32;
-    bufs.push(buf);
-    cur = buf;
-    for (const at of frameStarts(buf, seg.path)) {
-      curAt = at;
-      if (seen.insertUnlessFound(buf.readDoubleLE(at + 4), base + at, sameKey) >= 0) continue;
-      yield decode(buf, at + FRAME_HEADER_BYTES + buf.readUInt32LE(at + 13), at + 4 + buf.readUInt32LE(at)) as V;
+  try {
+    for (const seg of segments) {
+      const buf = readSegment(seg);
+      const base = bufs.length * 2 ** 32;
+      bufs.push(buf);
+      cur = buf;
+      for (const at of frameStarts(buf, seg.path)) {
+        curAt = at;
+        if (seen.insertUnlessFound(buf.readDoubleLE(at + 4), base + at, sameKey) >= 0) continue;
+        yield decode(buf, at + FRAME_HEADER_BYTES + buf.readUInt32LE(at + 13), at + 4 + buf.readUInt32LE(at)) as V;
+      }
     }
+  } finally {
+    HashIndex.release(seen);
   }
 }
 

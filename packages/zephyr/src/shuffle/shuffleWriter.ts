@@ -123,7 +123,7 @@ export class ShuffleWriter {
     this.sort = options.sort ?? true;
     this.json = options.values === "json";
     this.hasher = hasher;
-    this.seen = options.dedup ? new HashIndex() : undefined;
+    this.seen = options.dedup ? HashIndex.acquire() : undefined;
     // Small chunks under a small budget, so one half-empty chunk cannot force a flush per record.
     this.arenaChunkBytes = Math.min(ARENA_CHUNK_BYTES, Math.max(1024, Math.floor(this.budget / 16)));
   }
@@ -236,11 +236,13 @@ export class ShuffleWriter {
     if (this.closed) throw new ZephyrError("INVALID_ARGUMENT", "ShuffleWriter: closed twice");
     this.flush();
     this.closed = true;
+    if (this.seen !== undefined) HashIndex.release(this.seen);
     return { runs: [...this.runs], records: this.records, bytes: this.bytes };
   }
 
   /** Deletes the run files written so far (after a failure); the writer cannot be reused. */
   abort(): void {
+    if (!this.closed && this.seen !== undefined) HashIndex.release(this.seen);
     this.closed = true;
     this.chunks = [];
     for (const run of this.runs) rmSync(run.path, { force: true });
