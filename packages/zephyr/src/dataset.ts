@@ -242,8 +242,9 @@ async function runPlan(...args: Parameters<typeof import("./exec/coordinator.ts"
   const [ds, , options] = args;
   // A definePipeline plan runs on threads unless told otherwise: start the pool first, so that
   // its workers load while this thread loads the coordinator and plans (~0.3 s on 2 cores).
-  if (ds.origin !== undefined && (options.backend ?? "threads") === "threads") {
-    (await import("./exec/threads.ts")).prestartThreadPool(options.threads ?? cores());
+  // (Options are checked by the coordinator; a bad thread count here only skips the early start.)
+  if (ds.origin !== undefined && (options?.backend ?? "threads") === "threads") {
+    (await import("./exec/threads.ts")).prestartThreadPool(options?.threads ?? cores());
   }
   const { runPlan: run } = await import("./exec/coordinator.ts");
   return run(...args);
