@@ -66,54 +66,54 @@ for (const backend of backends) {
     console.log(`${backend.padEnd(8)} calibration: 1-thread matMul [1024,128]·[128,512] ${g.wall.toFixed(1)} GFLOP/s wall, ${g.cpu.toFixed(1)} per CPU-second (reference wasm, unloaded: 22.9)`);
   }
   for (const threads of backend === "wasm" ? threadCounts : [1]) {
-  if (backend === "wasm") setWasmThreads(threads);
-  for (const [label, m] of Object.entries(models)) {
-    if (backend === "cpu" && label === "large" && !args.includes("--cpu-large")) {
-      console.log(`${backend.padEnd(8)} ${label.padEnd(6)} skipped: minutes per step on the pure-JS backend (pass --cpu-large)`);
-      continue;
-    }
-    const cfg = resolveModelConfig(ModelConfigSchema.parse(m), 257);
-    let seed = 12345;
-    const ids = Int32Array.from({ length: BATCH * cfg.seqLen }, () => (seed = (seed * 1103515245 + 12345) >>> 0) % 257);
-    const targets = ids.map((_, i) => ids[(i + 1) % ids.length]!);
-    const model = TransformerLm.init(cfg, new Rng(0));
-    const opt = new AdamW(model.params, { beta1: 0.9, beta2: 0.95, epsilon: 1e-8, weightDecay: 0.1, maxGradNorm: 1, decayMask: defaultDecayMask });
-    const step = () => {
-      const { grads } = computeGradients(model, ids, targets, BATCH);
-      opt.apply(grads, 1e-3);
-      for (const g of grads.values()) g.dispose();
-    };
-    const slow = backend === "cpu";
-    const steps = stepsOverride ?? (slow ? 1 : label === "small" ? 10 : 5);
-    if (!slow) step(); // warm-up (kernel setup, first allocations); cpu has nothing to warm up
+    if (backend === "wasm") setWasmThreads(threads);
+    for (const [label, m] of Object.entries(models)) {
+      if (backend === "cpu" && label === "large" && !args.includes("--cpu-large")) {
+        console.log(`${backend.padEnd(8)} ${label.padEnd(6)} skipped: minutes per step on the pure-JS backend (pass --cpu-large)`);
+        continue;
+      }
+      const cfg = resolveModelConfig(ModelConfigSchema.parse(m), 257);
+      let seed = 12345;
+      const ids = Int32Array.from({ length: BATCH * cfg.seqLen }, () => (seed = (seed * 1103515245 + 12345) >>> 0) % 257);
+      const targets = ids.map((_, i) => ids[(i + 1) % ids.length]!);
+      const model = TransformerLm.init(cfg, new Rng(0));
+      const opt = new AdamW(model.params, { beta1: 0.9, beta2: 0.95, epsilon: 1e-8, weightDecay: 0.1, maxGradNorm: 1, decayMask: defaultDecayMask });
+      const step = () => {
+        const { grads } = computeGradients(model, ids, targets, BATCH);
+        opt.apply(grads, 1e-3);
+        for (const g of grads.values()) g.dispose();
+      };
+      const slow = backend === "cpu";
+      const steps = stepsOverride ?? (slow ? 1 : label === "small" ? 10 : 5);
+      if (!slow) step(); // warm-up (kernel setup, first allocations); cpu has nothing to warm up
 
-    const c0 = process.cpuUsage();
-    const t0 = performance.now();
-    for (let i = 0; i < steps; i++) step();
-    const ms = (performance.now() - t0) / steps;
-    const cu = process.cpuUsage(c0);
-    const cpuMs = (cu.user + cu.system) / 1000 / steps;
-    const tokens = BATCH * cfg.seqLen;
-    const tps = (tokens / ms) * 1000;
-    const flops = trainingFlopsPerToken(cfg) * tps;
-    console.log(
-      [
-        backend.padEnd(8),
-        String(threads).padStart(7),
-        label.padEnd(6),
-        String(model.parameterCount()).padStart(9),
-        ms.toFixed(0).padStart(9),
-        cpuMs.toFixed(0).padStart(12),
-        tps.toFixed(0).padStart(9),
-        ((tokens / cpuMs) * 1000).toFixed(0).padStart(10),
-        (flops / 1e9).toFixed(2).padStart(8),
-        `${((flops / PEAK_2CORE) * 100).toFixed(2)}%`.padStart(9),
-        `${((flops / PEAK_1CORE) * 100).toFixed(2)}%`.padStart(12),
-        (backend === "wasm" ? String(BASELINE[label]) : "-").padStart(15),
-      ].join(" "),
-    );
-    model.dispose();
-    opt.dispose();
-  }
+      const c0 = process.cpuUsage();
+      const t0 = performance.now();
+      for (let i = 0; i < steps; i++) step();
+      const ms = (performance.now() - t0) / steps;
+      const cu = process.cpuUsage(c0);
+      const cpuMs = (cu.user + cu.system) / 1000 / steps;
+      const tokens = BATCH * cfg.seqLen;
+      const tps = (tokens / ms) * 1000;
+      const flops = trainingFlopsPerToken(cfg) * tps;
+      console.log(
+        [
+          backend.padEnd(8),
+          String(threads).padStart(7),
+          label.padEnd(6),
+          String(model.parameterCount()).padStart(9),
+          ms.toFixed(0).padStart(9),
+          cpuMs.toFixed(0).padStart(12),
+          tps.toFixed(0).padStart(9),
+          ((tokens / cpuMs) * 1000).toFixed(0).padStart(10),
+          (flops / 1e9).toFixed(2).padStart(8),
+          `${((flops / PEAK_2CORE) * 100).toFixed(2)}%`.padStart(9),
+          `${((flops / PEAK_1CORE) * 100).toFixed(2)}%`.padStart(12),
+          (backend === "wasm" ? String(BASELINE[label]) : "-").padStart(15),
+        ].join(" "),
+      );
+      model.dispose();
+      opt.dispose();
+    }
   }
 }

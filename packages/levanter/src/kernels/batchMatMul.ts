@@ -6,12 +6,8 @@
 // same bits. Using one routine for everything makes results independent of the thread count.
 import * as tf from "@tensorflow/tfjs";
 import { GemmPool } from "./gemmPool.ts";
+import type { MatmulExports } from "./gemmPool.ts";
 import { MATMUL_WASM_BASE64 } from "./matmulWasm.ts";
-
-interface MatmulExports {
-  matmul(a: number, b: number, c: number, m: number, k: number, n: number, sai: number, sak: number): void;
-  pack(src: number, dst: number, k: number, n: number, sbk: number, sbj: number): void;
-}
 
 interface WasmBackendInternals {
   wasm: { asm: Record<string, unknown>; _malloc(bytes: number): number; _free(ptr: number): void };

@@ -7,7 +7,7 @@ import wabtInit from "wabt";
 export const WAT_PATH = new URL("./matmul.wat", import.meta.url);
 export const GENERATED_PATH = new URL("./matmulWasm.ts", import.meta.url);
 
-/** The generated TypeScript source for the current matmul.wat. */
+// How matmul.wat imports tfjs-backend-wasm's heap.
 const MEMORY_IMPORT = '(import "env" "memory" (memory 1))';
 // The shared-memory variant runs on the GEMM thread pool's memory (src/kernels/gemmPool.ts).
 const SHARED_MEMORY_IMPORT = '(import "env" "memory" (memory 1 65536 shared))';

@@ -25,7 +25,8 @@ export interface GemmTask {
   strideC: number;
 }
 
-interface SharedExports {
+/** What matmul.wat exports (either memory variant). */
+export interface MatmulExports {
   matmul(a: number, b: number, c: number, m: number, k: number, n: number, sai: number, sak: number): void;
   pack(src: number, dst: number, k: number, n: number, sbk: number, sbj: number): void;
 }
@@ -61,7 +62,7 @@ for (;;) {
 export class GemmPool {
   readonly threads: number;
   readonly memory: WebAssembly.Memory;
-  private readonly ex: SharedExports;
+  private readonly ex: MatmulExports;
   private readonly workers: Worker[];
   private readonly control: Int32Array;
   private seq = 0;
@@ -73,7 +74,7 @@ export class GemmPool {
     this.threads = threads;
     this.memory = new WebAssembly.Memory({ initial: 256, maximum: 65536, shared: true });
     const module = new WebAssembly.Module(Buffer.from(MATMUL_SHARED_WASM_BASE64, "base64"));
-    this.ex = new WebAssembly.Instance(module, { env: { memory: this.memory } }).exports as unknown as SharedExports;
+    this.ex = new WebAssembly.Instance(module, { env: { memory: this.memory } }).exports as unknown as MatmulExports;
     const control = new SharedArrayBuffer(4 * SLOT * (threads - 1));
     this.control = new Int32Array(control);
     this.workers = Array.from({ length: threads - 1 }, (_, slot) => {

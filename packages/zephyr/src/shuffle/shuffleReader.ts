@@ -33,7 +33,6 @@ export interface ShuffleGroup<V> {
   readonly values: Iterable<V>;
 }
 
-/** Walks a merge group by group; `values` of the current group pull from the merge lazily. */
 /** Decodes the value bytes `buf[start, end)` of a frame. */
 type ValueDecoder = (buf: Buffer, start: number, end: number) => unknown;
 
@@ -56,6 +55,7 @@ function decoderOf(runs: readonly SpillRun[]): ValueDecoder {
   return json > 0 ? jsonText : unpackValue;
 }
 
+/** Walks a merge group by group; `values` of the current group pull from the merge lazily. */
 class GroupWalker {
   private readonly merge: ExternalMerge;
   private readonly decode: ValueDecoder;
