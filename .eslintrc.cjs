@@ -40,7 +40,8 @@ module.exports = {
     "boundaries/dependency-nodes": ["import", "dynamic-import", "export", "require"],
     "boundaries/legacy-templates": false,
     "import/resolver": {
-      typescript: { alwaysTryTypes: true, project: ["tsconfig.base.json"] },
+      // Resolve @marin/* to their TypeScript source (the workspace condition), as tsc and vitest do.
+      typescript: { alwaysTryTypes: true, project: ["tsconfig.base.json"], conditionNames: ["@marin/source", "types", "import", "node", "default"] },
       node: true,
     },
   },

@@ -16,6 +16,6 @@ const compat = new FlatCompat({
 });
 
 export default [
-  { ignores: ["**/node_modules/**", "**/dist/**", "**/internal/generated/**", "marin-out/**", "**/*.tsbuildinfo"] },
+  { ignores: ["**/node_modules/**", "**/dist/**", "**/.tsbuild/**", "**/internal/generated/**", "marin-out/**", "**/*.tsbuildinfo"] },
   ...compat.config(require("./.eslintrc.cjs")),
 ];

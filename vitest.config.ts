@@ -1,8 +1,19 @@
 import { defineConfig } from "vitest/config";
 import projects from "./vitest.workspace.ts";
 
-// vitest.workspace.ts is the source of truth for the projects; this file only hands it to Vitest 4.
+// vitest.workspace.ts is the source of truth for the projects; this file hands it to Vitest 4 and
+// adds what every project shares (`extends: true` there): tests run the packages' TypeScript
+// source, never their built dist/, through the `@marin/source` export condition, both in the test
+// process (Vite's resolver) and in every process a test starts (NODE_OPTIONS, inherited).
+const CONDITION = "@marin/source";
+// Vite's own server defaults (`defaultServerConditions`; vite is not a direct dependency here).
+const SERVER_CONDITIONS = ["module", "node", "development|production"];
+const nodeOptions = process.env.NODE_OPTIONS ?? "";
+if (!nodeOptions.includes(`--conditions=${CONDITION}`)) process.env.NODE_OPTIONS = `--conditions=${CONDITION} ${nodeOptions}`.trim();
+
 export default defineConfig({
+  resolve: { conditions: [CONDITION, ...SERVER_CONDITIONS] },
+  ssr: { resolve: { conditions: [CONDITION, ...SERVER_CONDITIONS], externalConditions: [CONDITION] } },
   test: {
     projects,
     passWithNoTests: true,

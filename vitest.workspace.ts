@@ -10,6 +10,7 @@ const layers = ["iris", "levanter", "zephyr", "marin"] as const;
 
 const projects = [
   {
+    extends: true as const,
     test: {
       name: "repo",
       root: ".",
@@ -20,6 +21,7 @@ const projects = [
   },
   ...layers.flatMap((layer, i) => [
     {
+      extends: true as const,
       test: {
         name: layer,
         root: `packages/${layer}`,
@@ -30,6 +32,7 @@ const projects = [
       },
     },
     {
+      extends: true as const,
       test: {
         name: `${layer}-e2e`,
         root: `packages/${layer}`,
