@@ -15,8 +15,23 @@ const projects = [
       name: "repo",
       root: ".",
       include: ["test/**/*.test.ts"],
+      exclude: ["test/**/*.e2e.test.ts", "**/node_modules/**"],
       testTimeout: 60_000,
       sequence: { groupOrder: 0 },
+    },
+  },
+  {
+    extends: true as const,
+    // The packages as a user installs them (pnpm pack + npm install outside the workspace): last,
+    // after every layer's end-to-end group.
+    test: {
+      name: "repo-e2e",
+      root: ".",
+      include: ["test/**/*.e2e.test.ts"],
+      fileParallelism: false,
+      testTimeout: 300_000,
+      hookTimeout: 900_000,
+      sequence: { groupOrder: layers.length + 1 },
     },
   },
   ...layers.flatMap((layer, i) => [

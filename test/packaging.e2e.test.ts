@@ -1,0 +1,140 @@
+// The four packages as a user outside this workspace gets them: `pnpm pack` each one, install the
+// tarballs with npm into a scratch project under the OS temp folder, then run built JavaScript
+// only: (a) a plain node ESM script (an iris LocalCluster job with a module task and its result, a
+// zephyr count, a two-step marin experiment), (b) `tsc --noEmit` on a TypeScript file importing
+// each package, (c) `npx marin run` on an experiment of that project.
+import { spawnSync, type SpawnSyncReturns } from "node:child_process";
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const PACKAGES = ["iris", "levanter", "zephyr", "marin"] as const;
+let scratch: string;
+let project: string;
+
+/** The environment of a user's shell: no workspace source condition, no vitest leftovers. */
+function userEnv(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env, NODE_OPTIONS: "", npm_config_audit: "false", npm_config_fund: "false", npm_config_update_notifier: "false" };
+  for (const k of Object.keys(env)) if (k.startsWith("VITEST") || k === "TSX_TSCONFIG_PATH") delete env[k];
+  return env;
+}
+
+function run(cmd: string, args: string[], cwd: string, timeoutMs = 300_000): SpawnSyncReturns<string> {
+  const r = spawnSync(cmd, args, { cwd, env: userEnv(), encoding: "utf8", timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024 });
+  if (r.status !== 0) throw new Error(`${cmd} ${args.join(" ")} (in ${cwd}) exited ${r.status ?? r.signal}\n--- stdout\n${r.stdout}\n--- stderr\n${r.stderr}`);
+  return r;
+}
+
+beforeAll(() => {
+  scratch = mkdtempSync(path.join(os.tmpdir(), "marin-pack-"));
+  const tarballs = path.join(scratch, "tarballs");
+  for (const p of PACKAGES) run("pnpm", ["pack", "--pack-destination", tarballs], path.join(root, "packages", p));
+  project = path.join(scratch, "project");
+  const files = readdirSync(tarballs).filter((f) => f.endsWith(".tgz"));
+  expect(files).toHaveLength(4);
+  run("mkdir", ["-p", project], scratch);
+  writeFileSync(path.join(project, "package.json"), JSON.stringify({ name: "scratch", private: true, type: "module" }, null, 2));
+  // The toolchain a TypeScript user brings, pinned to the workspace's versions.
+  const ts = (JSON.parse(spawnSync("node", ["-p", "JSON.stringify(require('./package.json').devDependencies)"], { cwd: root, encoding: "utf8" }).stdout) as Record<string, string>);
+  run("npm", ["install", "--no-audit", "--no-fund", ...files.map((f) => path.join(tarballs, f)), `typescript@${ts.typescript}`, `@types/node@${ts["@types/node"]}`], project, 600_000);
+}, 900_000);
+
+afterAll(() => {
+  if (scratch) rmSync(scratch, { recursive: true, force: true });
+});
+
+describe("installed from tarballs", () => {
+  it("loads built JavaScript only: no src/ in the packages", () => {
+    for (const p of PACKAGES) {
+      const dir = path.join(project, "node_modules", "@marin", p);
+      expect(existsSync(path.join(dir, "dist", "index.js")), `${p} dist/index.js`).toBe(true);
+      expect(existsSync(path.join(dir, "src")), `${p} ships no src/`).toBe(false);
+    }
+  });
+
+  it("(a) a plain node ESM script runs an iris job, a zephyr count and a two-step marin experiment", () => {
+    writeFileSync(
+      path.join(project, "task.mjs"),
+      `export async function main(args) { return { doubled: args.n * 2, index: Number(process.env.IRIS_TASK_INDEX) }; }\n`,
+    );
+    writeFileSync(
+      path.join(project, "steps.mjs"),
+      [
+        `import { defineStep, outputOf } from "@marin/marin";`,
+        `import { writeFile, readFile } from "node:fs/promises";`,
+        `import path from "node:path";`,
+        `export const first = defineStep({ name: "first", config: { n: 3 }, fn: async ({ outputPath, config }) => { await writeFile(path.join(outputPath, "n.txt"), String(config.n)); return { n: config.n }; } });`,
+        `export const second = defineStep({ name: "second", config: { from: outputOf(first) }, fn: async ({ outputPath, config }) => { const n = Number(await readFile(path.join(config.from, "n.txt"), "utf8")); await writeFile(path.join(outputPath, "sq.txt"), String(n * n)); return { sq: n * n }; } });`,
+        `export default () => [first, second];`,
+        ``,
+      ].join("\n"),
+    );
+    writeFileSync(
+      path.join(project, "main.mjs"),
+      [
+        `import { LocalCluster } from "@marin/iris";`,
+        `import { fromList } from "@marin/zephyr";`,
+        `import { runGraph, resolveGraph } from "@marin/marin";`,
+        `import { fileURLToPath } from "node:url";`,
+        `import steps from "./steps.mjs";`,
+        `const cluster = await LocalCluster.start({ workers: 1 });`,
+        `try {`,
+        `  const job = await cluster.client.submit({ name: "pack-e2e", replicas: 2, entrypoint: { module: fileURLToPath(new URL("./task.mjs", import.meta.url)), export: "main", args: { n: 21 } } });`,
+        `  const status = await job.wait();`,
+        `  console.log("JOB", status.state, JSON.stringify(await job.results()));`,
+        `} finally { await cluster.stop(); }`,
+        `console.log("COUNT", await fromList([1, 2, 3, 4, 5], { shards: 2 }).filter((x) => x % 2 === 1).count());`,
+        `const summary = await runGraph(resolveGraph(steps(), process.argv[2]));`,
+        `console.log("MARIN", summary.steps.map((s) => s.name + ":" + s.outcome).join(","));`,
+        ``,
+      ].join("\n"),
+    );
+    const r = run(process.execPath, ["main.mjs", path.join(scratch, "out-a")], project);
+    expect(r.stdout).toContain(`JOB SUCCEEDED [{"doubled":42,"index":0},{"doubled":42,"index":1}]`);
+    expect(r.stdout).toContain("COUNT 3");
+    expect(r.stdout).toMatch(/MARIN first:\w+,second:\w+/);
+  });
+
+  it("(b) types resolve: tsc --noEmit on a TypeScript file importing each package", () => {
+    writeFileSync(
+      path.join(project, "types.ts"),
+      [
+        `import { LocalCluster, IrisClient, type JobStatus } from "@marin/iris";`,
+        `import { fromList, readJsonl } from "@marin/zephyr";`,
+        `import { trainLm } from "@marin/levanter";`,
+        `import { defineStep } from "@marin/marin";`,
+        `export const used = [LocalCluster, IrisClient, fromList, readJsonl, trainLm, defineStep];`,
+        `export const n: Promise<number> = fromList([1, 2]).count();`,
+        `export type S = JobStatus["state"];`,
+        ``,
+      ].join("\n"),
+    );
+    writeFileSync(
+      path.join(project, "tsconfig.json"),
+      JSON.stringify({ compilerOptions: { target: "ES2023", module: "NodeNext", moduleResolution: "NodeNext", strict: true, noEmit: true, skipLibCheck: false, types: ["node"] }, files: ["types.ts"] }),
+    );
+    run(process.execPath, [path.join(project, "node_modules", "typescript", "bin", "tsc"), "-p", "."], project);
+  });
+
+  it("(c) npx marin run runs a TypeScript experiment of that project", () => {
+    writeFileSync(
+      path.join(project, "exp.ts"),
+      [
+        `import { defineStep, outputOf } from "@marin/marin";`,
+        `import { writeFile, readFile } from "node:fs/promises";`,
+        `import path from "node:path";`,
+        `const a = defineStep({ name: "a", config: { word: "hello" }, fn: async ({ outputPath, config }) => { await writeFile(path.join(outputPath, "w.txt"), config.word); } });`,
+        `const b = defineStep({ name: "b", config: { from: outputOf(a) }, fn: async ({ outputPath, config }) => { const w: string = await readFile(path.join(config.from, "w.txt"), "utf8"); await writeFile(path.join(outputPath, "w.txt"), w.toUpperCase()); } });`,
+        `export default () => [a, b];`,
+        ``,
+      ].join("\n"),
+    );
+    const prefix = path.join(scratch, "out-c");
+    run("npx", ["--no-install", "marin", "run", "exp.ts", "--prefix", prefix], project);
+    const found = spawnSync("sh", ["-c", `cat ${prefix}/b-*/w.txt`], { encoding: "utf8" });
+    expect(found.stdout).toBe("HELLO");
+  });
+});
