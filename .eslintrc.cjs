@@ -7,6 +7,9 @@
 //   iris → nothing of ours
 //
 // A change to this allow-list is a deliberate commit of its own. See README.md, "Layers".
+//
+// Folder rules: inside a package, some folders never import others (listed at the end of the
+// policies), so that import circles cannot come back; test/importCycles.test.ts checks the rest.
 
 const LAYER_MESSAGE =
   "Layer violation: {{from.element.type}} may not import '{{dependency.source}}'. " +
@@ -16,16 +19,43 @@ const LAYER_MESSAGE =
 
 const packages = ["iris", "levanter", "zephyr", "marin"];
 
+// Folders inside a package that the folder rules (below) name. A file belongs to the first
+// element whose pattern matches; the rest of a package's files are of the package's own type.
+const folders = {
+  iris: { cli: "cli/**", client: "client/**", controller: "controller/**", worker: "worker/**", runner: "runner/**" },
+  levanter: { cli: "cli/**", trainer: "trainer/**", parts: "{kernels,models,optim,data,checkpoint}/**" },
+  zephyr: { surface: "{dataset,pipeline}.ts", plan: "plan/**", exec: "exec/**", data: "{io,shuffle}/**" },
+  marin: { cli: "cli/**", step: "step/**", core: "{executor,experiment,steps,remote}/**" },
+};
+const folderTypes = (p) => Object.keys(folders[p]).map((f) => `${p}-${f}`);
+
 /** Each package's src/internal is an element of its own, so that only its package reaches it. */
 const elements = [
+  // Tests import whatever they exercise; nothing imports a test, so they close no circle.
+  ...packages.map((p) => ({ type: `${p}-test`, pattern: `packages/${p}/src/**/*.{test,test-d}.ts`, mode: "full" })),
   ...packages.map((p) => ({ type: `${p}-internal`, pattern: `packages/${p}/src/internal/**`, partialMatch: false })),
   { type: "levanter-sharding", pattern: "packages/levanter/src/sharding/**", partialMatch: false },
+  ...packages.flatMap((p) =>
+    Object.entries(folders[p]).map(([f, glob]) => ({ type: `${p}-${f}`, pattern: `packages/${p}/src/${glob}`, mode: "full" })),
+  ),
   ...packages.map((p) => ({ type: p, pattern: `packages/${p}/**`, partialMatch: false })),
   { type: "root", pattern: "{experiments,bench,test}/**", partialMatch: false },
 ];
 
 const el = (...types) => ({ element: { type: types } });
-const own = (p) => [p, `${p}-internal`];
+/** Every element type of package `p`: its files, its internal folder, its tests, its named folders. */
+const own = (p) => [p, `${p}-internal`, `${p}-test`, ...folderTypes(p)];
+
+/**
+ * A folder rule inside one package (as VS Code layers base → platform → editor): files of `from`
+ * never import files of `to` — statically, dynamically, type-only or by re-export — so that
+ * import circles cannot come back. Listed last: a later policy overrides an earlier allow.
+ */
+const folderRule = (pkg, from, to, why) => ({
+  from: el(...from.map((f) => (f === "*" ? pkg : `${pkg}-${f}`))),
+  disallow: { to: el(...to.map((f) => `${pkg}-${f}`)) },
+  message: `Folder rule (${pkg}): ${why} See .eslintrc.cjs, "Folder rules".`,
+});
 
 module.exports = {
   root: true,
@@ -88,7 +118,18 @@ module.exports = {
             from: el(...own("marin")),
             allow: { to: el("iris", "levanter", "levanter-sharding", "zephyr", ...own("marin")) },
           },
-          { from: el("root"), allow: { to: el("iris", "levanter", "levanter-sharding", "zephyr", "marin", "root") } },
+          { from: el("root"), allow: { to: el(...packages.flatMap((p) => [p, ...folderTypes(p)]), "levanter-sharding", "root") } },
+
+          // Folder rules.
+          folderRule("iris", ["*", "client", "controller", "worker", "runner"], ["cli"], "only the CLI imports cli/."),
+          folderRule("iris", ["controller"], ["client", "worker", "runner"], "the controller knows workers and clients only through the wire (internal/)."),
+          folderRule("iris", ["client"], ["controller", "worker", "runner"], "the client knows the controller only through the wire (internal/)."),
+          folderRule("levanter", ["*", "trainer", "parts"], ["cli"], "only the CLI imports cli/."),
+          folderRule("levanter", ["parts"], ["trainer"], "kernels, models, optimizers, data and checkpoints never import the trainer."),
+          folderRule("zephyr", ["plan", "exec", "data"], ["surface"], "plans, execution, I/O and shuffles never import the user surface (dataset.ts, pipeline.ts); shared contracts live in a types-only module."),
+          folderRule("zephyr", ["plan", "data"], ["exec"], "plans, I/O and shuffles never import exec/."),
+          folderRule("marin", ["step", "core"], ["cli"], "executor/, experiment/, step/, steps/ and remote/ never import cli/."),
+          folderRule("marin", ["step"], ["core"], "step definitions never import the executor, experiments, standard steps or remote launchers."),
         ],
       },
     ],

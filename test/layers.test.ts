@@ -75,3 +75,26 @@ describe("forbidden imports", () => {
     expect(errors[0]).toMatch(/README\.md/);
   });
 });
+
+describe("folder rules inside packages", () => {
+  const at = (p: string, file: string) => `packages/${p}/src/${file}`;
+  // [rule, file, forbidden import, allowed import in the opposite direction (file, code)]
+  const rules: Array<[string, string, string, string, string]> = [
+    ["iris: only the CLI imports cli/", at("iris", "worker/fixture.ts"), `import { runCli } from "../cli/program.ts"; export { runCli };`, at("iris", "cli/fixture.ts"), `import { IrisClient } from "../client/irisClient.ts"; export { IrisClient };`],
+    ["iris: the controller never imports the worker", at("iris", "controller/fixture.ts"), `export const w = () => import("../worker/worker.ts");`, at("iris", "controller/fixture.ts"), `import { invariant } from "../internal/assert.ts"; export { invariant };`],
+    ["iris: the client never imports the controller", at("iris", "client/fixture.ts"), `import type { Controller } from "../controller/controller.ts"; export type C = Controller;`, at("iris", "cli/fixture.ts"), `import type { Controller } from "../controller/controller.ts"; export type C = Controller;`],
+    ["levanter: only the CLI imports cli/", at("levanter", "trainer/fixture.ts"), `import "../cli/main.ts";`, at("levanter", "cli/fixture.ts"), `import { trainLm } from "../trainer/trainLm.ts"; export { trainLm };`],
+    ["levanter: models never import the trainer", at("levanter", "models/fixture.ts"), `import { trainLm } from "../trainer/trainLm.ts"; export { trainLm };`, at("levanter", "trainer/fixture.ts"), `import { TransformerLm } from "../models/transformer.ts"; export { TransformerLm };`],
+    ["zephyr: exec/ never imports the user surface", at("zephyr", "exec/fixture.ts"), `import type { Dataset } from "../dataset.ts"; export type D = Dataset<number>;`, at("zephyr", "fixture.ts"), `import { Dataset } from "./dataset.ts"; export { Dataset };`],
+    ["zephyr: exec/ never imports the user surface, dynamically", at("zephyr", "exec/fixture.ts"), `export const p = () => import("../pipeline.ts");`, at("zephyr", "fixture.ts"), `export const p = () => import("./pipeline.ts");`],
+    ["zephyr: plan/ never imports exec/", at("zephyr", "plan/fixture.ts"), `export { commitFile } from "../exec/commit.ts";`, at("zephyr", "exec/fixture.ts"), `import { ZephyrError } from "../errors.ts"; export { ZephyrError };`],
+    ["marin: the executor never imports cli/", at("marin", "executor/fixture.ts"), `import { runCli } from "../cli/program.ts"; export { runCli };`, at("marin", "cli/fixture.ts"), `import { runGraph } from "../executor/runner.ts"; export { runGraph };`],
+    ["marin: step/ never imports the executor", at("marin", "step/fixture.ts"), `import { runGraph } from "../executor/runner.ts"; export { runGraph };`, at("marin", "executor/fixture.ts"), `import { defineStep } from "../step/step.ts"; export { defineStep };`],
+  ];
+  it.each(rules)("%s", async (_rule, file, forbidden, okFile, allowed) => {
+    const errors = await layerErrors(file, forbidden);
+    expect(errors.length).toBeGreaterThan(0);
+    expect(errors[0]).toMatch(/^Folder rule \(\w+\): .*"Folder rules"/);
+    expect(await layerErrors(okFile, allowed)).toEqual([]);
+  });
+});
