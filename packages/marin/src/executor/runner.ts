@@ -11,7 +11,7 @@ import { defaultOwner, leaseIsStale, tryAcquireLease } from "./lease.ts";
 import type { LeaseRecord } from "./lease.ts";
 import type { Lease } from "./lease.ts";
 import { planRun } from "./plan.ts";
-import type { Plan, PlanEntry, PlanOptions } from "./plan.ts";
+import type { RunPlan, PlanEntry, PlanOptions } from "./plan.ts";
 import { infoOf, writeInfo, writeLastRun } from "./records.ts";
 import { metaDir, prefixMetaDir, readJson, readStatus, stagingDir, stagingTokens, writeFileAtomic, writeStatus } from "./stepFiles.ts";
 import type { StepStatus } from "./stepFiles.ts";
@@ -44,7 +44,7 @@ export interface RunSummary {
 
 /** A state change the runner reports while it works (the live view draws these). */
 export type RunEvent =
-  | { type: "plan"; plan: Plan }
+  | { type: "plan"; plan: RunPlan }
   | { type: "step"; name: string; state: "waiting" | "running" | "publishing"; detail?: string }
   | { type: "step-done"; report: StepReport }
   | { type: "log"; name: string; line: string };
@@ -67,7 +67,7 @@ export interface StepLauncher {
 }
 
 /** How to run. */
-export interface RunOptions extends PlanOptions {
+export interface RunGraphOptions extends PlanOptions {
   /** Steps running at once (default 4). */
   maxConcurrent?: number;
   /** Lease lifetime without renewal (default 30 s, or MARIN_LEASE_TTL_MS). */
@@ -233,14 +233,14 @@ async function recoverPublish(outputPath: string, log: (line: string) => void): 
 class Run {
   readonly runId: string;
   readonly graph: StepGraph;
-  readonly opts: RunOptions;
+  readonly opts: RunGraphOptions;
   readonly clock: Clock;
   readonly owner: string;
   readonly ttlMs: number;
   readonly startedAt: number;
   private launcher: Promise<StepLauncher> | undefined;
 
-  constructor(graph: StepGraph, opts: RunOptions) {
+  constructor(graph: StepGraph, opts: RunGraphOptions) {
     this.graph = graph;
     this.opts = opts;
     this.clock = opts.clock ?? systemClock;
@@ -433,7 +433,7 @@ class Run {
  * Runs a planned graph: steps in topological order, independent ones in parallel, finished ones
  * skipped; a failed step marks its dependants DEP_FAILED while the others continue.
  */
-export async function runGraph(graph: StepGraph, opts: RunOptions = {}): Promise<RunSummary> {
+export async function runGraph(graph: StepGraph, opts: RunGraphOptions = {}): Promise<RunSummary> {
   const clock = opts.clock ?? systemClock;
   const t0 = clock.now();
   const plan = await planRun(graph, opts);
