@@ -1,3 +1,4 @@
+// MarinError's code, name and cause.
 import { describe, expect, it } from "vitest";
 import { MarinError } from "./errors.ts";
 

@@ -1,3 +1,4 @@
+// MarinError and its closed set of codes: the one error type @marin/marin throws for expected failures.
 /** The closed set of codes a {@link MarinError} carries. */
 export const MARIN_ERROR_CODES = ["INVALID_CONFIG", "INVALID_GRAPH", "STEP_FAILED", "DEP_FAILED", "LEASE_LOST", "FINGERPRINT_MISMATCH", "NOT_FOUND", "INTERNAL"] as const;
 

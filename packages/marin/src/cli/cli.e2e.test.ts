@@ -1,3 +1,4 @@
+// The marin CLI as real processes: racing runners, a killed runner, dry runs, explain, direct tsx runs, --cluster.
 import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
 import { promises as fs } from "node:fs";

@@ -1,3 +1,4 @@
+// The `marin` command line (commander): run, plan, explain, status; the CLI's only link to the executor.
 import path from "node:path";
 import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
 import { MarinError } from "../errors.ts";

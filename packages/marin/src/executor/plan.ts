@@ -1,3 +1,4 @@
+// planRun: what a run would do with each step (run, skip, wait) and why, from the files at the prefix.
 import { MarinError } from "../errors.ts";
 import type { ResolvedStep, StepGraph } from "../step/graph.ts";
 import type { Clock } from "./clock.ts";

@@ -1,3 +1,4 @@
+// A step's `info.json` and the prefix's last-run records (what `explain` diffs against).
 import path from "node:path";
 import { z } from "zod";
 import type { ResolvedStep, StepIdentity } from "../step/graph.ts";

@@ -1,3 +1,4 @@
+// The launcher that runs steps with resources as iris jobs and follows them to their end.
 import { promises as fs } from "node:fs";
 import os from "node:os";
 import path from "node:path";

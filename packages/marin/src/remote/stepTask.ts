@@ -1,3 +1,4 @@
+// The iris task entry that runs one step's body: rebuilds the graph, checks the identity, runs the step.
 import { MarinError } from "../errors.ts";
 import { writeFileAtomic } from "../executor/stepFiles.ts";
 import { loadExperiment } from "../experiment/experiment.ts";

@@ -1,3 +1,4 @@
+// The evaluateLmStep standard step: loss and bits per byte of a final checkpoint (levanter).
 import { promises as fs } from "node:fs";
 import path from "node:path";
 import { z } from "zod";

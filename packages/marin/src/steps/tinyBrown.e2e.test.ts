@@ -1,3 +1,4 @@
+// A shortened tiny-brown experiment end to end: cached re-run, and resume after a killed runner.
 import { spawn } from "node:child_process";
 import { promises as fs } from "node:fs";
 import os from "node:os";

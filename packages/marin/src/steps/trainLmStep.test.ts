@@ -1,3 +1,4 @@
+// trainLmStep's config checks, and its light schema kept in step with levanter's.
 import path from "node:path";
 import { ModelConfigSchema, OptimizerConfigSchema, TrainerConfigSchema } from "@marin/levanter";
 import { describe, expect, it } from "vitest";

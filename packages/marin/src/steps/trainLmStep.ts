@@ -1,3 +1,4 @@
+// The trainLmStep standard step: trains a levanter LM in an iris job, resumable from its checkpoints.
 import path from "node:path";
 import type { ModelConfigInput, OptimizerConfigInput } from "@marin/levanter";
 import { z } from "zod";
