@@ -180,6 +180,8 @@ describe("marin CLI (real processes)", () => {
       expect(mismatch.code).toBe(1);
       expect(mismatch.stdout).toMatch(/demo\/remote\s+FAILED/);
       expect(mismatch.stdout).toMatch(/step demo\/remote: the script now gives demo\/remote-\w+, the runner planned demo\/remote-\w+/);
+      // The runner's identity travels with the task, so the refusal names what differs.
+      expect(mismatch.stdout).toMatch(/Changed \(planned → now\): input: outputOf\(demo\/b-\w+\) → outputOf\(demo\/b-\w+\)/);
 
       const r = await marin(["run", script, "--prefix", prefix, "--cluster", cluster.address], env);
       expect(r.code, r.stdout + r.stderr).toBe(0);

@@ -9,6 +9,7 @@ import { MarinError } from "../errors.ts";
 import type { LaunchArgs, StepLauncher } from "../executor/runner.ts";
 import { metaDir, readJson } from "../executor/stepFiles.ts";
 import type { ResolvedStep } from "../step/graph.ts";
+import { plannedIdentity } from "./stepIdentity.ts";
 import type { StepTaskArgs } from "./stepTask.ts";
 
 /** Where and how iris-run steps are launched. */
@@ -61,7 +62,7 @@ export async function createIrisLauncher(opts: IrisLauncherOptions): Promise<Ste
     async run(step: ResolvedStep, args: LaunchArgs): Promise<unknown> {
       const resultFile = taskResultFile(step.outputPath, args.token);
       await fs.rm(resultFile, { force: true });
-      const taskArgs: StepTaskArgs = { script: opts.script, step: step.name, id: step.id, prefix: opts.prefix, staging: args.stagingPath, resultFile };
+      const taskArgs: StepTaskArgs = { script: opts.script, step: step.name, planned: plannedIdentity(step), prefix: opts.prefix, staging: args.stagingPath, resultFile };
       const res = step.step.resources ?? {};
       const job: Job = await client.submit({
         name: jobNameFor(step, args.token),
