@@ -56,7 +56,7 @@ export interface LaunchArgs {
   stagingPath: string;
   signal: AbortSignal;
   log(line: string): void;
-  /** The lease's fencing token (the remote task writes its result under it). */
+  /** The lease's fencing token (an iris launcher names the job after it: each holder submits its own). */
   token: number;
   runId: string;
 }

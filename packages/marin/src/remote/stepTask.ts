@@ -1,7 +1,6 @@
 // The iris task entry that runs one step's body: rebuilds the graph, checks the identity, runs the step.
 import { z } from "zod";
 import { MarinError } from "../errors.ts";
-import { writeFileAtomic } from "../executor/stepFiles.ts";
 import { loadExperiment } from "../experiment/experiment.ts";
 import { resolveGraph } from "../step/graph.ts";
 import { checkPlannedIdentity } from "./stepIdentity.ts";
@@ -18,8 +17,6 @@ export interface StepTaskArgs {
   prefix: string;
   /** The staging folder to write into. */
   staging: string;
-  /** Where to write `{ result }`. */
-  resultFile: string;
 }
 
 const argsSchema = z.object({
@@ -31,7 +28,6 @@ const argsSchema = z.object({
   }),
   prefix: z.string().min(1),
   staging: z.string().min(1),
-  resultFile: z.string().min(1),
 });
 
 /** The args as iris hands them over (JSON from another process): checked before anything runs. */
@@ -44,9 +40,12 @@ function parseArgs(args: unknown): StepTaskArgs {
 /**
  * The iris task entry for one step: imports the experiment script, rebuilds its step graph,
  * checks the step's identity against the parent's (a script edited since the run started must
- * not run under the old identity), and runs that step's body.
+ * not run under the old identity), and runs that step's body. Returns what the body returned: iris
+ * records it as the task's result (JSON, at most 1 MiB). A MarinError of a deterministic kind
+ * (bad args, a script that fails to load, an identity mismatch) is not retryable: iris ends the
+ * attempt APP_ERROR with its code and message.
  */
-export async function runStepTask(input: StepTaskArgs): Promise<void> {
+export async function runStepTask(input: StepTaskArgs): Promise<unknown> {
   const args = parseArgs(input);
   const { steps } = await loadExperiment(args.script);
   const graph = resolveGraph(steps, args.prefix);
@@ -55,7 +54,7 @@ export async function runStepTask(input: StepTaskArgs): Promise<void> {
   const onTerm = () => abort.abort(new MarinError("STEP_FAILED", "the iris task was terminated"));
   process.once("SIGTERM", onTerm);
   try {
-    const result = await rs.step.fn({
+    return await rs.step.fn({
       name: rs.name,
       id: rs.id,
       config: rs.config,
@@ -65,7 +64,6 @@ export async function runStepTask(input: StepTaskArgs): Promise<void> {
       signal: abort.signal,
       log: (line) => process.stdout.write(`${line}\n`),
     });
-    await writeFileAtomic(args.resultFile, JSON.stringify({ result: result === undefined ? null : result }));
   } finally {
     process.off("SIGTERM", onTerm);
   }
