@@ -5,7 +5,7 @@
 import { readdirSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
-import { cleanText, dedupExact, evaluateLm, generateText, importCorpus, outputOf, runIfMain, tokenize, trainLm } from "@marin/marin";
+import { cleanText, dedupExact, evaluateLmStep, generateText, importCorpus, outputOf, runIfMain, tokenize, trainLmStep } from "@marin/marin";
 
 function envInt(name: string, fallback: number): number {
   const v = process.env[name];
@@ -36,14 +36,14 @@ export default function build() {
   const tokens = tokenize({ name: "tiny-brown/tokenize", input: outputOf(dedup), tokenizer: "byte", validationFraction: 0.05 });
   const steps = envInt("MARIN_TINY_BROWN_STEPS", 200);
   const dModel = envInt("MARIN_TINY_BROWN_DMODEL", 128);
-  const train = trainLm({
+  const train = trainLmStep({
     name: "tiny-brown/train",
     data: outputOf(tokens),
     model: { nLayers: 2, dModel, nHeads: 4, seqLen: 64, activation: "gelu", norm: "layer", positions: "learned" },
     optimizer: { learningRate: 3e-3, weightDecay: 0.01, warmup: Math.min(20, Math.floor(steps / 5)), lrSchedule: "cosine", minLrRatio: 0.1 },
     trainer: { numTrainSteps: steps, batchSize: 16, seed: 0, maxEvalBatches: 8, checkpointIntervalSeconds: envInt("MARIN_TINY_BROWN_CHECKPOINT_SECONDS", 60) },
   });
-  const evaluation = evaluateLm({ name: "tiny-brown/evaluate", checkpoints: outputOf(train, "checkpoints"), data: outputOf(tokens, "validation"), maxBatches: 32 });
+  const evaluation = evaluateLmStep({ name: "tiny-brown/evaluate", checkpoints: outputOf(train, "checkpoints"), data: outputOf(tokens, "validation"), maxBatches: 32 });
   const samples = generateText({
     name: "tiny-brown/generate",
     checkpoints: outputOf(train, "checkpoints"),

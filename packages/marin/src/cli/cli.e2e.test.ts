@@ -1,3 +1,4 @@
+// The marin CLI as real processes: racing runners, a killed runner, dry runs, explain, direct tsx runs, --cluster.
 import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
 import { promises as fs } from "node:fs";
@@ -101,6 +102,11 @@ async function tree(root: string): Promise<string[]> {
   return out.sort();
 }
 
+/** Every file under `root` (relative paths). */
+async function files(root: string): Promise<string[]> {
+  return (await tree(root)).map((l) => l.slice(0, l.lastIndexOf(" ")));
+}
+
 async function readCalls(file: string): Promise<string[]> {
   return (await fs.readFile(file, "utf8").catch(() => "")).split("\n").filter(Boolean);
 }
@@ -179,6 +185,13 @@ describe("marin CLI (real processes)", () => {
       expect(mismatch.code).toBe(1);
       expect(mismatch.stdout).toMatch(/demo\/remote\s+FAILED/);
       expect(mismatch.stdout).toMatch(/step demo\/remote: the script now gives demo\/remote-\w+, the runner planned demo\/remote-\w+/);
+      // The runner's identity travels with the task, so the refusal names what differs.
+      expect(mismatch.stdout).toMatch(/Changed \(planned → now\): input: outputOf\(demo\/b-\w+\) → outputOf\(demo\/b-\w+\)/);
+      // A deterministic failure: the task ends APP_ERROR with marin's code after one attempt, never retried.
+      expect(mismatch.stdout).toMatch(/APP_ERROR\(FINGERPRINT_MISMATCH\): step demo\/remote/);
+      const failedJob = (await cluster.client.list()).find((j) => j.name.includes("marin-demo.remote-") && j.state === "FAILED");
+      expect(failedJob?.tasks[0]?.errorCode).toBe("FINGERPRINT_MISMATCH");
+      expect(failedJob?.tasks[0]?.attempts.map((a) => a.failureKind)).toEqual(["APP_ERROR"]);
 
       const r = await marin(["run", script, "--prefix", prefix, "--cluster", cluster.address], env);
       expect(r.code, r.stdout + r.stderr).toBe(0);
@@ -189,6 +202,12 @@ describe("marin CLI (real processes)", () => {
       expect(r.stdout).toMatch(/input: "b:/);
       const dir = /demo\/remote\s+ran\s+\S+\s+(\S+)/.exec(r.stdout)![1];
       expect((await fs.readdir(dir)).sort()).toEqual([".marin", "where.txt"]);
+      // The step's return value came back as the iris task's result: no result file anywhere.
+      const succeeded = (await cluster.client.list()).find((j) => j.name.includes("marin-demo.remote-") && j.state === "SUCCEEDED")!;
+      expect(await cluster.client.job(succeeded.name).results()).toEqual([{ job: expect.stringContaining("marin-demo.remote-"), input: expect.stringMatching(/^b:/) }]);
+      expect((await fs.readdir(path.join(dir, ".marin"))).sort()).toEqual(["info.json", "lease-1.json", "status.json"]);
+      expect(JSON.parse(await fs.readFile(path.join(dir, ".marin", "status.json"), "utf8")).result.input).toMatch(/^b:/);
+      expect((await files(prefix)).filter((f) => /result/i.test(path.basename(f)) && path.basename(f) !== "result.txt")).toEqual([]);
     } finally {
       await cluster.stop();
     }

@@ -1,3 +1,4 @@
+// The live view's line-per-change output and the run summary's text.
 import { describe, expect, it } from "vitest";
 import type { RunSummary } from "../executor/runner.ts";
 import { formatSummary, LiveView } from "./liveView.ts";

@@ -1,3 +1,4 @@
+// What `marin run` draws while it works (a progress bar on a TTY, lines otherwise) and its closing summary.
 import cliProgress from "cli-progress";
 import type { RunEvent, RunSummary, StepReport } from "../executor/runner.ts";
 

@@ -1,3 +1,4 @@
+// The marin CLI's argument checks, run in-process.
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { runCli } from "./program.ts";
 

@@ -1,3 +1,4 @@
+// The `marin` command line (commander): run, plan, explain, status; the CLI's only link to the executor.
 import path from "node:path";
 import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
 import { MarinError } from "../errors.ts";
@@ -6,9 +7,10 @@ import { formatPlan, planRun } from "../executor/plan.ts";
 import { listPrefix } from "../executor/prefixStatus.ts";
 import { runGraph } from "../executor/runner.ts";
 import type { StepLauncher } from "../executor/runner.ts";
-import { loadExperiment, resolveCliPath } from "../experiment/experiment.ts";
+import { loadExperiment } from "../experiment/experiment.ts";
 import { resolveGraph } from "../step/graph.ts";
 import { formatSummary, LiveView } from "./liveView.ts";
+import { resolveCliPath } from "./paths.ts";
 
 /** The prefix a command uses: `--prefix`, else MARIN_PREFIX, else `./marin-out` (relative to where the command was run). */
 export function resolvePrefix(flag: string | undefined): string {

@@ -1,3 +1,4 @@
+// The real and fake clocks: sleeps, aborts, and no leaked abort listeners.
 import { getEventListeners } from "node:events";
 import { describe, expect, it } from "vitest";
 import { FakeClock, systemClock } from "./clock.ts";

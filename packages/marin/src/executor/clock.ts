@@ -1,3 +1,4 @@
+// Time as the executor sees it: the system clock, and a fake one that tests advance by hand.
 /** Time as the executor sees it: injectable so lease logic can be tested with a fake clock. */
 export interface Clock {
   now(): number;

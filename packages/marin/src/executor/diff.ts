@@ -1,3 +1,4 @@
+// Field-by-field differences between two step identities (what `explain` prints).
 import type { JsonValue } from "../step/canonical.ts";
 import { canonicalJson } from "../step/canonical.ts";
 import type { StepIdentity } from "../step/graph.ts";

@@ -1,3 +1,4 @@
+// explainStep: why a step would run, the changed fields, and the upstream steps that moved it.
 import { promises as fs } from "node:fs";
 import os from "node:os";
 import path from "node:path";

@@ -1,3 +1,4 @@
+// explainStep: why one step would (not) run, with its changed fields and upstream causes.
 import { MarinError } from "../errors.ts";
 import type { StepGraph } from "../step/graph.ts";
 import { formatChanges } from "./diff.ts";

@@ -1,3 +1,4 @@
+// Leases with a fake and a real clock: one holder at a time, expiry and takeover, renewal, and a lost lease aborting its holder.
 import { promises as fs } from "node:fs";
 import os from "node:os";
 import path from "node:path";

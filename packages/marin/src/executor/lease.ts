@@ -1,3 +1,4 @@
+// Step leases: exclusive `lease-N.json` files with fencing tokens, renewal, expiry and dead-holder takeover.
 import { randomBytes } from "node:crypto";
 import { promises as fs } from "node:fs";
 import os from "node:os";

@@ -1,3 +1,4 @@
+// planRun: what a run would do with each step (run, skip, wait) and why, from the files at the prefix.
 import { MarinError } from "../errors.ts";
 import type { ResolvedStep, StepGraph } from "../step/graph.ts";
 import type { Clock } from "./clock.ts";
@@ -6,7 +7,7 @@ import { diffIdentity, formatChanges } from "./diff.ts";
 import type { FieldChange } from "./diff.ts";
 import { currentLease, leaseIsStale } from "./lease.ts";
 import { readLastRun } from "./records.ts";
-import type { StepInfo } from "./records.ts";
+import type { StepRunInfo } from "./records.ts";
 import { metaDir, readStatus } from "./stepFiles.ts";
 import type { StepStatus } from "./stepFiles.ts";
 
@@ -23,13 +24,13 @@ export interface PlanEntry {
   readonly forced: boolean;
   readonly status: StepStatus | undefined;
   /** The last run of a step with this name at the prefix (any config). */
-  readonly lastRun: StepInfo | undefined;
+  readonly lastRun: StepRunInfo | undefined;
   /** Changes from the last run's config when that run had another identity. */
   readonly changes: FieldChange[];
 }
 
 /** A plan: every step of the graph, in topological order. */
-export interface Plan {
+export interface RunPlan {
   readonly graph: StepGraph;
   readonly entries: PlanEntry[];
   readonly byName: ReadonlyMap<string, PlanEntry>;
@@ -60,7 +61,7 @@ function compile(patterns: string[] | undefined, flag: string): RegExp[] {
  * Decides, from the files at the prefix, what a run would do. Reads only; writes nothing. Steps
  * already SUCCESS are skipped and their dependencies are not needed for them (pruning from the top).
  */
-export async function planRun(graph: StepGraph, opts: PlanOptions = {}): Promise<Plan> {
+export async function planRun(graph: StepGraph, opts: PlanOptions = {}): Promise<RunPlan> {
   const clock = opts.clock ?? systemClock;
   const only = compile(opts.only, "--only");
   const force = compile(opts.force, "--force");
@@ -131,7 +132,7 @@ export async function planRun(graph: StepGraph, opts: PlanOptions = {}): Promise
 }
 
 /** The plan as text lines: `run   name   path   reason`. */
-export function formatPlan(plan: Plan): string[] {
+export function formatPlan(plan: RunPlan): string[] {
   const width = Math.max(4, ...plan.entries.map((e) => e.step.name.length));
   const lines = plan.entries.map((e) =>
     [`${e.action.padEnd(5)} ${e.step.name.padEnd(width)}  ${e.step.outputPath}`, `      ${e.reason}`, ...formatChanges(e.changes).map((c) => `        ${c}`)].join("\n"),

@@ -1,3 +1,4 @@
+// listPrefix: every step output under a prefix with its status (what `marin status` prints).
 import { promises as fs } from "node:fs";
 import path from "node:path";
 import { readStatus } from "./stepFiles.ts";

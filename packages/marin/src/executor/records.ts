@@ -1,3 +1,4 @@
+// A step's `info.json` and the prefix's last-run records (what `explain` diffs against).
 import path from "node:path";
 import { z } from "zod";
 import type { ResolvedStep, StepIdentity } from "../step/graph.ts";
@@ -17,7 +18,7 @@ const infoSchema = z.object({
 });
 
 /** The content of `<output>/.marin/info.json` (and of the per-name pointer to the last run). */
-export interface StepInfo {
+export interface StepRunInfo {
   name: string;
   id: string;
   hash: string;
@@ -32,7 +33,7 @@ export interface StepInfo {
 }
 
 /** The info record of a step as it is now. */
-export function infoOf(rs: ResolvedStep, now: number, runId?: string): StepInfo {
+export function infoOf(rs: ResolvedStep, now: number, runId?: string): StepRunInfo {
   return {
     name: rs.name,
     id: rs.id,
@@ -48,7 +49,7 @@ export function infoOf(rs: ResolvedStep, now: number, runId?: string): StepInfo 
 }
 
 /** Writes `<output>/.marin/info.json`. */
-export async function writeInfo(info: StepInfo): Promise<void> {
+export async function writeInfo(info: StepRunInfo): Promise<void> {
   await writeFileAtomic(path.join(metaDir(info.outputPath), "info.json"), JSON.stringify(info, null, 2) + "\n");
 }
 
@@ -58,14 +59,14 @@ export function lastRunFile(prefix: string, name: string): string {
 }
 
 /** The info of the last run of step `name` at `prefix` (whatever its config was), if any. */
-export async function readLastRun(prefix: string, name: string): Promise<StepInfo | undefined> {
+export async function readLastRun(prefix: string, name: string): Promise<StepRunInfo | undefined> {
   const raw = await readJson(lastRunFile(prefix, name));
   if (raw === undefined) return undefined;
   const parsed = infoSchema.safeParse(raw);
-  return parsed.success ? (parsed.data as StepInfo) : undefined;
+  return parsed.success ? (parsed.data as StepRunInfo) : undefined;
 }
 
 /** Records `info` as the last run of its step at `prefix`. */
-export async function writeLastRun(prefix: string, info: StepInfo): Promise<void> {
+export async function writeLastRun(prefix: string, info: StepRunInfo): Promise<void> {
   await writeFileAtomic(lastRunFile(prefix, info.name), JSON.stringify(info, null, 2) + "\n");
 }

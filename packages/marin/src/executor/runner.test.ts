@@ -1,3 +1,4 @@
+// runGraph in-process: order, skips, failures, concurrency, --only/--force, leases, staging, and crash-interrupted publishes.
 import { promises as fs } from "node:fs";
 import os from "node:os";
 import path from "node:path";

@@ -1,3 +1,4 @@
+// runGraph: runs a graph's steps under leases, in dependency order, and publishes their outputs atomically.
 import { randomBytes } from "node:crypto";
 import { createWriteStream, mkdirSync, promises as fs } from "node:fs";
 import type { WriteStream } from "node:fs";
@@ -7,13 +8,13 @@ import type { ResolvedStep, StepGraph } from "../step/graph.ts";
 import type { StepContext } from "../step/step.ts";
 import type { Clock } from "./clock.ts";
 import { systemClock } from "./clock.ts";
-import { defaultOwner, leaseIsStale, tryAcquireLease } from "./lease.ts";
-import type { LeaseRecord } from "./lease.ts";
+import { defaultOwner, tryAcquireLease } from "./lease.ts";
 import type { Lease } from "./lease.ts";
 import { planRun } from "./plan.ts";
-import type { Plan, PlanEntry, PlanOptions } from "./plan.ts";
+import type { RunPlan, PlanEntry, PlanOptions } from "./plan.ts";
 import { infoOf, writeInfo, writeLastRun } from "./records.ts";
-import { metaDir, prefixMetaDir, readJson, readStatus, stagingDir, stagingTokens, writeFileAtomic, writeStatus } from "./stepFiles.ts";
+import { journalFile, prepareStaging, publish, recoverPublish } from "./publish.ts";
+import { metaDir, prefixMetaDir, readStatus, writeFileAtomic, writeStatus } from "./stepFiles.ts";
 import type { StepStatus } from "./stepFiles.ts";
 
 /** How a step ended in a run. */
@@ -44,7 +45,7 @@ export interface RunSummary {
 
 /** A state change the runner reports while it works (the live view draws these). */
 export type RunEvent =
-  | { type: "plan"; plan: Plan }
+  | { type: "plan"; plan: RunPlan }
   | { type: "step"; name: string; state: "waiting" | "running" | "publishing"; detail?: string }
   | { type: "step-done"; report: StepReport }
   | { type: "log"; name: string; line: string };
@@ -55,7 +56,7 @@ export interface LaunchArgs {
   stagingPath: string;
   signal: AbortSignal;
   log(line: string): void;
-  /** The lease's fencing token (the remote task writes its result under it). */
+  /** The lease's fencing token (an iris launcher names the job after it: each holder submits its own). */
   token: number;
   runId: string;
 }
@@ -67,7 +68,7 @@ export interface StepLauncher {
 }
 
 /** How to run. */
-export interface RunOptions extends PlanOptions {
+export interface RunGraphOptions extends PlanOptions {
   /** Steps running at once (default 4). */
   maxConcurrent?: number;
   /** Lease lifetime without renewal (default 30 s, or MARIN_LEASE_TTL_MS). */
@@ -132,115 +133,18 @@ class StepLog {
   }
 }
 
-/** Removes everything in a step's output folder except its `.marin/` bookkeeping. */
-async function clearOutputs(outputPath: string): Promise<void> {
-  let names: string[] = [];
-  try {
-    names = await fs.readdir(outputPath);
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== "ENOENT") throw e;
-  }
-  await Promise.all(names.filter((n) => n !== ".marin").map((n) => fs.rm(path.join(outputPath, n), { recursive: true, force: true })));
-}
-
-/**
- * Makes the staging folder for the holder of `lease`. Earlier holders' folders are all stale (the
- * lease was only taken because theirs was released, expired or its process died). A resumable step
- * takes over the newest one by renaming it to its own token's name, so it resumes from what that
- * holder left; every other one is removed.
- */
-async function prepareStaging(outputPath: string, lease: Lease, resumable: boolean, now: number): Promise<string> {
-  const staging = stagingDir(outputPath, lease.token);
-  const older = (await stagingTokens(outputPath)).filter((t) => t < lease.token);
-  let takeOver = resumable ? older[0] : undefined;
-  if (takeOver !== undefined) {
-    // Only the folder of a holder that is gone: a live, unexpired lease on it would mean a writer.
-    const rec = (await readJson(path.join(metaDir(outputPath), `lease-${takeOver}.json`))) as LeaseRecord | undefined;
-    if (rec && !leaseIsStale(rec, now)) takeOver = undefined;
-  }
-  if (takeOver !== undefined) await fs.rename(stagingDir(outputPath, takeOver), staging);
-  await Promise.all(older.filter((t) => t !== takeOver).map((t) => fs.rm(stagingDir(outputPath, t), { recursive: true, force: true })));
-  await fs.mkdir(staging, { recursive: true });
-  return staging;
-}
-
-/**
- * `<output>/.marin/publish.json`: written before the first entry moves, removed after SUCCESS. A
- * crash in between leaves it, and the next holder completes that publish instead of clearing the
- * half-moved outputs (a resumable step's checkpoints among them) and starting over.
- */
-interface PublishJournal {
-  token: number;
-  /** The staging folder's name inside `.marin/`. */
-  staging: string;
-  names: string[];
-  result?: unknown;
-}
-
-function journalFile(outputPath: string): string {
-  return path.join(metaDir(outputPath), "publish.json");
-}
-
-/** Moves `names` from `staging` into the output folder; a name already moved (an earlier try) is skipped. */
-async function moveEntries(outputPath: string, staging: string, names: string[]): Promise<void> {
-  for (const n of names) {
-    try {
-      await fs.rename(path.join(staging, n), path.join(outputPath, n));
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== "ENOENT") throw e;
-      await fs.stat(path.join(outputPath, n)); // neither here nor there: the journal cannot be completed
-    }
-  }
-  await fs.rm(staging, { recursive: true, force: true });
-}
-
-/** Moves the staging folder's entries into the output folder (after the fencing check), under a journal. */
-async function publish(outputPath: string, staging: string, lease: Lease, result: unknown): Promise<void> {
-  await lease.assertHeld();
-  await clearOutputs(outputPath);
-  const names = await fs.readdir(staging);
-  const journal: PublishJournal = { token: lease.token, staging: path.basename(staging), names, ...(result === undefined ? {} : { result }) };
-  await writeFileAtomic(journalFile(outputPath), JSON.stringify(journal));
-  await moveEntries(outputPath, staging, names);
-}
-
-/**
- * Completes a publish an earlier holder started and did not finish (it crashed between moving its
- * first entry and writing SUCCESS). Returns its journal when completed; `undefined` when there was
- * none, it was a leftover of a finished publish, or it cannot be completed (then the step reruns).
- */
-async function recoverPublish(outputPath: string, log: (line: string) => void): Promise<PublishJournal | undefined> {
-  const file = journalFile(outputPath);
-  const journal = (await readJson(file)) as PublishJournal | undefined;
-  if (!journal) return undefined;
-  const status = await readStatus(outputPath);
-  if (status?.state === "SUCCESS" && status.token === journal.token) {
-    await fs.rm(file, { force: true });
-    return undefined;
-  }
-  try {
-    await moveEntries(outputPath, path.join(metaDir(outputPath), journal.staging), journal.names);
-  } catch (e) {
-    log(`could not complete the publish interrupted under token ${journal.token} (${errorText(e)}); running the step again`);
-    await fs.rm(file, { force: true });
-    return undefined;
-  }
-  log(`completed the publish interrupted under token ${journal.token}`);
-  return journal;
-}
-
 /** The run-wide state shared by step executions. */
 class Run {
   readonly runId: string;
   readonly graph: StepGraph;
-  readonly opts: RunOptions;
+  readonly opts: RunGraphOptions;
   readonly clock: Clock;
   readonly owner: string;
   readonly ttlMs: number;
   readonly startedAt: number;
   private launcher: Promise<StepLauncher> | undefined;
 
-  constructor(graph: StepGraph, opts: RunOptions) {
+  constructor(graph: StepGraph, opts: RunGraphOptions) {
     this.graph = graph;
     this.opts = opts;
     this.clock = opts.clock ?? systemClock;
@@ -433,7 +337,7 @@ class Run {
  * Runs a planned graph: steps in topological order, independent ones in parallel, finished ones
  * skipped; a failed step marks its dependants DEP_FAILED while the others continue.
  */
-export async function runGraph(graph: StepGraph, opts: RunOptions = {}): Promise<RunSummary> {
+export async function runGraph(graph: StepGraph, opts: RunGraphOptions = {}): Promise<RunSummary> {
   const clock = opts.clock ?? systemClock;
   const t0 = clock.now();
   const plan = await planRun(graph, opts);

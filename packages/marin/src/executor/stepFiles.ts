@@ -1,3 +1,4 @@
+// The files of a step's `.marin/` folder: paths, the status file, atomic writes and JSON reads.
 import { randomBytes } from "node:crypto";
 import { promises as fs } from "node:fs";
 import path from "node:path";

@@ -1,6 +1,6 @@
-import { existsSync, realpathSync } from "node:fs";
+// Experiment scripts: importing one and calling its default export to get its steps.
 import path from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { pathToFileURL } from "node:url";
 import { MarinError } from "../errors.ts";
 import { isStep } from "../step/step.ts";
 import type { Step } from "../step/step.ts";
@@ -8,39 +8,17 @@ import type { Step } from "../step/step.ts";
 /** What an experiment script default-exports: builds and returns its steps (dependencies are found through the configs). */
 export type ExperimentBuild = () => readonly Step<any>[] | Promise<readonly Step<any>[]>;
 
-/** The pnpm workspace root this package lives in (the folder holding `pnpm-workspace.yaml`), if any. */
-function findWorkspaceRoot(): string | undefined {
-  let dir = path.dirname(fileURLToPath(import.meta.url));
-  for (;;) {
-    if (existsSync(path.join(dir, "pnpm-workspace.yaml"))) return dir;
-    const up = path.dirname(dir);
-    if (up === dir) return undefined;
-    dir = up;
-  }
-}
-
-const workspaceRoot = findWorkspaceRoot();
+// Builds registered by a script that runs itself (see cli/runIfMain.ts): importing the script again
+// from inside its own top-level await would wait on itself forever.
+const preloaded = new Map<string, ExperimentBuild>();
 
 /**
- * The folder relative command-line paths resolve against: where the user ran the command. `pnpm`
- * runs the workspace root's scripts (`pnpm marin …`) from the root and records the caller's folder
- * in INIT_CWD; only then is INIT_CWD used. Any other npm-script context (a script of some package
- * that runs marin from its own folder, say) keeps the process's cwd.
+ * Registers the build of a script that is running itself, so that {@link loadExperiment} of that
+ * script uses it instead of importing the script again (which would wait on its own top-level await).
  */
-export function invocationDir(env: NodeJS.ProcessEnv = process.env, cwd: string = process.cwd(), root: string | undefined = workspaceRoot): string {
-  const atRoot = root !== undefined && path.resolve(cwd) === path.resolve(root);
-  if (env.npm_lifecycle_event && env.INIT_CWD && atRoot) return env.INIT_CWD;
-  return cwd;
+export function preloadExperiment(script: string, build: ExperimentBuild): void {
+  preloaded.set(path.resolve(script), build);
 }
-
-/** Resolves a command-line path against {@link invocationDir}. */
-export function resolveCliPath(p: string): string {
-  return path.resolve(invocationDir(), p);
-}
-
-// Builds registered by a script that runs itself (see runIfMain): importing the script again from
-// inside its own top-level await would wait on itself forever.
-const preloaded = new Map<string, ExperimentBuild>();
 
 /** Imports an experiment script and calls its default export; returns the absolute script path and the steps. */
 export async function loadExperiment(script: string): Promise<{ script: string; steps: Step<any>[] }> {
@@ -63,33 +41,4 @@ export async function loadExperiment(script: string): Promise<{ script: string; 
     throw new MarinError("INVALID_GRAPH", `${abs}: the default export must return an array of steps made by defineStep`);
   }
   return { script: abs, steps: steps as Step<any>[] };
-}
-
-/** Whether the module at `importMetaUrl` is the program node was started with. */
-export function isMainModule(importMetaUrl: string): boolean {
-  const entry = process.argv[1];
-  if (!entry) return false;
-  try {
-    return realpathSync(fileURLToPath(importMetaUrl)) === realpathSync(path.resolve(entry));
-  } catch {
-    return false;
-  }
-}
-
-/**
- * Lets an experiment script run itself: `tsx experiments/x.ts [flags]` behaves like
- * `marin run experiments/x.ts [flags]`. Does nothing when the script is imported (by the CLI or
- * by an iris task).
- *
- * @example
- * export default function build() { return [a, b]; }
- * await runIfMain(import.meta.url, build);
- */
-export async function runIfMain(importMetaUrl: string, build: ExperimentBuild): Promise<void> {
-  if (!isMainModule(importMetaUrl)) return;
-  const script = fileURLToPath(importMetaUrl);
-  preloaded.set(path.resolve(script), build);
-  const { runCli } = await import("../cli/program.ts");
-  const code = await runCli(["run", script, ...process.argv.slice(2)]);
-  process.exitCode = code;
 }

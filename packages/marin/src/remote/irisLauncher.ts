@@ -1,3 +1,4 @@
+// The launcher that runs steps with resources as iris jobs and follows them to their end.
 import { promises as fs } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -6,8 +7,8 @@ import { IrisClient, LocalCluster } from "@marin/iris";
 import type { Job, JobStatus } from "@marin/iris";
 import { MarinError } from "../errors.ts";
 import type { LaunchArgs, StepLauncher } from "../executor/runner.ts";
-import { metaDir, readJson } from "../executor/stepFiles.ts";
 import type { ResolvedStep } from "../step/graph.ts";
+import { plannedIdentity } from "./stepIdentity.ts";
 import type { StepTaskArgs } from "./stepTask.ts";
 
 /** Where and how iris-run steps are launched. */
@@ -26,11 +27,6 @@ const LOG_DRAIN_DEADLINE_MS = 15_000;
 
 const STEP_TASK_MODULE = fileURLToPath(new URL("./stepTask.ts", import.meta.url));
 
-/** The file a step task writes its result to (inside the step's `.marin/`). */
-export function taskResultFile(outputPath: string, token: number): string {
-  return path.join(metaDir(outputPath), `task-result-${token}.json`);
-}
-
 function jobNameFor(step: ResolvedStep, token: number): string {
   return `marin-${step.id.replace(/\//g, ".")}-t${token}`;
 }
@@ -38,8 +34,8 @@ function jobNameFor(step: ResolvedStep, token: number): string {
 /**
  * Runs steps as iris jobs: the task's entrypoint is marin's step task with the experiment script,
  * the step's name and identity as args; the task re-imports the script, rebuilds the graph,
- * checks the identity and runs that one step into the staging folder. The lease, publish and
- * status stay with this (parent) runner.
+ * checks the identity and runs that one step into the staging folder; the step's return value
+ * comes back as the iris task's result. The lease, publish and status stay with this (parent) runner.
  */
 export async function createIrisLauncher(opts: IrisLauncherOptions): Promise<StepLauncher> {
   let cluster: LocalCluster | undefined;
@@ -58,9 +54,7 @@ export async function createIrisLauncher(opts: IrisLauncherOptions): Promise<Ste
   }
   return {
     async run(step: ResolvedStep, args: LaunchArgs): Promise<unknown> {
-      const resultFile = taskResultFile(step.outputPath, args.token);
-      await fs.rm(resultFile, { force: true });
-      const taskArgs: StepTaskArgs = { script: opts.script, step: step.name, id: step.id, prefix: opts.prefix, staging: args.stagingPath, resultFile };
+      const taskArgs: StepTaskArgs = { script: opts.script, step: step.name, planned: plannedIdentity(step), prefix: opts.prefix, staging: args.stagingPath };
       const res = step.step.resources ?? {};
       const job: Job = await client.submit({
         name: jobNameFor(step, args.token),
@@ -105,12 +99,13 @@ export async function createIrisLauncher(opts: IrisLauncherOptions): Promise<Ste
       clearTimeout(timer);
       stopFollowing = true;
       if (status.state !== "SUCCEEDED") {
+        // An APP_ERROR (a non-retryable MarinError in the task) reads `APP_ERROR(<code>): <message>`.
         const why = status.error ?? status.tasks.map((t) => t.error ?? t.pendingReason).find(Boolean) ?? "";
         throw new MarinError("STEP_FAILED", `iris job ${job.name} ended ${status.state}${why ? `: ${why}` : ""}${tail.length ? `\n${tail.join("\n")}` : ""}`);
       }
-      const result = (await readJson(resultFile)) as { result?: unknown } | undefined;
-      await fs.rm(resultFile, { force: true });
-      return result?.result;
+      // The step task's return value: iris recorded it with the attempt.
+      const [result] = await job.results();
+      return result;
     },
     async close(): Promise<void> {
       if (cluster) await cluster.stop();

@@ -1,3 +1,4 @@
+// Canonical JSON (sorted keys) and the short hash that step identities are made of.
 import { createHash } from "node:crypto";
 
 /** A JSON value with no undefined, NaN or Infinity. */

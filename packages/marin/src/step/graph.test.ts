@@ -1,3 +1,4 @@
+// Step identity and graph resolution: truth tables and a fast-check property.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";

@@ -1,3 +1,4 @@
+// resolveGraph: steps → a graph with identities, output paths and resolved configs.
 import path from "node:path";
 import { MarinError } from "../errors.ts";
 import { canonicalJson, shortHash } from "./canonical.ts";

@@ -1,3 +1,4 @@
+// defineStep, outputOf and ignore: how an experiment declares steps, their configs and dependencies.
 import type { z } from "zod";
 import { MarinError } from "../errors.ts";
 

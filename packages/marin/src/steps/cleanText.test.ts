@@ -1,3 +1,4 @@
+// cleanText, dedupExact and tokenize helpers: word/TAG stripping, paragraphs, filters, exact keys, the validation hold-out.
 import { describe, expect, it } from "vitest";
 import { cleanDocumentText, keepText, stripWordTags } from "./cleanText.ts";
 import { exactKey } from "./dedupExact.ts";

@@ -1,3 +1,4 @@
+// The cleanText standard step: normalization, word/TAG stripping, paragraph splits and filters.
 import { z } from "zod";
 import { defineStep } from "../step/step.ts";
 import type { OutputRef, Step } from "../step/step.ts";

@@ -1,3 +1,4 @@
+// The dedupExact standard step: one document per distinct text.
 import { createHash } from "node:crypto";
 import { z } from "zod";
 import { defineStep } from "../step/step.ts";

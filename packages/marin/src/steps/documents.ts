@@ -1,3 +1,4 @@
+// The documents format the standard data steps share, and their lazy link to zephyr.
 import path from "node:path";
 import type { Dataset, RunOptions } from "@marin/zephyr";
 

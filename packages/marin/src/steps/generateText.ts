@@ -1,3 +1,4 @@
+// The generateText standard step: samples from a trained checkpoint (levanter).
 import { promises as fs } from "node:fs";
 import path from "node:path";
 import { z } from "zod";

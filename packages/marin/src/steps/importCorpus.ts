@@ -1,3 +1,4 @@
+// The importCorpus standard step: text files → gzip JSON Lines documents (zephyr).
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { z } from "zod";

@@ -1,3 +1,4 @@
+// A shortened tiny-brown experiment end to end: cached re-run, and resume after a killed runner.
 import { spawn } from "node:child_process";
 import { promises as fs } from "node:fs";
 import os from "node:os";
@@ -52,6 +53,20 @@ async function outsideMarin(root: string): Promise<string[]> {
   return out.sort();
 }
 
+/** Every file and folder under `root`, `.marin` folders included (relative paths). */
+async function everything(root: string): Promise<string[]> {
+  const out: string[] = [];
+  const walk = async (d: string) => {
+    for (const n of await fs.readdir(d)) {
+      const p = path.join(d, n);
+      out.push(path.relative(root, p));
+      if ((await fs.stat(p)).isDirectory()) await walk(p);
+    }
+  };
+  await walk(root);
+  return out.sort();
+}
+
 describe("tiny-brown, shortened, on an embedded LocalCluster", () => {
   it("runs every step; the second run executes none and changes no file outside .marin/", async () => {
     const prefix = path.join(tmp, "out");
@@ -77,6 +92,11 @@ describe("tiny-brown, shortened, on an embedded LocalCluster", () => {
     const runs = await fs.readdir(path.join(prefix, ".marin", "runs"));
     expect(runs).toHaveLength(1);
     expect(await fs.readdir(path.join(prefix, ".marin", "runs", runs[0]))).toContain("iris.sqlite");
+    // The iris steps' results came back as task results: no result file in any step's .marin/ or elsewhere.
+    expect((await everything(prefix)).filter((f) => /result/i.test(path.basename(f)))).toEqual([]);
+    for (const step of ["train", "evaluate", "generate"]) {
+      expect((await fs.readdir(path.join(dirOf(step), ".marin"))).sort()).toEqual(["info.json", "lease-1.json", "status.json"]);
+    }
 
     const before = await outsideMarin(tmp);
     const second = await marin(["run", script, "--prefix", prefix]);

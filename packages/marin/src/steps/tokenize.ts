@@ -1,3 +1,4 @@
+// The tokenize standard step: documents → levanter token caches (train and validation).
 import { createHash } from "node:crypto";
 import path from "node:path";
 import { z } from "zod";

@@ -1,3 +1,4 @@
+// The trainLmStep standard step: trains a levanter LM in an iris job, resumable from its checkpoints.
 import path from "node:path";
 import type { ModelConfigInput, OptimizerConfigInput } from "@marin/levanter";
 import { z } from "zod";
@@ -17,8 +18,8 @@ export interface TrainLmTrainerOptions {
   checkpointIntervalSeconds?: number;
 }
 
-/** Options of {@link trainLm}. */
-export interface TrainLmOptions {
+/** Options of {@link trainLmStep}. */
+export interface TrainLmStepOptions {
   /** Step name (default `train`). */
   name?: string;
   /** A tokenize step's output: `outputOf(tokenizeStep)` (its `train/` and `validation/` caches are used). */
@@ -37,13 +38,13 @@ const fracOrSteps = z.number().nonnegative().refine((v) => v < 1 || Number.isInt
 const intOrList = z.union([posInt, z.array(posInt).min(1)]);
 
 /**
- * The resolved config of a {@link trainLm} step, checked when the graph is resolved (before any step
+ * The resolved config of a {@link trainLmStep} step, checked when the graph is resolved (before any step
  * runs) rather than inside the iris job after the upstream steps. A light mirror of levanter's
  * `ModelConfigSchema`, `OptimizerConfigSchema` and the trainer fields marin passes: importing
  * `@marin/levanter` loads TensorFlow.js, which plans and cached runs must not pay for. Levanter
- * still validates fully in the job; `trainLm.test.ts` keeps the field lists in step with it.
+ * still validates fully in the job; `trainLmStep.test.ts` keeps the field lists in step with it.
  */
-export const trainLmConfigSchema = z
+export const trainLmStepConfigSchema = z
   .object({
     data: z.string().min(1),
     model: z
@@ -109,7 +110,7 @@ export const trainLmConfigSchema = z
   })
   .strict();
 
-/** Folder of a trainLm step's output holding `step-N/` checkpoints. */
+/** Folder of a {@link trainLmStep}'s output holding `step-N/` checkpoints. */
 export const CHECKPOINTS = "checkpoints";
 
 /**
@@ -117,7 +118,7 @@ export const CHECKPOINTS = "checkpoints";
  * the step's output; the step is resumable, so a re-run after a crash continues from the newest
  * complete checkpoint (levanter resumes bit-exactly).
  */
-export function trainLm(opts: TrainLmOptions): Step<any> {
+export function trainLmStep(opts: TrainLmStepOptions): Step<any> {
   const t = opts.trainer;
   const resources = opts.resources ?? { cpuMillis: 1000 };
   return defineStep({
@@ -125,7 +126,7 @@ export function trainLm(opts: TrainLmOptions): Step<any> {
     description: "train an LM with levanter (iris job)",
     version: "1",
     resumable: true,
-    schema: trainLmConfigSchema,
+    schema: trainLmStepConfigSchema,
     resources,
     config: {
       data: opts.data,
@@ -150,7 +151,7 @@ export function trainLm(opts: TrainLmOptions): Step<any> {
         model: ModelConfigInput;
         optimizer: OptimizerConfigInput;
         trainer: Required<Omit<TrainLmTrainerOptions, "microBatchSize" | "maxEvalBatches">> & Pick<TrainLmTrainerOptions, "microBatchSize" | "maxEvalBatches">;
-        backend: TrainLmOptions["backend"] | null;
+        backend: TrainLmStepOptions["backend"] | null;
         threads: number;
       };
       const { checkpointIntervalSeconds, ...trainer } = cfg.trainer;

@@ -1,3 +1,4 @@
+// The evaluateLmStep standard step: loss and bits per byte of a final checkpoint (levanter).
 import { promises as fs } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
@@ -11,8 +12,8 @@ const configSchema = z.object({
   maxBatches: z.number().int().positive().nullable(),
 });
 
-/** Options of {@link evaluateLm}. */
-export interface EvaluateLmOptions {
+/** Options of {@link evaluateLmStep}. */
+export interface EvaluateLmStepOptions {
   /** Step name (default `evaluate`). */
   name?: string;
   /** `outputOf(trainStep, "checkpoints")`: the newest checkpoint there is evaluated (training always ends with one). */
@@ -26,7 +27,7 @@ export interface EvaluateLmOptions {
 }
 
 /** Loss (nats/token) and bits per byte of the final checkpoint on a validation token cache; writes `eval.json`. */
-export function evaluateLm(opts: EvaluateLmOptions): Step<any> {
+export function evaluateLmStep(opts: EvaluateLmStepOptions): Step<any> {
   return defineStep({
     name: opts.name ?? "evaluate",
     description: "loss and bits per byte on the validation cache",

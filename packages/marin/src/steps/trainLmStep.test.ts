@@ -1,16 +1,17 @@
+// trainLmStep's config checks, and its light schema kept in step with levanter's.
 import path from "node:path";
 import { ModelConfigSchema, OptimizerConfigSchema, TrainerConfigSchema } from "@marin/levanter";
 import { describe, expect, it } from "vitest";
 import { MarinError } from "../errors.ts";
 import { resolveGraph } from "../step/graph.ts";
 import { defineStep, outputOf } from "../step/step.ts";
-import { trainLm, trainLmConfigSchema } from "./trainLm.ts";
+import { trainLmStep, trainLmStepConfigSchema } from "./trainLmStep.ts";
 
 const data = defineStep({ name: "tokenize", config: {}, fn: () => undefined });
 const prefix = path.join("/tmp", "marin-trainlm-never-written");
 
-function resolveError(opts: Partial<Parameters<typeof trainLm>[0]>): string {
-  const step = trainLm({ data: outputOf(data), model: { dModel: 32, nHeads: 4 }, trainer: { numTrainSteps: 10 }, ...opts });
+function resolveError(opts: Partial<Parameters<typeof trainLmStep>[0]>): string {
+  const step = trainLmStep({ data: outputOf(data), model: { dModel: 32, nHeads: 4 }, trainer: { numTrainSteps: 10 }, ...opts });
   try {
     resolveGraph([step], prefix);
   } catch (e) {
@@ -21,15 +22,15 @@ function resolveError(opts: Partial<Parameters<typeof trainLm>[0]>): string {
   throw new Error("expected the graph to be refused");
 }
 
-describe("trainLm config", () => {
+describe("trainLmStep config", () => {
   it("accepts a valid config", () => {
-    const g = resolveGraph([trainLm({ data: outputOf(data), model: { dModel: 32, nHeads: 4 }, optimizer: { learningRate: 1e-3 }, trainer: { numTrainSteps: 10, batchSize: 8, microBatchSize: 4 } })], prefix);
+    const g = resolveGraph([trainLmStep({ data: outputOf(data), model: { dModel: 32, nHeads: 4 }, optimizer: { learningRate: 1e-3 }, trainer: { numTrainSteps: 10, batchSize: 8, microBatchSize: 4 } })], prefix);
     expect(g.byName.get("train")!.config).toMatchObject({ trainer: { numTrainSteps: 10, batchSize: 8 } });
   });
 
   it("sizes levanter's matMul threads to the cores it asks for, without changing the step's version", () => {
     const make = (cpuMillis?: number) =>
-      resolveGraph([trainLm({ data: outputOf(data), model: { dModel: 32, nHeads: 4 }, trainer: { numTrainSteps: 10 }, ...(cpuMillis ? { resources: { cpuMillis } } : {}) })], prefix).byName.get("train")!;
+      resolveGraph([trainLmStep({ data: outputOf(data), model: { dModel: 32, nHeads: 4 }, trainer: { numTrainSteps: 10 }, ...(cpuMillis ? { resources: { cpuMillis } } : {}) })], prefix).byName.get("train")!;
     const [one, two, half] = [make(), make(2500), make(500)];
     const threads = (s: { config: unknown }) => (s.config as { threads: number }).threads;
     expect([one, two, half].map(threads)).toEqual([1, 2, 1]);
@@ -46,7 +47,7 @@ describe("trainLm config", () => {
 
   it("knows the same model and optimizer fields as levanter, and the trainer fields it passes", () => {
     const shape = (s: unknown) => Object.keys((s as { shape: Record<string, unknown> }).shape).sort();
-    const mine = trainLmConfigSchema.shape;
+    const mine = trainLmStepConfigSchema.shape;
     expect(shape(mine.model)).toEqual(shape(ModelConfigSchema));
     expect(shape(mine.optimizer)).toEqual(shape(OptimizerConfigSchema));
     const levanterTrainer = shape(TrainerConfigSchema);
@@ -55,8 +56,8 @@ describe("trainLm config", () => {
 
   it("agrees with levanter on what it refuses", () => {
     const models: unknown[] = [{ dModel: 30, nHeads: 4 }, { nLayers: 0 }, { positions: "rope", dModel: 12, nHeads: 4 }, { activation: "relu" }, { dModel: 64, nHeads: 8 }];
-    for (const m of models) expect(trainLmConfigSchema.shape.model.safeParse(m).success, JSON.stringify(m)).toBe(ModelConfigSchema.safeParse(m).success);
+    for (const m of models) expect(trainLmStepConfigSchema.shape.model.safeParse(m).success, JSON.stringify(m)).toBe(ModelConfigSchema.safeParse(m).success);
     const opts: unknown[] = [{ beta1: 2 }, { warmup: 1.5 }, { cycles: 2, cycleLength: 10 }, { lrSchedule: "step" }, { learningRate: 1e-3, warmup: 0.1 }];
-    for (const o of opts) expect(trainLmConfigSchema.shape.optimizer.safeParse(o).success, JSON.stringify(o)).toBe(OptimizerConfigSchema.safeParse(o).success);
+    for (const o of opts) expect(trainLmStepConfigSchema.shape.optimizer.safeParse(o).success, JSON.stringify(o)).toBe(OptimizerConfigSchema.safeParse(o).success);
   });
 });
