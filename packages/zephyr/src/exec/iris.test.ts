@@ -3,10 +3,9 @@ import os from "node:os";
 import path from "node:path";
 import type { IrisClient, JobSpecInput, JobStatus } from "@marin/iris";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { fromList } from "../dataset.ts";
 import { planStages } from "../plan/planner.ts";
 import { irisBackend } from "./iris.ts";
-import type { TaskSpec } from "./task.ts";
+import type { TaskSpec } from "./contracts.ts";
 
 let scratch: string;
 beforeAll(async () => {
@@ -21,7 +20,7 @@ const status = (state: JobStatus["state"], states: string[]): JobStatus => ({ na
 
 describe("the iris backend", () => {
   it("advances progress as each task succeeds, not only when the stage's job ends", async () => {
-    const plan = planStages(fromList([1, 2, 3], { shards: 2 }).logical);
+    const plan = planStages({ source: { kind: "list", items: [1, 2, 3], shards: 2 }, ops: [] });
     const doneDuringWait: number[] = [];
     let done = 0;
     // A client whose job reports task 0 done while task 1 still runs, then writes both results.
@@ -39,7 +38,7 @@ describe("the iris backend", () => {
         },
       }),
     } as unknown as IrisClient;
-    const backend = irisBackend({ url: import.meta.url, name: "p", args: {} }, plan, { client }, scratch);
+    const backend = irisBackend({ origin: { url: import.meta.url, name: "p", args: {} }, identity: "f".repeat(64) }, { client }, scratch);
     const specs = [0, 1].map((shard) => ({ stageId: 0, shard, numShards: 2, attempt: 0 }) as unknown as TaskSpec);
     const results = await backend.runStage(plan.stages[0], specs, { maxRetries: 0, isRetryable: () => false, onRetry: () => undefined, onShardDone: () => void done++ });
     expect(doneDuringWait).toEqual([1]);

@@ -7,15 +7,10 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import * as iris from "@marin/iris";
 import type { Job, JobSpecInput, JobStatus } from "@marin/iris";
-import type { PipelineOrigin } from "../dataset.ts";
 import { ZephyrError } from "../errors.ts";
-import { originFingerprint } from "../plan/fingerprint.ts";
-import type { Plan } from "../plan/planner.ts";
-import type { Backend, IrisBackendOptions } from "./backends.ts";
+import type { Backend, IrisBackendOptions, RemoteReply, RemoteRun, RemoteTask, TaskResult } from "./contracts.ts";
 import type { IrisTaskArgs } from "./irisTask.ts";
-import { reviveError } from "./remoteTask.ts";
-import type { RemoteReply, RemoteTask } from "./remoteTask.ts";
-import type { TaskResult } from "./task.ts";
+import { reviveError } from "./remoteError.ts";
 
 const TASK_MODULE = fileURLToPath(new URL("./irisTask.ts", import.meta.url));
 
@@ -45,22 +40,22 @@ function why(status: JobStatus): string {
   return [status.error, task ? `task ${task.index}: ${task.failureKind ?? ""} ${task.error ?? ""}`.trim() : ""].filter(Boolean).join("; ");
 }
 
-/** Creates the iris backend for `plan`, defined by `origin`. */
-export function irisBackend(origin: PipelineOrigin, plan: Plan, opts: IrisBackendOptions, scratch: string): Backend {
+/** Creates the iris backend for the `definePipeline` run `run`. */
+export function irisBackend(run: RemoteRun, opts: IrisBackendOptions, scratch: string): Backend {
   const conn = connect(opts);
-  const fingerprint = originFingerprint(plan.fingerprint, origin);
+  const { origin, identity } = run;
   const runId = randomBytes(4).toString("hex");
   return {
     async runStage(stage, specs, hooks) {
       if (specs.length === 0) return [];
       const dir = path.join(scratch, "iris", `stage-${stage.id}`);
       await mkdir(dir, { recursive: true });
-      const tasks: RemoteTask[] = specs.map((spec) => ({ origin, fingerprint, spec }));
+      const tasks: RemoteTask[] = specs.map((spec) => ({ origin, identity, spec }));
       const tasksFile = path.join(dir, "tasks.json");
       await writeFile(tasksFile, JSON.stringify(tasks));
       const args: IrisTaskArgs = { tasksFile, resultDir: dir };
       const job = await conn.submit({
-        name: `${opts.jobPrefix ?? "zephyr"}-${fingerprint.slice(0, 8)}-${runId}-s${stage.id}`,
+        name: `${opts.jobPrefix ?? "zephyr"}-${identity.slice(0, 8)}-${runId}-s${stage.id}`,
         entrypoint: { module: TASK_MODULE, export: "runZephyrIrisTask", args },
         replicas: specs.length,
         resources: { cpuMillis: opts.cpuMillis ?? 1000, ...(opts.memoryBytes !== undefined ? { memoryBytes: opts.memoryBytes } : {}) },

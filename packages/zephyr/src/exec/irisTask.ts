@@ -2,8 +2,9 @@
 import { rename, writeFile, readFile } from "node:fs/promises";
 import path from "node:path";
 import { ZephyrError } from "../errors.ts";
+import type { RemoteReply, RemoteTask } from "./contracts.ts";
+import { reviveError } from "./remoteError.ts";
 import { runRemoteTask } from "./remoteTask.ts";
-import type { RemoteReply, RemoteTask } from "./remoteTask.ts";
 
 /** What the iris backend passes to every task of a stage job. */
 export interface IrisTaskArgs {
@@ -12,10 +13,6 @@ export interface IrisTaskArgs {
   /** Where `result-<index>.json` goes. */
   resultDir: string;
 }
-
-// Failures that would fail again on a retry: reported through the result file (the task exits 0)
-// so iris does not retry them and the coordinator rethrows them as they are.
-const DETERMINISTIC = new Set(["USER_FUNCTION", "BAD_RECORD", "INVALID_ARGUMENT", "FINGERPRINT_MISMATCH", "MISSING_DEPENDENCY"]);
 
 /** Runs shard `IRIS_TASK_INDEX` of a stage job and writes its result file. */
 export async function runZephyrIrisTask(args: IrisTaskArgs): Promise<void> {
@@ -26,10 +23,11 @@ export async function runZephyrIrisTask(args: IrisTaskArgs): Promise<void> {
   const task = tasks[index];
   if (!task) throw new ZephyrError("INTERNAL", `runZephyrIrisTask: no task ${index} in ${args.tasksFile}`);
   const reply: RemoteReply = await runRemoteTask({ ...task, spec: { ...task.spec, attempt: Math.max(0, attempt - 1) } });
-  if (!reply.ok && !(reply.error.code && DETERMINISTIC.has(reply.error.code))) {
-    const e = new Error(reply.error.message);
-    e.stack = reply.error.stack;
-    throw e;
+  if (!reply.ok) {
+    // A failure a retry could fix is thrown (iris retries it); one that would fail again goes
+    // through the result file (the task exits 0) so that the coordinator rethrows it as it is.
+    const e = reviveError(reply.error);
+    if (!(e instanceof ZephyrError && !e.retryable)) throw e;
   }
   const file = path.join(args.resultDir, `result-${index}.json`);
   const tmp = `${file}.tmp-${process.pid}`;

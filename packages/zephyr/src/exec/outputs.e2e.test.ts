@@ -7,7 +7,7 @@ import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ZephyrError } from "../errors.ts";
 import { crashPipeline, unstablePipeline } from "../fixtures/crashPipeline.ts";
 import { numbers } from "../fixtures/numbersPipeline.ts";
-import { readJsonl } from "../dataset.ts";
+import { readJsonl } from "../index.ts";
 import { closeThreadPool } from "./threads.ts";
 
 let dir: string;

@@ -35,10 +35,10 @@ export interface Stage {
   readonly output: StageOutput;
 }
 
-/** A physical plan: stages in the order they run (the last one feeds the sink). */
-export interface Plan {
+/** A Dataset's physical plan: stages in the order they run (the last one feeds the sink). */
+export interface DatasetPlan {
   readonly stages: readonly Stage[];
-  /** Hash of every stage's inputs, operations and the source text of every user function. */
+  /** Hash of every stage's inputs, operations (kinds, parameters, function arity) and outputs. */
   readonly fingerprint: string;
   /** The stages as text, one line each. */
   explain(): string;
@@ -184,7 +184,7 @@ class Builder {
 }
 
 /** Plans a logical plan into stages (no I/O: globs are expanded when the plan runs). */
-export function planStages(lp: LogicalPlan): Plan {
+export function planStages(lp: LogicalPlan): DatasetPlan {
   const b = new Builder();
   b.close(b.build(lp), { kind: "sink" });
   const stages = b.stages;

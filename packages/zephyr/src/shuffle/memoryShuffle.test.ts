@@ -3,7 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import fc from "fast-check";
 import { afterAll, describe, expect, it } from "vitest";
-import { fromList } from "../dataset.ts";
+import { fromList } from "../index.ts";
 import { heldMemoryBytes } from "./memoryShuffle.ts";
 
 interface Row {
