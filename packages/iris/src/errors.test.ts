@@ -16,5 +16,13 @@ describe("IrisError", () => {
     expect(e.code).toBe("UNAVAILABLE");
     expect(e.cause).toBe(cause);
     expect(String(e)).toBe("UNAVAILABLE: controller unreachable");
+    expect(e.retryable).toBe(true);
+    expect("cause" in new IrisError("NOT_FOUND", "x")).toBe(false);
+  });
+
+  it("can be marked non-retryable", () => {
+    const e = new IrisError("INVALID_ARGUMENT", "bad input", { retryable: false });
+    expect(e.retryable).toBe(false);
+    expect(e.code).toBe("INVALID_ARGUMENT");
   });
 });

@@ -42,16 +42,27 @@ export function irisCodeOf(status: number): IrisErrorCode {
  * When a remote call fails, the message is the remote one and the stack is the local call site.
  *
  * @example
+ * // Inside a task: fail for good, without retries.
+ * throw new IrisError("INVALID_ARGUMENT", "no such dataset", { retryable: false });
+ *
+ * @example
  * try { await client.job("missing").status(); }
  * catch (e) { if (e instanceof IrisError && e.code === "NOT_FOUND") { … } }
  */
 export class IrisError extends Error {
   override readonly name = "IrisError";
   readonly code: IrisErrorCode;
+  /**
+   * Whether retrying can help (default true). Thrown from a task's module entrypoint with
+   * `retryable: false`, it ends the attempt as `APP_ERROR` with this code and message, and no
+   * retry budget retries it.
+   */
+  readonly retryable: boolean;
 
-  constructor(code: IrisErrorCode, message: string, options?: { cause?: unknown }) {
-    super(message, options);
+  constructor(code: IrisErrorCode, message: string, options?: { cause?: unknown; retryable?: boolean }) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.code = code;
+    this.retryable = options?.retryable ?? true;
   }
 
   /** `CODE: message`, the form the CLI prints. */

@@ -117,8 +117,12 @@ export type TaskState =
   | "PREEMPTED"
   | "UNSCHEDULABLE";
 
-/** Why an attempt ended (set by the worker or, for WORKER_LOST/PEER_FAILED/KILLED, the controller). */
-export type FailureKind = "APP_EXIT" | "SIGNAL" | "OOM" | "TIMEOUT" | "WORKER_LOST" | "LAUNCH_FAILED" | "PEER_FAILED" | "KILLED";
+/**
+ * Why an attempt ended (set by the worker or, for WORKER_LOST/PEER_FAILED/KILLED, the controller).
+ * `APP_ERROR`: the task threw a non-retryable error (or returned a value that is not JSON or too
+ * large); no budget retries it.
+ */
+export type FailureKind = "APP_EXIT" | "APP_ERROR" | "SIGNAL" | "OOM" | "TIMEOUT" | "WORKER_LOST" | "LAUNCH_FAILED" | "PEER_FAILED" | "KILLED";
 
 /** The state of one task and its latest attempt. */
 export interface TaskStatus {
@@ -131,6 +135,10 @@ export interface TaskStatus {
   pendingReason?: string;
   statusText?: string;
   error?: string;
+  /** For a task that failed with APP_ERROR: the application's error code. */
+  errorCode?: string;
+  /** For a SUCCEEDED task: its module entrypoint's return value, parsed JSON (absent when none). */
+  result?: unknown;
   workerId?: string;
   attempts: AttemptStatus[];
 }
@@ -143,6 +151,10 @@ export interface AttemptStatus {
   exitCode?: number;
   failureKind?: string;
   error?: string;
+  /** For an APP_ERROR attempt: the application's error code. */
+  errorCode?: string;
+  /** For a SUCCEEDED attempt: the return value, parsed JSON (absent when none). */
+  result?: unknown;
   startedAtMs?: number;
   finishedAtMs?: number;
 }

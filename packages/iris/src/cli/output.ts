@@ -41,7 +41,15 @@ export function formatJobStatus(st: JobStatus): string {
       String(t.index),
       t.state,
       String(t.attempt),
-      t.failureKind ? (t.failureKind === "APP_EXIT" ? `APP_EXIT(${t.exitCode ?? "?"})` : t.failureKind) : t.exitCode !== undefined ? String(t.exitCode) : "",
+      t.failureKind
+        ? t.failureKind === "APP_EXIT"
+          ? `APP_EXIT(${t.exitCode ?? "?"})`
+          : t.failureKind === "APP_ERROR"
+            ? `APP_ERROR(${t.errorCode ?? "?"})`
+            : t.failureKind
+        : t.exitCode !== undefined
+          ? String(t.exitCode)
+          : "",
       t.workerId ?? "",
       t.pendingReason || t.error || t.statusText || "",
     ]),

@@ -64,6 +64,12 @@ export interface Job {
    */
   wait(opts?: { timeoutMs?: number; onStatus?: (status: JobStatus) => void }): Promise<JobStatus>;
   status(): Promise<JobStatus>;
+  /**
+   * The tasks' return values: entry i is task i's module entrypoint return value as parsed JSON
+   * (undefined where it returned none). Rejects with `FAILED_PRECONDITION` naming the job and its
+   * state unless the job SUCCEEDED.
+   */
+  results(): Promise<unknown[]>;
   /** The job's log lines in order; with `follow`, new lines as printed until the job ends. */
   logs(opts?: { follow?: boolean; taskIndex?: number }): AsyncIterable<LogEntry>;
   terminate(): Promise<void>;
@@ -234,6 +240,19 @@ class JobHandle implements Job {
 
   async terminate(): Promise<void> {
     await unary(this.client.rpc, "terminateJob", { name: this.name });
+  }
+
+  async results(): Promise<unknown[]> {
+    const st = await this.status();
+    if (st.state !== "SUCCEEDED") {
+      throw new IrisError(
+        "FAILED_PRECONDITION",
+        `job ${st.name} (instance ${st.instanceId}) is ${st.state}, not SUCCEEDED: it has no results${st.error ? ` (${st.error})` : ""}`,
+      );
+    }
+    const out: unknown[] = Array.from({ length: st.tasks.length }, () => undefined);
+    for (const t of st.tasks) out[t.index] = t.result;
+    return out;
   }
 
   // Follows WatchJob; reconnects (with backoff) when the controller goes away, so a wait spans a

@@ -8,6 +8,7 @@ import type { JobSpecInput } from "../jobSpec.ts";
 import { ControllerState, deriveJobState } from "./controllerState.ts";
 import { openDb } from "./db.ts";
 import type { Db } from "./db.ts";
+import { MAX_TASK_RESULT_BYTES } from "../taskResult.ts";
 
 const GB = 1024 ** 3;
 
@@ -19,7 +20,7 @@ class FakeClock {
 }
 
 function obs(uid: string, state: string, extra: Partial<AttemptObservation__Output> = {}): AttemptObservation__Output {
-  return { attemptUid: uid, taskId: "", attempt: 0, state, failureKind: "", error: "", pid: 1, startedAtMs: 0, finishedAtMs: 0, logLines: 0, ...extra };
+  return { attemptUid: uid, taskId: "", attempt: 0, state, failureKind: "", error: "", pid: 1, startedAtMs: 0, finishedAtMs: 0, logLines: 0, resultJson: "", errorCode: "", ...extra };
 }
 
 describe("ControllerState", () => {
@@ -88,6 +89,39 @@ describe("ControllerState", () => {
     expect(st.state).toBe("FAILED");
     expect(st.tasks![0]!.failures).toBe(2);
     expect(st.error).toMatch(/APP_EXIT\(3\)/);
+  });
+
+  it("fails an APP_ERROR for good whatever the budget, and keeps a success's result", () => {
+    addWorker("w1");
+    launch("/alice/refused", { maxRetriesFailure: 5 });
+    launch("/alice/answered", { replicas: 2 });
+    s.schedulePass();
+    const run = runSet("w1");
+    const byJob = (name: string) => run.filter((r) => r.jobId === name);
+    const [refused] = byJob("/alice/refused");
+    const [a0, a1] = byJob("/alice/answered");
+    s.reconcile(
+      "w1",
+      [
+        obs(refused!.attemptUid!, "FAILED", { exitCode: 1, failureKind: "APP_ERROR", errorCode: "BAD_INPUT", error: "no such dataset" }),
+        obs(a0!.attemptUid!, "SUCCEEDED", { exitCode: 0, resultJson: '{"n":1}' }),
+        obs(a1!.attemptUid!, "SUCCEEDED", { exitCode: 0, resultJson: "x".repeat(MAX_TASK_RESULT_BYTES + 1) }),
+      ],
+      { healthy: true },
+    );
+    s.schedulePass();
+    expect(runSet("w1")).toEqual([]);
+    const r = job("/alice/refused");
+    expect(r.state).toBe("FAILED");
+    expect(r.tasks![0]).toMatchObject({ state: "FAILED", failureKind: "APP_ERROR", errorCode: "BAD_INPUT", failures: 1 });
+    expect(r.tasks![0]!.attempts).toHaveLength(1);
+    expect(r.error).toBe("task /alice/refused/0 failed: APP_ERROR(BAD_INPUT): no such dataset");
+    // A result over the limit is refused here too, whatever the worker let through.
+    const a = job("/alice/answered");
+    expect(a.tasks![0]).toMatchObject({ state: "SUCCEEDED", resultJson: '{"n":1}' });
+    expect(a.tasks![0]!.attempts![0]).toMatchObject({ resultJson: '{"n":1}' });
+    expect(a.tasks![1]).toMatchObject({ state: "FAILED", failureKind: "APP_ERROR", errorCode: "RESULT_TOO_LARGE", resultJson: "" });
+    expect(a.state).toBe("FAILED");
   });
 
   it("declares a silent worker lost and retries its attempts elsewhere against the preemption budget", () => {

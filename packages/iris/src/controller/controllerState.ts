@@ -14,6 +14,7 @@ import type { Endpoint as WireEndpoint } from "../internal/generated/iris/v1/End
 import type { LogEntry as WireLogEntry } from "../internal/generated/iris/v1/LogEntry.ts";
 import type { MetricPoint as WireMetricPoint } from "../internal/generated/iris/v1/MetricPoint.ts";
 import { isTerminalJobState } from "../jobSpec.ts";
+import { checkResultSize } from "../taskResult.ts";
 import type { JobSpec, JobState, TaskState } from "../jobSpec.ts";
 import type { Db } from "./db.ts";
 import type BetterSqlite3 from "better-sqlite3";
@@ -70,6 +71,7 @@ interface TaskRow {
   failure_kind: string;
   error: string;
   pending_reason: string;
+  error_code: string;
 }
 
 interface AttemptRow {
@@ -93,6 +95,8 @@ interface AttemptRow {
   log_lines_received: number;
   metric_count: number;
   last_step: number | null;
+  result_json: string | null;
+  error_code: string;
 }
 
 interface WorkerRow {
@@ -182,6 +186,27 @@ interface AttemptOutcome {
   failureKind: string;
   exitCode?: number | undefined;
   error?: string | undefined;
+  /** For APP_ERROR: the application's error code. */
+  errorCode?: string | undefined;
+  /** For SUCCEEDED: the JSON text of the return value. */
+  resultJson?: string | undefined;
+}
+
+/** The end of an attempt as its worker reported it; a result over the limit becomes APP_ERROR. */
+function observedOutcome(o: AttemptObservation__Output): AttemptOutcome {
+  if (o.state === "SUCCEEDED") {
+    if (o.resultJson === "") return { state: "SUCCEEDED", failureKind: "", exitCode: o.exitCode ?? 0 };
+    const checked = checkResultSize(o.resultJson);
+    if ("resultJson" in checked) return { state: "SUCCEEDED", failureKind: "", exitCode: o.exitCode ?? 0, resultJson: checked.resultJson };
+    return { state: "FAILED", failureKind: "APP_ERROR", exitCode: o.exitCode, error: checked.appError.message, errorCode: checked.appError.code };
+  }
+  return {
+    state: o.failureKind === "WORKER_LOST" ? "WORKER_LOST" : o.state === "KILLED" ? "KILLED" : "FAILED",
+    failureKind: o.failureKind || (o.state === "KILLED" ? "KILLED" : "APP_EXIT"),
+    exitCode: o.exitCode,
+    error: o.error,
+    ...(o.failureKind === "APP_ERROR" ? { errorCode: o.errorCode } : {}),
+  };
 }
 
 /**
@@ -343,6 +368,8 @@ export class ControllerState {
         pendingReason: t.state === "PENDING" ? t.pending_reason : "",
         statusText: current?.status_text ?? "",
         error: t.error,
+        errorCode: t.error_code,
+        resultJson: t.state === "SUCCEEDED" && current?.state === "SUCCEEDED" ? (current.result_json ?? "") : "",
         workerId: current?.worker_id ?? "",
         failures: t.failures,
         preemptions: t.preemptions,
@@ -354,6 +381,8 @@ export class ControllerState {
           ...(a.exit_code !== null ? { exitCode: a.exit_code } : {}),
           failureKind: a.failure_kind,
           error: a.error,
+          errorCode: a.error_code,
+          resultJson: a.state === "SUCCEEDED" ? (a.result_json ?? "") : "",
           assignedAtMs: a.assigned_at_ms,
           startedAtMs: a.started_at_ms,
           finishedAtMs: a.finished_at_ms,
@@ -465,13 +494,15 @@ export class ControllerState {
   private finishAttemptRow(a: AttemptRow, outcome: AttemptOutcome, stopReason: string | undefined): void {
     this.db
       .prepare(
-        "UPDATE attempts SET state = ?, failure_kind = ?, exit_code = ?, error = ?, finished_at_ms = ?, stopping = ?, stop_reason = ? WHERE uid = ?",
+        "UPDATE attempts SET state = ?, failure_kind = ?, exit_code = ?, error = ?, error_code = ?, result_json = ?, finished_at_ms = ?, stopping = ?, stop_reason = ? WHERE uid = ?",
       )
       .run(
         outcome.state,
         outcome.failureKind,
         outcome.exitCode ?? null,
         outcome.error ?? "",
+        outcome.errorCode ?? "",
+        outcome.resultJson ?? null,
         this.clock.now(),
         stopReason ? 1 : 0,
         stopReason ?? "",
@@ -498,7 +529,7 @@ export class ControllerState {
       const failed = tasks.find((t) => FAILED_TASK_STATES.has(t.state));
       const error =
         state === "FAILED" && failed
-          ? `task ${j.name}/${failed.idx} failed: ${failed.failure_kind}${failed.exit_code !== null ? `(${failed.exit_code})` : ""}${failed.error ? `: ${failed.error}` : ""}`
+          ? `task ${j.name}/${failed.idx} failed: ${failed.failure_kind}${failed.failure_kind === "APP_ERROR" ? `(${failed.error_code})` : failed.exit_code !== null ? `(${failed.exit_code})` : ""}${failed.error ? `: ${failed.error}` : ""}`
           : "";
       this.endJob(instanceId, state, error);
     } else {
@@ -517,7 +548,7 @@ export class ControllerState {
     const spec = this.specOf(a.instance_id);
     if (outcome.state === "SUCCEEDED") {
       this.db
-        .prepare("UPDATE tasks SET state = 'SUCCEEDED', exit_code = ?, failure_kind = '', error = '' WHERE instance_id = ? AND idx = ?")
+        .prepare("UPDATE tasks SET state = 'SUCCEEDED', exit_code = ?, failure_kind = '', error = '', error_code = '' WHERE instance_id = ? AND idx = ?")
         .run(outcome.exitCode ?? 0, t.instance_id, t.idx);
       this.recomputeJob(a.instance_id);
       return;
@@ -525,13 +556,15 @@ export class ControllerState {
     const preemption = outcome.failureKind === "WORKER_LOST" || outcome.state === "WORKER_LOST";
     const failures = t.failures + (preemption ? 0 : 1);
     const preemptions = t.preemptions + (preemption ? 1 : 0);
-    const exhausted = preemption ? preemptions > spec.maxRetriesPreemption : failures > spec.maxRetriesFailure;
+    // An APP_ERROR is the application saying that retrying cannot help: no budget retries it.
+    const exhausted =
+      outcome.failureKind === "APP_ERROR" || (preemption ? preemptions > spec.maxRetriesPreemption : failures > spec.maxRetriesFailure);
     const finalState: TaskState = exhausted ? (preemption ? "WORKER_LOST" : "FAILED") : "PENDING";
     this.db
       .prepare(
-        "UPDATE tasks SET state = ?, failures = ?, preemptions = ?, exit_code = ?, failure_kind = ?, error = ?, pending_reason = '' WHERE instance_id = ? AND idx = ?",
+        "UPDATE tasks SET state = ?, failures = ?, preemptions = ?, exit_code = ?, failure_kind = ?, error = ?, error_code = ?, pending_reason = '' WHERE instance_id = ? AND idx = ?",
       )
-      .run(finalState, failures, preemptions, outcome.exitCode ?? null, outcome.failureKind, outcome.error ?? "", t.instance_id, t.idx);
+      .run(finalState, failures, preemptions, outcome.exitCode ?? null, outcome.failureKind, outcome.error ?? "", outcome.errorCode ?? "", t.instance_id, t.idx);
     if (spec.gang && spec.replicas > 1) this.failGangPeers(a.instance_id, a.idx, exhausted);
     this.recomputeJob(a.instance_id);
   }
@@ -550,7 +583,7 @@ export class ControllerState {
       }
       if (t.state === "KILLED" || t.state === "FAILED" || t.state === "WORKER_LOST") continue;
       this.db
-        .prepare("UPDATE tasks SET state = ?, failure_kind = 'PEER_FAILED', exit_code = NULL, error = ?, pending_reason = '' WHERE instance_id = ? AND idx = ?")
+        .prepare("UPDATE tasks SET state = ?, failure_kind = 'PEER_FAILED', error_code = '', exit_code = NULL, error = ?, pending_reason = '' WHERE instance_id = ? AND idx = ?")
         .run(exhausted ? "KILLED" : "PENDING", peerOutcome.error, instanceId, t.idx);
     }
   }
@@ -712,15 +745,7 @@ export class ControllerState {
         } else if (o.state === "RUNNING" && a.state !== "RUNNING") {
           this.setLiveState(a, "RUNNING", o);
         } else if (obsTerminal) {
-          const outcome: AttemptOutcome =
-            o.state === "SUCCEEDED"
-              ? { state: "SUCCEEDED", failureKind: "", exitCode: o.exitCode ?? 0 }
-              : {
-                  state: o.failureKind === "WORKER_LOST" ? "WORKER_LOST" : o.state === "KILLED" ? "KILLED" : "FAILED",
-                  failureKind: o.failureKind || (o.state === "KILLED" ? "KILLED" : "APP_EXIT"),
-                  exitCode: o.exitCode,
-                  error: o.error,
-                };
+          const outcome = observedOutcome(o);
           if (o.startedAtMs && !a.started_at_ms) this.stmt("UPDATE attempts SET started_at_ms = ? WHERE uid = ?").run(o.startedAtMs, a.uid);
           this.attemptEnded(a, outcome);
         }

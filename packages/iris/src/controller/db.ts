@@ -110,6 +110,12 @@ const MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX metrics_by_attempt ON metrics (attempt_uid, id);
   `,
+  // Task results and non-retryable application errors (APP_ERROR).
+  `
+  ALTER TABLE attempts ADD COLUMN result_json TEXT;
+  ALTER TABLE attempts ADD COLUMN error_code TEXT NOT NULL DEFAULT '';
+  ALTER TABLE tasks ADD COLUMN error_code TEXT NOT NULL DEFAULT '';
+  `,
 ];
 
 /** Number of the newest migration. */

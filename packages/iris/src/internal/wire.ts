@@ -94,6 +94,8 @@ export function taskStatusFromWire(t: WireTaskStatus): TaskStatus {
       if (a.exitCode !== undefined) r.exitCode = a.exitCode;
       if (a.failureKind) r.failureKind = a.failureKind;
       if (a.error) r.error = a.error;
+      if (a.errorCode) r.errorCode = a.errorCode;
+      if (a.resultJson) r.result = JSON.parse(a.resultJson) as unknown;
       if (a.startedAtMs) r.startedAtMs = a.startedAtMs;
       if (a.finishedAtMs) r.finishedAtMs = a.finishedAtMs;
       return r;
@@ -108,6 +110,8 @@ export function taskStatusFromWire(t: WireTaskStatus): TaskStatus {
   if (st) out.statusText = st;
   const er = opt(t.error, "");
   if (er) out.error = er;
+  if (t.errorCode) out.errorCode = t.errorCode;
+  if (t.resultJson) out.result = JSON.parse(t.resultJson) as unknown;
   const w = opt(t.workerId, "");
   if (w) out.workerId = w;
   return out;

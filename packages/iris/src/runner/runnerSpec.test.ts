@@ -8,6 +8,7 @@ describe("parseRunnerSpec", () => {
       parentPid: 7,
       orphanGraceMs: 2000,
       parentPollMs: 500,
+      resultPath: "",
     });
     expect(parseRunnerSpec({ entrypoint: { command: ["ls", "-l"], cwd: "/tmp" }, parentPid: 7, orphanGraceMs: 0 })).toMatchObject({
       entrypoint: { command: ["ls", "-l"], cwd: "/tmp" },

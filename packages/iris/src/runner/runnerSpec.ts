@@ -11,6 +11,11 @@ export interface RunnerSpec {
   orphanGraceMs?: number;
   /** How often the runner checks that its worker is still its parent. Default 500 ms. */
   parentPollMs?: number;
+  /**
+   * Where a module entrypoint's runner writes its RunnerReport (taskResult.ts: return value or
+   * non-retryable error) before it exits. Default "": nowhere (the value is dropped).
+   */
+  resultPath?: string;
 }
 
 /**
@@ -48,8 +53,10 @@ export function parseRunnerSpec(raw: unknown): Required<RunnerSpec> | { problems
   const parentPid = int("parentPid", undefined, 1);
   const orphanGraceMs = int("orphanGraceMs", 2000, 0);
   const parentPollMs = int("parentPollMs", 500, 1);
-  if (problems.length > 0 || entrypoint === undefined) return { problems };
-  return { entrypoint, parentPid, orphanGraceMs, parentPollMs };
+  const resultPath = spec.resultPath ?? "";
+  if (typeof resultPath !== "string") problems.push(`resultPath: expected a string, got ${JSON.stringify(resultPath)}`);
+  if (problems.length > 0 || entrypoint === undefined || typeof resultPath !== "string") return { problems };
+  return { entrypoint, parentPid, orphanGraceMs, parentPollMs, resultPath };
 }
 
 /** The runner of module entrypoints (TypeScript, under tsx). */

@@ -4,14 +4,16 @@
 // needs no TypeScript loader.)
 //
 // It checks the task environment (from which getIrisCtx() builds the context on first use),
-// imports the module, awaits `module[export](args)` and exits 0; a throw prints the error with its
-// stack on stderr and exits 1. It watches its worker: when the worker dies, the whole attempt ends
+// imports the module, awaits `module[export](args)`, leaves the return value (capped JSON) or a
+// non-retryable error (APP_ERROR) in the report file the worker named, and exits 0 on a return; a
+// throw prints the error with its stack on stderr and exits 1. It watches its worker: when the worker dies, the whole attempt ends
 // within seconds (SIGTERM to the group, SIGKILL after a grace period).
 import fs from "node:fs";
 import { readProcStat } from "../worker/processGroup.ts";
 import { parseTaskEnv } from "../worker/taskEnv.ts";
 import { watchParent } from "./parentWatch.ts";
 import { moduleUrl, parseRunnerSpec, type RunnerSpec } from "./runnerSpec.ts";
+import { appErrorOf, encodeTaskResult, writeRunnerReport, type RunnerReport } from "../taskResult.ts";
 
 function fail(message: string): never {
   process.stderr.write(`iris task runner: ${message}\n`);
@@ -54,7 +56,19 @@ function endAttempt(graceMs: number): void {
   setTimeout(() => killGroup("SIGKILL"), taskHandlesTerm ? graceMs : Math.min(graceMs, 200));
 }
 
-async function runModule(entry: { module: string; export: string; args?: unknown }): Promise<never> {
+function report(resultPath: string, r: RunnerReport): void {
+  if (resultPath === "") return;
+  try {
+    writeRunnerReport(resultPath, r);
+  } catch (e) {
+    // Without the report the worker sees a plain failure (APP_EXIT 1), which is retried.
+    process.stderr.write(`iris task runner: cannot write ${resultPath}: ${(e as Error).message}\n`);
+    process.exit(1);
+  }
+}
+
+async function runModule(entry: { module: string; export: string; args?: unknown }, resultPath: string): Promise<never> {
+  let value: unknown;
   try {
     // The context itself is built lazily from this environment by getIrisCtx(), in whichever copy
     // of @marin/iris the module imports; checking it here fails a broken environment early.
@@ -68,9 +82,17 @@ async function runModule(entry: { module: string; export: string; args?: unknown
           `(exported functions: ${names.length > 0 ? names.join(", ") : "none"})`,
       );
     }
-    await (fn as (args: unknown) => unknown)(entry.args);
+    value = await (fn as (args: unknown) => unknown)(entry.args);
   } catch (e) {
     process.stderr.write(`${e instanceof Error ? (e.stack ?? String(e)) : String(e)}\n`);
+    const appError = appErrorOf(e);
+    if (appError !== undefined) report(resultPath, { appError });
+    process.exit(1);
+  }
+  const encoded = encodeTaskResult(value);
+  if (encoded !== undefined) report(resultPath, encoded);
+  if (encoded !== undefined && "appError" in encoded) {
+    process.stderr.write(`iris task runner: ${encoded.appError.code}: ${encoded.appError.message}\n`);
     process.exit(1);
   }
   process.exit(0);
@@ -79,4 +101,4 @@ async function runModule(entry: { module: string; export: string; args?: unknown
 const spec = readSpec();
 if (!("module" in spec.entrypoint)) fail("entrypoint: expected a module entrypoint (commands run under commandSupervisor.mjs)");
 watchParent({ parentPid: spec.parentPid, pollMs: spec.parentPollMs, onGone: () => endAttempt(spec.orphanGraceMs) });
-await runModule(spec.entrypoint);
+await runModule(spec.entrypoint, spec.resultPath);

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { classifyExit, type ExitObservation } from "./attemptOutcome.ts";
+import { MAX_TASK_RESULT_BYTES } from "../taskResult.ts";
+import { classifyExit, withRunnerReport, type ExitObservation } from "./attemptOutcome.ts";
 
 const ended = (o: Partial<ExitObservation>): ExitObservation => ({
   exitCode: null,
@@ -63,5 +64,29 @@ describe("classifyExit", () => {
     const out = classifyExit(ended({ spawnError: new Error("spawn nope ENOENT") }));
     expect(out.kind).toBe("LAUNCH_FAILED");
     expect(out.message).toContain("spawn nope ENOENT");
+  });
+});
+
+describe("withRunnerReport", () => {
+  const exit = (code: number) => classifyExit(ended({ exitCode: code }));
+
+  it("attaches a clean exit's result, and turns exit 1 with an app error into APP_ERROR", () => {
+    expect(withRunnerReport(exit(0), { resultJson: "[1,2]" })).toMatchObject({ kind: "APP_EXIT", exitCode: 0, resultJson: "[1,2]" });
+    expect(withRunnerReport(exit(1), { appError: { code: "BAD", message: "no" } })).toEqual({
+      kind: "APP_ERROR",
+      exitCode: 1,
+      errorCode: "BAD",
+      message: "no",
+    });
+  });
+
+  it("refuses an oversize result written by hand, and ignores reports of processes that did not end by themselves", () => {
+    expect(withRunnerReport(exit(0), { resultJson: "1".repeat(MAX_TASK_RESULT_BYTES + 1) })).toMatchObject({
+      kind: "APP_ERROR",
+      errorCode: "RESULT_TOO_LARGE",
+    });
+    const killed = classifyExit(ended({ signal: "SIGTERM", stopRequested: true }));
+    expect(withRunnerReport(killed, { appError: { code: "BAD", message: "no" } })).toBe(killed);
+    expect(withRunnerReport(exit(3), undefined)).toMatchObject({ kind: "APP_EXIT", exitCode: 3 });
   });
 });

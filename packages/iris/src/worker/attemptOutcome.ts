@@ -1,8 +1,12 @@
+// Classifying how an attempt's process ended (exit, signal, OOM, timeout, stop, launch failure),
+// and folding in what its task runner reported (a result, or a non-retryable APP_ERROR).
+import { checkResultSize, type RunnerReport } from "../taskResult.ts";
+
 /**
  * How an attempt ended, as the worker saw it. `APP_EXIT` with `exitCode` 0 is success; every
  * other outcome is a failure whose kind decides which retry budget the controller charges.
  */
-export const ATTEMPT_EXIT_KINDS = ["APP_EXIT", "SIGNAL", "OOM", "TIMEOUT", "KILLED", "LAUNCH_FAILED"] as const;
+export const ATTEMPT_EXIT_KINDS = ["APP_EXIT", "APP_ERROR", "SIGNAL", "OOM", "TIMEOUT", "KILLED", "LAUNCH_FAILED"] as const;
 
 /** One of {@link ATTEMPT_EXIT_KINDS}. */
 export type AttemptExitKind = (typeof ATTEMPT_EXIT_KINDS)[number];
@@ -16,6 +20,29 @@ export interface AttemptOutcome {
   signal?: string;
   /** A one-line explanation for people (the last stderr line of a crash, the spawn error, …). */
   message: string;
+  /** For `APP_ERROR`: the application's error code. */
+  errorCode?: string;
+  /** For a success: the JSON text of the module entrypoint's return value. */
+  resultJson?: string;
+}
+
+/**
+ * Folds a task runner's report into the classified exit: a clean exit carries the result; an
+ * exit 1 with an application error becomes `APP_ERROR` (never retried). Anything else (killed,
+ * timed out, OOM) keeps its kind: the report of a process that did not end by itself is moot.
+ */
+export function withRunnerReport(outcome: AttemptOutcome, report: RunnerReport | undefined): AttemptOutcome {
+  if (report === undefined || outcome.kind !== "APP_EXIT") return outcome;
+  if (outcome.exitCode === 0 && "resultJson" in report) {
+    // Checked again here: the report file is the task's to write, and the limit is iris's.
+    const checked = checkResultSize(report.resultJson);
+    if ("resultJson" in checked) return { ...outcome, resultJson: checked.resultJson };
+    return { kind: "APP_ERROR", exitCode: 0, errorCode: checked.appError.code, message: checked.appError.message };
+  }
+  if (outcome.exitCode !== 0 && "appError" in report) {
+    return { kind: "APP_ERROR", ...(outcome.exitCode === undefined ? {} : { exitCode: outcome.exitCode }), errorCode: report.appError.code, message: report.appError.message };
+  }
+  return outcome;
 }
 
 /** What the supervisor observed about a process that ended (or never started). */

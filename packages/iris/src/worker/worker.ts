@@ -16,7 +16,8 @@ import type { ReconcileResponse__Output } from "../internal/generated/iris/v1/Re
 import type { RunAttempt__Output } from "../internal/generated/iris/v1/RunAttempt.ts";
 import { loadIrisProto, unary, type WorkerControlServiceClient } from "../internal/rpc.ts";
 import { runnerArgv, type RunnerSpec } from "../runner/runnerSpec.ts";
-import type { AttemptOutcome } from "./attemptOutcome.ts";
+import { readRunnerReport } from "../taskResult.ts";
+import { withRunnerReport, type AttemptOutcome } from "./attemptOutcome.ts";
 import { AttemptProcess, type LogLine } from "./attemptProcess.ts";
 import { AttemptStore, killRecordedAttempt, spawnedRecord, type AttemptRecord } from "./attemptStore.ts";
 import { GroupReaper } from "./groupReaper.ts";
@@ -103,6 +104,10 @@ interface LocalAttempt {
   exitCode?: number;
   failureKind: string;
   error: string;
+  /** For APP_ERROR: the application's error code ("" otherwise). */
+  errorCode: string;
+  /** For SUCCEEDED: the JSON text of the entrypoint's return value ("" = none). */
+  resultJson: string;
   pid: number;
   startedAtMs: number;
   finishedAtMs: number;
@@ -468,6 +473,8 @@ export class Worker {
       ...(a.exitCode === undefined ? {} : { exitCode: a.exitCode }),
       failureKind: a.failureKind,
       error: a.error,
+      errorCode: a.errorCode,
+      resultJson: a.resultJson,
       pid: a.pid,
       startedAtMs: a.startedAtMs,
       finishedAtMs: a.finishedAtMs,
@@ -548,6 +555,8 @@ export class Worker {
       state: "FAILED",
       failureKind: "WORKER_LOST",
       error: "the worker restarted while the attempt was running",
+      errorCode: "",
+      resultJson: "",
       pid: record.pid ?? 0,
       startedAtMs: record.startedAtMs,
       finishedAtMs: Date.now(),
@@ -585,6 +594,8 @@ export class Worker {
       state: "BUILDING",
       failureKind: "",
       error: "",
+      errorCode: "",
+      resultJson: "",
       pid: 0,
       startedAtMs: Date.now(),
       finishedAtMs: 0,
@@ -593,6 +604,7 @@ export class Worker {
     };
     this.#attempts.set(local.uid, local);
     let outcome: AttemptOutcome;
+    let resultPath: string | undefined;
     try {
       const record: AttemptRecord = {
         attemptUid: local.uid,
@@ -621,12 +633,15 @@ export class Worker {
         },
         spec.env,
       );
-      const specPath = path.join(this.#store.scratchDir(local.uid), "runner.json");
+      const scratch = this.#store.scratchDir(local.uid);
+      const specPath = path.join(scratch, "runner.json");
       const entrypoint = runnerEntrypoint(spec.entrypoint);
+      if ("module" in entrypoint) resultPath = path.join(scratch, "result.json");
       const runnerSpec: RunnerSpec = {
         entrypoint,
         parentPid: process.pid,
         orphanGraceMs: ORPHAN_GRACE_MS,
+        ...(resultPath === undefined ? {} : { resultPath }),
       };
       fs.writeFileSync(specPath, JSON.stringify(runnerSpec));
       const memoryBytes = spec.resources?.memoryBytes ?? 0;
@@ -661,6 +676,7 @@ export class Worker {
         this.#kick();
       }
       outcome = await proc.exited;
+      if (resultPath !== undefined) outcome = withRunnerReport(outcome, readRunnerReport(resultPath));
     } catch (e) {
       outcome = { kind: "LAUNCH_FAILED", message: `could not start the attempt: ${errorText(e)}` };
     }
@@ -675,6 +691,7 @@ export class Worker {
     if (outcome.exitCode !== undefined) local.exitCode = outcome.exitCode;
     if (outcome.kind === "APP_EXIT" && outcome.exitCode === 0) {
       local.state = "SUCCEEDED";
+      local.resultJson = outcome.resultJson ?? "";
     } else if (outcome.kind === "KILLED" && (local.stopReason === "WORKER_STOPPING" || local.stopReason === "CONTROLLER_SILENT")) {
       local.state = "FAILED";
       local.failureKind = "WORKER_LOST";
@@ -688,6 +705,7 @@ export class Worker {
       local.state = "FAILED";
       local.failureKind = outcome.kind;
       local.error = outcome.message;
+      local.errorCode = outcome.errorCode ?? "";
     }
     this.#emit({
       type: "attemptEnded",

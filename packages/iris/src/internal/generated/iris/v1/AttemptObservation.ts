@@ -15,7 +15,8 @@ export interface AttemptObservation {
   'state'?: (string);
   'exitCode'?: (number);
   /**
-   * For FAILED/KILLED: APP_EXIT | SIGNAL | OOM | TIMEOUT | LAUNCH_FAILED | KILLED | WORKER_LOST
+   * For FAILED/KILLED: APP_EXIT | APP_ERROR | SIGNAL | OOM | TIMEOUT | LAUNCH_FAILED | KILLED |
+   * WORKER_LOST
    */
   'failureKind'?: (string);
   'error'?: (string);
@@ -26,6 +27,14 @@ export interface AttemptObservation {
    * Log lines of this attempt the worker has written to PushLogs so far.
    */
   'logLines'?: (number | string | Long);
+  /**
+   * For SUCCEEDED: the JSON text of a module entrypoint's return value ("" = none).
+   */
+  'resultJson'?: (string);
+  /**
+   * For APP_ERROR: the application's error code.
+   */
+  'errorCode'?: (string);
   '_exitCode'?: "exitCode";
 }
 
@@ -42,7 +51,8 @@ export interface AttemptObservation__Output {
   'state': (string);
   'exitCode'?: (number);
   /**
-   * For FAILED/KILLED: APP_EXIT | SIGNAL | OOM | TIMEOUT | LAUNCH_FAILED | KILLED | WORKER_LOST
+   * For FAILED/KILLED: APP_EXIT | APP_ERROR | SIGNAL | OOM | TIMEOUT | LAUNCH_FAILED | KILLED |
+   * WORKER_LOST
    */
   'failureKind': (string);
   'error': (string);
@@ -53,5 +63,13 @@ export interface AttemptObservation__Output {
    * Log lines of this attempt the worker has written to PushLogs so far.
    */
   'logLines': (number);
+  /**
+   * For SUCCEEDED: the JSON text of a module entrypoint's return value ("" = none).
+   */
+  'resultJson': (string);
+  /**
+   * For APP_ERROR: the application's error code.
+   */
+  'errorCode': (string);
   '_exitCode'?: "exitCode";
 }

@@ -21,13 +21,23 @@ export interface AttemptStatus {
   'state'?: (string);
   'exitCode'?: (number);
   /**
-   * "" | APP_EXIT | SIGNAL | OOM | TIMEOUT | WORKER_LOST | LAUNCH_FAILED | PEER_FAILED | KILLED
+   * "" | APP_EXIT | APP_ERROR | SIGNAL | OOM | TIMEOUT | WORKER_LOST | LAUNCH_FAILED | PEER_FAILED |
+   * KILLED
    */
   'failureKind'?: (string);
   'error'?: (string);
   'assignedAtMs'?: (number | string | Long);
   'startedAtMs'?: (number | string | Long);
   'finishedAtMs'?: (number | string | Long);
+  /**
+   * JSON text of a module entrypoint's return value (SUCCEEDED only; "" = none). At most
+   * MAX_TASK_RESULT_BYTES (1 MiB) of UTF-8.
+   */
+  'resultJson'?: (string);
+  /**
+   * The application's error code of an APP_ERROR failure (e.g. "RESULT_TOO_LARGE"); "" otherwise.
+   */
+  'errorCode'?: (string);
   '_exitCode'?: "exitCode";
 }
 
@@ -50,12 +60,22 @@ export interface AttemptStatus__Output {
   'state': (string);
   'exitCode'?: (number);
   /**
-   * "" | APP_EXIT | SIGNAL | OOM | TIMEOUT | WORKER_LOST | LAUNCH_FAILED | PEER_FAILED | KILLED
+   * "" | APP_EXIT | APP_ERROR | SIGNAL | OOM | TIMEOUT | WORKER_LOST | LAUNCH_FAILED | PEER_FAILED |
+   * KILLED
    */
   'failureKind': (string);
   'error': (string);
   'assignedAtMs': (number);
   'startedAtMs': (number);
   'finishedAtMs': (number);
+  /**
+   * JSON text of a module entrypoint's return value (SUCCEEDED only; "" = none). At most
+   * MAX_TASK_RESULT_BYTES (1 MiB) of UTF-8.
+   */
+  'resultJson': (string);
+  /**
+   * The application's error code of an APP_ERROR failure (e.g. "RESULT_TOO_LARGE"); "" otherwise.
+   */
+  'errorCode': (string);
   '_exitCode'?: "exitCode";
 }

@@ -32,6 +32,14 @@ export interface TaskStatus {
   'attempts'?: (_iris_v1_AttemptStatus)[];
   'failures'?: (number);
   'preemptions'?: (number);
+  /**
+   * The current attempt's result_json (SUCCEEDED only; "" = none).
+   */
+  'resultJson'?: (string);
+  /**
+   * The error code of the failure that ended the task as APP_ERROR; "" otherwise.
+   */
+  'errorCode'?: (string);
   '_exitCode'?: "exitCode";
 }
 
@@ -65,5 +73,13 @@ export interface TaskStatus__Output {
   'attempts': (_iris_v1_AttemptStatus__Output)[];
   'failures': (number);
   'preemptions': (number);
+  /**
+   * The current attempt's result_json (SUCCEEDED only; "" = none).
+   */
+  'resultJson': (string);
+  /**
+   * The error code of the failure that ended the task as APP_ERROR; "" otherwise.
+   */
+  'errorCode': (string);
   '_exitCode'?: "exitCode";
 }
