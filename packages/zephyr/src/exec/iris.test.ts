@@ -1,8 +1,11 @@
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+// The iris backend against a scripted client: progress per task, results through Job.results(),
+// and a task's APP_ERROR rethrown as the ZephyrError the task threw.
+import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import type { IrisClient, JobSpecInput, JobStatus } from "@marin/iris";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ZephyrError } from "../errors.ts";
 import { planStages } from "../plan/planner.ts";
 import { irisBackend } from "./iris.ts";
 import type { TaskSpec } from "./contracts.ts";
@@ -23,19 +26,18 @@ describe("the iris backend", () => {
     const plan = planStages({ source: { kind: "list", items: [1, 2, 3], shards: 2 }, ops: [] });
     const doneDuringWait: number[] = [];
     let done = 0;
-    // A client whose job reports task 0 done while task 1 still runs, then writes both results.
+    // A client whose job reports task 0 done while task 1 still runs, then both, with their results.
     const client = {
       submit: async (spec: JobSpecInput) => ({
         name: spec.name,
         wait: async (opts: { onStatus?: (s: JobStatus) => void } = {}) => {
           opts.onStatus?.(status("RUNNING", ["SUCCEEDED", "RUNNING"]));
           doneDuringWait.push(done);
-          const { resultDir } = (spec.entrypoint as { args: { resultDir: string } }).args;
-          for (const i of [0, 1]) await writeFile(path.join(resultDir, `result-${i}.json`), JSON.stringify({ ok: true, result: { shard: i } }));
           const final = status("SUCCEEDED", ["SUCCEEDED", "SUCCEEDED"]);
           opts.onStatus?.(final);
           return final;
         },
+        results: async () => [0, 1].map((shard) => ({ shard, output: { kind: "count", count: shard } })),
       }),
     } as unknown as IrisClient;
     const backend = irisBackend({ origin: { url: import.meta.url, name: "p", args: {} }, identity: "f".repeat(64) }, { client }, scratch);
@@ -43,7 +45,37 @@ describe("the iris backend", () => {
     const results = await backend.runStage(plan.stages[0], specs, { maxRetries: 0, isRetryable: () => false, onRetry: () => undefined, onShardDone: () => void done++ });
     expect(doneDuringWait).toEqual([1]);
     expect(done).toBe(2);
-    expect(results).toEqual([{ shard: 0 }, { shard: 1 }]);
+    expect(results).toEqual([0, 1].map((shard) => ({ shard, output: { kind: "count", count: shard } })));
     await backend.close();
+  });
+
+  const failedWith = (t: Partial<JobStatus["tasks"][number]>): IrisClient =>
+    ({
+      submit: async (spec: JobSpecInput) => ({
+        name: spec.name,
+        wait: async () => ({ ...status("FAILED", ["FAILED"]), tasks: [{ ...task(0, "FAILED"), ...t }] }),
+        results: async () => {
+          throw new Error("a failed job has no results");
+        },
+      }),
+    }) as unknown as IrisClient;
+  const runOne = (client: IrisClient) => {
+    const plan = planStages({ source: { kind: "list", items: [1], shards: 1 }, ops: [] });
+    const backend = irisBackend({ origin: { url: import.meta.url, name: "p", args: {} }, identity: "f".repeat(64) }, { client }, scratch);
+    const spec = { stageId: 0, shard: 0, numShards: 1, attempt: 0 } as unknown as TaskSpec;
+    return backend.runStage(plan.stages[0], [spec], { maxRetries: 2, isRetryable: () => true, onRetry: () => undefined, onShardDone: () => undefined });
+  };
+
+  it("rethrows a task's APP_ERROR as the ZephyrError it threw, code and message kept", async () => {
+    const err = await runOne(failedWith({ failureKind: "APP_ERROR", errorCode: "BAD_RECORD", error: "bad.jsonl line 3: malformed JSON" })).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ZephyrError);
+    expect((err as ZephyrError).code).toBe("BAD_RECORD");
+    expect((err as ZephyrError).message).toBe("bad.jsonl line 3: malformed JSON");
+  });
+
+  it("reports any other failed job as SHARD_FAILED naming the job and the task's failure", async () => {
+    const err = await runOne(failedWith({ failureKind: "APP_EXIT", error: "exit 1: disk full", attempt: 3 })).catch((e: unknown) => e);
+    expect((err as ZephyrError).code).toBe("SHARD_FAILED");
+    expect((err as ZephyrError).message).toMatch(/ended FAILED.*task 0: APP_EXIT exit 1: disk full/);
   });
 });
