@@ -14,7 +14,9 @@ const DETERMINISTIC: ReadonlySet<ZephyrErrorCode> = new Set(["USER_FUNCTION", "B
  * people that names what was wrong, and the underlying error as `cause`.
  */
 export class ZephyrError extends Error {
+  /** Always `"ZephyrError"`. */
   override readonly name = "ZephyrError";
+  /** What kind of failure this is (one of {@link ZEPHYR_ERROR_CODES}). */
   readonly code: ZephyrErrorCode;
   /**
    * Whether running the shard again could succeed, decided by `code`: false for `USER_FUNCTION`,

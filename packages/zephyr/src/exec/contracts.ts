@@ -64,17 +64,25 @@ export interface TokenCacheOptions extends WriteOptions {
 
 /** Per-stage (and per-shard) counters. */
 export interface StageCounters {
+  /** Records read from the stage's input. */
   recordsIn: number;
+  /** Records the stage's operations produced (what its output received). */
   recordsOut: number;
+  /** Bytes read (for a file source: the files' sizes on disk, compressed). */
   bytesIn: number;
+  /** Bytes written (files, chunks, scatter runs; 0 for in-memory outputs). */
   bytesOut: number;
+  /** Time spent running the shard, in milliseconds. */
   timeMs: number;
 }
 
 /** Counters of one stage. */
 export interface StageStats {
+  /** The stage's index in the plan. */
   readonly id: number;
+  /** The stage as `explain()` names it (input → operations → output). */
   readonly name: string;
+  /** Number of shards the stage ran (and skipped). */
   readonly shards: number;
   /** Summed over shards; `timeMs` is the summed shard time. */
   readonly counters: StageCounters;
@@ -88,12 +96,15 @@ export interface StageStats {
 
 /** What a run reports besides its result. */
 export interface RunStats {
+  /** The backend the run used. */
   readonly backend: ZephyrBackendName;
   /** The run's identity (see `runIdentity`): what its outputs' commit markers carry. */
   readonly fingerprint: string;
+  /** Per-stage counters, in stage order. */
   readonly stages: readonly StageStats[];
   /** User counters (`ctx.counter(name)`), plus `badRecords` for skipped malformed lines. */
   readonly counters: Readonly<Record<string, number>>;
+  /** Wall-clock time of the whole run, in milliseconds. */
   readonly wallMs: number;
 }
 
@@ -105,6 +116,7 @@ export interface WriteResult {
   readonly counts: number[];
   /** The `_SUCCESS` manifest (for the token cache: its ledger.json). */
   readonly manifest: string;
+  /** The run's counters. */
   readonly stats: RunStats;
 }
 
@@ -122,7 +134,9 @@ export interface PipelineOrigin {
 
 /** What a sink runs: a Dataset's logical plan and, for a `definePipeline` Dataset, its origin. */
 export interface RunSource {
+  /** The recorded source and operations. */
   readonly logical: LogicalPlan;
+  /** Set for a Dataset a `definePipeline` factory returned (workers rebuild it from there). */
   readonly origin: PipelineOrigin | undefined;
 }
 
@@ -139,7 +153,9 @@ export type SinkOptions = TokenCacheOptions & { withStats?: boolean };
 
 /** What a sink's run resolves to: the sink's value and the run's counters. */
 export interface RunOutcome {
+  /** The sink's value: records, a count, or (file sinks) a WriteResult. */
   readonly value: unknown;
+  /** The run's counters. */
   readonly stats: RunStats;
 }
 
@@ -155,33 +171,49 @@ export type ShardInput =
 
 /** Everything a backend sends to run one shard. */
 export interface TaskSpec {
+  /** The stage (its index in the plan). */
   readonly stageId: number;
+  /** The shard of the stage (0-based). */
   readonly shard: number;
+  /** Number of shards of the stage. */
   readonly numShards: number;
+  /** Which attempt this is (0 for the first). */
   readonly attempt: number;
+  /** Where the shard's records come from. */
   readonly input: ShardInput;
+  /** Where the shard's records go. */
   readonly output: ShardOutputSpec;
+  /** Memory a shuffle may buffer before it spills, in bytes. */
   readonly memoryBudgetBytes: number;
 }
 
 /** What one shard reports back. */
 export interface TaskResult {
+  /** The shard's counters. */
   readonly counters: StageCounters;
+  /** The shard's user counters (`ctx.counter`). */
   readonly user: Record<string, number>;
+  /** What the shard's output produced (records, a count, a file, chunks, a scatter). */
   readonly output: OutputResult;
 }
 
 /** How the coordinator wants failures handled. */
 export interface StageHooks {
+  /** Times a failed shard may be retried. */
   readonly maxRetries: number;
+  /** Whether failure `e` may be retried at all. */
   isRetryable(e: unknown): boolean;
+  /** Called for each failed attempt that is retried. */
   onRetry(e: unknown): void;
+  /** Called as each shard succeeds (progress). */
   onShardDone(): void;
 }
 
 /** Runs the shards of a stage. */
 export interface Backend {
+  /** Runs `specs` (shards of `stage`) and resolves to their results in the same order. */
   runStage(stage: Stage, specs: readonly TaskSpec[], hooks: StageHooks): Promise<TaskResult[]>;
+  /** Releases what the backend holds (a pool lease, a client). */
   close(): Promise<void>;
 }
 
@@ -191,23 +223,31 @@ export interface Backend {
  * against it and never computes one of its own to hand on).
  */
 export interface RemoteRun {
+  /** Where workers rebuild the plan from. */
   readonly origin: PipelineOrigin;
+  /** The run's identity (see `runIdentity`). */
   readonly identity: string;
 }
 
 /** One shard to run away from the coordinator. */
 export interface RemoteTask {
+  /** Where the worker rebuilds the plan from. */
   readonly origin: PipelineOrigin;
   /** The run's identity, as the coordinator computed it. */
   readonly identity: string;
+  /** The shard to run. */
   readonly spec: TaskSpec;
 }
 
 /** An error as plain data. */
 export interface RemoteError {
+  /** The zephyr code, when the error was a ZephyrError. */
   readonly code?: ZephyrErrorCode;
+  /** The error's `name`. */
   readonly name: string;
+  /** The error's message. */
   readonly message: string;
+  /** The error's stack, as the worker printed it. */
   readonly stack?: string;
 }
 

@@ -1,3 +1,4 @@
+// Outputs on the threads backend with real worker threads: exactly-once files under crashes, skipExisting, fingerprint checks.
 import { existsSync, readdirSync } from "node:fs";
 import { mkdtemp, readFile, rm, utimes, writeFile } from "node:fs/promises";
 import os from "node:os";

@@ -1,3 +1,4 @@
+// StageProgress: per-stage progress bars drawn on a stream, and silence when off.
 import { PassThrough } from "node:stream";
 import { describe, expect, it } from "vitest";
 import { fromList } from "../index.ts";

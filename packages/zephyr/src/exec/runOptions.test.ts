@@ -1,3 +1,4 @@
+// Sink options checked at the boundary (zod): bad values and unknown options fail before anything runs.
 import { describe, expect, it } from "vitest";
 import { fromList } from "../index.ts";
 import { ZephyrError } from "../errors.ts";

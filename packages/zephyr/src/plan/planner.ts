@@ -28,15 +28,21 @@ export type StageOutput =
 
 /** One physical stage: every shard reads its input, runs the fused operations, and writes its output. */
 export interface Stage {
+  /** Index in the plan (stages run in this order). */
   readonly id: number;
+  /** Input → operations → output, as `explain()` prints it. */
   readonly name: string;
+  /** How the stage gets its records. */
   readonly input: StageInput;
+  /** The per-record operations fused into the stage. */
   readonly ops: readonly FusedOp[];
+  /** Where the stage's records go. */
   readonly output: StageOutput;
 }
 
 /** A Dataset's physical plan: stages in the order they run (the last one feeds the sink). */
 export interface DatasetPlan {
+  /** The stages, in the order they run. */
   readonly stages: readonly Stage[];
   /** Hash of every stage's inputs, operations (kinds, parameters, function arity) and outputs. */
   readonly fingerprint: string;

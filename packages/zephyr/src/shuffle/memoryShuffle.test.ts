@@ -1,3 +1,4 @@
+// The hybrid shuffle: in memory while under budget, spilled past it, same records either way.
 import { mkdtemp, readdir, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
