@@ -39,7 +39,8 @@ function connect(opts: IrisBackendOptions): { submit: (spec: JobSpecInput) => Pr
 
 function why(status: JobStatus): string {
   const task = status.tasks.find((t) => t.error || t.failureKind);
-  return [status.error, task ? `task ${task.index}: ${task.failureKind ?? ""} ${task.error ?? ""}`.trim() : ""].filter(Boolean).join("; ");
+  const kind = task ? `${task.failureKind ?? ""}${task.errorCode ? `(${task.errorCode})` : ""}` : "";
+  return [status.error, task ? `task ${task.index}: ${kind} ${task.error ?? ""}`.trim() : ""].filter(Boolean).join("; ");
 }
 
 /** The zephyr error a task ended with as iris `APP_ERROR` (a non-retryable ZephyrError it threw), if any. */
