@@ -1,3 +1,4 @@
+// Property tests: random operation chains, joins and column filters against an in-memory reference, inline and on threads.
 import fc from "fast-check";
 import { afterAll, describe, expect, it } from "vitest";
 import { closeThreadPool } from "./exec/threads.ts";

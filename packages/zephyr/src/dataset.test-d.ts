@@ -3,7 +3,7 @@
 import { describe, expectTypeOf, it } from "vitest";
 import { fromFiles, fromIterable, fromList, readJsonl, readParquet, readText } from "./dataset.ts";
 import type { Dataset } from "./dataset.ts";
-import type { WriteResult } from "./exec/coordinator.ts";
+import type { WriteResult } from "./exec/contracts.ts";
 import type { TaskContext } from "./plan/ops.ts";
 import { definePipeline } from "./pipeline.ts";
 

@@ -1,3 +1,4 @@
+// Dataset's sources, errors, sinks and skipExisting, through the public operations.
 import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, readFile, rm, utimes, writeFile } from "node:fs/promises";
 import os from "node:os";

@@ -1,23 +1,14 @@
-// Dataset<T>: an immutable, lazy plan. Operations return new Datasets; sinks plan and run.
-import os from "node:os";
+// Dataset<T>: an immutable, lazy plan. Operations return new Datasets; sinks plan and hand the
+// run to the coordinator (loaded on first use) through the contracts in exec/contracts.ts.
 import { ZephyrError } from "./errors.ts";
+import type { DatasetRunOptions, PipelineOrigin, RunOutcome, RunSource, RunStats, SinkOptions, SinkSpec, TokenCacheOptions, WriteOptions, WriteResult } from "./exec/contracts.ts";
+import { cores } from "./exec/cores.ts";
 import type { BadRecordPolicy } from "./io/jsonl.ts";
-import type { RunOptions, RunStats, WriteOptions, WriteResult, TokenCacheOptions } from "./exec/coordinator.ts";
 import { isColumnFilter } from "./plan/columnFilter.ts";
 import type { ColumnFilter } from "./plan/columnFilter.ts";
 import type { LogicalPlan, OpSpec, SourceSpec, TaskContext } from "./plan/ops.ts";
 import { planStages } from "./plan/planner.ts";
-import type { Plan } from "./plan/planner.ts";
-
-/** Where a Dataset built by a `definePipeline` module came from, so workers can rebuild it. */
-export interface PipelineOrigin {
-  /** The module's `import.meta.url`. */
-  readonly url: string;
-  /** The pipeline's name within its module. */
-  readonly name: string;
-  /** The JSON arguments the build function was called with. */
-  readonly args: unknown;
-}
+import type { DatasetPlan } from "./plan/planner.ts";
 
 /** Shard information handed to a `mapShard` function. */
 export type ShardContext = TaskContext;
@@ -66,7 +57,7 @@ function patternList(glob: string | readonly string[]): string[] {
  * @example
  * const n = await fromList([1, 2, 3, 4]).map((x) => x * 2).filter((x) => x > 2).count();
  */
-export class Dataset<T> {
+export class Dataset<T> implements RunSource {
   /** The recorded source and operations (read by the planner). */
   readonly logical: LogicalPlan;
   /** Set only on a Dataset returned by a `definePipeline` build, untouched since. */
@@ -183,7 +174,7 @@ export class Dataset<T> {
   }
 
   /** The physical plan: stages, their fused operations, and the plan's fingerprint. */
-  plan(): Plan {
+  plan(): DatasetPlan {
     return planStages(this.logical);
   }
 
@@ -193,19 +184,19 @@ export class Dataset<T> {
   }
 
   /** Runs the plan and resolves to the number of records. */
-  count(options?: RunOptions): Promise<number>;
+  count(options?: DatasetRunOptions): Promise<number>;
   /** Runs the plan and resolves to the number of records and the run's counters. */
-  count(options: RunOptions & { withStats: true }): Promise<{ count: number; stats: RunStats }>;
-  async count(options: RunOptions & { withStats?: boolean } = {}): Promise<number | { count: number; stats: RunStats }> {
+  count(options: DatasetRunOptions & { withStats: true }): Promise<{ count: number; stats: RunStats }>;
+  async count(options: DatasetRunOptions & { withStats?: boolean } = {}): Promise<number | { count: number; stats: RunStats }> {
     const { value, stats } = await runPlan(this, { kind: "count" }, options);
     return options.withStats ? { count: value as number, stats } : (value as number);
   }
 
   /** Runs the plan and resolves to all records, in shard order. */
-  collect(options?: RunOptions): Promise<T[]>;
+  collect(options?: DatasetRunOptions): Promise<T[]>;
   /** Runs the plan and resolves to all records and the run's counters. */
-  collect(options: RunOptions & { withStats: true }): Promise<{ records: T[]; stats: RunStats }>;
-  async collect(options: RunOptions & { withStats?: boolean } = {}): Promise<T[] | { records: T[]; stats: RunStats }> {
+  collect(options: DatasetRunOptions & { withStats: true }): Promise<{ records: T[]; stats: RunStats }>;
+  async collect(options: DatasetRunOptions & { withStats?: boolean } = {}): Promise<T[] | { records: T[]; stats: RunStats }> {
     const { value, stats } = await runPlan(this, { kind: "collect" }, options);
     return options.withStats ? { records: value as T[], stats } : (value as T[]);
   }
@@ -238,8 +229,7 @@ export class Dataset<T> {
  * module (and so this one) only to rebuild its plan, and the coordinator's dependencies (option
  * schemas, the thread pool, progress bars) would add about a third to their start-up.
  */
-async function runPlan(...args: Parameters<typeof import("./exec/coordinator.ts").runPlan>): ReturnType<typeof import("./exec/coordinator.ts").runPlan> {
-  const [ds, , options] = args;
+async function runPlan(ds: RunSource, sink: SinkSpec, options: SinkOptions): Promise<RunOutcome> {
   // A definePipeline plan runs on threads unless told otherwise: start the pool first, so that
   // its workers load while this thread loads the coordinator and plans (~0.3 s on 2 cores).
   // (Options are checked by the coordinator; a bad thread count here only skips the early start.)
@@ -247,12 +237,7 @@ async function runPlan(...args: Parameters<typeof import("./exec/coordinator.ts"
     (await import("./exec/threads.ts")).prestartThreadPool(options?.threads ?? cores());
   }
   const { runPlan: run } = await import("./exec/coordinator.ts");
-  return run(...args);
-}
-
-/** Number of CPU cores, the default shard count of small in-memory sources. */
-export function cores(): number {
-  return typeof os.availableParallelism === "function" ? os.availableParallelism() : os.cpus().length;
+  return run(ds, sink, options);
 }
 
 function source<T>(spec: SourceSpec): Dataset<T> {

@@ -3,6 +3,7 @@
 // the same JSON arguments, and checks the plan's fingerprint before it runs a shard.
 import { Dataset } from "./dataset.ts";
 import { ZephyrError } from "./errors.ts";
+import { nextPipelineName, registerPipeline } from "./plan/registry.ts";
 
 /** A pipeline factory: call it with its arguments to get the Dataset (runnable on any backend). */
 export type Pipeline<A, T> = ((...args: undefined extends A ? [args?: A] : [args: A]) => Dataset<T>) & {
@@ -11,15 +12,6 @@ export type Pipeline<A, T> = ((...args: undefined extends A ? [args?: A] : [args
   /** The pipeline's name within its module. */
   readonly pipelineName: string;
 };
-
-type Build = (args: unknown) => Dataset<unknown>;
-
-const registry = new Map<string, Build>();
-const ordinals = new Map<string, number>();
-
-function keyOf(url: string, name: string): string {
-  return `${url}#${name}`;
-}
 
 /**
  * Defines a pipeline in a module so that the `threads` and `iris` backends can run it: workers
@@ -38,22 +30,16 @@ export function definePipeline<A = undefined, T = unknown>(url: string, build: (
   if (typeof url !== "string" || !/^file:|^\//.test(url)) {
     throw new ZephyrError("INVALID_ARGUMENT", `definePipeline: expected import.meta.url (a file: URL) as the first argument, got ${JSON.stringify(url)}`);
   }
-  const ordinal = ordinals.get(url) ?? 0;
-  ordinals.set(url, ordinal + 1);
-  const name = options.name ?? `pipeline-${ordinal}`;
-  registry.set(keyOf(url, name), build as Build);
-  const factory = (args?: A): Dataset<T> => {
-    const ds = build(args as A);
+  // Every definition takes its ordinal, so later ones keep their default names when one is named.
+  const ordinalName = nextPipelineName(url);
+  const name = options.name ?? ordinalName;
+  const built = (args: A): Dataset<T> => {
+    const ds = build(args);
     if (!(ds instanceof Dataset)) throw new ZephyrError("INVALID_ARGUMENT", `definePipeline ${name}: the build function must return a Dataset`);
-    return new Dataset<T>(ds.logical, { url, name, args: args === undefined ? null : (JSON.parse(JSON.stringify(args)) as unknown) });
+    return ds;
   };
+  registerPipeline(url, name, (args) => built(args as A).logical);
+  const factory = (args?: A): Dataset<T> =>
+    new Dataset<T>(built(args as A).logical, { url, name, args: args === undefined ? null : (JSON.parse(JSON.stringify(args)) as unknown) });
   return Object.assign(factory, { url, pipelineName: name }) as unknown as Pipeline<A, T>;
-}
-
-/** Imports the module at `url` (registering its pipelines) and rebuilds pipeline `name` from `args`. */
-export async function rebuildPipeline(url: string, name: string, args: unknown): Promise<Dataset<unknown>> {
-  if (!registry.has(keyOf(url, name))) await import(url);
-  const build = registry.get(keyOf(url, name));
-  if (!build) throw new ZephyrError("FINGERPRINT_MISMATCH", `module ${url} defines no pipeline named ${name} (was it renamed, or defined conditionally?)`);
-  return build(args === null ? undefined : args);
 }

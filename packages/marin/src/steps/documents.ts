@@ -1,6 +1,6 @@
 // The documents format the standard data steps share, and their lazy link to zephyr.
 import path from "node:path";
-import type { Dataset, RunOptions } from "@marin/zephyr";
+import type { Dataset, DatasetRunOptions } from "@marin/zephyr";
 
 /** One document as the standard data steps store it (JSON Lines, gzip). */
 export interface Document {
@@ -9,7 +9,7 @@ export interface Document {
 }
 
 /** Zephyr settings every standard step uses: in this process, quiet (the marin live view draws progress). */
-export const ZEPHYR_RUN: RunOptions = { backend: "inline", progress: false };
+export const ZEPHYR_RUN: DatasetRunOptions = { backend: "inline", progress: false };
 
 /**
  * @marin/zephyr, loaded on first use: the standard steps import it only when one of them runs, so

@@ -1,3 +1,4 @@
+// The output commit protocol: temp files, atomic links, commit markers and the _SUCCESS manifest.
 import { existsSync, readdirSync } from "node:fs";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";

@@ -3,14 +3,13 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import type { Dataset } from "../dataset.ts";
 import { ZephyrError } from "../errors.ts";
 import { expandGlob } from "../io/files.ts";
-import type { Plan, Stage } from "../plan/planner.ts";
-import { originFingerprint, planFingerprint } from "../plan/fingerprint.ts";
+import { runIdentity } from "../plan/fingerprint.ts";
+import type { DatasetPlan, Stage } from "../plan/planner.ts";
 import { planStages } from "../plan/planner.ts";
 import { chooseBackend } from "./backends.ts";
-import type { Backend, BackendName, IrisBackendOptions } from "./backends.ts";
+import type { Backend, DatasetRunOptions, RunOutcome, RunSource, RunStats, ShardInput, SinkOptions, SinkSpec, StageCounters, StageStats, TaskResult, TaskSpec, TokenCacheOptions, ZephyrBackendName } from "./contracts.ts";
 import type { ChunkRange } from "./chunkFile.ts";
 import { readChunkRange } from "./chunkFile.ts";
 import { clearPreviousOutputs, commonDir, readCommitted, removeStaleTemps, shardPath, writeSuccessManifest } from "./commit.ts";
@@ -20,88 +19,11 @@ import type { ScatterRef } from "./exchange.ts";
 import { jsonPassthrough } from "./outputs.ts";
 import type { OutputResult, ShardOutputSpec } from "./outputs.ts";
 import { StageProgress } from "./progress.ts";
+import { isRetryable } from "./retries.ts";
 import { checkSinkOptions } from "./runOptions.ts";
-import type { ShardInput, StageCounters, TaskResult, TaskSpec } from "./task.ts";
 import { loadLevanterSharding } from "./tokenCache.ts";
 
-/** Options every sink takes (its last argument). */
-export interface RunOptions {
-  /** `inline` (this thread), `threads` (a worker pool), or `iris` (one iris task per shard). Default: `threads` for a `definePipeline` Dataset, else `inline`. */
-  backend?: BackendName;
-  /** Worker threads for the `threads` backend (default: one per core). */
-  threads?: number;
-  /** Times a failed shard is retried before the run fails (default 2). Errors in user code and bad records are not retried. */
-  maxShardRetries?: number;
-  /** Memory a shuffle may buffer per shard before it spills (default 256 MiB). */
-  memoryBudgetBytes?: number;
-  /** Where intermediate files go (default: a fresh directory under the OS temp dir, removed after the run). */
-  scratchDir?: string;
-  /** Show a progress bar per stage (default: when stderr is a TTY). */
-  progress?: boolean;
-  /** The iris backend's settings. */
-  iris?: IrisBackendOptions;
-}
-
-/** Options of the file sinks. */
-export interface WriteOptions extends RunOptions {
-  /** Keep shards already committed by an earlier run and run only the missing ones. */
-  skipExisting?: boolean;
-}
-
-/** Options of `writeTokenCache`. */
-export interface TokenCacheOptions extends WriteOptions {
-  /** Tokenizer name recorded in the cache (default `"unknown"`). */
-  tokenizer?: string;
-  /** Every id must be below this (default 2^31). */
-  vocabSize?: number;
-}
-
-/** Counters of one stage. */
-export interface StageStats {
-  readonly id: number;
-  readonly name: string;
-  readonly shards: number;
-  /** Summed over shards; `timeMs` is the summed shard time. */
-  readonly counters: StageCounters;
-  /** Wall-clock time of the stage. */
-  readonly wallMs: number;
-  /** Shards skipped because their output was already committed. */
-  readonly skipped: number;
-  /** Failed attempts that were retried. */
-  readonly retries: number;
-}
-
-/** What a run reports besides its result. */
-export interface RunStats {
-  readonly backend: BackendName;
-  readonly fingerprint: string;
-  readonly stages: readonly StageStats[];
-  /** User counters (`ctx.counter(name)`), plus `badRecords` for skipped malformed lines. */
-  readonly counters: Readonly<Record<string, number>>;
-  readonly wallMs: number;
-}
-
-/** What a file sink resolves to. */
-export interface WriteResult {
-  /** One path per shard, in shard order. */
-  readonly paths: string[];
-  /** Records per shard. */
-  readonly counts: number[];
-  /** The `_SUCCESS` manifest (for the token cache: its ledger.json). */
-  readonly manifest: string;
-  readonly stats: RunStats;
-}
-
-/** What a plan ends in. */
-export type SinkSpec =
-  | { readonly kind: "collect" }
-  | { readonly kind: "count" }
-  | { readonly kind: "jsonl"; readonly pattern: string }
-  | { readonly kind: "parquet"; readonly pattern: string }
-  | { readonly kind: "tokenCache"; readonly dir: string };
-
 const DEFAULT_BUDGET = 256 * 1024 * 1024;
-const NOT_RETRIED = new Set(["USER_FUNCTION", "BAD_RECORD", "INVALID_ARGUMENT", "FINGERPRINT_MISMATCH", "MISSING_DEPENDENCY"]);
 
 function zero(): StageCounters {
   return { recordsIn: 0, recordsOut: 0, bytesIn: 0, bytesOut: 0, timeMs: 0 };
@@ -112,7 +34,7 @@ function consumerOf(stages: readonly Stage[], stageId: number): Stage | undefine
   return stages.find((s) => (s.input.kind === "shuffle" && s.input.from === stageId) || (s.input.kind === "join" && (s.input.left === stageId || s.input.right === stageId)));
 }
 
-async function resolveShardCounts(plan: Plan): Promise<{ shards: number[]; paths: Map<number, string[]> }> {
+async function resolveShardCounts(plan: DatasetPlan): Promise<{ shards: number[]; paths: Map<number, string[]> }> {
   const shards: number[] = [];
   const paths = new Map<number, string[]>();
   for (const s of plan.stages) {
@@ -168,7 +90,7 @@ function splitChunks(chunks: readonly { file: string; count: number }[], n: numb
 
 let noticeShown = false;
 
-function pickBackend(ds: Dataset<unknown>, options: RunOptions): BackendName {
+function pickBackend(ds: RunSource, options: DatasetRunOptions): ZephyrBackendName {
   const asked = options.backend;
   if (asked !== undefined && asked !== "inline" && asked !== "threads" && asked !== "iris") {
     throw new ZephyrError("INVALID_ARGUMENT", `backend: expected "inline", "threads" or "iris", got ${JSON.stringify(asked)}`);
@@ -187,12 +109,8 @@ function pickBackend(ds: Dataset<unknown>, options: RunOptions): BackendName {
   return "inline";
 }
 
-function isRetryable(e: unknown): boolean {
-  return !(e instanceof ZephyrError && NOT_RETRIED.has(e.code));
-}
-
 /** Plans `ds`, runs it on the chosen backend, and produces the sink's value. */
-export async function runPlan(ds: Dataset<unknown>, sink: SinkSpec, options: RunOptions & WriteOptions & TokenCacheOptions): Promise<{ value: unknown; stats: RunStats }> {
+export async function runPlan(ds: RunSource, sink: SinkSpec, options: SinkOptions): Promise<RunOutcome> {
   const started = performance.now();
   checkSinkOptions(options);
   const backendName = pickBackend(ds, options);
@@ -203,9 +121,9 @@ export async function runPlan(ds: Dataset<unknown>, sink: SinkSpec, options: Run
   if (sink.kind === "tokenCache") await loadLevanterSharding();
 
   const plan = planStages(ds.logical);
-  // What outputs are tied to: for a pipeline also its module's text and arguments, which reach
-  // closures the plan's own fingerprint cannot see; for a plain plan, its functions' text.
-  const fingerprint = ds.origin ? originFingerprint(plan.fingerprint, ds.origin) : planFingerprint(plan.stages, { functionBodies: true });
+  // The run's identity, computed here once: outputs are tied to it, and the threads and iris
+  // backends hand it to every task, which checks the plan it rebuilds against it.
+  const fingerprint = runIdentity(plan, ds.origin);
   const { shards, paths } = await resolveShardCounts(plan);
   const last = plan.stages[plan.stages.length - 1];
   const sinkShards = shards[last.id];
@@ -235,7 +153,8 @@ export async function runPlan(ds: Dataset<unknown>, sink: SinkSpec, options: Run
   const scratch = options.scratchDir ?? (await mkdtemp(path.join(os.tmpdir(), "zephyr-")));
   let backend: Backend;
   try {
-    backend = await chooseBackend(backendName, ds, plan, { threads: options.threads, iris: options.iris, scratch });
+    const remote = ds.origin ? { origin: ds.origin, identity: fingerprint } : undefined;
+    backend = await chooseBackend(backendName, plan, remote, { threads: options.threads, iris: options.iris, scratch });
   } catch (e) {
     if (ownScratch) await rm(scratch, { recursive: true, force: true });
     throw e;
@@ -343,7 +262,7 @@ function scatterRefs(outs: readonly OutputResult[]): ScatterRef[] {
   });
 }
 
-function shardOutput(stage: Stage, i: number, n: number, scratch: string, sink: SinkSpec, finalPaths: string[], plan: Plan, shards: number[], backend: BackendName, options: TokenCacheOptions, fingerprint: string): ShardOutputSpec {
+function shardOutput(stage: Stage, i: number, n: number, scratch: string, sink: SinkSpec, finalPaths: string[], plan: DatasetPlan, shards: number[], backend: ZephyrBackendName, options: TokenCacheOptions, fingerprint: string): ShardOutputSpec {
   const tag = `stage-${stage.id}/shard-${String(i).padStart(5, "0")}`;
   switch (stage.output.kind) {
     case "chunks":

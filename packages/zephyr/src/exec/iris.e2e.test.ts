@@ -1,6 +1,7 @@
 // The iris backend on a real LocalCluster: every shard is a child process. A fixed, seeded set of
-// small cases (each process costs a tsx start), plus exactly-once output under a crashing task.
-import { mkdir, mkdtemp, readFile, rm } from "node:fs/promises";
+// small cases (each process costs a tsx start), exactly-once output under a crashing task, and
+// shard results and deterministic failures carried by iris (no result files anywhere).
+import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { gunzipSync } from "node:zlib";
@@ -8,7 +9,9 @@ import { LocalCluster } from "@marin/iris";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { fileURLToPath } from "node:url";
+import { ZephyrError } from "../errors.ts";
 import { crashPipeline } from "../fixtures/crashPipeline.ts";
+import { doubledJsonl } from "../fixtures/jsonlPipeline.ts";
 import { numbers } from "../fixtures/numbersPipeline.ts";
 import { chainPipeline, joinPipeline, outputOrdered, referenceChain, referenceJoin } from "../fixtures/opChain.ts";
 import type { Chain, ChainOp } from "../fixtures/opChain.ts";
@@ -39,20 +42,58 @@ const caseArb: fc.Arbitrary<Chain> = fc
   .tuple(fc.array(fc.integer({ min: -50, max: 200 }), { maxLength: 40 }), fc.integer({ min: 1, max: 4 }), fc.array(opArb, { maxLength: 3 }), fc.option(shuffleArb, { nil: undefined }))
   .map(([items, shards, ops, shuffle]) => ({ items, shards, ops: shuffle ? [...ops, shuffle] : ops }));
 
+/** Every file under `root`, relative to it. */
+async function filesUnder(root: string): Promise<string[]> {
+  const entries = await readdir(root, { recursive: true, withFileTypes: true });
+  return entries.filter((e) => e.isFile()).map((e) => path.relative(root, path.join(e.parentPath, e.name)));
+}
+
+/** Asserts zephyr's side of the runs left no shard result files: results travel through iris. */
+async function expectNoResultFiles(root: string): Promise<void> {
+  const files = await filesUnder(root);
+  // The stage jobs' task specs are there (the directory is the one the run used)...
+  expect(files.some((f) => path.basename(f) === "tasks.json")).toBe(true);
+  // ...and no result file: not `result-<i>.json`, nor any other.
+  expect(files.filter((f) => /result/i.test(path.basename(f)))).toEqual([]);
+}
+
 describe("iris backend (LocalCluster)", () => {
   it("seeded operation chains match the reference", async () => {
     const cases = fc.sample(caseArb, { seed: 20261130, numRuns: 2 });
+    const scratchDir = path.join(dir, "scratch-chains");
     for (const chain of cases) {
-      const { records, stats } = await chainPipeline(chain).collect({ backend: "iris", iris: { client: cluster.client }, withStats: true });
+      const { records, stats } = await chainPipeline(chain).collect({ backend: "iris", iris: { client: cluster.client }, withStats: true, scratchDir });
       expect(stats.backend).toBe("iris");
       const expected = referenceChain(chain);
       if (outputOrdered(chain.ops)) expect(records).toEqual(expected);
       else expect([...records].sort((a, b) => a - b)).toEqual([...expected].sort((a, b) => a - b));
     }
     const join = { left: [{ k: 1, v: 1 }, { k: 2, v: 2 }, { k: 3, v: 3 }], right: [{ k: 2, w: 20 }, { k: 3, w: 30 }, { k: 3, w: 31 }], kind: "left" as const, shards: 2 };
-    const joined = await joinPipeline(join).collect({ backend: "iris", iris: { client: cluster.client } });
+    const joined = await joinPipeline(join).collect({ backend: "iris", iris: { client: cluster.client }, scratchDir });
     const canon = (xs: unknown[]): string[] => xs.map((x) => JSON.stringify(x)).sort();
     expect(canon(joined)).toEqual(canon(referenceJoin(join)));
+    await expectNoResultFiles(scratchDir);
+  });
+
+  it("a bad record fails its task once (iris APP_ERROR, no retry) and the run rethrows BAD_RECORD with its message", async () => {
+    const input = path.join(dir, "bad-input");
+    await mkdir(input, { recursive: true });
+    await writeFile(path.join(input, "a.jsonl"), '{"x": 1}\n{"x": 2}\n');
+    await writeFile(path.join(input, "b.jsonl"), '{"x": 3}\n{"x": oops\n');
+    const scratchDir = path.join(dir, "scratch-bad");
+    const err = await doubledJsonl({ glob: path.join(input, "*.jsonl") })
+      .collect({ backend: "iris", iris: { client: cluster.client, jobPrefix: "zbad" }, maxShardRetries: 2, scratchDir })
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ZephyrError);
+    expect((err as ZephyrError).code).toBe("BAD_RECORD");
+    expect((err as ZephyrError).message).toMatch(/b\.jsonl:2: malformed JSON line/);
+    const jobs = (await cluster.client.list()).filter((j) => path.basename(j.name).startsWith("zbad-"));
+    expect(jobs).toHaveLength(1);
+    const failed = jobs[0].tasks.find((t) => t.index === 1)!;
+    expect(failed).toMatchObject({ state: "FAILED", failureKind: "APP_ERROR", errorCode: "BAD_RECORD" });
+    expect(failed.attempts).toHaveLength(1);
+    expect(failed.error).toBe((err as ZephyrError).message);
+    await expectNoResultFiles(scratchDir);
   });
 
   it("inside an iris task, the pipeline's stage jobs are children of the task's job", async () => {
@@ -76,10 +117,12 @@ describe("iris backend (LocalCluster)", () => {
     const markerDir = path.join(dir, "markers");
     await mkdir(markerDir, { recursive: true });
     const out = path.join(dir, "out");
+    const scratchDir = path.join(dir, "scratch-crash");
     const r = await crashPipeline({ n: 900, shards: 3, crashShard: 1, crashAt: 100, markerDir }).writeJsonl(path.join(out, "p-{shard}.jsonl.gz"), {
       backend: "iris",
       iris: { client: cluster.client },
       maxShardRetries: 2,
+      scratchDir,
     });
     expect(r.counts).toEqual([300, 300, 300]);
     expect(r.stats.stages[0].retries).toBeGreaterThanOrEqual(1);
@@ -88,5 +131,7 @@ describe("iris backend (LocalCluster)", () => {
     expect(ids.sort((a, b) => a - b)).toEqual(Array.from({ length: 900 }, (_, i) => i));
     const manifest = JSON.parse(await readFile(path.join(out, "_SUCCESS"), "utf8")) as { total: number };
     expect(manifest.total).toBe(900);
+    await expectNoResultFiles(scratchDir);
+    expect((await filesUnder(out)).filter((f) => /result/.test(f))).toEqual([]);
   });
 });

@@ -1,21 +1,18 @@
 // The iris backend: each stage is one iris job whose tasks are the stage's shards. A task imports
-// zephyr's task module, which imports the pipeline's module, rebuilds the plan, checks the
-// fingerprint and runs its shard; results come back through files in the run's scratch directory.
+// zephyr's task module, which imports the pipeline's module, rebuilds the plan, checks it against
+// the run's identity and runs its shard. A shard's result is its task's return value (iris task
+// results, `Job.results()`); a failure a retry cannot fix ends its task as iris `APP_ERROR` with
+// the zephyr code, which this side rethrows as the same ZephyrError.
 import { randomBytes } from "node:crypto";
-import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import * as iris from "@marin/iris";
 import type { Job, JobSpecInput, JobStatus } from "@marin/iris";
-import type { PipelineOrigin } from "../dataset.ts";
-import { ZephyrError } from "../errors.ts";
-import { originFingerprint } from "../plan/fingerprint.ts";
-import type { Plan } from "../plan/planner.ts";
-import type { Backend, IrisBackendOptions } from "./backends.ts";
+import { ZEPHYR_ERROR_CODES, ZephyrError } from "../errors.ts";
+import type { ZephyrErrorCode } from "../errors.ts";
+import type { Backend, IrisBackendOptions, RemoteRun, RemoteTask, TaskResult } from "./contracts.ts";
 import type { IrisTaskArgs } from "./irisTask.ts";
-import { reviveError } from "./remoteTask.ts";
-import type { RemoteReply, RemoteTask } from "./remoteTask.ts";
-import type { TaskResult } from "./task.ts";
 
 const TASK_MODULE = fileURLToPath(new URL("./irisTask.ts", import.meta.url));
 
@@ -42,25 +39,37 @@ function connect(opts: IrisBackendOptions): { submit: (spec: JobSpecInput) => Pr
 
 function why(status: JobStatus): string {
   const task = status.tasks.find((t) => t.error || t.failureKind);
-  return [status.error, task ? `task ${task.index}: ${task.failureKind ?? ""} ${task.error ?? ""}`.trim() : ""].filter(Boolean).join("; ");
+  const kind = task ? `${task.failureKind ?? ""}${task.errorCode ? `(${task.errorCode})` : ""}` : "";
+  return [status.error, task ? `task ${task.index}: ${kind} ${task.error ?? ""}`.trim() : ""].filter(Boolean).join("; ");
 }
 
-/** Creates the iris backend for `plan`, defined by `origin`. */
-export function irisBackend(origin: PipelineOrigin, plan: Plan, opts: IrisBackendOptions, scratch: string): Backend {
+/** The zephyr error a task ended with as iris `APP_ERROR` (a non-retryable ZephyrError it threw), if any. */
+function appError(status: JobStatus): ZephyrError | undefined {
+  for (const t of status.tasks) {
+    if (t.failureKind !== "APP_ERROR" || !(ZEPHYR_ERROR_CODES as readonly string[]).includes(t.errorCode ?? "")) continue;
+    return new ZephyrError(t.errorCode as ZephyrErrorCode, t.error ?? `task ${t.index} failed with ${t.errorCode}`);
+  }
+  return undefined;
+}
+
+/** Creates the iris backend for the `definePipeline` run `run`. */
+export function irisBackend(run: RemoteRun, opts: IrisBackendOptions, scratch: string): Backend {
   const conn = connect(opts);
-  const fingerprint = originFingerprint(plan.fingerprint, origin);
+  const { origin, identity } = run;
   const runId = randomBytes(4).toString("hex");
   return {
     async runStage(stage, specs, hooks) {
       if (specs.length === 0) return [];
+      // The tasks' specs go in a file (a shuffle stage's can be large); their results come back
+      // through iris.
       const dir = path.join(scratch, "iris", `stage-${stage.id}`);
       await mkdir(dir, { recursive: true });
-      const tasks: RemoteTask[] = specs.map((spec) => ({ origin, fingerprint, spec }));
+      const tasks: RemoteTask[] = specs.map((spec) => ({ origin, identity, spec }));
       const tasksFile = path.join(dir, "tasks.json");
       await writeFile(tasksFile, JSON.stringify(tasks));
-      const args: IrisTaskArgs = { tasksFile, resultDir: dir };
+      const args: IrisTaskArgs = { tasksFile };
       const job = await conn.submit({
-        name: `${opts.jobPrefix ?? "zephyr"}-${fingerprint.slice(0, 8)}-${runId}-s${stage.id}`,
+        name: `${opts.jobPrefix ?? "zephyr"}-${identity.slice(0, 8)}-${runId}-s${stage.id}`,
         entrypoint: { module: TASK_MODULE, export: "runZephyrIrisTask", args },
         replicas: specs.length,
         resources: { cpuMillis: opts.cpuMillis ?? 1000, ...(opts.memoryBytes !== undefined ? { memoryBytes: opts.memoryBytes } : {}) },
@@ -79,20 +88,18 @@ export function irisBackend(origin: PipelineOrigin, plan: Plan, opts: IrisBacken
         },
       });
       for (const t of status.tasks) for (let k = 1; k < t.attempt; k++) hooks.onRetry(new Error(`task ${t.index} attempt ${k} failed`));
+      if (status.state !== "SUCCEEDED") {
+        throw appError(status) ?? new ZephyrError("SHARD_FAILED", `stage ${stage.id} [${stage.name}]: iris job ${job.name} ended ${status.state}${why(status) ? `: ${why(status)}` : ""}`);
+      }
+      const values = await job.results();
       const results: TaskResult[] = [];
       for (let i = 0; i < specs.length; i++) {
-        let reply: RemoteReply | undefined;
-        try {
-          reply = JSON.parse(await readFile(path.join(dir, `result-${i}.json`), "utf8")) as RemoteReply;
-        } catch {
-          reply = undefined;
-        }
-        if (reply && !reply.ok) throw reviveError(reply.error);
-        if (!reply || status.state !== "SUCCEEDED") {
-          throw new ZephyrError("SHARD_FAILED", `stage ${stage.id} [${stage.name}]: iris job ${job.name} ended ${status.state}${why(status) ? `: ${why(status)}` : ""}`);
+        const r = values[i] as TaskResult | undefined;
+        if (r === undefined || typeof r !== "object" || r === null || !("output" in r)) {
+          throw new ZephyrError("INTERNAL", `stage ${stage.id} [${stage.name}]: task ${i} of iris job ${job.name} succeeded without a shard result`);
         }
         if (!counted.has(i)) hooks.onShardDone();
-        results.push(reply.result);
+        results.push(r);
       }
       return results;
     },

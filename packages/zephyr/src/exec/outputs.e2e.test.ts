@@ -1,3 +1,4 @@
+// Outputs on the threads backend with real worker threads: exactly-once files under crashes, skipExisting, fingerprint checks.
 import { existsSync, readdirSync } from "node:fs";
 import { mkdtemp, readFile, rm, utimes, writeFile } from "node:fs/promises";
 import os from "node:os";
@@ -7,7 +8,7 @@ import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ZephyrError } from "../errors.ts";
 import { crashPipeline, unstablePipeline } from "../fixtures/crashPipeline.ts";
 import { numbers } from "../fixtures/numbersPipeline.ts";
-import { readJsonl } from "../dataset.ts";
+import { readJsonl } from "../index.ts";
 import { closeThreadPool } from "./threads.ts";
 
 let dir: string;

@@ -1,6 +1,7 @@
+// StageProgress: per-stage progress bars drawn on a stream, and silence when off.
 import { PassThrough } from "node:stream";
 import { describe, expect, it } from "vitest";
-import { fromList } from "../dataset.ts";
+import { fromList } from "../index.ts";
 import { StageProgress } from "./progress.ts";
 
 /** A stream that says it is a terminal, collecting what is drawn on it. */

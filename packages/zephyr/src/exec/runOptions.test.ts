@@ -1,11 +1,12 @@
+// Sink options checked at the boundary (zod): bad values and unknown options fail before anything runs.
 import { describe, expect, it } from "vitest";
-import { fromList } from "../dataset.ts";
+import { fromList } from "../index.ts";
 import { ZephyrError } from "../errors.ts";
-import type { RunOptions } from "./coordinator.ts";
+import type { DatasetRunOptions } from "./contracts.ts";
 
 async function failure(options: unknown): Promise<ZephyrError> {
   const err = await fromList([1, 2, 3])
-    .count(options as RunOptions)
+    .count(options as DatasetRunOptions)
     .catch((e: unknown) => e);
   expect(err).toBeInstanceOf(ZephyrError);
   expect((err as ZephyrError).code).toBe("INVALID_ARGUMENT");

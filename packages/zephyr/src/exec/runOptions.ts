@@ -21,7 +21,7 @@ const irisOptions = z.strictObject({
   jobPrefix: z.string({ error: "expected a string" }).min(1, "expected a non-empty string").optional(),
 });
 
-/** Every option a sink accepts (RunOptions, WriteOptions, TokenCacheOptions and `withStats`). */
+/** Every option a sink accepts (DatasetRunOptions, WriteOptions, TokenCacheOptions and `withStats`). */
 const sinkOptions = z.strictObject({
   backend: z.enum(["inline", "threads", "iris"], { error: 'expected "inline", "threads" or "iris"' }).optional(),
   threads: positiveInt().optional(),

@@ -7,52 +7,16 @@ import { readJsonlBatches } from "../io/jsonl.ts";
 import type { ReadStats } from "../io/jsonl.ts";
 import { readTextBatches } from "../io/text.ts";
 import type { SourceSpec, TaskContext } from "../plan/ops.ts";
-import type { Plan, Stage } from "../plan/planner.ts";
+import type { DatasetPlan, Stage } from "../plan/planner.ts";
 import { readChunkRange } from "./chunkFile.ts";
-import type { ChunkRange } from "./chunkFile.ts";
 import { BATCH, batchesOf } from "./batches.ts";
+import type { StageCounters, TaskResult, TaskSpec } from "./contracts.ts";
 import { applyOps } from "./fused.ts";
 import type { StageWhere } from "./fused.ts";
 import { openShardOutput } from "./outputs.ts";
-import type { OutputResult, ShardOutputSpec } from "./outputs.ts";
+import type { OutputResult } from "./outputs.ts";
 import { dedupBatches, groupBatches, joinBatches } from "./exchange.ts";
 import { readParquetBatches } from "./parquetSeam.ts";
-import type { ScatterRef } from "./exchange.ts";
-
-/** How one shard gets its records (resolved by the coordinator). */
-export type ShardInput =
-  | { readonly kind: "source" }
-  | { readonly kind: "path"; readonly path: string }
-  | { readonly kind: "chunks"; readonly ranges: readonly ChunkRange[] }
-  | { readonly kind: "shuffle"; readonly refs: readonly ScatterRef[]; readonly partition: number; readonly tmpDir: string }
-  | { readonly kind: "join"; readonly left: readonly ScatterRef[]; readonly right: readonly ScatterRef[]; readonly partition: number; readonly tmpDir: string };
-
-/** Everything a backend sends to run one shard. */
-export interface TaskSpec {
-  readonly stageId: number;
-  readonly shard: number;
-  readonly numShards: number;
-  readonly attempt: number;
-  readonly input: ShardInput;
-  readonly output: ShardOutputSpec;
-  readonly memoryBudgetBytes: number;
-}
-
-/** Per-stage (and per-shard) counters. */
-export interface StageCounters {
-  recordsIn: number;
-  recordsOut: number;
-  bytesIn: number;
-  bytesOut: number;
-  timeMs: number;
-}
-
-/** What one shard reports back. */
-export interface TaskResult {
-  readonly counters: StageCounters;
-  readonly user: Record<string, number>;
-  readonly output: OutputResult;
-}
 
 async function* listBatches(items: readonly unknown[], from: number, to: number): AsyncGenerator<unknown[], void, undefined> {
   for (let i = from; i < to; i += BATCH) yield items.slice(i, Math.min(to, i + BATCH));
@@ -137,7 +101,7 @@ function inputBatches(stage: Stage, spec: TaskSpec, ctx: TaskContext, where: Sta
 }
 
 /** Runs one shard of one stage of `plan` and reports its output and counters. */
-export async function runTask(plan: Plan, spec: TaskSpec): Promise<TaskResult> {
+export async function runTask(plan: DatasetPlan, spec: TaskSpec): Promise<TaskResult> {
   const started = performance.now();
   const stage = plan.stages[spec.stageId];
   if (!stage) throw new ZephyrError("INTERNAL", `plan has no stage ${spec.stageId}`);

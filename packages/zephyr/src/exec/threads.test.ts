@@ -1,3 +1,4 @@
+// The threads backend: the shared pool's lifetime, how its workers start, and the JSON pass-through into a JSONL sink.
 import { existsSync } from "node:fs";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { gunzipSync } from "node:zlib";

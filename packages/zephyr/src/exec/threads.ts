@@ -1,19 +1,14 @@
 // The threads backend: a piscina pool, one worker thread per core. Workers import the pipeline's
-// module (closures cannot be sent), rebuild the plan and check its fingerprint.
+// module (closures cannot be sent), rebuild the plan and check it against the run's identity.
 import v8 from "node:v8";
 import type { Worker } from "node:worker_threads";
 import { Piscina } from "piscina";
-import type { PipelineOrigin } from "../dataset.ts";
-import { cores } from "../dataset.ts";
 import { ZephyrError } from "../errors.ts";
-import { originFingerprint } from "../plan/fingerprint.ts";
-import type { Plan } from "../plan/planner.ts";
-import { withRetries } from "./backends.ts";
+import type { Backend, RemoteReply, RemoteRun, RemoteTask, StageHooks, TaskResult } from "./contracts.ts";
+import { cores } from "./cores.ts";
 import { onCloseThreadPools } from "./poolRegistry.ts";
-import type { Backend, StageHooks } from "./backends.ts";
-import type { TaskResult } from "./task.ts";
-import { reviveError } from "./remoteTask.ts";
-import type { RemoteReply, RemoteTask } from "./remoteTask.ts";
+import { reviveError } from "./remoteError.ts";
+import { withRetries } from "./retries.ts";
 
 const WORKER = new URL("./threadWorker.mjs", import.meta.url).href;
 
@@ -174,13 +169,13 @@ export function threadPoolThreads(): number {
   return n;
 }
 
-/** Creates the threads backend for `plan`, defined by `origin`. */
-export function threadsBackend(origin: PipelineOrigin, plan: Plan, threads?: number): Backend {
+/** Creates the threads backend for the `definePipeline` run `run`. */
+export function threadsBackend(run: RemoteRun, threads?: number): Backend {
   const size = threads ?? cores();
   if (!Number.isInteger(size) || size <= 0) throw new ZephyrError("INVALID_ARGUMENT", `threads: expected a positive integer, got ${threads}`);
   const shared = acquire(size);
   const pool = shared.pool;
-  const fingerprint = originFingerprint(plan.fingerprint, origin);
+  const { origin, identity } = run;
   let closed = false;
   return {
     async runStage(stage, specs, hooks) {
@@ -197,7 +192,7 @@ export function threadsBackend(origin: PipelineOrigin, plan: Plan, threads?: num
           const k = next++;
           try {
             results[k] = await withRetries(specs[k], stage, laneHooks, async (s) => {
-              const task: RemoteTask = { origin, fingerprint, spec: s };
+              const task: RemoteTask = { origin, identity, spec: s };
               const reply = (await pool.run(task)) as RemoteReply;
               if (!reply.ok) throw reviveError(reply.error);
               return reply.result;

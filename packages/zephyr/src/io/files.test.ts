@@ -1,3 +1,4 @@
+// expandGlob, compression by file extension, and readText.
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";

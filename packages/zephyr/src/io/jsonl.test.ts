@@ -1,3 +1,4 @@
+// JsonlWriter and readJsonlBatches: round trips, compression, bad records, chunk boundaries.
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import os from "node:os";

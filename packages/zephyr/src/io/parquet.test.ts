@@ -1,3 +1,4 @@
+// ParquetFileWriter and readParquetBatches: round trips, projections and filter pushdown by row-group statistics.
 import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";

@@ -1,10 +1,26 @@
-// A plan's fingerprint: what a worker compares before it runs a shard, so that a module edited (or
-// built differently) on the worker is refused instead of silently producing other data.
+// A plan's fingerprint and a run's identity: what the coordinator computes once and every worker
+// reproduces before it runs a shard, so that a module edited (or built differently) on the worker
+// is refused instead of silently producing other data. Knows stages only by shape (the planner
+// imports this module, not the other way round).
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { pack } from "msgpackr";
-import type { Stage } from "./planner.ts";
+import { ZephyrError } from "../errors.ts";
+
+/** What a fingerprint reads of a stage (a planner `Stage` has these and more). */
+export interface FingerprintedStage {
+  readonly input: unknown;
+  readonly ops: unknown;
+  readonly output: unknown;
+}
+
+/** Where a `definePipeline` plan comes from, as far as its identity goes. */
+export interface FingerprintedOrigin {
+  readonly url: string;
+  readonly name: string;
+  readonly args: unknown;
+}
 
 function describe(value: unknown, hash: (v: unknown) => string, bodies: boolean): unknown {
   // By default not the function's text: transpilers (tsx, vitest) print the same source
@@ -44,7 +60,7 @@ function hashItems(items: unknown): string {
  * `skipExisting` does not keep shards an older version of the code wrote). Values a function
  * captures from its scope are not seen.
  */
-export function planFingerprint(stages: readonly Stage[], options: { functionBodies?: boolean } = {}): string {
+export function planFingerprint(stages: readonly FingerprintedStage[], options: { functionBodies?: boolean } = {}): string {
   const text = JSON.stringify(describe(stages.map((s) => ({ input: s.input, ops: s.ops, output: s.output })), hashItems, options.functionBodies ?? false));
   return createHash("sha256").update(text).digest("hex");
 }
@@ -71,8 +87,31 @@ function moduleHash(url: string): string {
  * The fingerprint a worker must reproduce for a `definePipeline` plan: the plan's structure, the
  * source text of the module that defines it (so an edited module is refused), its name and args.
  */
-export function originFingerprint(planFingerprint: string, origin: { url: string; name: string; args: unknown }): string {
+function originFingerprint(planFingerprint: string, origin: FingerprintedOrigin): string {
   return createHash("sha256")
     .update(JSON.stringify([planFingerprint, moduleHash(origin.url), origin.name, origin.args]))
     .digest("hex");
+}
+
+/**
+ * A run's identity, what its outputs are tied to and what its workers must reproduce. For a
+ * pipeline: the plan's structure plus its module's text, name and arguments, which reach closures
+ * the structure cannot see. For a plain plan (one process, never rebuilt): its structure and its
+ * functions' text. The coordinator computes it once per run and hands it to backends and tasks.
+ */
+export function runIdentity(plan: { readonly stages: readonly FingerprintedStage[]; readonly fingerprint: string }, origin: FingerprintedOrigin | undefined): string {
+  return origin ? originFingerprint(plan.fingerprint, origin) : planFingerprint(plan.stages, { functionBodies: true });
+}
+
+/**
+ * What a worker runs before any shard of a plan it rebuilt from `origin`: throws
+ * `FINGERPRINT_MISMATCH` unless the rebuilt plan has the coordinator's identity `expected`.
+ */
+export function checkRunIdentity(plan: { readonly stages: readonly FingerprintedStage[]; readonly fingerprint: string }, origin: FingerprintedOrigin, expected: string): void {
+  const got = runIdentity(plan, origin);
+  if (got === expected) return;
+  throw new ZephyrError(
+    "FINGERPRINT_MISMATCH",
+    `pipeline ${origin.name} of ${origin.url} rebuilt on this worker has fingerprint ${got.slice(0, 12)}, the coordinator's is ${expected.slice(0, 12)}: the module or its arguments differ between coordinator and worker (is the build function deterministic?); refusing to run`,
+  );
 }

@@ -57,7 +57,9 @@ export type OpSpec =
 
 /** A source and its operations, in order. */
 export interface LogicalPlan {
+  /** Where the records come from. */
   readonly source: SourceSpec;
+  /** The recorded operations, in order. */
   readonly ops: readonly OpSpec[];
 }
 

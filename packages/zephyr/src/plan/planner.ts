@@ -28,17 +28,23 @@ export type StageOutput =
 
 /** One physical stage: every shard reads its input, runs the fused operations, and writes its output. */
 export interface Stage {
+  /** Index in the plan (stages run in this order). */
   readonly id: number;
+  /** Input → operations → output, as `explain()` prints it. */
   readonly name: string;
+  /** How the stage gets its records. */
   readonly input: StageInput;
+  /** The per-record operations fused into the stage. */
   readonly ops: readonly FusedOp[];
+  /** Where the stage's records go. */
   readonly output: StageOutput;
 }
 
-/** A physical plan: stages in the order they run (the last one feeds the sink). */
-export interface Plan {
+/** A Dataset's physical plan: stages in the order they run (the last one feeds the sink). */
+export interface DatasetPlan {
+  /** The stages, in the order they run. */
   readonly stages: readonly Stage[];
-  /** Hash of every stage's inputs, operations and the source text of every user function. */
+  /** Hash of every stage's inputs, operations (kinds, parameters, function arity) and outputs. */
   readonly fingerprint: string;
   /** The stages as text, one line each. */
   explain(): string;
@@ -184,7 +190,7 @@ class Builder {
 }
 
 /** Plans a logical plan into stages (no I/O: globs are expanded when the plan runs). */
-export function planStages(lp: LogicalPlan): Plan {
+export function planStages(lp: LogicalPlan): DatasetPlan {
   const b = new Builder();
   b.close(b.build(lp), { kind: "sink" });
   const stages = b.stages;

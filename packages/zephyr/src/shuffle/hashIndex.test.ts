@@ -1,3 +1,4 @@
+// HashIndex against a Map (property tests).
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { HashIndex } from "./hashIndex.ts";

@@ -1,9 +1,10 @@
+// The hybrid shuffle: in memory while under budget, spilled past it, same records either way.
 import { mkdtemp, readdir, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import fc from "fast-check";
 import { afterAll, describe, expect, it } from "vitest";
-import { fromList } from "../dataset.ts";
+import { fromList } from "../index.ts";
 import { heldMemoryBytes } from "./memoryShuffle.ts";
 
 interface Row {

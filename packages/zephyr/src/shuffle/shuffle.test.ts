@@ -1,3 +1,4 @@
+// The spill shuffle: key codec, writer, external merge and partition readers.
 import { mkdir, mkdtemp, readdir, rm, truncate, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
