@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --import tsx
+#!/usr/bin/env node
 // The `iris` command: `pnpm iris …` from the repository root, or the package's bin.
 import { realActions } from "./actions.ts";
 import { runCli, type CliIo } from "./program.ts";

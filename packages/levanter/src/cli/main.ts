@@ -1,6 +1,7 @@
-#!/usr/bin/env -S node --import tsx
+#!/usr/bin/env node
 // pnpm levanter: train, evaluate, sample, and make token caches from text files.
 import { Command, InvalidArgumentError } from "commander";
+import { realpathSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { pathToFileURL } from "node:url";
 import { LevanterError } from "../errors.ts";
@@ -120,4 +121,5 @@ export async function main(argv: string[] = process.argv): Promise<void> {
   }
 }
 
-if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) await main();
+// Run when this file is the program (also through a bin symlink: node_modules/.bin/levanter).
+if (process.argv[1] && import.meta.url === pathToFileURL(realpathSync(process.argv[1])).href) await main();

@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --import tsx
+#!/usr/bin/env node
 // `pnpm marin …`: the marin command line (see program.ts).
 import { runCli } from "./program.ts";
 

@@ -1,6 +1,7 @@
 // Experiment scripts: importing one and calling its default export to get its steps.
 import path from "node:path";
 import { pathToFileURL } from "node:url";
+import { importModule } from "@marin/iris/loader";
 import { MarinError } from "../errors.ts";
 import { isStep } from "../step/step.ts";
 import type { Step } from "../step/step.ts";
@@ -28,7 +29,7 @@ export async function loadExperiment(script: string): Promise<{ script: string; 
   if (known) mod = { default: known };
   else {
     try {
-      mod = (await import(pathToFileURL(abs).href)) as { default?: unknown };
+      mod = (await importModule(pathToFileURL(abs).href)) as { default?: unknown };
     } catch (e) {
       throw new MarinError("NOT_FOUND", `could not import experiment script ${abs}: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
     }

@@ -5,6 +5,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { IrisClient, LocalCluster } from "@marin/iris";
 import type { Job, JobStatus } from "@marin/iris";
+import { ownExtension } from "@marin/iris/loader";
 import { MarinError } from "../errors.ts";
 import type { LaunchArgs, StepLauncher } from "../executor/runner.ts";
 import type { ResolvedStep } from "../step/graph.ts";
@@ -25,7 +26,7 @@ export interface IrisLauncherOptions {
 /** How long to keep draining an ended job's log stream before giving up on its last lines. */
 const LOG_DRAIN_DEADLINE_MS = 15_000;
 
-const STEP_TASK_MODULE = fileURLToPath(new URL("./stepTask.ts", import.meta.url));
+const STEP_TASK_MODULE = fileURLToPath(new URL(`./stepTask${ownExtension(import.meta.url)}`, import.meta.url));
 
 function jobNameFor(step: ResolvedStep, token: number): string {
   return `marin-${step.id.replace(/\//g, ".")}-t${token}`;

@@ -9,12 +9,13 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import * as iris from "@marin/iris";
 import type { Job, JobSpecInput, JobStatus } from "@marin/iris";
+import { ownExtension } from "@marin/iris/loader";
 import { ZEPHYR_ERROR_CODES, ZephyrError } from "../errors.ts";
 import type { ZephyrErrorCode } from "../errors.ts";
 import type { Backend, IrisBackendOptions, RemoteRun, RemoteTask, TaskResult } from "./contracts.ts";
 import type { IrisTaskArgs } from "./irisTask.ts";
 
-const TASK_MODULE = fileURLToPath(new URL("./irisTask.ts", import.meta.url));
+const TASK_MODULE = fileURLToPath(new URL(`./irisTask${ownExtension(import.meta.url)}`, import.meta.url));
 
 /** How to submit jobs: a given client, a given address, the enclosing task's context, or the task env. */
 function connect(opts: IrisBackendOptions): { submit: (spec: JobSpecInput) => Promise<Job>; close: () => void } {

@@ -1,6 +1,7 @@
 // The pipelines each module defines, by module URL and name: definePipeline registers a build
 // here, and a worker (thread or iris task) imports the module and rebuilds the logical plan from
 // the same arguments. Knows plans only as LogicalPlan, never the Dataset class.
+import { importModule } from "@marin/iris/loader";
 import { ZephyrError } from "../errors.ts";
 import type { LogicalPlan } from "./ops.ts";
 
@@ -28,7 +29,7 @@ export function registerPipeline(url: string, name: string, build: PipelineBuild
 
 /** Imports the module at `url` (registering its pipelines) and rebuilds pipeline `name`'s logical plan from `args`. */
 export async function rebuildPipeline(url: string, name: string, args: unknown): Promise<LogicalPlan> {
-  if (!builds.has(keyOf(url, name))) await import(url);
+  if (!builds.has(keyOf(url, name))) await importModule(url);
   const build = builds.get(keyOf(url, name));
   if (!build) throw new ZephyrError("FINGERPRINT_MISMATCH", `module ${url} defines no pipeline named ${name} (was it renamed, or defined conditionally?)`);
   return build(args === null ? undefined : args);
