@@ -3,7 +3,7 @@
 // (program.test.ts); main.ts wires the real ones (actions.ts).
 import { Command, CommanderError, Option } from "commander";
 import { IrisError } from "../errors.ts";
-import type { SchedConstraint } from "../controller/scheduler.ts";
+import type { Constraint, JobSpecInput } from "../jobSpec.ts";
 import {
   collect,
   collectKeyValue,
@@ -49,25 +49,10 @@ export interface ClusterLocalArgs {
   workerMemoryBytes: number | undefined;
 }
 
-/** The job spec `iris job run` builds (a subset of the client's JobSpecInput, same shape). */
-export interface CliJobSpec {
-  name?: string;
-  entrypoint: { command: string[]; cwd?: string };
-  replicas?: number;
-  gang?: boolean;
-  resources?: { cpuMillis?: number; memoryBytes?: number; devices?: { kind: string; count: number }[] };
-  constraints?: SchedConstraint[];
-  env?: Record<string, string>;
-  ports?: string[];
-  timeoutMs?: number;
-  maxRetriesFailure?: number;
-  maxRetriesPreemption?: number;
-  priority?: number;
-}
-
 /** `iris job run`. */
 export interface JobRunArgs extends ClientArgs {
-  spec: CliJobSpec;
+  /** The spec the flags build, handed to the client as it is (the controller validates it). */
+  spec: JobSpecInput;
   /** Print the name and return without streaming or waiting. */
   detach: boolean;
 }
@@ -248,7 +233,7 @@ export function buildProgram(actions: CliActions, io: CliIo, setExitCode: (code:
           maxRetries?: number;
           maxPreemptions?: number;
           gang?: boolean;
-          constraint?: SchedConstraint[];
+          constraint?: Constraint[];
           env?: Record<string, string>;
           port?: string[];
           timeout?: number;
@@ -257,7 +242,7 @@ export function buildProgram(actions: CliActions, io: CliIo, setExitCode: (code:
           detach: boolean;
         },
       ) => {
-        const spec: CliJobSpec = { entrypoint: { command, ...(o.cwd !== undefined ? { cwd: o.cwd } : {}) } };
+        const spec: JobSpecInput = { entrypoint: { command, ...(o.cwd !== undefined ? { cwd: o.cwd } : {}) } };
         if (o.name !== undefined) spec.name = o.name;
         if (o.replicas !== undefined) spec.replicas = o.replicas;
         if (o.gang) spec.gang = true;

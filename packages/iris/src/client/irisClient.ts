@@ -8,8 +8,8 @@ import type { JobStatus__Output } from "../internal/generated/iris/v1/JobStatus.
 import type { LogBatch__Output } from "../internal/generated/iris/v1/LogBatch.ts";
 import { createControllerClient, toIrisError, unary } from "../internal/rpc.ts";
 import type { ControllerServiceClient } from "../internal/rpc.ts";
-import { endpointFromWire, jobStatusFromWire, specToWire } from "../internal/wire.ts";
-import { checkJobName, formatIssues, isTerminalJobState, jobSpecInputSchema } from "../jobSpec.ts";
+import { endpointFromWire, jobSpecToWire, jobStatusFromWire } from "../internal/codec.ts";
+import { isTerminalJobState } from "../jobSpec.ts";
 import type { Endpoint, JobSpecInput, JobStatus, LogEntry, MetricPoint } from "../jobSpec.ts";
 
 /** Options of {@link IrisClient.connect}. */
@@ -108,18 +108,17 @@ export class IrisClient {
     return name.startsWith("/") ? name : `/${this.user}/${name}`;
   }
 
-  /** Validates a spec here (INVALID_ARGUMENT names the field) and submits it. */
+  /**
+   * Submits a spec under its full name. The controller validates it (once, with zod): a bad spec
+   * rejects with INVALID_ARGUMENT naming the field.
+   */
   async submit(spec: JobSpecInput): Promise<Job> {
     const callSite = new Error("call site");
-    const parsed = jobSpecInputSchema.safeParse(spec);
-    if (!parsed.success) throw new IrisError("INVALID_ARGUMENT", `invalid job spec: ${formatIssues(parsed.error.issues)}`);
     const name = spec.name
       ? this.resolveName(spec.name)
       : `/${this.user}/job-${Date.now().toString(36)}-${randomBytes(3).toString("hex")}`;
-    const nameErr = checkJobName(name);
-    if (nameErr) throw new IrisError("INVALID_ARGUMENT", `invalid job spec: ${nameErr}`);
     try {
-      const r = await unary(this.rpc, "launchJob", { spec: specToWire({ ...parsed.data, name }) });
+      const r = await unary(this.rpc, "launchJob", { spec: jobSpecToWire(spec, name) });
       return this.handle(r.name, r.instanceId);
     } catch (e) {
       throw toIrisError(e, callSite);

@@ -9,7 +9,7 @@ import type { ControllerServiceHandlers } from "../internal/generated/iris/v1/Co
 import type { WorkerControlServiceHandlers } from "../internal/generated/iris/v1/WorkerControlService.ts";
 import type { JobStatus } from "../internal/generated/iris/v1/JobStatus.ts";
 import { isAuthorized, loadIrisProto } from "../internal/rpc.ts";
-import { wireToSpecInput } from "../internal/wire.ts";
+import { jobSpecFromWire } from "../internal/codec.ts";
 import { isTerminalJobState, normalizeJobSpec } from "../jobSpec.ts";
 import { ControllerState } from "./controllerState.ts";
 import type { Clock } from "./controllerState.ts";
@@ -278,7 +278,7 @@ export class Controller {
     return {
       LaunchJob: this.unary((req) => {
         if (!req.spec) throw new IrisError("INVALID_ARGUMENT", "invalid job spec: spec: required");
-        const spec = normalizeJobSpec(wireToSpecInput(req.spec), req.spec.name);
+        const spec = normalizeJobSpec(jobSpecFromWire(req.spec), req.spec.name);
         return s.launchJob(spec);
       }),
       GetJob: this.unary((req) => s.jobStatus(s.findJob(req.name, req.instanceId).instance_id)),

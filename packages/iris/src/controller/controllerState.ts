@@ -13,6 +13,7 @@ import type { WorkerInfo } from "../internal/generated/iris/v1/WorkerInfo.ts";
 import type { Endpoint as WireEndpoint } from "../internal/generated/iris/v1/Endpoint.ts";
 import type { LogEntry as WireLogEntry } from "../internal/generated/iris/v1/LogEntry.ts";
 import type { MetricPoint as WireMetricPoint } from "../internal/generated/iris/v1/MetricPoint.ts";
+import { entrypointToWire, specResourcesToWire } from "../internal/codec.ts";
 import { isTerminalJobState } from "../jobSpec.ts";
 import { checkResultSize } from "../taskResult.ts";
 import type { JobSpec, JobState, TaskState } from "../jobSpec.ts";
@@ -796,7 +797,6 @@ export class ControllerState {
       }
       const j = this.job(a.instance_id);
       const spec = this.specOf(a.instance_id);
-      const ep = spec.entrypoint;
       run.push({
         attemptUid: a.uid,
         jobId: j.name,
@@ -805,13 +805,10 @@ export class ControllerState {
         taskIndex: a.idx,
         numTasks: spec.replicas,
         attempt: a.attempt,
-        entrypoint:
-          "command" in ep
-            ? { command: { argv: ep.command, cwd: ep.cwd ?? "" } }
-            : { module: { module: ep.module, exportName: ep.export, argsJson: ep.args === undefined ? "" : JSON.stringify(ep.args) } },
+        entrypoint: entrypointToWire(spec.entrypoint),
         env: spec.env,
         ports: spec.ports,
-        resources: spec.resources,
+        resources: specResourcesToWire(spec),
         timeoutMs: spec.timeoutMs,
       });
     }

@@ -9,11 +9,11 @@ import path from "node:path";
 import * as grpc from "@grpc/grpc-js";
 import { IrisError } from "../errors.ts";
 import type { AttemptObservation } from "../internal/generated/iris/v1/AttemptObservation.ts";
-import type { Entrypoint__Output } from "../internal/generated/iris/v1/Entrypoint.ts";
 import type { LogLine as WireLogLine } from "../internal/generated/iris/v1/LogLine.ts";
 import type { PushLogsRequest } from "../internal/generated/iris/v1/PushLogsRequest.ts";
 import type { ReconcileResponse__Output } from "../internal/generated/iris/v1/ReconcileResponse.ts";
 import type { RunAttempt__Output } from "../internal/generated/iris/v1/RunAttempt.ts";
+import { entrypointFromWire } from "../internal/codec.ts";
 import { loadIrisProto, unary, type WorkerControlServiceClient } from "../internal/rpc.ts";
 import { runnerArgv, type RunnerSpec } from "../runner/runnerSpec.ts";
 import { readRunnerReport } from "../taskResult.ts";
@@ -635,7 +635,8 @@ export class Worker {
       );
       const scratch = this.#store.scratchDir(local.uid);
       const specPath = path.join(scratch, "runner.json");
-      const entrypoint = runnerEntrypoint(spec.entrypoint);
+      const entrypoint = entrypointFromWire(spec.entrypoint);
+      if (entrypoint === undefined) throw new Error("entrypoint: expected a command or a module");
       if ("module" in entrypoint) resultPath = path.join(scratch, "result.json");
       const runnerSpec: RunnerSpec = {
         entrypoint,
@@ -803,24 +804,6 @@ function workerControlClient(address: string, token: string | undefined): Worker
     "grpc.keepalive_time_ms": 30_000,
     "grpc.max_receive_message_length": 64 * 1024 * 1024,
   });
-}
-
-/** The runner's entrypoint from the wire form (JSON args parsed). */
-function runnerEntrypoint(entrypoint: Entrypoint__Output | null): RunnerSpec["entrypoint"] {
-  if (entrypoint?.command != null) {
-    const { argv, cwd } = entrypoint.command;
-    if (argv.length === 0) throw new Error("entrypoint.command: expected a non-empty argv");
-    return { command: argv, ...(cwd === "" ? {} : { cwd }) };
-  }
-  if (entrypoint?.module != null) {
-    const m = entrypoint.module;
-    return {
-      module: m.module,
-      export: m.exportName,
-      ...(m.argsJson === "" ? {} : { args: JSON.parse(m.argsJson) as unknown }),
-    };
-  }
-  throw new Error("entrypoint: expected a command or a module");
 }
 
 /** The id kept in the state directory, created on first use. */
