@@ -1,3 +1,4 @@
+// Tests of the CLI's argument parsing into actions (no processes).
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { IrisError } from "../errors.ts";
 import { runCli, type CliActions } from "./program.ts";

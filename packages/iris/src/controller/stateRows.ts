@@ -31,6 +31,7 @@ export interface ControllerStateOptions {
   listener?: StateListener;
 }
 
+/** A row of `jobs`: one submission of a job name. */
 export interface JobRow {
   instance_id: string;
   name: string;
@@ -44,6 +45,7 @@ export interface JobRow {
   version: number;
 }
 
+/** A row of `tasks`. */
 export interface TaskRow {
   instance_id: string;
   idx: number;
@@ -58,6 +60,7 @@ export interface TaskRow {
   error_code: string;
 }
 
+/** A row of `attempts`. */
 export interface AttemptRow {
   uid: string;
   instance_id: string;
@@ -83,6 +86,7 @@ export interface AttemptRow {
   error_code: string;
 }
 
+/** A row of `workers`. */
 export interface WorkerRow {
   id: string;
   host: string;
@@ -123,8 +127,10 @@ export interface MetricRow {
   metrics: string;
 }
 
+/** Attempt states that hold resources on a worker. */
 export const LIVE_ATTEMPT_STATES = ["ASSIGNED", "BUILDING", "RUNNING"];
 const TERMINAL_TASK_STATES: ReadonlySet<string> = new Set(["SUCCEEDED", "FAILED", "KILLED", "WORKER_LOST", "PREEMPTED", "UNSCHEDULABLE"]);
+/** Task states that count as a task failed for good (against maxTaskFailures). */
 export const FAILED_TASK_STATES: ReadonlySet<string> = new Set(["FAILED", "WORKER_LOST", "PREEMPTED"]);
 
 /** Whether a task state is final. */
@@ -177,16 +183,19 @@ export function rootJobOf(name: string): string {
   return name.split("/").slice(0, 3).join("/");
 }
 
+/** A new job instance id: time-ordered, then random. */
 export function newInstanceId(now: number): string {
   return `${now.toString(36).padStart(9, "0")}${randomBytes(5).toString("hex")}`;
 }
 
+/** The sum of two resource amounts. */
 export function addResources(a: SchedResources, b: SchedResources): SchedResources {
   const devices = { ...a.devices };
   for (const [k, v] of Object.entries(b.devices)) devices[k] = (devices[k] ?? 0) + v;
   return { cpuMillis: a.cpuMillis + b.cpuMillis, memoryBytes: a.memoryBytes + b.memoryBytes, devices };
 }
 
+/** What one task of a job requests from a worker. */
 export function requestOf(spec: JobSpec): SchedResources {
   const devices: Record<string, number> = {};
   for (const d of spec.resources.devices) devices[d.kind] = (devices[d.kind] ?? 0) + d.count;

@@ -1,3 +1,4 @@
+// Tests of the wire codec: job specs and entrypoints through real protobuf encoding and back.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { LaunchJobRequest__Output } from "./generated/iris/v1/LaunchJobRequest.ts";

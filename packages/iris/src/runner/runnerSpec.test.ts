@@ -1,3 +1,4 @@
+// Tests of the runner spec's check and the runner argv.
 import { describe, expect, it } from "vitest";
 import { COMMAND_SUPERVISOR_PATH, moduleUrl, parseRunnerSpec, runnerArgv, TASK_RUNNER_PATH } from "./runnerSpec.ts";
 

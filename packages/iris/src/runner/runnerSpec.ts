@@ -1,3 +1,5 @@
+// The runner spec a worker writes for each attempt (entrypoint, parent pid, grace, report path),
+// its check, and the argv that starts the runner.
 import { createRequire } from "node:module";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import type { Entrypoint } from "../jobSpec.ts";
