@@ -53,6 +53,15 @@ export function parseSeconds(text: string): number {
   return Math.round(n * 1000);
 }
 
+/** JSON text (`--args '{"n": 3}'`), parsed. */
+export function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (e) {
+    throw new InvalidArgumentError(`expected JSON, got ${JSON.stringify(text)} (${(e as Error).message})`);
+  }
+}
+
 /** `key=value` (the value may itself contain `=`). */
 export function parseKeyValue(text: string): [key: string, value: string] {
   const i = text.indexOf("=");
