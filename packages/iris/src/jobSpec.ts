@@ -197,6 +197,17 @@ export interface Endpoint {
   metadata: Record<string, string>;
 }
 
+/** A worker as `IrisClient.listWorkers()` shows it. */
+export interface WorkerSummary {
+  workerId: string;
+  host: string;
+  /** ALIVE | LOST */
+  state: string;
+  attributes: Record<string, string>;
+  runningAttempts: number;
+  lastSeenMs: number;
+}
+
 /** Whether a job state is final. */
 export function isTerminalJobState(state: string): boolean {
   return state === "SUCCEEDED" || state === "FAILED" || state === "KILLED" || state === "UNSCHEDULABLE";

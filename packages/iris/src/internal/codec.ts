@@ -3,7 +3,13 @@
 // client, the controller and the worker all convert through here; none validates (the controller
 // validates a decoded spec once, with zod: normalizeJobSpec).
 import { IrisError } from "../errors.ts";
-import type { Endpoint, Entrypoint, JobSpec, JobSpecInput, JobState, JobStatus, TaskStatus } from "../jobSpec.ts";
+import type { Endpoint, Entrypoint, JobSpec, JobSpecInput, JobState, JobStatus, LogEntry, MetricPoint, TaskStatus, WorkerSummary } from "../jobSpec.ts";
+import type { LocalAttempt } from "../worker/workerTypes.ts";
+import type { AttemptObservation as WireObservation } from "./generated/iris/v1/AttemptObservation.ts";
+import type { LogEntry__Output as WireLogEntryOut } from "./generated/iris/v1/LogEntry.ts";
+import type { MetricPoint__Output as WireMetricPointOut } from "./generated/iris/v1/MetricPoint.ts";
+import type { Resources__Output as WireResourcesOut } from "./generated/iris/v1/Resources.ts";
+import type { WorkerInfo__Output as WireWorkerInfoOut } from "./generated/iris/v1/WorkerInfo.ts";
 import type { AttemptRow, EndpointRow, JobRow, LogRow, MetricRow, TaskRow, WorkerRow } from "../controller/stateRows.ts";
 import type { SchedResources } from "../controller/scheduler.ts";
 import type { Endpoint as WireEndpointIn, Endpoint__Output as WireEndpoint } from "./generated/iris/v1/Endpoint.ts";
@@ -292,4 +298,55 @@ export function endpointToWire(r: EndpointRow, attemptId: string): WireEndpointI
 /** A stored metrics point as its wire MetricPoint. */
 export function metricPointToWire(r: MetricRow): WireMetricPoint {
   return { step: r.step, timeMs: r.time_ms, metrics: JSON.parse(r.metrics) as Record<string, number> };
+}
+
+/** A worker's announced capacity (RegisterWorker) as the scheduler's resources; absent → 0. */
+export function capacityFromWire(cap: WireResourcesOut | null | undefined): SchedResources {
+  const devices: Record<string, number> = {};
+  for (const d of cap?.devices ?? []) devices[d.kind] = (devices[d.kind] ?? 0) + d.count;
+  return { cpuMillis: Number(cap?.cpuMillis ?? 0), memoryBytes: Number(cap?.memoryBytes ?? 0), devices };
+}
+
+// ---- the client's side of logs, metrics and workers ---------------------------------------------
+
+/** A wire LogEntry as the public LogEntry. */
+export function logEntryFromWire(e: WireLogEntryOut): LogEntry {
+  return { taskIndex: e.taskIndex, attempt: e.attempt, stream: e.stream === "stderr" ? "stderr" : "stdout", line: e.line, timeMs: e.timeMs };
+}
+
+/** A wire MetricPoint as the public MetricPoint. */
+export function metricPointFromWire(p: WireMetricPointOut): MetricPoint {
+  return { step: p.step, timeMs: p.timeMs, metrics: { ...p.metrics } };
+}
+
+/** A wire WorkerInfo as the public WorkerSummary. */
+export function workerSummaryFromWire(w: WireWorkerInfoOut): WorkerSummary {
+  return { workerId: w.workerId, host: w.host, state: w.state, attributes: { ...w.attributes }, runningAttempts: w.runningAttempts, lastSeenMs: w.lastSeenMs };
+}
+
+// ---- the worker's side of reconcile -------------------------------------------------------------
+
+/**
+ * A worker's attempt as the observation it reports. `holding`: a finished attempt whose last log
+ * lines are still on their way, reported RUNNING a little longer (see the worker protocol).
+ */
+export function observationToWire(a: LocalAttempt, holding: boolean): WireObservation {
+  if (holding) {
+    return { attemptUid: a.uid, taskId: a.taskId, attempt: a.attempt, state: "RUNNING", pid: a.pid, startedAtMs: a.startedAtMs, logLines: a.logLines };
+  }
+  return {
+    attemptUid: a.uid,
+    taskId: a.taskId,
+    attempt: a.attempt,
+    state: a.state,
+    ...(a.exitCode === undefined ? {} : { exitCode: a.exitCode }),
+    failureKind: a.failureKind,
+    error: a.error,
+    errorCode: a.errorCode,
+    resultJson: a.resultJson,
+    pid: a.pid,
+    startedAtMs: a.startedAtMs,
+    finishedAtMs: a.finishedAtMs,
+    logLines: a.logLines,
+  };
 }

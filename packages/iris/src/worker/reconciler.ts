@@ -8,6 +8,7 @@ import { IrisError } from "../errors.ts";
 import type { AttemptObservation } from "../internal/generated/iris/v1/AttemptObservation.ts";
 import type { ReconcileResponse__Output } from "../internal/generated/iris/v1/ReconcileResponse.ts";
 import type { RunAttempt__Output } from "../internal/generated/iris/v1/RunAttempt.ts";
+import { observationToWire } from "../internal/codec.ts";
 import { unary } from "../internal/rpc.ts";
 import { DEFAULT_ADVERTISE_HOST } from "./taskEnv.ts";
 import type { AttemptLauncher } from "./attemptLauncher.ts";
@@ -198,24 +199,7 @@ export class Reconciler {
     // (Not when the worker is going away: its last report must say how its attempts ended.)
     const holding =
       !this.#ctx.stopping && isTerminal(a.state) && a.unackedLines > 0 && Date.now() - a.finishedAtMs < LOG_HOLD_MS;
-    if (holding) {
-      return { attemptUid: a.uid, taskId: a.taskId, attempt: a.attempt, state: "RUNNING", pid: a.pid, startedAtMs: a.startedAtMs, logLines: a.logLines };
-    }
-    return {
-      attemptUid: a.uid,
-      taskId: a.taskId,
-      attempt: a.attempt,
-      state: a.state,
-      ...(a.exitCode === undefined ? {} : { exitCode: a.exitCode }),
-      failureKind: a.failureKind,
-      error: a.error,
-      errorCode: a.errorCode,
-      resultJson: a.resultJson,
-      pid: a.pid,
-      startedAtMs: a.startedAtMs,
-      finishedAtMs: a.finishedAtMs,
-      logLines: a.logLines,
-    };
+    return observationToWire(a, holding);
   }
 
   reconcileRequest(): { workerId: string; observed: AttemptObservation[]; health: { healthy: boolean; error: string } } {
