@@ -1,3 +1,4 @@
+// Tests of the task context API (getIrisCtx, withIrisCtx, ports, child names) without a cluster.
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createIrisContext, getIrisCtx, irisCtx, withIrisCtx } from "./context.ts";
 import { IrisError } from "./errors.ts";

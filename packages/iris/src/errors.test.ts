@@ -1,3 +1,4 @@
+// Tests of IrisError and the gRPC status-name table.
 import { describe, expect, it } from "vitest";
 import { IrisError, grpcStatusOf, irisCodeOf } from "./errors.ts";
 

@@ -1,5 +1,5 @@
-// The job spec as users write it (JobSpecInput), its validation (zod, at the client and again at
-// the controller), and the public status types. Inside the package everything passes the
+// The job spec as users write it (JobSpecInput), its validation (zod, once, at the controller:
+// normalizeJobSpec), and the public status types. Inside the package everything passes the
 // normalized JobSpec.
 import { z } from "zod";
 import { IrisError } from "./errors.ts";
@@ -70,8 +70,12 @@ export const jobSpecInputSchema = z.strictObject({
  */
 export type JobSpecInput = z.input<typeof jobSpecInputSchema>;
 
-/** How a task starts: any program, or an exported function of a module run by iris's task runner. */
-export type Entrypoint = { command: string[]; cwd?: string } | { module: string; export: string; args?: unknown };
+/**
+ * How a task starts: any program, or an exported function of a module run by iris's task runner.
+ * The one entrypoint type: the client sends it, the controller validates it, the worker hands it
+ * to the task runner.
+ */
+export type Entrypoint = z.output<typeof entrypointSchema>;
 
 /** A constraint on worker attributes. */
 export interface Constraint {
@@ -193,6 +197,17 @@ export interface Endpoint {
   metadata: Record<string, string>;
 }
 
+/** A worker as `IrisClient.listWorkers()` shows it. */
+export interface WorkerSummary {
+  workerId: string;
+  host: string;
+  /** ALIVE | LOST */
+  state: string;
+  attributes: Record<string, string>;
+  runningAttempts: number;
+  lastSeenMs: number;
+}
+
 /** Whether a job state is final. */
 export function isTerminalJobState(state: string): boolean {
   return state === "SUCCEEDED" || state === "FAILED" || state === "KILLED" || state === "UNSCHEDULABLE";
@@ -233,7 +248,7 @@ export function normalizeJobSpec(input: unknown, fullName: string): JobSpec {
   const ep = s.entrypoint;
   return {
     name: fullName,
-    entrypoint: "command" in ep ? { command: ep.command, ...(ep.cwd ? { cwd: ep.cwd } : {}) } : { module: ep.module, export: ep.export, args: ep.args },
+    entrypoint: "command" in ep ? { command: ep.command, ...(ep.cwd ? { cwd: ep.cwd } : {}) } : { module: ep.module, export: ep.export, ...(ep.args !== undefined ? { args: ep.args } : {}) },
     replicas: s.replicas ?? 1,
     gang: s.gang ?? false,
     resources: {

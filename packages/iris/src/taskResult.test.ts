@@ -1,3 +1,4 @@
+// Tests of the task result contract: encoding, size limit, the non-retryable marker, report files.
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";

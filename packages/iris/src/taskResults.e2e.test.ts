@@ -96,6 +96,18 @@ describe("task results and APP_ERROR (LocalCluster)", () => {
     expect(JSON.parse(json.stdout)).toMatchObject({ tasks: [{ failureKind: "APP_ERROR", errorCode: "INVALID_ARGUMENT" }] });
   });
 
+  it("shows APP_ERROR with its code and message in `iris job run`'s failure output", async () => {
+    const cli = await irisCli(cluster.address, [
+      "job", "run", "--name", "cli-refuse", "--max-retries", "2", "--cpu", "500m",
+      "--module", RESULT_TASKS, "--export", "refuse", "--args", '{"why":"from the CLI"}',
+    ]);
+    expect(cli.code).toBe(1);
+    expect(cli.stdout.split("\n")[0]).toMatch(/\/cli-refuse$/);
+    expect(cli.stderr).toMatch(/cli-refuse FAILED: task \S+\/0 failed: APP_ERROR\(INVALID_ARGUMENT\): refused: from the CLI/);
+    const st = await client.job("cli-refuse").status();
+    expect(st.tasks[0]!.attempts).toHaveLength(1);
+  });
+
   it("still retries a plain throw (APP_EXIT) within the failure budget", async () => {
     const job = await client.submit({
       name: "flaky",

@@ -4,7 +4,6 @@
 // Components load on first use: every command pays for grpc-js and zod, but only `iris controller`
 // and `iris cluster local` for SQLite and the controller, and `--help` for none of it.
 import type { IrisClient, Job } from "../client/irisClient.ts";
-import type { JobSpecInput } from "../jobSpec.ts";
 import { formatEndpoints, formatWorkers, formatJobList, formatJobStatus, formatLogLine, jobExitCode } from "./output.ts";
 import type { ClientArgs, CliActions, CliIo } from "./program.ts";
 
@@ -129,7 +128,7 @@ export function realActions(io: CliIo): CliActions {
 
     jobRun: (a) =>
       withClient(a, async (client) => {
-        const job = await client.submit(a.spec as JobSpecInput);
+        const job = await client.submit(a.spec);
         io.out(`${job.name}\n`);
         if (a.detach) return 0;
         // Ctrl-C stops the job, like stopping a foreground command; the stream then ends with it.

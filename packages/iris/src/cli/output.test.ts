@@ -1,3 +1,4 @@
+// Tests of the CLI's output formatting (tables, job status, exit codes).
 import { describe, expect, it } from "vitest";
 import type { JobStatus, TaskStatus } from "../jobSpec.ts";
 import { formatWorkers, formatEndpoints, formatJobList, formatJobStatus, formatLogLine, formatTable, jobExitCode } from "./output.ts";

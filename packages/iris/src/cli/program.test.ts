@@ -1,3 +1,5 @@
+// Tests of the CLI's argument parsing into actions (no processes).
+import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { IrisError } from "../errors.ts";
 import { runCli, type CliActions } from "./program.ts";
@@ -145,6 +147,19 @@ describe("iris CLI parsing", () => {
     const r = await cli(["job", "run", "--controller", "c:1"]);
     expect(r.code).toBe(1);
     expect(r.err).toMatch(/missing required argument 'command'/);
+  });
+
+  it("builds a module entrypoint from --module, --export and --args (JSON), and refuses a command beside it", async () => {
+    const r = await cli(["job", "run", "--controller", "c:1", "--module", "tasks/train.ts", "--export", "train", "--args", '{"steps":3}']);
+    expect(r.code).toBe(0);
+    expect(r.args).toMatchObject({ spec: { entrypoint: { module: path.resolve("tasks/train.ts"), export: "train", args: { steps: 3 } } } });
+    expect((await cli(["job", "run", "--controller", "c:1", "--module", "/m.ts"])).args).toMatchObject({ spec: { entrypoint: { module: "/m.ts", export: "main" } } });
+    const both = await cli(["job", "run", "--controller", "c:1", "--module", "/m.ts", "--", "echo"]);
+    expect(both.code).toBe(1);
+    expect(both.err).toMatch(/either a command or --module/);
+    const badJson = await cli(["job", "run", "--controller", "c:1", "--module", "/m.ts", "--args", "{oops"]);
+    expect(badJson.code).toBe(1);
+    expect(badJson.err).toMatch(/--args <json>.*expected JSON/);
   });
 
   it("parses status, logs -f, kill and endpoints", async () => {

@@ -1,15 +1,17 @@
 // The `iris` command tree: commander parses and validates, then hands one typed object to an
 // action. Actions are injected so the parsing is unit-tested without starting anything
 // (program.test.ts); main.ts wires the real ones (actions.ts).
+import path from "node:path";
 import { Command, CommanderError, Option } from "commander";
 import { IrisError } from "../errors.ts";
-import type { SchedConstraint } from "../controller/scheduler.ts";
+import type { Constraint, JobSpecInput } from "../jobSpec.ts";
 import {
   collect,
   collectKeyValue,
   parseConstraint,
   parseCpu,
   parseInteger,
+  parseJson,
   parseSeconds,
   parseSize,
 } from "./units.ts";
@@ -49,25 +51,10 @@ export interface ClusterLocalArgs {
   workerMemoryBytes: number | undefined;
 }
 
-/** The job spec `iris job run` builds (a subset of the client's JobSpecInput, same shape). */
-export interface CliJobSpec {
-  name?: string;
-  entrypoint: { command: string[]; cwd?: string };
-  replicas?: number;
-  gang?: boolean;
-  resources?: { cpuMillis?: number; memoryBytes?: number; devices?: { kind: string; count: number }[] };
-  constraints?: SchedConstraint[];
-  env?: Record<string, string>;
-  ports?: string[];
-  timeoutMs?: number;
-  maxRetriesFailure?: number;
-  maxRetriesPreemption?: number;
-  priority?: number;
-}
-
 /** `iris job run`. */
 export interface JobRunArgs extends ClientArgs {
-  spec: CliJobSpec;
+  /** The spec the flags build, handed to the client as it is (the controller validates it). */
+  spec: JobSpecInput;
   /** Print the name and return without streaming or waiting. */
   detach: boolean;
 }
@@ -215,9 +202,9 @@ export function buildProgram(actions: CliActions, io: CliIo, setExitCode: (code:
 
   job
     .command("run")
-    .description("submit a command as a job, stream its output and exit with its outcome")
-    .usage("[options] -- <command...>")
-    .argument("<command...>", "the program and its arguments (after --)")
+    .description("submit a command (or a module's exported function) as a job, stream its output and exit with its outcome")
+    .usage("[options] -- <command...>  |  [options] --module <file> [--export <name>] [--args <json>]")
+    .argument("[command...]", "the program and its arguments (after --)")
     .passThroughOptions()
     .addOption(controllerOption())
     .addOption(tokenOption())
@@ -234,6 +221,9 @@ export function buildProgram(actions: CliActions, io: CliIo, setExitCode: (code:
     .addOption(new Option("--timeout <seconds>", "per-attempt timeout").argParser(parseSeconds))
     .addOption(new Option("--priority <n>", "scheduling priority (higher first)").argParser(parseInteger(Number.MIN_SAFE_INTEGER)))
     .option("--cwd <dir>", "working directory of the command on the worker")
+    .option("--module <file>", "run an exported function of this module (path on the workers) instead of a command")
+    .option("--export <name>", "the module's exported function (with --module)", "main")
+    .addOption(new Option("--args <json>", "the function's argument, as JSON (with --module)").argParser(parseJson))
     .option("-d, --detach", "print the job name and return without waiting", false)
     .action(
       (
@@ -248,16 +238,26 @@ export function buildProgram(actions: CliActions, io: CliIo, setExitCode: (code:
           maxRetries?: number;
           maxPreemptions?: number;
           gang?: boolean;
-          constraint?: SchedConstraint[];
+          constraint?: Constraint[];
           env?: Record<string, string>;
           port?: string[];
           timeout?: number;
           priority?: number;
           cwd?: string;
+          module?: string;
+          export: string;
+          args?: unknown;
           detach: boolean;
         },
+        cmd: Command,
       ) => {
-        const spec: CliJobSpec = { entrypoint: { command, ...(o.cwd !== undefined ? { cwd: o.cwd } : {}) } };
+        if (o.module !== undefined && command.length > 0) cmd.error("error: give either a command or --module, not both");
+        if (o.module === undefined && command.length === 0) cmd.error("error: missing required argument 'command' (or --module <file>)");
+        const entrypoint: JobSpecInput["entrypoint"] =
+          o.module !== undefined
+            ? { module: path.resolve(o.module), export: o.export, ...(o.args !== undefined ? { args: o.args } : {}) }
+            : { command, ...(o.cwd !== undefined ? { cwd: o.cwd } : {}) };
+        const spec: JobSpecInput = { entrypoint };
         if (o.name !== undefined) spec.name = o.name;
         if (o.replicas !== undefined) spec.replicas = o.replicas;
         if (o.gang) spec.gang = true;

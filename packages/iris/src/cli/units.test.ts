@@ -1,3 +1,4 @@
+// Tests of the CLI's value parsing: sizes, cpu, integers, seconds, key=value pairs.
 import { InvalidArgumentError } from "commander";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";

@@ -2,7 +2,7 @@
 // InvalidArgumentError, so commander reports `error: option '--memory <size>' argument '2X' is
 // invalid. expected …` and exits 1.
 import { InvalidArgumentError } from "commander";
-import type { SchedConstraint } from "../controller/scheduler.ts";
+import type { Constraint } from "../jobSpec.ts";
 
 const SIZE = /^(\d+(?:\.\d+)?|\.\d+)\s*([kmgtp]?)(i?)(b?)$/i;
 const POWERS: Record<string, number> = { "": 0, k: 1, m: 2, g: 3, t: 4, p: 5 };
@@ -53,6 +53,15 @@ export function parseSeconds(text: string): number {
   return Math.round(n * 1000);
 }
 
+/** JSON text (`--args '{"n": 3}'`), parsed. */
+export function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (e) {
+    throw new InvalidArgumentError(`expected JSON, got ${JSON.stringify(text)} (${(e as Error).message})`);
+  }
+}
+
 /** `key=value` (the value may itself contain `=`). */
 export function parseKeyValue(text: string): [key: string, value: string] {
   const i = text.indexOf("=");
@@ -77,7 +86,7 @@ const CONSTRAINT = /^([^\s=!<>]+)\s*(?:(!=|==|=|>|<)\s*(.*)|\s+in\s+(.+))$/i;
  * A constraint on worker attributes: `zone=us-east` (EQ), `zone!=eu` (NE), `gpu` (EXISTS),
  * `zone in us-east,us-west` (IN), `rank>3` (GT), `rank<3` (LT).
  */
-export function parseConstraint(text: string): SchedConstraint {
+export function parseConstraint(text: string): Constraint {
   const t = text.trim();
   if (/^[^\s=!<>]+$/.test(t)) return { key: t, op: "EXISTS" };
   const m = CONSTRAINT.exec(t);

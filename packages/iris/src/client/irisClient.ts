@@ -8,9 +8,11 @@ import type { JobStatus__Output } from "../internal/generated/iris/v1/JobStatus.
 import type { LogBatch__Output } from "../internal/generated/iris/v1/LogBatch.ts";
 import { createControllerClient, toIrisError, unary } from "../internal/rpc.ts";
 import type { ControllerServiceClient } from "../internal/rpc.ts";
-import { endpointFromWire, jobStatusFromWire, specToWire } from "../internal/wire.ts";
-import { checkJobName, formatIssues, isTerminalJobState, jobSpecInputSchema } from "../jobSpec.ts";
-import type { Endpoint, JobSpecInput, JobStatus, LogEntry, MetricPoint } from "../jobSpec.ts";
+import { endpointFromWire, jobSpecToWire, jobStatusFromWire, logEntryFromWire, metricPointFromWire, workerSummaryFromWire } from "../internal/codec.ts";
+import { isTerminalJobState } from "../jobSpec.ts";
+import type { Endpoint, JobSpecInput, JobStatus, LogEntry, MetricPoint, WorkerSummary } from "../jobSpec.ts";
+
+export type { WorkerSummary } from "../jobSpec.ts";
 
 /** Options of {@link IrisClient.connect}. */
 export interface IrisClientOptions {
@@ -39,17 +41,6 @@ export function defaultIrisUser(): string {
     }
   }
   return u.replace(/[^A-Za-z0-9._-]/g, "_") || "root";
-}
-
-/** A worker as {@link IrisClient.listWorkers} shows it. */
-export interface WorkerSummary {
-  workerId: string;
-  host: string;
-  /** ALIVE | LOST */
-  state: string;
-  attributes: Record<string, string>;
-  runningAttempts: number;
-  lastSeenMs: number;
 }
 
 /** A handle to one job (by name; pinned to one submission when it came from `submit`). */
@@ -108,18 +99,17 @@ export class IrisClient {
     return name.startsWith("/") ? name : `/${this.user}/${name}`;
   }
 
-  /** Validates a spec here (INVALID_ARGUMENT names the field) and submits it. */
+  /**
+   * Submits a spec under its full name. The controller validates it (once, with zod): a bad spec
+   * rejects with INVALID_ARGUMENT naming the field.
+   */
   async submit(spec: JobSpecInput): Promise<Job> {
     const callSite = new Error("call site");
-    const parsed = jobSpecInputSchema.safeParse(spec);
-    if (!parsed.success) throw new IrisError("INVALID_ARGUMENT", `invalid job spec: ${formatIssues(parsed.error.issues)}`);
     const name = spec.name
       ? this.resolveName(spec.name)
       : `/${this.user}/job-${Date.now().toString(36)}-${randomBytes(3).toString("hex")}`;
-    const nameErr = checkJobName(name);
-    if (nameErr) throw new IrisError("INVALID_ARGUMENT", `invalid job spec: ${nameErr}`);
     try {
-      const r = await unary(this.rpc, "launchJob", { spec: specToWire({ ...parsed.data, name }) });
+      const r = await unary(this.rpc, "launchJob", { spec: jobSpecToWire(spec, name) });
       return this.handle(r.name, r.instanceId);
     } catch (e) {
       throw toIrisError(e, callSite);
@@ -146,7 +136,7 @@ export class IrisClient {
   /** The status text and metrics series of a task's attempt (default: the current one). */
   async getTaskMetrics(taskId: string, opts: { attempt?: number } = {}): Promise<{ statusText: string; points: MetricPoint[] }> {
     const r = await unary(this.rpc, "getTaskMetrics", { taskId, attempt: opts.attempt ?? 0 });
-    return { statusText: r.statusText, points: r.points.map((p) => ({ step: p.step, timeMs: p.timeMs, metrics: { ...p.metrics } })) };
+    return { statusText: r.statusText, points: r.points.map(metricPointFromWire) };
   }
 
   /** Records a status text and a metrics point (with "step") for a task's attempt. */
@@ -203,14 +193,7 @@ export class IrisClient {
   /** Registered workers and their load. */
   async listWorkers(): Promise<WorkerSummary[]> {
     const r = await unary(this.rpc, "listWorkers", {});
-    return r.workers.map((w) => ({
-      workerId: w.workerId,
-      host: w.host,
-      state: w.state,
-      attributes: { ...w.attributes },
-      runningAttempts: w.runningAttempts,
-      lastSeenMs: w.lastSeenMs,
-    }));
+    return r.workers.map(workerSummaryFromWire);
   }
 
   /** Closes the channel. */
@@ -308,7 +291,7 @@ class JobHandle implements Job {
             for await (const batch of stream as AsyncIterable<LogBatch__Output>) {
               for (const e of batch.entries) {
                 afterSeq = e.seq;
-                yield { taskIndex: e.taskIndex, attempt: e.attempt, stream: e.stream === "stderr" ? "stderr" : "stdout", line: e.line, timeMs: e.timeMs } satisfies LogEntry;
+                yield logEntryFromWire(e);
               }
               delay = 100;
             }

@@ -9,7 +9,7 @@ import type { ControllerServiceHandlers } from "../internal/generated/iris/v1/Co
 import type { WorkerControlServiceHandlers } from "../internal/generated/iris/v1/WorkerControlService.ts";
 import type { JobStatus } from "../internal/generated/iris/v1/JobStatus.ts";
 import { isAuthorized, loadIrisProto } from "../internal/rpc.ts";
-import { wireToSpecInput } from "../internal/wire.ts";
+import { capacityFromWire, jobSpecFromWire } from "../internal/codec.ts";
 import { isTerminalJobState, normalizeJobSpec } from "../jobSpec.ts";
 import { ControllerState } from "./controllerState.ts";
 import type { Clock } from "./controllerState.ts";
@@ -278,7 +278,7 @@ export class Controller {
     return {
       LaunchJob: this.unary((req) => {
         if (!req.spec) throw new IrisError("INVALID_ARGUMENT", "invalid job spec: spec: required");
-        const spec = normalizeJobSpec(wireToSpecInput(req.spec), req.spec.name);
+        const spec = normalizeJobSpec(jobSpecFromWire(req.spec), req.spec.name);
         return s.launchJob(spec);
       }),
       GetJob: this.unary((req) => s.jobStatus(s.findJob(req.name, req.instanceId).instance_id)),
@@ -411,14 +411,11 @@ export class Controller {
     const s = this.state;
     return {
       RegisterWorker: this.unary((req) => {
-        const cap = req.capacity;
-        const devices: Record<string, number> = {};
-        for (const d of cap?.devices ?? []) devices[d.kind] = (devices[d.kind] ?? 0) + d.count;
         const workerId = s.registerWorker({
           workerId: req.workerId,
           host: req.host,
           attributes: req.attributes,
-          capacity: { cpuMillis: Number(cap?.cpuMillis ?? 0), memoryBytes: Number(cap?.memoryBytes ?? 0), devices },
+          capacity: capacityFromWire(req.capacity),
         });
         this.scheduleSoon();
         return { workerId, reconcileIntervalMs, workerTimeoutMs };

@@ -1,3 +1,4 @@
+// Tests of the controller's state machine on a fake clock and a real SQLite file.
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";

@@ -1,3 +1,4 @@
+// Tests of the pure scheduler: fit, priorities, gangs, constraints, reasons.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {

@@ -22,6 +22,10 @@
 // fits it later: each class keeps a cursor into its eligible workers and first fit resumes there;
 // once a class fails, every later task of the class fails with the same reason without a scan.
 // Eligible workers are computed once per distinct constraint set.
+//
+// Why this file is over 500 lines: most of it is schedule() itself, one pass whose classes,
+// cursors and per-worker free capacity are local state shared by every step; cutting it into
+// files would only thread that state through parameters. The reasons' formatting sits beside it.
 
 import { invariant } from "../internal/assert.ts";
 

@@ -1,3 +1,4 @@
+// Checks that the committed generated wire types match the .proto files.
 import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";

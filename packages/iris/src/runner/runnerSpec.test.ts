@@ -1,3 +1,4 @@
+// Tests of the runner spec's check and the runner argv.
 import { describe, expect, it } from "vitest";
 import { COMMAND_SUPERVISOR_PATH, moduleUrl, parseRunnerSpec, runnerArgv, TASK_RUNNER_PATH } from "./runnerSpec.ts";
 
@@ -18,7 +19,7 @@ describe("parseRunnerSpec", () => {
 
   it("names every problem", () => {
     expect(parseRunnerSpec({ entrypoint: { command: [] }, parentPid: 0 })).toEqual({
-      problems: ["entrypoint.command: expected a non-empty array of strings", "parentPid: expected an integer ≥ 1, got 0"],
+      problems: ["entrypoint: expected { command } or { module, export } with non-empty strings", "parentPid: expected an integer ≥ 1, got 0"],
     });
     expect(parseRunnerSpec(null)).toMatchObject({ problems: [expect.stringMatching(/^entrypoint: /), expect.stringMatching(/^parentPid: /)] });
     expect(parseRunnerSpec({ entrypoint: { module: "/a.ts", export: "" }, parentPid: 1 })).toMatchObject({ problems: [expect.stringMatching(/^entrypoint: /)] });

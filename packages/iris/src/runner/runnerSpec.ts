@@ -1,10 +1,16 @@
+// The runner spec a worker writes for each attempt (entrypoint, parent pid, grace, report path),
+// its check, and the argv that starts the runner.
 import { createRequire } from "node:module";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import type { Entrypoint } from "../jobSpec.ts";
 
 /** What the worker hands an attempt's runner, as a JSON file in the attempt's scratch directory. */
 export interface RunnerSpec {
-  /** A module (`file:` URL or absolute path) and export, with JSON args; or a command. */
-  entrypoint: { module: string; export: string; args?: unknown } | { command: string[]; cwd?: string };
+  /**
+   * The entrypoint exactly as the client sent it (validated once, by the controller): a module
+   * (`file:` URL or absolute path) and export with JSON args, or a command.
+   */
+  entrypoint: Entrypoint;
   /** The worker's pid: when the runner's parent is no longer this process, the worker is gone. */
   parentPid: number;
   /** Grace between SIGTERM and SIGKILL of the attempt's group once the worker is gone. Default 2 s. */
@@ -19,26 +25,21 @@ export interface RunnerSpec {
 }
 
 /**
- * Checks a runner spec read back from disk. Hand-written rather than zod: it runs at the start of
- * every attempt, where each module loaded is startup latency. Returns the problems, or the spec
- * with defaults applied.
+ * Checks a runner spec read back from disk: the runner's own fields, and which kind of
+ * {@link Entrypoint} it carries (the entrypoint itself was validated by the controller, with the
+ * job spec's zod schema; it is not validated again). Hand-written rather than zod: it runs at the
+ * start of every attempt, where each module loaded is startup latency. Returns the problems, or
+ * the spec with defaults applied.
  */
 export function parseRunnerSpec(raw: unknown): Required<RunnerSpec> | { problems: string[] } {
   const problems: string[] = [];
   const spec = (typeof raw === "object" && raw !== null ? raw : {}) as Record<string, unknown>;
   const entry = (typeof spec.entrypoint === "object" && spec.entrypoint !== null ? spec.entrypoint : {}) as Record<string, unknown>;
-  let entrypoint: RunnerSpec["entrypoint"] | undefined;
-  if ("command" in entry) {
-    const argv = entry.command;
-    if (!Array.isArray(argv) || argv.length === 0 || !argv.every((a) => typeof a === "string")) {
-      problems.push("entrypoint.command: expected a non-empty array of strings");
-    } else if (entry.cwd !== undefined && typeof entry.cwd !== "string") {
-      problems.push("entrypoint.cwd: expected a string");
-    } else {
-      entrypoint = { command: argv, ...(entry.cwd === undefined ? {} : { cwd: entry.cwd as string }) };
-    }
+  let entrypoint: Entrypoint | undefined;
+  if (Array.isArray(entry.command) && entry.command.length > 0) {
+    entrypoint = entry as Entrypoint;
   } else if (typeof entry.module === "string" && entry.module !== "" && typeof entry.export === "string" && entry.export !== "") {
-    entrypoint = { module: entry.module, export: entry.export, ...("args" in entry ? { args: entry.args } : {}) };
+    entrypoint = entry as Entrypoint;
   } else {
     problems.push("entrypoint: expected { command } or { module, export } with non-empty strings");
   }

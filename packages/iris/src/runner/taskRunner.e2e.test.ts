@@ -1,3 +1,4 @@
+// End-to-end tests of the task runner as a real child process (modules, commands, orphaning).
 import { spawn } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";

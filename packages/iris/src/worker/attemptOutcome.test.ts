@@ -1,3 +1,4 @@
+// Tests of classifying an attempt's end and folding in its runner's report.
 import { describe, expect, it } from "vitest";
 import { MAX_TASK_RESULT_BYTES } from "../taskResult.ts";
 import { classifyExit, withRunnerReport, type ExitObservation } from "./attemptOutcome.ts";

@@ -1,3 +1,4 @@
+// End-to-end tests of AttemptProcess with real child processes.
 import { describe, expect, it } from "vitest";
 import { AttemptProcess, type LogLine } from "./attemptProcess.ts";
 import { processAlive, waitFor } from "./testing/waitFor.ts";

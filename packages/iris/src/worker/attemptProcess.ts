@@ -1,3 +1,5 @@
+// One attempt's process: spawned in its own process group, its output read line by line, stopped
+// (SIGTERM then SIGKILL), limits enforced, its end classified once.
 import { spawn, type ChildProcess } from "node:child_process";
 import readline from "node:readline";
 import type { Readable } from "node:stream";

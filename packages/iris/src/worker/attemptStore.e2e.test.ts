@@ -1,3 +1,4 @@
+// End-to-end tests of telling whether a recorded attempt's process group is still alive, with real processes.
 import { spawn } from "node:child_process";
 import { describe, expect, it } from "vitest";
 import { recordedGroupAlive, spawnedRecord } from "./attemptStore.ts";

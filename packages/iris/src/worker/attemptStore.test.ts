@@ -1,3 +1,4 @@
+// Tests of the attempt store's records on disk.
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";

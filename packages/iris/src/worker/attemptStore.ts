@@ -1,3 +1,5 @@
+// The worker's on-disk records of its attempts (uid, pid, pgid, start time) and their scratch
+// directories, written before each spawn.
 import { createHash } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";

@@ -1,3 +1,5 @@
+// The worker's side of the group reaper: starting groupReaper.mjs and telling it which command
+// attempts' process groups to end if the worker dies.
 import { spawn, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
 

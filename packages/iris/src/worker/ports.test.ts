@@ -1,3 +1,4 @@
+// Tests of port allocation.
 import net from "node:net";
 import { describe, expect, it } from "vitest";
 import { allocatePorts } from "./ports.ts";

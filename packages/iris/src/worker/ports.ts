@@ -1,3 +1,4 @@
+// Allocating free loopback ports for an attempt's named ports.
 import net from "node:net";
 
 /**

@@ -1,3 +1,4 @@
+// Tests of /proc parsing and group signalling.
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";

@@ -1,3 +1,5 @@
+// Process-group plumbing on Linux: signalling groups, /proc/<pid>/stat, group RSS and cgroup OOM-
+// kill counts.
 import fs from "node:fs";
 
 /**

@@ -1,3 +1,4 @@
+// Tests of building and parsing the task environment.
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
 import { IrisError } from "../errors.ts";

@@ -1,3 +1,5 @@
+// The task environment: the IRIS_* variables a worker gives an attempt (built here) and a task
+// reads back (parsed here).
 import { IrisError } from "../errors.ts";
 
 /** Loopback: where a task's servers are reachable when nothing else is configured. */

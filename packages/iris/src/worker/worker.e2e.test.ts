@@ -1,3 +1,5 @@
+// End-to-end tests of the worker daemon against a scripted controller (reconcile protocol, stops, restarts).
+// restarts).
 import { spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";

@@ -1,3 +1,4 @@
+// End-to-end tests of a real worker with a real controller (context API, failures, logs).
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";

@@ -1,3 +1,4 @@
+// End-to-end tests of worker state directories: claiming, sweeping dead workers' leftovers.
 import { spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";

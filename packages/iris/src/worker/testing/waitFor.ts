@@ -1,3 +1,4 @@
+// Test helpers: waiting on a condition with a deadline (never a sleep), and whether a pid is alive.
 import fs from "node:fs";
 
 /**

@@ -15,7 +15,7 @@ export interface JobSpec {
   'name'?: (string);
   'entrypoint'?: (_iris_v1_Entrypoint | null);
   /**
-   * Number of tasks (default 1).
+   * Number of tasks (absent: 1).
    */
   'replicas'?: (number);
   /**
@@ -43,6 +43,7 @@ export interface JobSpec {
    * Higher runs first (default 0).
    */
   'priority'?: (number);
+  '_replicas'?: "replicas";
   '_maxRetriesFailure'?: "maxRetriesFailure";
   '_maxRetriesPreemption'?: "maxRetriesPreemption";
   '_maxTaskFailures'?: "maxTaskFailures";
@@ -58,9 +59,9 @@ export interface JobSpec__Output {
   'name': (string);
   'entrypoint': (_iris_v1_Entrypoint__Output | null);
   /**
-   * Number of tasks (default 1).
+   * Number of tasks (absent: 1).
    */
-  'replicas': (number);
+  'replicas'?: (number);
   /**
    * All tasks placed together or none; a member's failure restarts the whole gang.
    */
@@ -86,6 +87,7 @@ export interface JobSpec__Output {
    * Higher runs first (default 0).
    */
   'priority': (number);
+  '_replicas'?: "replicas";
   '_maxRetriesFailure'?: "maxRetriesFailure";
   '_maxRetriesPreemption'?: "maxRetriesPreemption";
   '_maxTaskFailures'?: "maxTaskFailures";

@@ -4,19 +4,25 @@ import type { Device as _iris_v1_Device, Device__Output as _iris_v1_Device__Outp
 import type { Long } from '@grpc/proto-loader';
 
 /**
- * Compute resources. cpu in millicores (1000 = one core), memory in bytes.
+ * Compute resources. cpu in millicores (1000 = one core), memory in bytes. In a JobSpec an absent
+ * field means the default (1000 millicores, no memory request).
  */
 export interface Resources {
   'cpuMillis'?: (number | string | Long);
   'memoryBytes'?: (number | string | Long);
   'devices'?: (_iris_v1_Device)[];
+  '_cpuMillis'?: "cpuMillis";
+  '_memoryBytes'?: "memoryBytes";
 }
 
 /**
- * Compute resources. cpu in millicores (1000 = one core), memory in bytes.
+ * Compute resources. cpu in millicores (1000 = one core), memory in bytes. In a JobSpec an absent
+ * field means the default (1000 millicores, no memory request).
  */
 export interface Resources__Output {
-  'cpuMillis': (number);
-  'memoryBytes': (number);
+  'cpuMillis'?: (number);
+  'memoryBytes'?: (number);
   'devices': (_iris_v1_Device__Output)[];
+  '_cpuMillis'?: "cpuMillis";
+  '_memoryBytes'?: "memoryBytes";
 }

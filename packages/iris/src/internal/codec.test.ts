@@ -1,8 +1,10 @@
+// Tests of the wire codec: job specs and entrypoints through real protobuf encoding and back.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { LaunchJobRequest__Output } from "./generated/iris/v1/LaunchJobRequest.ts";
 import { loadIrisProto } from "./rpc.ts";
-import { specToWire, wireToSpecInput } from "./wire.ts";
+import type { RunAttempt__Output } from "./generated/iris/v1/RunAttempt.ts";
+import { entrypointFromWire, entrypointToWire, jobSpecFromWire, jobSpecToWire } from "./codec.ts";
 import { normalizeJobSpec } from "../jobSpec.ts";
 import type { JobSpecInput } from "../jobSpec.ts";
 
@@ -52,9 +54,9 @@ describe("job specs on the wire", () => {
     const launch = loadIrisProto().ControllerService.service.LaunchJob;
     fc.assert(
       fc.property(specArb, (spec) => {
-        const bytes = launch.requestSerialize({ spec: specToWire({ ...spec, name: "/u/j" }) });
+        const bytes = launch.requestSerialize({ spec: jobSpecToWire(spec, "/u/j") });
         const decoded = launch.requestDeserialize(bytes) as LaunchJobRequest__Output;
-        const back = normalizeJobSpec(wireToSpecInput(decoded.spec!), decoded.spec!.name);
+        const back = normalizeJobSpec(jobSpecFromWire(decoded.spec!), decoded.spec!.name);
         // JSON args: -0 and undefined members do not survive JSON, as for any JSON payload.
         expect(JSON.parse(JSON.stringify(back))).toEqual(JSON.parse(JSON.stringify(normalizeJobSpec(spec, "/u/j"))));
       }),
@@ -65,11 +67,43 @@ describe("job specs on the wire", () => {
   it("keeps budget defaults apart from explicit zeros", () => {
     const launch = loadIrisProto().ControllerService.service.LaunchJob;
     const roundTrip = (spec: JobSpecInput) => {
-      const d = launch.requestDeserialize(launch.requestSerialize({ spec: specToWire({ ...spec, name: "/u/j" }) })) as LaunchJobRequest__Output;
-      return normalizeJobSpec(wireToSpecInput(d.spec!), "/u/j");
+      const d = launch.requestDeserialize(launch.requestSerialize({ spec: jobSpecToWire(spec, "/u/j") })) as LaunchJobRequest__Output;
+      return normalizeJobSpec(jobSpecFromWire(d.spec!), "/u/j");
     };
     const base = { entrypoint: { command: ["true"] } };
     expect(roundTrip(base)).toMatchObject({ maxRetriesFailure: 0, maxRetriesPreemption: 10, maxTaskFailures: 0, replicas: 1, resources: { cpuMillis: 1000 } });
     expect(roundTrip({ ...base, maxRetriesPreemption: 0, resources: { cpuMillis: 0 } })).toMatchObject({ maxRetriesPreemption: 0, resources: { cpuMillis: 0 } });
+  });
+
+  it("sends explicit zeros and negatives as given, so the controller's validation rejects them", () => {
+    const launch = loadIrisProto().ControllerService.service.LaunchJob;
+    const decode = (spec: JobSpecInput) =>
+      jobSpecFromWire((launch.requestDeserialize(launch.requestSerialize({ spec: jobSpecToWire(spec, "/u/j") })) as LaunchJobRequest__Output).spec!);
+    const base = { entrypoint: { command: ["true"] } };
+    expect(() => normalizeJobSpec(decode({ ...base, replicas: 0 }), "/u/j")).toThrow(/replicas/);
+    expect(() => normalizeJobSpec(decode({ ...base, resources: { cpuMillis: -1 } }), "/u/j")).toThrow(/resources\.cpuMillis/);
+    // No entrypoint at all travels as none, and is named.
+    expect(() => normalizeJobSpec(decode({} as JobSpecInput), "/u/j")).toThrow(/entrypoint/);
+  });
+});
+
+describe("entrypoints from client to worker", () => {
+  it("reach the worker as the entrypoint the client sent", () => {
+    const { WorkerControlService } = loadIrisProto();
+    const reconcile = WorkerControlService.service.Reconcile;
+    fc.assert(
+      fc.property(
+        fc.oneof(
+          fc.record({ command: fc.array(fc.string(), { minLength: 1, maxLength: 3 }), cwd: fc.constantFrom("/tmp", "/w") }, { requiredKeys: ["command"] }),
+          fc.record({ module: fc.constant("/m.ts"), export: word, args: fc.jsonValue() }, { requiredKeys: ["module", "export"] }),
+        ),
+        (ep) => {
+          const bytes = reconcile.responseSerialize({ run: [{ attemptUid: "u", entrypoint: entrypointToWire(ep) }], stop: [], logLinesReceived: {} });
+          const run = (reconcile.responseDeserialize(bytes) as { run: RunAttempt__Output[] }).run[0]!;
+          expect(JSON.parse(JSON.stringify(entrypointFromWire(run.entrypoint)))).toEqual(JSON.parse(JSON.stringify(ep)));
+        },
+      ),
+      { numRuns: 100 },
+    );
   });
 });

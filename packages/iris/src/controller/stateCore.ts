@@ -1,0 +1,96 @@
+// The controller state's foundation: the database handle, prepared statements, one-transaction
+// helper (tx) and the change notifications fired after each commit; options and clock.
+import type BetterSqlite3 from "better-sqlite3";
+import type { JobSpec } from "../jobSpec.ts";
+import type { Db } from "./db.ts";
+import type { Clock, ControllerStateOptions, StateListener } from "./stateRows.ts";
+
+/** A prepared statement of the controller database. */
+export type Statement = BetterSqlite3.Statement<unknown[]>;
+
+/**
+ * The base of the controller's state: the database, its prepared statements, transactions and
+ * the change notifications they fire. Queries and transitions build on it (see controllerState.ts).
+ */
+export class StateCore {
+  readonly db: Db;
+  readonly workerTimeoutMs: number;
+  protected readonly clock: Clock;
+  protected readonly metricsLimit: number;
+  protected readonly logLinesLimit: number;
+  private readonly listener: StateListener;
+  protected readonly specCache = new Map<string, JobSpec>();
+  protected dirtyJobs = new Set<string>();
+  protected dirtyWorkers = new Set<string>();
+  protected dirtyLogs = new Set<string>();
+  private depth = 0;
+  private readonly statements = new Map<string, Statement>();
+  private readonly inTransaction: (fn: () => unknown) => unknown;
+  // Placement can only change when tasks become pending, capacity frees up or workers come and
+  // go; passes in between are skipped (a pass over many pending tasks is not free).
+  protected needsSchedule = true;
+
+  constructor(db: Db, opts: ControllerStateOptions = {}) {
+    this.db = db;
+    this.clock = opts.clock ?? { now: () => Date.now() };
+    this.workerTimeoutMs = opts.workerTimeoutMs ?? 30_000;
+    this.metricsLimit = opts.metricsLimit ?? 10_000;
+    this.logLinesLimit = opts.logLinesLimit ?? 1_000_000;
+    this.listener = opts.listener ?? {};
+    this.inTransaction = db.transaction((fn: () => unknown) => fn());
+    // A restarted controller gives every known-alive worker two timeouts to reconcile again
+    // before declaring it lost (the database's last_seen is from before the restart, and the
+    // workers are still backing off their reconnects): adopt, don't restart.
+    this.tx(() => {
+      this.stmt("UPDATE workers SET last_seen_ms = ? WHERE state = 'ALIVE'").run(this.clock.now() + this.workerTimeoutMs);
+    });
+  }
+
+  // ---- transactions and notifications -------------------------------------------------------
+
+  /** Runs `fn` in one transaction; listeners are told about changes after it commits. */
+  tx<T>(fn: () => T): T {
+    if (this.depth > 0) return fn();
+    this.depth++;
+    let result: T;
+    try {
+      result = this.inTransaction(() => {
+        const r = fn();
+        const bump = this.stmt("UPDATE jobs SET version = version + 1 WHERE instance_id = ?");
+        for (const id of this.dirtyJobs) bump.run(id);
+        return r;
+      }) as T;
+    } catch (e) {
+      this.dirtyJobs.clear();
+      this.dirtyWorkers.clear();
+      this.dirtyLogs.clear();
+      throw e;
+    } finally {
+      this.depth--;
+    }
+    const jobs = this.dirtyJobs;
+    const workers = this.dirtyWorkers;
+    const logs = this.dirtyLogs;
+    this.dirtyJobs = new Set();
+    this.dirtyWorkers = new Set();
+    this.dirtyLogs = new Set();
+    for (const id of jobs) this.listener.jobChanged?.(id);
+    for (const id of workers) this.listener.workerChanged?.(id);
+    for (const id of logs) this.listener.logsAppended?.(id);
+    return result;
+  }
+
+  // Prepared statements are reused: preparing is a large share of a small transaction's cost.
+  protected stmt(sql: string): Statement {
+    let st = this.statements.get(sql);
+    if (!st) {
+      st = this.db.prepare(sql);
+      this.statements.set(sql, st);
+    }
+    return st;
+  }
+
+  protected touchJob(instanceId: string): void {
+    this.dirtyJobs.add(instanceId);
+  }
+}

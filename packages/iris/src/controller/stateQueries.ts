@@ -1,0 +1,213 @@
+// The controller state's read queries: jobs, tasks and attempts as rows and as wire statuses, a
+// worker's desired set, workers, logs, endpoints and metrics. Nothing here writes the database.
+import { IrisError } from "../errors.ts";
+import type { JobStatus } from "../internal/generated/iris/v1/JobStatus.ts";
+import type { RunAttempt } from "../internal/generated/iris/v1/RunAttempt.ts";
+import type { StopAttempt } from "../internal/generated/iris/v1/StopAttempt.ts";
+import type { WorkerInfo } from "../internal/generated/iris/v1/WorkerInfo.ts";
+import type { Endpoint as WireEndpoint } from "../internal/generated/iris/v1/Endpoint.ts";
+import type { LogEntry as WireLogEntry } from "../internal/generated/iris/v1/LogEntry.ts";
+import type { MetricPoint as WireMetricPoint } from "../internal/generated/iris/v1/MetricPoint.ts";
+import { endpointToWire, jobStatusToWire, logEntryToWire, metricPointToWire, runAttemptToWire, workerInfoToWire } from "../internal/codec.ts";
+import { isTerminalJobState } from "../jobSpec.ts";
+import type { JobSpec, JobState } from "../jobSpec.ts";
+import type { SchedResources } from "./scheduler.ts";
+import { StateCore } from "./stateCore.ts";
+import {
+  addResources,
+  LIVE_ATTEMPT_STATES,
+  parseTaskId,
+  rootJobOf,
+  type AttemptRow,
+  type EndpointRow,
+  type JobRow,
+  type LogRow,
+  type MetricRow,
+  type TaskRow,
+  type WorkerRow,
+} from "./stateRows.ts";
+
+/** The read queries of the controller state (see controllerState.ts for the whole). */
+export class StateQueries extends StateCore {
+  // ---- reads ----------------------------------------------------------------------------------
+
+  protected job(instanceId: string): JobRow {
+    const j = this.stmt("SELECT * FROM jobs WHERE instance_id = ?").get(instanceId) as JobRow | undefined;
+    if (!j) throw new IrisError("NOT_FOUND", `no job instance ${instanceId}`);
+    return j;
+  }
+
+  /** The latest submission of `name` (or the given instance), NOT_FOUND if none. */
+  findJob(name: string, instanceId = ""): JobRow {
+    const j = (
+      instanceId
+        ? this.stmt("SELECT * FROM jobs WHERE instance_id = ? AND name = ?").get(instanceId, name)
+        : this.stmt("SELECT * FROM jobs WHERE name = ? AND latest = 1").get(name)
+    ) as JobRow | undefined;
+    if (!j) throw new IrisError("NOT_FOUND", `no job named ${name}${instanceId ? ` with instance ${instanceId}` : ""}`);
+    return j;
+  }
+
+  specOf(instanceId: string): JobSpec {
+    let s = this.specCache.get(instanceId);
+    if (!s) {
+      s = JSON.parse(this.job(instanceId).spec) as JobSpec;
+      this.specCache.set(instanceId, s);
+    }
+    return s;
+  }
+
+  protected tasksOf(instanceId: string): TaskRow[] {
+    return this.stmt("SELECT * FROM tasks WHERE instance_id = ? ORDER BY idx").all(instanceId) as TaskRow[];
+  }
+
+  protected task(instanceId: string, idx: number): TaskRow {
+    const t = this.stmt("SELECT * FROM tasks WHERE instance_id = ? AND idx = ?").get(instanceId, idx) as TaskRow | undefined;
+    if (!t) throw new IrisError("NOT_FOUND", `no task ${idx} in job instance ${instanceId}`);
+    return t;
+  }
+
+  protected attemptByUid(uid: string): AttemptRow | undefined {
+    return this.stmt("SELECT * FROM attempts WHERE uid = ?").get(uid) as AttemptRow | undefined;
+  }
+
+  protected attemptOf(instanceId: string, idx: number, attempt: number): AttemptRow | undefined {
+    return this.db
+      .prepare("SELECT * FROM attempts WHERE instance_id = ? AND idx = ? AND attempt = ?")
+      .get(instanceId, idx, attempt) as AttemptRow | undefined;
+  }
+
+  /** The wire status of one job instance. */
+  jobStatus(instanceId: string): JobStatus & { state: JobState } {
+    const j = this.job(instanceId);
+    const attempts = this.db
+      .prepare("SELECT * FROM attempts WHERE instance_id = ? ORDER BY idx, attempt")
+      .all(instanceId) as AttemptRow[];
+    return jobStatusToWire(j, this.tasksOf(instanceId), attempts);
+  }
+
+  /** Latest submissions of every job named `prefix` or below it. */
+  listJobs(prefix: string): string[] {
+    const p = prefix.replace(/\/+$/, "");
+    const rows = (
+      p === ""
+        ? this.stmt("SELECT instance_id FROM jobs WHERE latest = 1 ORDER BY submitted_at_ms").all()
+        : this.db
+            .prepare("SELECT instance_id FROM jobs WHERE latest = 1 AND (name = ? OR substr(name, 1, ?) = ?) ORDER BY submitted_at_ms")
+            .all(p, p.length + 1, `${p}/`)
+    ) as { instance_id: string }[];
+    return rows.map((r) => r.instance_id);
+  }
+
+  /** Whether a worker is registered and alive. */
+  isWorkerAlive(workerId: string): boolean {
+    const w = this.stmt("SELECT state FROM workers WHERE id = ?").get(workerId) as { state: string } | undefined;
+    return w?.state === "ALIVE";
+  }
+
+  /** The complete desired set of a worker: live attempts with their specs, attempts to stop. */
+  desiredSet(workerId: string, extraStops: StopAttempt[] = []): { run: RunAttempt[]; stop: StopAttempt[] } {
+    const rows = this.db
+      .prepare("SELECT * FROM attempts WHERE worker_id = ? AND (state IN ('ASSIGNED','BUILDING','RUNNING') OR stopping = 1)")
+      .all(workerId) as AttemptRow[];
+    const run: RunAttempt[] = [];
+    const stop: StopAttempt[] = [...extraStops];
+    for (const a of rows) {
+      if (a.stopping) {
+        stop.push({ attemptUid: a.uid, reason: a.stop_reason || "KILLED" });
+        continue;
+      }
+      run.push(runAttemptToWire(this.job(a.instance_id), this.specOf(a.instance_id), a));
+    }
+    return { run, stop };
+  }
+
+  /** Every registered worker with its load. */
+  listWorkers(): WorkerInfo[] {
+    const rows = this.stmt("SELECT * FROM workers ORDER BY registered_at_ms").all() as WorkerRow[];
+    return rows.map((w) => {
+      const held = this.db
+        .prepare("SELECT resources, state FROM attempts WHERE worker_id = ? AND (state IN ('ASSIGNED','BUILDING','RUNNING') OR stopping = 1)")
+        .all(w.id) as { resources: string; state: string }[];
+      let usedR: SchedResources = { cpuMillis: 0, memoryBytes: 0, devices: {} };
+      for (const h of held) usedR = addResources(usedR, JSON.parse(h.resources) as SchedResources);
+      return workerInfoToWire(w, usedR, held.filter((h) => LIVE_ATTEMPT_STATES.includes(h.state)).length);
+    });
+  }
+
+  /** Log entries of a job instance after `afterSeq` (at most `limit`). */
+  readLogs(instanceId: string, afterSeq: number, taskIndex: number | undefined, limit = 1000): WireLogEntry[] {
+    const j = this.job(instanceId);
+    const rows = (
+      taskIndex === undefined
+        ? this.stmt("SELECT * FROM logs WHERE instance_id = ? AND seq > ? ORDER BY seq LIMIT ?").all(instanceId, afterSeq, limit)
+        : this.db
+            .prepare("SELECT * FROM logs WHERE instance_id = ? AND seq > ? AND idx = ? ORDER BY seq LIMIT ?")
+            .all(instanceId, afterSeq, taskIndex, limit)
+    ) as LogRow[];
+    return rows.map((r) => logEntryToWire(j.name, r));
+  }
+
+  /** Whether a job instance has ended, and when (ms; 0 while running). */
+  jobEnd(instanceId: string): { terminal: boolean; finishedAtMs: number } {
+    const j = this.job(instanceId);
+    return { terminal: isTerminalJobState(j.state), finishedAtMs: j.finished_at_ms };
+  }
+
+  /** Whether a job is finished and every attempt's log lines have arrived. */
+  logsComplete(instanceId: string): boolean {
+    const j = this.job(instanceId);
+    if (!isTerminalJobState(j.state)) return false;
+    const pending = this.db
+      .prepare("SELECT COUNT(*) AS n FROM attempts WHERE instance_id = ? AND (log_lines_received < log_lines_expected OR state IN ('ASSIGNED','BUILDING','RUNNING') OR stopping = 1)")
+      .get(instanceId) as { n: number };
+    return pending.n === 0;
+  }
+
+  // ---- endpoints ------------------------------------------------------------------------------
+
+  /** The full name of an endpoint: as given when it starts with "/", else under the root job. */
+  endpointName(name: string, scopeJob: string): string {
+    if (name.startsWith("/")) return name;
+    if (!scopeJob) throw new IrisError("INVALID_ARGUMENT", `endpoint name "${name}" is relative but no job scopes it (use a name starting with "/")`);
+    return `${rootJobOf(scopeJob)}/${name}`;
+  }
+
+  protected endpointRows(where: string, ...args: unknown[]): WireEndpoint[] {
+    const rows = this.stmt(`SELECT * FROM endpoints WHERE ${where} ORDER BY created_at_ms DESC`).all(...args) as EndpointRow[];
+    return rows.map((r) => endpointToWire(r, r.instance_id ? `${this.job(r.instance_id).name}/${r.idx}:${r.attempt}` : ""));
+  }
+
+  /** The newest endpoint of that name; NOT_FOUND if none. */
+  resolveEndpoint(name: string, scopeJob: string): WireEndpoint {
+    const full = this.endpointName(name, scopeJob);
+    const e = this.endpointRows("name = ?", full)[0];
+    if (!e) throw new IrisError("NOT_FOUND", `no endpoint named ${full}`);
+    return e;
+  }
+
+  /** Endpoints whose full name starts with the (scoped) prefix. */
+  listEndpoints(prefix: string, scopeJob: string): WireEndpoint[] {
+    const full = prefix === "" ? (scopeJob ? `${rootJobOf(scopeJob)}/` : "") : this.endpointName(prefix, scopeJob);
+    return this.endpointRows("substr(name, 1, ?) = ?", full.length, full).sort((a, b) => String(a.name).localeCompare(String(b.name)));
+  }
+
+  // ---- status reports and metrics -------------------------------------------------------------
+
+  protected attemptForReport(taskId: string, attempt: number): AttemptRow {
+    const { jobName, index } = parseTaskId(taskId);
+    const j = this.findJob(jobName);
+    const t = this.task(j.instance_id, index);
+    const n = attempt || t.attempt;
+    const a = this.attemptOf(j.instance_id, index, n);
+    if (!a) throw new IrisError("NOT_FOUND", `task ${taskId} has no attempt ${n}`);
+    return a;
+  }
+
+  /** The status text and metrics series of an attempt (0 = the task's current one). */
+  taskMetrics(taskId: string, attempt: number): { statusText: string; points: WireMetricPoint[]; attempt: number } {
+    const a = this.attemptForReport(taskId, attempt);
+    const rows = this.stmt("SELECT step, time_ms, metrics FROM metrics WHERE attempt_uid = ? ORDER BY id").all(a.uid) as MetricRow[];
+    return { statusText: a.status_text, attempt: a.attempt, points: rows.map(metricPointToWire) };
+  }
+}

@@ -1,0 +1,418 @@
+// The controller state's transitions: every change of jobs, tasks, attempts and workers —
+// submission, termination, attempts ending (retry budgets, APP_ERROR, gangs), scheduling passes,
+// worker registration, reconcile and loss. Each public method is one transaction.
+import { randomBytes, randomUUID } from "node:crypto";
+import { IrisError } from "../errors.ts";
+import type { AttemptObservation__Output } from "../internal/generated/iris/v1/AttemptObservation.ts";
+import type { RunAttempt } from "../internal/generated/iris/v1/RunAttempt.ts";
+import type { StopAttempt } from "../internal/generated/iris/v1/StopAttempt.ts";
+import { isTerminalJobState } from "../jobSpec.ts";
+import type { JobSpec, JobState, TaskState } from "../jobSpec.ts";
+import { schedule } from "./scheduler.ts";
+import type { SchedResources, SchedTask, SchedWorker } from "./scheduler.ts";
+import { StateQueries } from "./stateQueries.ts";
+import {
+  addResources,
+  deriveJobState,
+  FAILED_TASK_STATES,
+  isTerminalTaskState,
+  LIVE_ATTEMPT_STATES,
+  newInstanceId,
+  observedOutcome,
+  requestOf,
+  type AttemptOutcome,
+  type AttemptRow,
+  type JobRow,
+  type TaskRow,
+  type WorkerRow,
+} from "./stateRows.ts";
+
+/** The job, task, attempt and worker transitions of the controller state (see controllerState.ts). */
+export class StateTransitions extends StateQueries {
+  // ---- jobs -----------------------------------------------------------------------------------
+
+  /** Submits a validated spec (full name). ALREADY_EXISTS while that name is unfinished. */
+  launchJob(spec: JobSpec): { name: string; instanceId: string } {
+    return this.tx(() => {
+      const now = this.clock.now();
+      const existing = this.stmt("SELECT * FROM jobs WHERE name = ? AND latest = 1").get(spec.name) as JobRow | undefined;
+      if (existing && !isTerminalJobState(existing.state)) {
+        throw new IrisError("ALREADY_EXISTS", `job ${spec.name} is still ${existing.state} (instance ${existing.instance_id})`);
+      }
+      let parent: JobRow | undefined;
+      const segs = spec.name.split("/");
+      if (segs.length > 3) {
+        const parentName = segs.slice(0, -1).join("/");
+        parent = this.stmt("SELECT * FROM jobs WHERE name = ? AND latest = 1").get(parentName) as JobRow | undefined;
+        if (!parent) throw new IrisError("NOT_FOUND", `parent job ${parentName} of ${spec.name} does not exist`);
+        if (isTerminalJobState(parent.state)) {
+          throw new IrisError("FAILED_PRECONDITION", `parent job ${parentName} of ${spec.name} already ended (${parent.state})`);
+        }
+      }
+      const instanceId = newInstanceId(now);
+      this.stmt("UPDATE jobs SET latest = 0 WHERE name = ?").run(spec.name);
+      this.db
+        .prepare(
+          "INSERT INTO jobs (instance_id, name, latest, parent_instance_id, spec, state, submitted_at_ms) VALUES (?, ?, 1, ?, ?, 'PENDING', ?)",
+        )
+        .run(instanceId, spec.name, parent?.instance_id ?? null, JSON.stringify(spec), now);
+      const ins = this.stmt("INSERT INTO tasks (instance_id, idx, state) VALUES (?, ?, 'PENDING')");
+      for (let i = 0; i < spec.replicas; i++) ins.run(instanceId, i);
+      this.specCache.set(instanceId, spec);
+      this.touchJob(instanceId);
+      this.needsSchedule = true;
+      return { name: spec.name, instanceId };
+    });
+  }
+
+  /** Kills a job's tasks and, recursively, its children. No-op on a finished job. */
+  terminateJob(name: string): void {
+    this.tx(() => {
+      const j = this.findJob(name);
+      if (!isTerminalJobState(j.state)) this.endJob(j.instance_id, "KILLED", "terminated by request");
+    });
+  }
+
+  // Ends a job in `state`: live tasks KILLED (their attempts asked to stop), children ended too.
+  protected endJob(instanceId: string, state: JobState, error: string): void {
+    const now = this.clock.now();
+    for (const t of this.tasksOf(instanceId)) {
+      if (isTerminalTaskState(t.state)) continue;
+      this.stopCurrentAttempt(t, { state: "KILLED", failureKind: "KILLED", error }, state === "KILLED" ? "KILLED" : "FAILED");
+      this.db
+        .prepare("UPDATE tasks SET state = 'KILLED', failure_kind = CASE WHEN failure_kind = '' THEN 'KILLED' ELSE failure_kind END, error = CASE WHEN error = '' THEN ? ELSE error END WHERE instance_id = ? AND idx = ?")
+        .run(error, instanceId, t.idx);
+    }
+    this.stmt("UPDATE jobs SET state = ?, error = ?, finished_at_ms = ? WHERE instance_id = ?").run(state, error, now, instanceId);
+    this.touchJob(instanceId);
+    this.endChildren(instanceId);
+  }
+
+  protected endChildren(instanceId: string): void {
+    const j = this.job(instanceId);
+    const children = this.db
+      .prepare("SELECT instance_id, state FROM jobs WHERE parent_instance_id = ?")
+      .all(instanceId) as { instance_id: string; state: string }[];
+    for (const c of children) {
+      if (!isTerminalJobState(c.state)) this.endJob(c.instance_id, "KILLED", `parent job ${j.name} ended (${j.state})`);
+    }
+  }
+
+  // Marks a task's live attempt as ended by the controller and asks its worker to stop it.
+  protected stopCurrentAttempt(t: TaskRow, outcome: AttemptOutcome, reason: string): void {
+    const a = this.attemptOf(t.instance_id, t.idx, t.attempt);
+    if (!a || !LIVE_ATTEMPT_STATES.includes(a.state)) return;
+    this.finishAttemptRow(a, outcome, reason);
+  }
+
+  protected finishAttemptRow(a: AttemptRow, outcome: AttemptOutcome, stopReason: string | undefined): void {
+    this.db
+      .prepare(
+        "UPDATE attempts SET state = ?, failure_kind = ?, exit_code = ?, error = ?, error_code = ?, result_json = ?, finished_at_ms = ?, stopping = ?, stop_reason = ? WHERE uid = ?",
+      )
+      .run(
+        outcome.state,
+        outcome.failureKind,
+        outcome.exitCode ?? null,
+        outcome.error ?? "",
+        outcome.errorCode ?? "",
+        outcome.resultJson ?? null,
+        this.clock.now(),
+        stopReason ? 1 : 0,
+        stopReason ?? "",
+        a.uid,
+      );
+    this.stmt("DELETE FROM endpoints WHERE attempt_uid = ?").run(a.uid);
+    if (stopReason) this.dirtyWorkers.add(a.worker_id);
+    this.needsSchedule = true;
+  }
+
+  // Re-derives a job's state after task changes; a job that just ended ends its leftovers.
+  protected recomputeJob(instanceId: string): void {
+    const j = this.job(instanceId);
+    if (isTerminalJobState(j.state)) return;
+    const spec = this.specOf(instanceId);
+    const tasks = this.tasksOf(instanceId);
+    const state = deriveJobState(
+      tasks.map((t) => t.state),
+      spec.maxTaskFailures,
+    );
+    if (state === j.state) return;
+    this.touchJob(instanceId);
+    if (isTerminalJobState(state)) {
+      const failed = tasks.find((t) => FAILED_TASK_STATES.has(t.state));
+      const error =
+        state === "FAILED" && failed
+          ? `task ${j.name}/${failed.idx} failed: ${failed.failure_kind}${failed.failure_kind === "APP_ERROR" ? `(${failed.error_code})` : failed.exit_code !== null ? `(${failed.exit_code})` : ""}${failed.error ? `: ${failed.error}` : ""}`
+          : "";
+      this.endJob(instanceId, state, error);
+    } else {
+      this.stmt("UPDATE jobs SET state = ? WHERE instance_id = ?").run(state, instanceId);
+    }
+  }
+
+  // ---- attempts ending ------------------------------------------------------------------------
+
+  // An attempt of the task's current round ended (reported by its worker or decided here).
+  protected attemptEnded(a: AttemptRow, outcome: AttemptOutcome, stopReason?: string): void {
+    this.finishAttemptRow(a, outcome, stopReason);
+    const t = this.task(a.instance_id, a.idx);
+    this.touchJob(a.instance_id);
+    if (t.attempt !== a.attempt || isTerminalTaskState(t.state)) return;
+    const spec = this.specOf(a.instance_id);
+    if (outcome.state === "SUCCEEDED") {
+      this.db
+        .prepare("UPDATE tasks SET state = 'SUCCEEDED', exit_code = ?, failure_kind = '', error = '', error_code = '' WHERE instance_id = ? AND idx = ?")
+        .run(outcome.exitCode ?? 0, t.instance_id, t.idx);
+      this.recomputeJob(a.instance_id);
+      return;
+    }
+    const preemption = outcome.failureKind === "WORKER_LOST" || outcome.state === "WORKER_LOST";
+    const failures = t.failures + (preemption ? 0 : 1);
+    const preemptions = t.preemptions + (preemption ? 1 : 0);
+    // An APP_ERROR is the application saying that retrying cannot help: no budget retries it.
+    const exhausted =
+      outcome.failureKind === "APP_ERROR" || (preemption ? preemptions > spec.maxRetriesPreemption : failures > spec.maxRetriesFailure);
+    const finalState: TaskState = exhausted ? (preemption ? "WORKER_LOST" : "FAILED") : "PENDING";
+    this.db
+      .prepare(
+        "UPDATE tasks SET state = ?, failures = ?, preemptions = ?, exit_code = ?, failure_kind = ?, error = ?, error_code = ?, pending_reason = '' WHERE instance_id = ? AND idx = ?",
+      )
+      .run(finalState, failures, preemptions, outcome.exitCode ?? null, outcome.failureKind, outcome.error ?? "", outcome.errorCode ?? "", t.instance_id, t.idx);
+    if (spec.gang && spec.replicas > 1) this.failGangPeers(a.instance_id, a.idx, exhausted);
+    this.recomputeJob(a.instance_id);
+  }
+
+  // One gang member failed: every other member's attempt of this round ends PEER_FAILED (charged
+  // to no budget) and the whole gang goes back to PENDING, or to KILLED when the failure
+  // exhausted its budget (the job then fails).
+  protected failGangPeers(instanceId: string, failedIdx: number, exhausted: boolean): void {
+    for (const t of this.tasksOf(instanceId)) {
+      if (t.idx === failedIdx) continue;
+      const a = this.attemptOf(instanceId, t.idx, t.attempt);
+      const peerOutcome: AttemptOutcome = { state: "FAILED", failureKind: "PEER_FAILED", error: `gang member ${failedIdx} failed` };
+      if (a && LIVE_ATTEMPT_STATES.includes(a.state)) this.finishAttemptRow(a, peerOutcome, "PEER_FAILED");
+      else if (a && a.state === "SUCCEEDED") {
+        this.stmt("UPDATE attempts SET state = 'FAILED', failure_kind = 'PEER_FAILED', error = ? WHERE uid = ?").run(peerOutcome.error, a.uid);
+      }
+      if (t.state === "KILLED" || t.state === "FAILED" || t.state === "WORKER_LOST") continue;
+      this.db
+        .prepare("UPDATE tasks SET state = ?, failure_kind = 'PEER_FAILED', error_code = '', exit_code = NULL, error = ?, pending_reason = '' WHERE instance_id = ? AND idx = ?")
+        .run(exhausted ? "KILLED" : "PENDING", peerOutcome.error, instanceId, t.idx);
+    }
+  }
+
+  // ---- scheduling -----------------------------------------------------------------------------
+
+  /** One scheduling pass: place what fits, record a reason for the rest. Returns placements. */
+  schedulePass(): number {
+    if (!this.needsSchedule) return 0;
+    this.needsSchedule = false;
+    try {
+      return this.schedulePassTx();
+    } catch (e) {
+      this.needsSchedule = true;
+      throw e;
+    }
+  }
+
+  protected schedulePassTx(): number {
+    return this.tx(() => {
+      const now = this.clock.now();
+      const workerRows = this.stmt("SELECT * FROM workers WHERE state = 'ALIVE' AND healthy = 1").all() as WorkerRow[];
+      const pendingRows = this.db
+        .prepare(
+          "SELECT t.instance_id, t.idx, t.pending_reason, j.submitted_at_ms FROM tasks t JOIN jobs j ON j.instance_id = t.instance_id WHERE t.state = 'PENDING' AND j.state IN ('PENDING', 'RUNNING') ORDER BY j.submitted_at_ms, t.idx",
+        )
+        .all() as { instance_id: string; idx: number; pending_reason: string; submitted_at_ms: number }[];
+      if (pendingRows.length === 0) return 0;
+      const used = new Map<string, SchedResources>();
+      const held = this.db
+        .prepare(`SELECT worker_id, resources FROM attempts WHERE state IN ('ASSIGNED','BUILDING','RUNNING') OR stopping = 1`)
+        .all() as { worker_id: string; resources: string }[];
+      for (const h of held) {
+        used.set(h.worker_id, addResources(used.get(h.worker_id) ?? { cpuMillis: 0, memoryBytes: 0, devices: {} }, JSON.parse(h.resources) as SchedResources));
+      }
+      const workers: SchedWorker[] = workerRows.map((w) => ({
+        id: w.id,
+        capacity: JSON.parse(w.capacity) as SchedResources,
+        used: used.get(w.id) ?? { cpuMillis: 0, memoryBytes: 0, devices: {} },
+        attributes: JSON.parse(w.attributes) as Record<string, string>,
+      }));
+      const byKey = new Map<string, (typeof pendingRows)[number]>();
+      const pending: SchedTask[] = pendingRows.map((r) => {
+        const spec = this.specOf(r.instance_id);
+        const taskId = `${r.instance_id}/${r.idx}`;
+        byKey.set(taskId, r);
+        return {
+          taskId,
+          jobId: r.instance_id,
+          priority: spec.priority,
+          submittedAtMs: r.submitted_at_ms,
+          request: requestOf(spec),
+          constraints: spec.constraints,
+          ...(spec.gang && spec.replicas > 1 ? { gangId: r.instance_id } : {}),
+        };
+      });
+      const result = schedule({ workers, pending });
+      for (const { taskId, workerId } of result.assignments) {
+        const r = byKey.get(taskId)!;
+        this.assign(r.instance_id, r.idx, workerId, now);
+      }
+      const setReason = this.stmt("UPDATE tasks SET pending_reason = ? WHERE instance_id = ? AND idx = ?");
+      for (const { taskId, reason } of result.unplaced) {
+        const r = byKey.get(taskId)!;
+        if (r.pending_reason !== reason) {
+          setReason.run(reason, r.instance_id, r.idx);
+          this.touchJob(r.instance_id);
+        }
+      }
+      return result.assignments.length;
+    });
+  }
+
+  protected assign(instanceId: string, idx: number, workerId: string, now: number): void {
+    const t = this.task(instanceId, idx);
+    const attempt = t.attempt + 1;
+    const spec = this.specOf(instanceId);
+    this.db
+      .prepare(
+        "INSERT INTO attempts (uid, instance_id, idx, attempt, worker_id, state, resources, assigned_at_ms) VALUES (?, ?, ?, ?, ?, 'ASSIGNED', ?, ?)",
+      )
+      .run(randomUUID().replace(/-/g, "").slice(0, 16), instanceId, idx, attempt, workerId, JSON.stringify(requestOf(spec)), now);
+    this.db
+      .prepare("UPDATE tasks SET state = 'ASSIGNED', attempt = ?, pending_reason = '' WHERE instance_id = ? AND idx = ?")
+      .run(attempt, instanceId, idx);
+    this.touchJob(instanceId);
+    this.dirtyWorkers.add(workerId);
+    this.recomputeJob(instanceId);
+  }
+
+  // ---- workers --------------------------------------------------------------------------------
+
+  /** Registers a worker (again); a lost worker becomes alive. Returns its id. */
+  registerWorker(req: { workerId: string; host: string; attributes: Record<string, string>; capacity: SchedResources }): string {
+    return this.tx(() => {
+      const now = this.clock.now();
+      const id = req.workerId || `w-${randomBytes(6).toString("hex")}`;
+      this.db
+        .prepare(
+          `INSERT INTO workers (id, host, attributes, capacity, state, healthy, last_seen_ms, registered_at_ms) VALUES (?, ?, ?, ?, 'ALIVE', 1, ?, ?)
+           ON CONFLICT (id) DO UPDATE SET host = excluded.host, attributes = excluded.attributes, capacity = excluded.capacity, state = 'ALIVE', healthy = 1, last_seen_ms = excluded.last_seen_ms`,
+        )
+        .run(id, req.host, JSON.stringify(req.attributes), JSON.stringify(req.capacity), now, now);
+      this.needsSchedule = true;
+      return id;
+    });
+  }
+
+  /**
+   * One reconcile exchange: folds the worker's observations into the state and returns its full
+   * desired set. NOT_FOUND for an unknown or lost worker.
+   */
+  reconcile(
+    workerId: string,
+    observed: AttemptObservation__Output[],
+    health: { healthy: boolean },
+  ): { run: RunAttempt[]; stop: StopAttempt[]; logLinesReceived: Record<string, number> } {
+    return this.tx(() => {
+      const now = this.clock.now();
+      if (!this.isWorkerAlive(workerId)) throw new IrisError("NOT_FOUND", `worker ${workerId} is not registered (or was declared lost): register again`);
+      const wasHealthy = (this.stmt("SELECT healthy FROM workers WHERE id = ?").get(workerId) as { healthy: number }).healthy === 1;
+      if (wasHealthy !== health.healthy) this.needsSchedule = true;
+      this.stmt("UPDATE workers SET last_seen_ms = ?, healthy = ? WHERE id = ?").run(now, health.healthy ? 1 : 0, workerId);
+      const extraStops: StopAttempt[] = [];
+      const seen = new Set<string>();
+      for (const o of observed) {
+        seen.add(o.attemptUid);
+        const a = this.attemptByUid(o.attemptUid);
+        const obsTerminal = o.state === "SUCCEEDED" || o.state === "FAILED" || o.state === "KILLED";
+        if (!a || a.worker_id !== workerId) {
+          if (!obsTerminal) extraStops.push({ attemptUid: o.attemptUid, reason: "SUPERSEDED" });
+          continue;
+        }
+        if (o.logLines > a.log_lines_expected) {
+          this.stmt("UPDATE attempts SET log_lines_expected = ? WHERE uid = ?").run(o.logLines, a.uid);
+        }
+        if (!LIVE_ATTEMPT_STATES.includes(a.state)) {
+          // Already decided here (killed, lost, peer-failed): the worker's report only tells us
+          // whether it still has to stop the process.
+          if (obsTerminal) {
+            this.db
+              .prepare("UPDATE attempts SET stopping = 0, exit_code = COALESCE(exit_code, ?) WHERE uid = ?")
+              .run(o.exitCode ?? null, a.uid);
+            if (a.stopping) {
+              this.touchJob(a.instance_id);
+              this.needsSchedule = true;
+            }
+          } else if (!a.stopping) extraStops.push({ attemptUid: a.uid, reason: "SUPERSEDED" });
+          continue;
+        }
+        if (o.state === "BUILDING" && a.state === "ASSIGNED") {
+          this.setLiveState(a, "BUILDING", o);
+        } else if (o.state === "RUNNING" && a.state !== "RUNNING") {
+          this.setLiveState(a, "RUNNING", o);
+        } else if (obsTerminal) {
+          const outcome = observedOutcome(o);
+          if (o.startedAtMs && !a.started_at_ms) this.stmt("UPDATE attempts SET started_at_ms = ? WHERE uid = ?").run(o.startedAtMs, a.uid);
+          this.attemptEnded(a, outcome);
+        }
+      }
+      // Attempts we asked to stop that the worker no longer has are stopped.
+      const stopping = this.stmt("SELECT uid, instance_id FROM attempts WHERE worker_id = ? AND stopping = 1").all(workerId) as { uid: string; instance_id: string }[];
+      for (const s of stopping) {
+        if (!seen.has(s.uid)) {
+          this.stmt("UPDATE attempts SET stopping = 0 WHERE uid = ?").run(s.uid);
+          this.touchJob(s.instance_id);
+          this.needsSchedule = true;
+        }
+      }
+      const desired = this.desiredSet(workerId, extraStops);
+      const logLinesReceived: Record<string, number> = {};
+      const count = this.stmt("SELECT log_lines_received AS n FROM attempts WHERE uid = ?");
+      for (const uid of seen) {
+        const r = count.get(uid) as { n: number } | undefined;
+        if (r) logLinesReceived[uid] = r.n;
+      }
+      return { ...desired, logLinesReceived };
+    });
+  }
+
+  protected setLiveState(a: AttemptRow, state: "BUILDING" | "RUNNING", o: AttemptObservation__Output): void {
+    this.db
+      .prepare("UPDATE attempts SET state = ?, started_at_ms = CASE WHEN ? = 'RUNNING' AND started_at_ms = 0 THEN ? ELSE started_at_ms END WHERE uid = ?")
+      .run(state, state, o.startedAtMs || this.clock.now(), a.uid);
+    const t = this.task(a.instance_id, a.idx);
+    if (t.attempt === a.attempt && !isTerminalTaskState(t.state)) {
+      this.stmt("UPDATE tasks SET state = ? WHERE instance_id = ? AND idx = ?").run(state, a.instance_id, a.idx);
+    }
+    this.touchJob(a.instance_id);
+    this.recomputeJob(a.instance_id);
+  }
+
+  /** Declares workers silent for longer than the timeout lost; their attempts become WORKER_LOST. */
+  checkWorkers(): string[] {
+    return this.tx(() => {
+      const deadline = this.clock.now() - this.workerTimeoutMs;
+      const lost = this.stmt("SELECT id FROM workers WHERE state = 'ALIVE' AND last_seen_ms < ?").all(deadline) as { id: string }[];
+      for (const { id } of lost) {
+        this.stmt("UPDATE workers SET state = 'LOST' WHERE id = ?").run(id);
+        this.needsSchedule = true;
+        const live = this.db
+          .prepare("SELECT * FROM attempts WHERE worker_id = ? AND state IN ('ASSIGNED','BUILDING','RUNNING')")
+          .all(id) as AttemptRow[];
+        for (const stale of live) {
+          // Re-read: ending one gang member may already have ended its peers on this worker.
+          const a = this.attemptByUid(stale.uid)!;
+          if (!LIVE_ATTEMPT_STATES.includes(a.state)) continue;
+          this.attemptEnded(
+            a,
+            { state: "WORKER_LOST", failureKind: "WORKER_LOST", error: `worker ${id} stopped reconciling for ${this.workerTimeoutMs} ms` },
+            "SUPERSEDED",
+          );
+        }
+      }
+      return lost.map((l) => l.id);
+    });
+  }
+}

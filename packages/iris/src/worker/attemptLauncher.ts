@@ -1,0 +1,197 @@
+// The worker's attempt launcher: starts each attempt the controller wants (record first, ports,
+// environment, the runner spec, the process in its own group), stops attempts on request, and
+// turns each classified end (and its task runner's report: result or APP_ERROR) into the
+// attempt's final local state.
+import fs from "node:fs";
+import path from "node:path";
+import { entrypointFromWire } from "../internal/codec.ts";
+import type { RunAttempt__Output } from "../internal/generated/iris/v1/RunAttempt.ts";
+import { runnerArgv, type RunnerSpec } from "../runner/runnerSpec.ts";
+import { readRunnerReport } from "../taskResult.ts";
+import { withRunnerReport, type AttemptOutcome } from "./attemptOutcome.ts";
+import { AttemptProcess } from "./attemptProcess.ts";
+import { spawnedRecord, type AttemptRecord } from "./attemptStore.ts";
+import type { GroupReaper } from "./groupReaper.ts";
+import type { LogShipper } from "./logShipper.ts";
+import { allocatePorts } from "./ports.ts";
+import { buildTaskEnv, DEFAULT_ADVERTISE_HOST } from "./taskEnv.ts";
+import { errorText, isTerminal, type LocalAttempt, type WorkerContext } from "./workerTypes.ts";
+
+/** Grace of an orphaned attempt (its worker died) between SIGTERM and SIGKILL. */
+export const ORPHAN_GRACE_MS = 2000;
+
+/** Starts, stops and settles a worker's attempts. */
+export class AttemptLauncher {
+  #ctx: WorkerContext;
+  #shipper: LogShipper;
+  /** Ends the command attempts' groups if this process dies (see groupReaper.mjs). */
+  #reaper: GroupReaper;
+  #advertiseHost: string;
+  /** Each resolves once its attempt has ended and been classified. */
+  #starting = new Set<Promise<void>>();
+
+  constructor(ctx: WorkerContext, shipper: LogShipper, reaper: GroupReaper) {
+    this.#ctx = ctx;
+    this.#shipper = shipper;
+    this.#reaper = reaper;
+    this.#advertiseHost = ctx.opts.advertiseHost ?? DEFAULT_ADVERTISE_HOST;
+  }
+
+  /** Starts an attempt in the background; it is tracked until it has ended. */
+  start(spec: RunAttempt__Output): void {
+    const starting = this.#run(spec);
+    this.#starting.add(starting);
+    void starting.finally(() => this.#starting.delete(starting));
+  }
+
+  /** Asks an attempt to stop (once; the first reason wins). */
+  stop(a: LocalAttempt, reason: string): void {
+    if (a.stopReason !== undefined) return;
+    a.stopReason = reason;
+    void a.proc?.stop(this.#ctx.opts.killGraceMs);
+  }
+
+  /** Stops every running attempt because the worker is going away, and waits until all have ended. */
+  async stopAll(reason: string): Promise<void> {
+    for (const a of this.#ctx.attempts.values()) {
+      if (isTerminal(a.state)) continue;
+      a.stopReason = reason;
+      void a.proc?.stop(this.#ctx.opts.killGraceMs);
+    }
+    await Promise.all(this.#starting);
+  }
+
+  async #run(spec: RunAttempt__Output): Promise<void> {
+    const local: LocalAttempt = {
+      uid: spec.attemptUid,
+      taskId: spec.taskId,
+      attempt: spec.attempt,
+      state: "BUILDING",
+      failureKind: "",
+      error: "",
+      errorCode: "",
+      resultJson: "",
+      pid: 0,
+      startedAtMs: Date.now(),
+      finishedAtMs: 0,
+      logLines: 0,
+      unackedLines: 0,
+    };
+    this.#ctx.attempts.set(local.uid, local);
+    let outcome: AttemptOutcome;
+    let resultPath: string | undefined;
+    try {
+      const record: AttemptRecord = {
+        attemptUid: local.uid,
+        attemptId: `${local.taskId}:${local.attempt}`,
+        startedAtMs: local.startedAtMs,
+      };
+      // Written before the spawn: a crash right after it still leaves a trace to clean up.
+      this.#ctx.store.write(record);
+      const ports = await allocatePorts(spec.ports);
+      if (local.stopReason !== undefined || this.#ctx.stopping) {
+        this.#finish(local, { kind: "KILLED", message: "the attempt was stopped before it started" });
+        return;
+      }
+      const env = buildTaskEnv(
+        {
+          controllerAddress: this.#ctx.opts.controller,
+          ...(this.#ctx.opts.token === undefined ? {} : { authToken: this.#ctx.opts.token }),
+          jobId: spec.jobId,
+          taskId: spec.taskId,
+          taskIndex: spec.taskIndex,
+          numTasks: spec.numTasks,
+          attempt: spec.attempt,
+          workerId: this.#ctx.id,
+          advertiseHost: this.#advertiseHost,
+          ports,
+        },
+        spec.env,
+      );
+      const scratch = this.#ctx.store.scratchDir(local.uid);
+      const specPath = path.join(scratch, "runner.json");
+      const entrypoint = entrypointFromWire(spec.entrypoint);
+      if (entrypoint === undefined) throw new Error("entrypoint: expected a command or a module");
+      if ("module" in entrypoint) resultPath = path.join(scratch, "result.json");
+      const runnerSpec: RunnerSpec = {
+        entrypoint,
+        parentPid: process.pid,
+        orphanGraceMs: ORPHAN_GRACE_MS,
+        ...(resultPath === undefined ? {} : { resultPath }),
+      };
+      fs.writeFileSync(specPath, JSON.stringify(runnerSpec));
+      const memoryBytes = spec.resources?.memoryBytes ?? 0;
+      // A command runs directly in its own group when the reaper is up to end it if this worker
+      // dies; otherwise (and for module entrypoints) under a runner that watches the worker itself.
+      const direct = "command" in entrypoint && (await this.#reaper.started) && this.#reaper.ready;
+      if (local.stopReason !== undefined || this.#ctx.stopping) {
+        this.#finish(local, { kind: "KILLED", message: "the attempt was stopped before it started" });
+        return;
+      }
+      const proc = AttemptProcess.spawn({
+        ...("command" in entrypoint && direct
+          ? { argv: entrypoint.command, ...(entrypoint.cwd === undefined ? {} : { cwd: entrypoint.cwd }) }
+          : { argv: runnerArgv(entrypoint, specPath), ipc: true }),
+        env,
+        ...(spec.timeoutMs > 0 ? { timeoutMs: spec.timeoutMs } : {}),
+        ...(this.#ctx.opts.killGraceMs === undefined ? {} : { killGraceMs: this.#ctx.opts.killGraceMs }),
+        ...(memoryBytes > 0 && this.#ctx.opts.enforceMemoryLimits !== false ? { memoryLimitBytes: memoryBytes } : {}),
+        onLine: (line) => this.#shipper.queue(local, line),
+      });
+      local.proc = proc;
+      if (direct && proc.pid !== undefined) {
+        const pgid = proc.pid;
+        this.#reaper.add(pgid);
+        void proc.exited.finally(() => this.#reaper.remove(pgid));
+      }
+      if (proc.pid !== undefined) {
+        local.pid = proc.pid;
+        local.state = "RUNNING";
+        this.#ctx.store.write(spawnedRecord(record, proc.pid));
+        this.#ctx.emit({ type: "attemptStarted", attemptUid: local.uid, taskId: local.taskId, attempt: local.attempt, pid: proc.pid });
+        this.#ctx.kick();
+      }
+      outcome = await proc.exited;
+      if (resultPath !== undefined) outcome = withRunnerReport(outcome, readRunnerReport(resultPath));
+    } catch (e) {
+      outcome = { kind: "LAUNCH_FAILED", message: `could not start the attempt: ${errorText(e)}` };
+    }
+    this.#finish(local, outcome);
+  }
+
+  #finish(local: LocalAttempt, outcome: AttemptOutcome): void {
+    local.proc = undefined;
+    // The attempt's last lines go out now; its end is reported once they are in (#observation).
+    this.#shipper.flush();
+    local.finishedAtMs = Date.now();
+    if (outcome.exitCode !== undefined) local.exitCode = outcome.exitCode;
+    if (outcome.kind === "APP_EXIT" && outcome.exitCode === 0) {
+      local.state = "SUCCEEDED";
+      local.resultJson = outcome.resultJson ?? "";
+    } else if (outcome.kind === "KILLED" && (local.stopReason === "WORKER_STOPPING" || local.stopReason === "CONTROLLER_SILENT")) {
+      local.state = "FAILED";
+      local.failureKind = "WORKER_LOST";
+      local.error =
+        local.stopReason === "WORKER_STOPPING" ? "the worker was stopped" : "the worker lost contact with the controller";
+    } else if (outcome.kind === "KILLED") {
+      local.state = "KILLED";
+      local.failureKind = local.stopReason === "TIMEOUT" ? "TIMEOUT" : "KILLED";
+      local.error = `stopped by the controller (${local.stopReason ?? "KILLED"})`;
+    } else {
+      local.state = "FAILED";
+      local.failureKind = outcome.kind;
+      local.error = outcome.message;
+      local.errorCode = outcome.errorCode ?? "";
+    }
+    this.#ctx.emit({
+      type: "attemptEnded",
+      attemptUid: local.uid,
+      taskId: local.taskId,
+      attempt: local.attempt,
+      state: local.state,
+      failureKind: local.failureKind,
+      error: local.error,
+    });
+    this.#ctx.kick();
+  }
+}

@@ -1,0 +1,136 @@
+// The worker's shared shapes: its options and events, its record of each attempt, and the context
+// its three parts (reconciler.ts, attemptLauncher.ts, logShipper.ts) share.
+import { IrisError } from "../errors.ts";
+import type { WorkerControlServiceClient } from "../internal/rpc.ts";
+import type { AttemptProcess } from "./attemptProcess.ts";
+import type { AttemptStore } from "./attemptStore.ts";
+
+/** Options of {@link Worker.start}. */
+export interface WorkerOptions {
+  /** The controller's address, `host:port`. */
+  controller: string;
+  /** Bearer token for the controller; passed on to tasks as `IRIS_AUTH_TOKEN`. */
+  token?: string;
+  /** CPU capacity offered to the scheduler, in millicores. Default: one core per CPU. */
+  cpuMillis?: number;
+  /** Memory capacity offered to the scheduler, in bytes. Default: the machine's memory. */
+  memoryBytes?: number;
+  /** Attributes that job constraints match against. */
+  attributes?: Record<string, string>;
+  /**
+   * Where the worker keeps its id and the records of its attempts. A worker restarted on the same
+   * directory keeps its id and kills what its previous run left behind. Default: a fresh
+   * directory of its own under {@link WorkerOptions.stateRoot}, removed by {@link Worker.stop}.
+   */
+  stateDir?: string;
+  /**
+   * Where workers started without `stateDir` keep their directories, one each. A starting worker
+   * sweeps the directories there whose worker died on this host (SIGKILL, crash): it kills the
+   * attempts they record and removes them. Default: `$IRIS_STATE_DIR`, else `~/.cache/iris/workers`.
+   */
+  stateRoot?: string;
+  /** Reconcile interval; default: what the controller asks for at registration. */
+  tickMs?: number;
+  /** The host tasks advertise to others (`IRIS_ADVERTISE_HOST`). Default `127.0.0.1`. */
+  advertiseHost?: string;
+  /** Explicit worker id (default: kept in `stateDir`, else `<hostname>-<random>`). */
+  workerId?: string;
+  /** Time between SIGTERM and SIGKILL when stopping an attempt. Default 5 s. */
+  killGraceMs?: number;
+  /**
+   * After this long without a successful exchange with the controller, the worker ends its
+   * running attempts: by then the controller (if it is alive) has declared this worker lost and
+   * is running them elsewhere, and two copies must not run side by side. Default: twice the
+   * controller's worker timeout, and at least a minute.
+   */
+  controllerSilenceMs?: number;
+  /** Kill attempts whose processes exceed their job's memory request (OOM). Default true. */
+  enforceMemoryLimits?: boolean;
+  /** Receives what the worker does (quiet by default). */
+  onEvent?: (event: WorkerEvent) => void;
+}
+
+/** Something a worker did or saw, for logs and tests. */
+export type WorkerEvent =
+  | { type: "registered"; workerId: string; tickMs: number }
+  | { type: "controllerUnreachable"; error: string; retryInMs: number }
+  /** The controller refused this worker's credentials: the worker stops (see {@link Worker.done}). */
+  | { type: "refused"; error: string }
+  | { type: "attemptStarted"; attemptUid: string; taskId: string; attempt: number; pid: number }
+  | { type: "attemptEnded"; attemptUid: string; taskId: string; attempt: number; state: string; failureKind: string; error: string }
+  | { type: "leftoverKilled"; attemptUid: string; pid: number }
+  /** A dead worker's state directory under the state root, cleaned up by this one. */
+  | { type: "deadWorkerSwept"; dir: string; ownerPid: number | undefined; killed: { attemptUid: string; pid: number }[] };
+
+/** A worker's view of one of its attempts. */
+export interface LocalAttemptInfo {
+  attemptUid: string;
+  taskId: string;
+  attempt: number;
+  /** BUILDING | RUNNING | SUCCEEDED | FAILED | KILLED */
+  state: string;
+  pid: number;
+  failureKind: string;
+  exitCode?: number;
+}
+
+/** The states of an attempt on its worker. */
+export type LocalState = "BUILDING" | "RUNNING" | "SUCCEEDED" | "FAILED" | "KILLED";
+
+/** A worker's record of one of its attempts, shared by its reconciler, launcher and log shipper. */
+export interface LocalAttempt {
+  uid: string;
+  taskId: string;
+  attempt: number;
+  state: LocalState;
+  exitCode?: number;
+  failureKind: string;
+  error: string;
+  /** For APP_ERROR: the application's error code ("" otherwise). */
+  errorCode: string;
+  /** For SUCCEEDED: the JSON text of the entrypoint's return value ("" = none). */
+  resultJson: string;
+  pid: number;
+  startedAtMs: number;
+  finishedAtMs: number;
+  /** Lines the controller has acknowledged (reported as `log_lines`). */
+  logLines: number;
+  /** Lines queued or in flight, not yet acknowledged. */
+  unackedLines: number;
+  proc?: AttemptProcess;
+  /** Why the worker is ending it (a stop intent's reason, SUPERSEDED, WORKER_STOPPING, CONTROLLER_SILENT). */
+  stopReason?: string;
+}
+
+/** Whether a local attempt has ended. */
+export function isTerminal(s: LocalState): boolean {
+  return s === "SUCCEEDED" || s === "FAILED" || s === "KILLED";
+}
+
+/** What the worker's parts share: its identity, channel, attempts and the few flags they all read. */
+export interface WorkerContext {
+  readonly id: string;
+  readonly opts: WorkerOptions;
+  readonly client: WorkerControlServiceClient;
+  readonly store: AttemptStore;
+  /** Every attempt the worker knows about, by uid. */
+  readonly attempts: Map<string, LocalAttempt>;
+  /** The worker is stopping (set once by Worker.stop). */
+  stopping: boolean;
+  /** Registered with the controller (false again after a NOT_FOUND until it registers again). */
+  isRegistered: boolean;
+  /** The reconcile interval. */
+  tickMs: number;
+  emit(event: WorkerEvent): void;
+  /** Reconcile as soon as possible (a notice arrived, or a local attempt changed state). */
+  kick(): void;
+}
+
+/** Deadline of the worker's RPCs to the controller. */
+export const RPC_DEADLINE_MS = 5000;
+
+/** The text of an error for events and messages. */
+export function errorText(e: unknown): string {
+  if (e instanceof IrisError) return e.toString();
+  return e instanceof Error ? e.message : String(e);
+}
