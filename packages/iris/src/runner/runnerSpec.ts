@@ -3,6 +3,7 @@
 import { createRequire } from "node:module";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import type { Entrypoint } from "../jobSpec.ts";
+import { ownExtension } from "../moduleLoader.ts";
 
 /** What the worker hands an attempt's runner, as a JSON file in the attempt's scratch directory. */
 export interface RunnerSpec {
@@ -60,18 +61,22 @@ export function parseRunnerSpec(raw: unknown): Required<RunnerSpec> | { problems
   return { entrypoint, parentPid, orphanGraceMs, parentPollMs, resultPath };
 }
 
-/** The runner of module entrypoints (TypeScript, under tsx). */
-export const TASK_RUNNER_PATH = fileURLToPath(new URL("./taskRunner.ts", import.meta.url));
+/** Whether iris runs from its TypeScript source (the workspace) rather than built JavaScript. */
+const FROM_SOURCE = ownExtension(import.meta.url) === ".ts";
+/** The runner of module entrypoints: TypeScript under tsx from source, plain JavaScript built. */
+export const TASK_RUNNER_PATH = fileURLToPath(new URL(`./taskRunner${ownExtension(import.meta.url)}`, import.meta.url));
 /** The supervisor of command entrypoints (plain JavaScript: no loader to start). */
 export const COMMAND_SUPERVISOR_PATH = fileURLToPath(new URL("./commandSupervisor.mjs", import.meta.url));
 
 /**
- * The argv that runs an attempt whose spec is in `specPath`: this Node binary with, for a module
- * entrypoint, the tsx that `@marin/iris` depends on (resolved from this package, never from the
- * task's cwd) and the task runner; for a command, the command supervisor.
+ * The argv that runs an attempt whose spec is in `specPath`: for a command, this Node binary with
+ * the command supervisor; for a module entrypoint, the task runner — built, as plain JavaScript
+ * (a TypeScript module gets tsx on first need, see moduleLoader.ts); from source, under the tsx
+ * that `@marin/iris` depends on (resolved from this package, never from the task's cwd).
  */
 export function runnerArgv(entrypoint: RunnerSpec["entrypoint"], specPath: string): string[] {
   if ("command" in entrypoint) return [process.execPath, COMMAND_SUPERVISOR_PATH, specPath];
+  if (!FROM_SOURCE) return [process.execPath, TASK_RUNNER_PATH, specPath];
   const tsxLoader = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href;
   return [process.execPath, "--import", tsxLoader, TASK_RUNNER_PATH, specPath];
 }

@@ -13,6 +13,7 @@ import { readProcStat } from "../worker/processGroup.ts";
 import { parseTaskEnv } from "../worker/taskEnv.ts";
 import { watchParent } from "./parentWatch.ts";
 import { moduleUrl, parseRunnerSpec, type RunnerSpec } from "./runnerSpec.ts";
+import { importModule } from "../moduleLoader.ts";
 import { appErrorOf, encodeTaskResult, writeRunnerReport, type RunnerReport } from "../taskResult.ts";
 
 function fail(message: string): never {
@@ -73,7 +74,7 @@ async function runModule(entry: { module: string; export: string; args?: unknown
     // The context itself is built lazily from this environment by getIrisCtx(), in whichever copy
     // of @marin/iris the module imports; checking it here fails a broken environment early.
     parseTaskEnv(process.env);
-    const mod = (await import(moduleUrl(entry.module))) as Record<string, unknown>;
+    const mod = await importModule(moduleUrl(entry.module));
     const fn = mod[entry.export];
     if (typeof fn !== "function") {
       const names = Object.keys(mod).filter((k) => typeof mod[k] === "function");
