@@ -3,6 +3,7 @@
 import { randomUUID } from "node:crypto";
 import { IrisError } from "../errors.ts";
 import type { Endpoint as WireEndpoint } from "../internal/generated/iris/v1/Endpoint.ts";
+import { registeredEndpointToWire } from "../internal/codec.ts";
 import { StateTransitions } from "./transitions.ts";
 import { LIVE_ATTEMPT_STATES, parseAttemptId, type AttemptRow } from "./stateRows.ts";
 
@@ -87,7 +88,7 @@ export class StateRecordTransitions extends StateTransitions {
       this.db
         .prepare("INSERT INTO endpoints (id, name, address, metadata, attempt_uid, instance_id, idx, attempt, created_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")
         .run(id, full, req.address, JSON.stringify(req.metadata), lease?.uid ?? null, lease?.instance_id ?? null, lease?.idx ?? null, lease?.attempt ?? null, this.clock.now());
-      return { endpointId: id, name: full, address: req.address, metadata: req.metadata, attemptId: req.attemptId };
+      return registeredEndpointToWire(id, full, req);
     });
   }
 

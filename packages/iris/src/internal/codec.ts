@@ -7,6 +7,7 @@ import type { Endpoint, Entrypoint, JobSpec, JobSpecInput, JobState, JobStatus, 
 import type { LocalAttempt } from "../worker/workerTypes.ts";
 import type { AttemptObservation as WireObservation } from "./generated/iris/v1/AttemptObservation.ts";
 import type { LogEntry__Output as WireLogEntryOut } from "./generated/iris/v1/LogEntry.ts";
+import type { LogLine as WireLogLine } from "./generated/iris/v1/LogLine.ts";
 import type { MetricPoint__Output as WireMetricPointOut } from "./generated/iris/v1/MetricPoint.ts";
 import type { Resources__Output as WireResourcesOut } from "./generated/iris/v1/Resources.ts";
 import type { WorkerInfo__Output as WireWorkerInfoOut } from "./generated/iris/v1/WorkerInfo.ts";
@@ -295,6 +296,15 @@ export function endpointToWire(r: EndpointRow, attemptId: string): WireEndpointI
   return { endpointId: r.id, name: r.name, address: r.address, metadata: JSON.parse(r.metadata) as Record<string, string>, attemptId };
 }
 
+/** A just-registered endpoint (id and full name assigned) as its wire Endpoint. */
+export function registeredEndpointToWire(
+  endpointId: string,
+  fullName: string,
+  req: { address: string; metadata: Record<string, string>; attemptId: string },
+): WireEndpointIn {
+  return { endpointId, name: fullName, address: req.address, metadata: req.metadata, attemptId: req.attemptId };
+}
+
 /** A stored metrics point as its wire MetricPoint. */
 export function metricPointToWire(r: MetricRow): WireMetricPoint {
   return { step: r.step, timeMs: r.time_ms, metrics: JSON.parse(r.metrics) as Record<string, number> };
@@ -322,6 +332,11 @@ export function metricPointFromWire(p: WireMetricPointOut): MetricPoint {
 /** A wire WorkerInfo as the public WorkerSummary. */
 export function workerSummaryFromWire(w: WireWorkerInfoOut): WorkerSummary {
   return { workerId: w.workerId, host: w.host, state: w.state, attributes: { ...w.attributes }, runningAttempts: w.runningAttempts, lastSeenMs: w.lastSeenMs };
+}
+
+/** One line of an attempt's output as the wire LogLine a worker pushes. */
+export function logLineToWire(attemptUid: string, line: { stream: string; line: string; timeMs: number }): WireLogLine {
+  return { attemptUid, stream: line.stream, line: line.line, timeMs: line.timeMs };
 }
 
 // ---- the worker's side of reconcile -------------------------------------------------------------

@@ -2,6 +2,7 @@
 // (one at a time), counted once the controller acknowledges them, retried while it is away.
 import type { LogLine as WireLogLine } from "../internal/generated/iris/v1/LogLine.ts";
 import type { PushLogsRequest } from "../internal/generated/iris/v1/PushLogsRequest.ts";
+import { logLineToWire } from "../internal/codec.ts";
 import type { LogLine } from "./attemptProcess.ts";
 import { isTerminal, RPC_DEADLINE_MS, type LocalAttempt, type WorkerContext } from "./workerTypes.ts";
 
@@ -30,7 +31,7 @@ export class LogShipper {
   queue(local: LocalAttempt, line: LogLine): void {
     this.#pending.push({
       local,
-      line: { attemptUid: local.uid, stream: line.stream, line: line.line, timeMs: line.timeMs },
+      line: logLineToWire(local.uid, line),
     });
     local.unackedLines++;
     if (this.#pending.length > MAX_PENDING_LOG_LINES) this.#pending.shift()!.local.unackedLines--;
