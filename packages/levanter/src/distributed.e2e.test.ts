@@ -1,3 +1,4 @@
+// initializeDistributed across real iris gang tasks.
 import { LocalCluster } from "@marin/iris";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";

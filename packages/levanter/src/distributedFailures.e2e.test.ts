@@ -1,3 +1,4 @@
+// initializeDistributed under failures: missing ranks, dead peers, timeouts.
 import { withIrisCtx, type IrisContext } from "@marin/iris";
 import net from "node:net";
 import readline from "node:readline";

@@ -1,3 +1,4 @@
+// Sampling from a saved checkpoint: determinism by seed, prompts, stop at end of document.
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";

@@ -1,3 +1,4 @@
+// Text generation from a checkpoint: load, sample with temperature/top-k, decode.
 import * as tf from "@tensorflow/tfjs";
 import { selectBackend } from "./backend.ts";
 import { LevanterError } from "./errors.ts";

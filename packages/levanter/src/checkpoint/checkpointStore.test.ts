@@ -1,3 +1,4 @@
+// Checkpoint directories: save, list, load, damaged ones skipped.
 import fc from "fast-check";
 import { mkdtemp, readFile, readdir, rm, writeFile } from "node:fs/promises";
 import os from "node:os";

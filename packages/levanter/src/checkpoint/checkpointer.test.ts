@@ -1,3 +1,4 @@
+// The checkpoint policy table, row by row, with an injected clock.
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";

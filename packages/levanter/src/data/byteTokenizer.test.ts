@@ -1,3 +1,4 @@
+// The byte tokenizer: round trips and end-of-document handling.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { BYTE_EOS_ID, byteTokenizer } from "./byteTokenizer.ts";

@@ -1,3 +1,4 @@
+// The byte-level tokenizer: UTF-8 bytes as ids 0–255 plus an end-of-document id.
 import type { Tokenizer } from "./tokenizer.ts";
 
 /** Id of the byte tokenizer's end-of-document token (ids 0…255 are the bytes themselves). */

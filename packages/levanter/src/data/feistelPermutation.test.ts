@@ -1,3 +1,4 @@
+// The Feistel permutation: a bijection for any size and seed.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { LevanterError } from "../errors.ts";

@@ -1,3 +1,4 @@
+// A seeded pseudo-random permutation of [0, n) (Feistel network with cycle walking), in O(1) memory.
 import { LevanterError } from "../errors.ts";
 
 const TWO_32 = 2 ** 32;

@@ -1,3 +1,4 @@
+// Hugging Face tokenizers against the real Llama-2 tokenizer.json.
 import fc from "fast-check";
 import { copyFile, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { createRequire } from "node:module";

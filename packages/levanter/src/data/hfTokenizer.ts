@@ -1,3 +1,4 @@
+// Hugging Face tokenizers (tokenizer.json) behind levanter's Tokenizer interface.
 import { Tokenizer as HfTokenizerImpl } from "@huggingface/tokenizers";
 import { readFile, stat } from "node:fs/promises";
 import path from "node:path";

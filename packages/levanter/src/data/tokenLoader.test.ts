@@ -1,3 +1,4 @@
+// The data loader: window cutting, shuffling, determinism and resume positions.
 import fc from "fast-check";
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";

@@ -1,3 +1,4 @@
+// The training data loader: seeded, resumable windows cut from a token stream.
 import { LevanterError } from "../errors.ts";
 import { batchSlice } from "../sharding/dataParallel.ts";
 import type { TokenSource } from "../sharding/tokenSource.ts";

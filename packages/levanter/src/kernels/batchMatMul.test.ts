@@ -1,3 +1,4 @@
+// The wasm SIMD matMul kernel against the cpu backend: every transpose form, odd sizes, threads.
 import { readFile } from "node:fs/promises";
 import * as tf from "@tensorflow/tfjs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";

@@ -1,3 +1,4 @@
+// The `model` section of a training config and the FLOP counts derived from it.
 import { z } from "zod";
 import { LevanterError } from "../errors.ts";
 

@@ -1,3 +1,4 @@
+// The transformer LM: FLOP counts, shapes, causal masking, parameter names.
 import * as tf from "@tensorflow/tfjs";
 import { beforeAll, describe, expect, it } from "vitest";
 import { selectBackend } from "../backend.ts";

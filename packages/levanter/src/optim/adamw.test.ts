@@ -1,3 +1,4 @@
+// AdamW against hand-computed updates: decay mask, gradient clipping, saved and restored scalars.
 import * as tf from "@tensorflow/tfjs";
 import { beforeAll, describe, expect, it } from "vitest";
 import { selectBackend } from "../backend.ts";

@@ -1,3 +1,4 @@
+// The `optimizer` section of a training config (zod schema and its input/output types).
 import { z } from "zod";
 
 const fracOrSteps = z

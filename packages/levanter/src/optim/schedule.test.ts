@@ -1,3 +1,4 @@
+// Learning-rate schedules row by row against upstream Levanter's table.
 import { describe, expect, it } from "vitest";
 import { OptimizerConfigSchema, type OptimizerConfigInput } from "./optimizerConfig.ts";
 import { lrSchedule } from "./schedule.ts";

@@ -1,3 +1,4 @@
+// Learning-rate schedules: warmup, constant/linear/cosine decay, rewarmup cycles, as one function of the step.
 import type { OptimizerConfig } from "./optimizerConfig.ts";
 
 /** A learning rate per step (0-based). */

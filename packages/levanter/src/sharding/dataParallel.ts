@@ -1,3 +1,4 @@
+// Where a data-parallel rank sits (rank of world) and what it reads.
 import { LevanterError } from "../errors.ts";
 
 /**

@@ -1,3 +1,4 @@
+// shardFor: every shard has exactly one rank.
 import { describe, expect, it } from "vitest";
 import { LevanterError } from "../errors.ts";
 import { shardFor } from "./shardFor.ts";

@@ -1,3 +1,4 @@
+// Which shards a data-parallel rank reads (round-robin).
 import { LevanterError } from "../errors.ts";
 
 /**

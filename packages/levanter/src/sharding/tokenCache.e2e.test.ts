@@ -1,3 +1,4 @@
+// Token caches written by racing real processes.
 import { spawn } from "node:child_process";
 import { mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import os from "node:os";

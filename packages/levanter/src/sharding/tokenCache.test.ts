@@ -1,3 +1,4 @@
+// Token caches: write, ledger, read back, damaged shards refused.
 import fc from "fast-check";
 import { mkdtemp, readFile, readdir, rm, writeFile } from "node:fs/promises";
 import os from "node:os";

@@ -1,3 +1,4 @@
+// Reads token-cache shards as one flat, random-access token stream.
 import { closeSync, fstatSync, openSync, readSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { endianness } from "node:os";

@@ -1,3 +1,4 @@
+// Writes token-cache shards: append-only files with a ledger, safe against racing writers.
 import { randomBytes } from "node:crypto";
 import { closeSync, openSync } from "node:fs";
 import { mkdir, open, readdir, rename, rm } from "node:fs/promises";

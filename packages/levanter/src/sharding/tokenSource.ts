@@ -1,3 +1,4 @@
+// Random-access token streams: the interface the loader reads, over a cache or an array.
 import { LevanterError } from "../errors.ts";
 
 /**

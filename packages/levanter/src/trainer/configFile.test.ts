@@ -1,3 +1,4 @@
+// Config files and overrides: YAML scalars, nested keys, errors naming the key.
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";

@@ -1,3 +1,4 @@
+// Training config files: YAML/JSON loading and dotted command-line overrides.
 import { readFileSync } from "node:fs";
 import { parse as parseYaml } from "yaml";
 import { LevanterError } from "../errors.ts";

@@ -1,3 +1,4 @@
+// Evaluation: loss and bits per byte of a model or a checkpoint over validation batches.
 import * as tf from "@tensorflow/tfjs";
 import { selectBackend } from "../backend.ts";
 import { loadTokenizer } from "../data/hfTokenizer.ts";

@@ -1,3 +1,4 @@
+// Gradient computation: micro-batch accumulation equals the full batch.
 import * as tf from "@tensorflow/tfjs";
 import { describe, expect, it } from "vitest";
 import { selectBackend } from "../backend.ts";

@@ -1,3 +1,4 @@
+// Loss and gradients of one batch, accumulated over micro-batches.
 import * as tf from "@tensorflow/tfjs";
 import type { TransformerLm } from "../models/transformer.ts";
 

@@ -1,3 +1,4 @@
+// trainLm as an iris module task on a LocalCluster: status reports, metrics, result.
 import { LocalCluster } from "@marin/iris";
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";

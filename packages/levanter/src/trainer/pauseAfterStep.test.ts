@@ -1,3 +1,4 @@
+// The pause-after-step fault-injection hook: parsing and behaviour.
 import { describe, expect, it } from "vitest";
 import { pauseAfterStepHook } from "./pauseAfterStep.ts";
 

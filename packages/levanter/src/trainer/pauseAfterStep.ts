@@ -1,3 +1,4 @@
+// A fault-injection hook for tests that interrupt training at an exact step.
 import type { TrainHook } from "./trainLm.ts";
 
 /**

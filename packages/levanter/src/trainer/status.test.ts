@@ -1,3 +1,4 @@
+// Status lines: step/total, loss, tok/s, MFU and ETA formatting.
 import { describe, expect, it } from "vitest";
 import { formatStatus, StatusReporter } from "./status.ts";
 

@@ -1,3 +1,4 @@
+// TensorBoard event files: framing, CRC, scalar summaries read back.
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";

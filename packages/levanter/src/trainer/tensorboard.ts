@@ -1,3 +1,4 @@
+// A TensorBoard event-file writer (TFRecord framing with masked CRC32C, Event/Summary protobufs).
 import { crc32c } from "@aws-crypto/crc32c";
 import { closeSync, fsyncSync, openSync, writeSync } from "node:fs";
 import { hostname } from "node:os";

@@ -1,3 +1,4 @@
+// Trackers: what each writes, on a TTY and off it.
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";

@@ -1,3 +1,4 @@
+// Metric trackers: console, JSONL file, TensorBoard, and a composite of several.
 import { appendFileSync, mkdirSync } from "node:fs";
 import path from "node:path";
 import cliProgress from "cli-progress";

@@ -1,3 +1,4 @@
+// trainLm end to end in-process: loss falls, checkpoints, exact resume.
 import * as tf from "@tensorflow/tfjs";
 import { getEventListeners } from "node:events";
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
