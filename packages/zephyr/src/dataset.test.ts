@@ -68,6 +68,29 @@ describe("errors", () => {
     expect(stats.stages[0].counters.bytesIn).toBe((await readFile(file)).length);
   });
 
+  it("invalid UTF-8 is a bad record: fails with file and line, is skipped and counted, or is replaced on request", async () => {
+    const file = path.join(dir, "latin1.jsonl.gz");
+    // Line 2 is Latin-1, not UTF-8 ("café" with a lone 0xe9).
+    await writeFile(file, gzipSync(Buffer.concat([Buffer.from('{"x":1,"t":"ok"}\n{"x":2,"t":"caf'), Buffer.from([0xe9]), Buffer.from('"}\n{"x":3,"t":"é"}\n')])));
+    const err = await readJsonl(file).collect(inline).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ZephyrError);
+    expect((err as ZephyrError).code).toBe("BAD_RECORD");
+    expect((err as Error).message).toBe(`${file}:2: invalid UTF-8`);
+    const skipped = await readJsonl<{ x: number }>(file, { onBadRecord: "skip" }).collect({ ...inline, withStats: true });
+    expect(skipped.records.map((r) => r.x)).toEqual([1, 3]);
+    expect(skipped.stats.counters.badRecords).toBe(1);
+    const replaced = await readJsonl<{ x: number; t: string }>(file, { invalidUtf8: "replace" }).collect(inline);
+    expect(replaced.map((r) => r.t)).toEqual(["ok", "caf\uFFFD", "é"]);
+    // The text reader follows the same policy.
+    const txt = path.join(dir, "latin1.txt");
+    await writeFile(txt, Buffer.concat([Buffer.from("one\ntw"), Buffer.from([0xf6]), Buffer.from("\nthree\n")]));
+    await expect(readText(txt).collect(inline)).rejects.toThrow(`${txt}:2: invalid UTF-8`);
+    const t = await readText(txt, { onBadRecord: "skip" }).collect({ ...inline, withStats: true });
+    expect(t.records).toEqual(["one", "three"]);
+    expect(t.stats.counters.badRecords).toBe(1);
+    expect(() => readJsonl(file, { invalidUtf8: "ignore" as "replace" })).toThrow(/invalidUtf8: expected "badRecord" or "replace"/);
+  });
+
   it("a user function that throws names the stage, the shard and the record's position", async () => {
     const ds = fromList(
       Array.from({ length: 20 }, (_, i) => i),
