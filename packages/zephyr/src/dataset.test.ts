@@ -1,5 +1,5 @@
 // Dataset's sources, errors, sinks and skipExisting, through the public operations.
-import { existsSync } from "node:fs";
+import { existsSync, readdirSync } from "node:fs";
 import { mkdir, mkdtemp, readFile, rm, utimes, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -89,6 +89,28 @@ describe("errors", () => {
     expect(t.records).toEqual(["one", "three"]);
     expect(t.stats.counters.badRecords).toBe(1);
     expect(() => readJsonl(file, { invalidUtf8: "ignore" as "replace" })).toThrow(/invalidUtf8: expected "badRecord" or "replace"/);
+  });
+
+  it("a multi-file run failing on its third file leaves no shard under its final name and no temp file", async () => {
+    const input = path.join(dir, "in");
+    await mkdir(input);
+    for (const [i, body] of ['{"x":1}\n', '{"x":2}\n', '{"x":3}\n{oops\n', '{"x":4}\n'].entries()) await writeFile(path.join(input, `f${i}.jsonl`), body);
+    const out = path.join(dir, "out");
+    const err = await readJsonl<{ x: number }>(path.join(input, "*.jsonl"))
+      .map((r) => r.x)
+      .writeJsonl(path.join(out, "part-{shard}.jsonl"), inline)
+      .catch((e: unknown) => e);
+    expect((err as ZephyrError).code).toBe("BAD_RECORD");
+    expect((err as Error).message).toContain("f2.jsonl:2");
+    // Shards 0 and 1 had finished (inline runs shards in order): nothing of them is visible.
+    expect(existsSync(out) ? readdirSync(out) : []).toEqual([]);
+    // A run that succeeds afterwards publishes all of its shards, then _SUCCESS.
+    await writeFile(path.join(input, "f2.jsonl"), '{"x":3}\n');
+    const ok = await readJsonl<{ x: number }>(path.join(input, "*.jsonl"))
+      .map((r) => r.x)
+      .writeJsonl(path.join(out, "part-{shard}.jsonl"), inline);
+    expect(ok.counts).toEqual([1, 1, 1, 1]);
+    expect(readdirSync(out).sort()).toEqual([".zephyr", "_SUCCESS", "part-00000.jsonl", "part-00001.jsonl", "part-00002.jsonl", "part-00003.jsonl"]);
   });
 
   it("a user function that throws names the stage, the shard and the record's position", async () => {
