@@ -1,5 +1,5 @@
 // Dataset's sources, errors, sinks and skipExisting, through the public operations.
-import { existsSync } from "node:fs";
+import { existsSync, readdirSync } from "node:fs";
 import { mkdir, mkdtemp, readFile, rm, utimes, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -66,6 +66,51 @@ describe("errors", () => {
     expect(records.map((r) => r.x)).toEqual([1, 2, 4]);
     expect(stats.counters.badRecords).toBe(2);
     expect(stats.stages[0].counters.bytesIn).toBe((await readFile(file)).length);
+  });
+
+  it("invalid UTF-8 is a bad record: fails with file and line, is skipped and counted, or is replaced on request", async () => {
+    const file = path.join(dir, "latin1.jsonl.gz");
+    // Line 2 is Latin-1, not UTF-8 ("café" with a lone 0xe9).
+    await writeFile(file, gzipSync(Buffer.concat([Buffer.from('{"x":1,"t":"ok"}\n{"x":2,"t":"caf'), Buffer.from([0xe9]), Buffer.from('"}\n{"x":3,"t":"é"}\n')])));
+    const err = await readJsonl(file).collect(inline).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ZephyrError);
+    expect((err as ZephyrError).code).toBe("BAD_RECORD");
+    expect((err as Error).message).toBe(`${file}:2: invalid UTF-8`);
+    const skipped = await readJsonl<{ x: number }>(file, { onBadRecord: "skip" }).collect({ ...inline, withStats: true });
+    expect(skipped.records.map((r) => r.x)).toEqual([1, 3]);
+    expect(skipped.stats.counters.badRecords).toBe(1);
+    const replaced = await readJsonl<{ x: number; t: string }>(file, { invalidUtf8: "replace" }).collect(inline);
+    expect(replaced.map((r) => r.t)).toEqual(["ok", "caf\uFFFD", "é"]);
+    // The text reader follows the same policy.
+    const txt = path.join(dir, "latin1.txt");
+    await writeFile(txt, Buffer.concat([Buffer.from("one\ntw"), Buffer.from([0xf6]), Buffer.from("\nthree\n")]));
+    await expect(readText(txt).collect(inline)).rejects.toThrow(`${txt}:2: invalid UTF-8`);
+    const t = await readText(txt, { onBadRecord: "skip" }).collect({ ...inline, withStats: true });
+    expect(t.records).toEqual(["one", "three"]);
+    expect(t.stats.counters.badRecords).toBe(1);
+    expect(() => readJsonl(file, { invalidUtf8: "ignore" as "replace" })).toThrow(/invalidUtf8: expected "badRecord" or "replace"/);
+  });
+
+  it("a multi-file run failing on its third file leaves no shard under its final name and no temp file", async () => {
+    const input = path.join(dir, "in");
+    await mkdir(input);
+    for (const [i, body] of ['{"x":1}\n', '{"x":2}\n', '{"x":3}\n{oops\n', '{"x":4}\n'].entries()) await writeFile(path.join(input, `f${i}.jsonl`), body);
+    const out = path.join(dir, "out");
+    const err = await readJsonl<{ x: number }>(path.join(input, "*.jsonl"))
+      .map((r) => r.x)
+      .writeJsonl(path.join(out, "part-{shard}.jsonl"), inline)
+      .catch((e: unknown) => e);
+    expect((err as ZephyrError).code).toBe("BAD_RECORD");
+    expect((err as Error).message).toContain("f2.jsonl:2");
+    // Shards 0 and 1 had finished (inline runs shards in order): nothing of them is visible.
+    expect(existsSync(out) ? readdirSync(out) : []).toEqual([]);
+    // A run that succeeds afterwards publishes all of its shards, then _SUCCESS.
+    await writeFile(path.join(input, "f2.jsonl"), '{"x":3}\n');
+    const ok = await readJsonl<{ x: number }>(path.join(input, "*.jsonl"))
+      .map((r) => r.x)
+      .writeJsonl(path.join(out, "part-{shard}.jsonl"), inline);
+    expect(ok.counts).toEqual([1, 1, 1, 1]);
+    expect(readdirSync(out).sort()).toEqual([".zephyr", "_SUCCESS", "part-00000.jsonl", "part-00001.jsonl", "part-00002.jsonl", "part-00003.jsonl"]);
   });
 
   it("a user function that throws names the stage, the shard and the record's position", async () => {

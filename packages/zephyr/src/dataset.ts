@@ -3,7 +3,7 @@
 import { ZephyrError } from "./errors.ts";
 import type { DatasetRunOptions, PipelineOrigin, RunOutcome, RunSource, RunStats, SinkOptions, SinkSpec, TokenCacheOptions, WriteOptions, WriteResult } from "./exec/contracts.ts";
 import { cores } from "./exec/cores.ts";
-import type { BadRecordPolicy } from "./io/jsonl.ts";
+import type { BadRecordPolicy, InvalidUtf8Policy } from "./io/jsonl.ts";
 import { isColumnFilter } from "./plan/columnFilter.ts";
 import type { ColumnFilter } from "./plan/columnFilter.ts";
 import type { LogicalPlan, OpSpec, SourceSpec, TaskContext } from "./plan/ops.ts";
@@ -273,20 +273,39 @@ export function fromFiles(glob: string | readonly string[]): Dataset<string> {
 
 /** Options of {@link readJsonl}. */
 export interface ReadJsonlOptions {
-  /** `fail` (default): a malformed line fails the run naming file and line. `skip`: drop and count it (counter `badRecords`). */
+  /**
+   * `fail` (default): a bad line (malformed JSON, invalid UTF-8, longer than 256 MiB) fails the run
+   * as `BAD_RECORD` naming file and line. `skip`: drop and count it (counter `badRecords`).
+   */
   onBadRecord?: BadRecordPolicy;
+  /** `badRecord` (default): a line with invalid UTF-8 is a bad record. `replace`: read it with U+FFFD in place of each invalid sequence. */
+  invalidUtf8?: InvalidUtf8Policy;
+}
+
+/** Options of {@link readText}. */
+export type ReadTextOptions = ReadJsonlOptions;
+
+function readerOptions(options: ReadJsonlOptions): { onBadRecord: BadRecordPolicy; invalidUtf8?: "replace" } {
+  const onBadRecord = options.onBadRecord ?? "fail";
+  if (onBadRecord !== "fail" && onBadRecord !== "skip") throw new ZephyrError("INVALID_ARGUMENT", `onBadRecord: expected "fail" or "skip", got ${JSON.stringify(onBadRecord)}`);
+  const invalidUtf8 = options.invalidUtf8 ?? "badRecord";
+  if (invalidUtf8 !== "badRecord" && invalidUtf8 !== "replace") throw new ZephyrError("INVALID_ARGUMENT", `invalidUtf8: expected "badRecord" or "replace", got ${JSON.stringify(invalidUtf8)}`);
+  // Only a non-default choice goes into the plan, so plans (and fingerprints) without it are as before.
+  return invalidUtf8 === "replace" ? { onBadRecord, invalidUtf8 } : { onBadRecord };
 }
 
 /** The records of the JSON Lines files matching `glob` (`.gz`/`.zst` by extension), one shard per file. */
 export function readJsonl<T = unknown>(glob: string | readonly string[], options: ReadJsonlOptions = {}): Dataset<T> {
-  const onBadRecord = options.onBadRecord ?? "fail";
-  if (onBadRecord !== "fail" && onBadRecord !== "skip") throw new ZephyrError("INVALID_ARGUMENT", `onBadRecord: expected "fail" or "skip", got ${JSON.stringify(onBadRecord)}`);
-  return source<T>({ kind: "jsonl", patterns: patternList(glob), onBadRecord });
+  return source<T>({ kind: "jsonl", patterns: patternList(glob), ...readerOptions(options) });
 }
 
-/** The lines of the text files matching `glob` (compression by extension), one shard per file. */
-export function readText(glob: string | readonly string[]): Dataset<string> {
-  return source<string>({ kind: "text", patterns: patternList(glob) });
+/**
+ * The lines of the text files matching `glob` (compression by extension), one shard per file.
+ * Bad lines (invalid UTF-8, longer than 256 MiB) follow `onBadRecord` as for {@link readJsonl}.
+ */
+export function readText(glob: string | readonly string[], options: ReadTextOptions = {}): Dataset<string> {
+  const { onBadRecord, invalidUtf8 } = readerOptions(options);
+  return source<string>({ kind: "text", patterns: patternList(glob), ...(onBadRecord === "skip" ? { onBadRecord } : {}), ...(invalidUtf8 ? { invalidUtf8 } : {}) });
 }
 
 /** Options of {@link readParquet}. */

@@ -4,7 +4,7 @@ export { ZephyrError, ZEPHYR_ERROR_CODES } from "./errors.ts";
 export type { ZephyrErrorCode } from "./errors.ts";
 
 export { Dataset, fromList, fromIterable, fromFiles, readJsonl, readParquet, readText } from "./dataset.ts";
-export type { JoinOptions, Joined, ReadJsonlOptions, ReadParquetOptions, ShardContext, ShuffleOptions } from "./dataset.ts";
+export type { JoinOptions, Joined, ReadJsonlOptions, ReadParquetOptions, ReadTextOptions, ShardContext, ShuffleOptions } from "./dataset.ts";
 export { definePipeline } from "./pipeline.ts";
 export type { Pipeline } from "./pipeline.ts";
 export type { TaskContext } from "./plan/ops.ts";

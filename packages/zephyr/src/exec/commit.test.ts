@@ -1,11 +1,11 @@
 // The output commit protocol: temp files, atomic links, commit markers and the _SUCCESS manifest.
 import { existsSync, readdirSync } from "node:fs";
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ZephyrError } from "../errors.ts";
-import { commitFile, commonDir, readCommitted, removeStaleTemps, shardPath, tempPathFor, writeSuccessManifest } from "./commit.ts";
+import { commitFile, commonDir, publishShards, readCommitted, removeStaleTemps, shardPath, tempPathFor, writeSuccessManifest } from "./commit.ts";
 
 let dir: string;
 beforeEach(async () => {
@@ -34,6 +34,32 @@ describe("the output commit protocol", () => {
     expect(await readCommitted(final, "fp")).toEqual({ path: final, count: 1, bytes: 6 });
     // A shard another plan committed is not this plan's.
     expect(await readCommitted(final, "another plan")).toBeUndefined();
+  });
+
+  it("publishShards publishes all staged shards, or none when one cannot be published", async () => {
+    const finals = [0, 1, 2].map((i) => path.join(dir, `part-0000${i}.jsonl`));
+    const staged = finals.map((f) => tempPathFor(f));
+    await Promise.all(staged.map((t, i) => writeFile(t, `${i}\n`)));
+    const got = await publishShards(
+      staged.map((t, i) => ({ staged: t, path: finals[i], count: 1 })),
+      "fp",
+    );
+    expect(got).toEqual(finals.map((f) => ({ path: f, count: 1, bytes: 2 })));
+    expect(readdirSync(dir).sort()).toEqual([".zephyr", ...finals.map((f) => path.basename(f))]);
+    // A second set whose middle temp file is gone: nothing of it stays visible, no temp stays.
+    const out2 = path.join(dir, "two");
+    const finals2 = [0, 1, 2].map((i) => path.join(out2, `part-0000${i}.jsonl`));
+    const staged2 = finals2.map((f) => tempPathFor(f));
+    await mkdir(out2);
+    await writeFile(staged2[0], "a\n");
+    await writeFile(staged2[2], "c\n");
+    const err = await publishShards(
+      staged2.map((t, i) => ({ staged: t, path: finals2[i], count: 1 })),
+      "fp",
+    ).catch((e: unknown) => e);
+    expect((err as ZephyrError).code).toBe("IO");
+    expect(readdirSync(out2).filter((n) => n !== ".zephyr")).toEqual([]);
+    expect(existsSync(path.join(out2, ".zephyr")) ? readdirSync(path.join(out2, ".zephyr")) : []).toEqual([]);
   });
 
   it("a committed file whose size no longer matches its marker is not committed", async () => {

@@ -1,8 +1,10 @@
-// The output commit protocol. Each attempt writes to its own hidden temp file; committing is a
-// hard link onto the final name, which fails if that name exists, so a late duplicate attempt
-// can never replace a committed shard, and a reader never sees a partial file. A per-shard marker
-// (written after the link) records the count and the fingerprint of the run that made it;
-// `_SUCCESS` lists every shard once all are in.
+// The output commit protocol. Each attempt writes to its own hidden temp file and hands it back
+// staged; once every shard of the sink stage has succeeded, the coordinator publishes them all,
+// each by a hard link onto the final name, which fails if that name exists (a late duplicate can
+// never replace a committed shard, and a reader never sees a partial file). A failed run
+// publishes nothing and removes its temp files. A per-shard marker (written after the link)
+// records the count and the fingerprint of the run that made it; `_SUCCESS` lists every shard
+// once all are in.
 import { randomBytes } from "node:crypto";
 import { mkdir, link, readFile, rename, stat, unlink, writeFile, readdir } from "node:fs/promises";
 import path from "node:path";
@@ -43,8 +45,13 @@ function markerPath(finalPath: string): string {
 async function writeAtomic(file: string, text: string): Promise<void> {
   await mkdir(path.dirname(file), { recursive: true });
   const tmp = `${file}.tmp-${process.pid}-${randomBytes(4).toString("hex")}`;
-  await writeFile(tmp, text);
-  await rename(tmp, file);
+  try {
+    await writeFile(tmp, text);
+    await rename(tmp, file);
+  } catch (e) {
+    await unlink(tmp).catch(() => undefined);
+    throw e;
+  }
 }
 
 /**
@@ -69,6 +76,37 @@ export async function commitFile(tmpPath: string, finalPath: string, count: numb
     await writeAtomic(markerPath(finalPath), JSON.stringify({ path: finalPath, count, bytes: st.size, mtimeMs: st.mtimeMs, fingerprint }));
   }
   return outcome;
+}
+
+/** A shard written in full under a hidden temp name, waiting to be published. */
+export interface StagedShard {
+  /** The temp file (see {@link tempPathFor}). */
+  readonly staged: string;
+  /** Its final name. */
+  readonly path: string;
+  readonly count: number;
+}
+
+/**
+ * Publishes a stage's staged shards under their final names (each with {@link commitFile}), once
+ * every shard has succeeded. If one fails, the ones already published are removed again (files and
+ * markers) and so are the remaining temp files, so a failed publish leaves no shard visible.
+ */
+export async function publishShards(shards: readonly StagedShard[], fingerprint: string): Promise<CommittedShard[]> {
+  const published: string[] = [];
+  // Settle every commit before judging, so none finishes after a clean-up.
+  const settled = await Promise.allSettled(
+    shards.map(async (s) => {
+      await commitFile(s.staged, s.path, s.count, fingerprint);
+      published.push(s.path);
+      return { path: s.path, count: s.count, bytes: (await stat(s.path)).size };
+    }),
+  );
+  const failed = settled.find((r) => r.status === "rejected");
+  if (failed === undefined) return settled.map((r) => (r as PromiseFulfilledResult<CommittedShard>).value);
+  await Promise.allSettled(shards.map((s) => unlink(s.staged)));
+  await Promise.allSettled(published.flatMap((p) => [unlink(p), unlink(markerPath(p))]));
+  throw failed.reason;
 }
 
 /** Records `finalPath` (already in place, committed by another writer) as a committed shard of `count` records made by the run `fingerprint`. */

@@ -12,7 +12,7 @@ import { chooseBackend } from "./backends.ts";
 import type { Backend, DatasetRunOptions, RunOutcome, RunSource, RunStats, ShardInput, SinkOptions, SinkSpec, StageCounters, StageStats, TaskResult, TaskSpec, TokenCacheOptions, ZephyrBackendName } from "./contracts.ts";
 import type { ChunkRange } from "./chunkFile.ts";
 import { readChunkRange } from "./chunkFile.ts";
-import { clearPreviousOutputs, commonDir, readCommitted, removeStaleTemps, shardPath, writeSuccessManifest } from "./commit.ts";
+import { clearPreviousOutputs, commonDir, publishShards, readCommitted, removeStaleTemps, shardPath, writeSuccessManifest } from "./commit.ts";
 import type { CommittedShard } from "./commit.ts";
 import { JOIN_LEFT_TAG, JOIN_RIGHT_TAG, releaseMemoryScatter, releaseMemoryScattersUnder } from "./exchange.ts";
 import type { ScatterRef } from "./exchange.ts";
@@ -220,6 +220,11 @@ export async function runPlan(ds: RunSource, sink: SinkSpec, options: SinkOption
     const value = await sinkValue(sink, outputs[last.id], finalPaths, committed, fingerprint, allCommitted);
     (stats as { wallMs: number }).wallMs = performance.now() - started;
     return { value: sink.kind === "collect" || sink.kind === "count" ? value : { ...(value as object), stats }, stats };
+  } catch (e) {
+    // A failed run publishes nothing: its shards stayed under hidden temp names (the backends
+    // return only once the shards in flight have ended); remove them, and what dead attempts left.
+    if (sink.kind === "jsonl" || sink.kind === "parquet") await removeStaleTemps(finalPaths);
+    throw e;
   } finally {
     releaseMemoryScattersUnder(scratch);
     progress.stop();
@@ -305,12 +310,16 @@ async function sinkValue(sink: SinkSpec, outs: OutputResult[] | undefined, final
     return records;
   }
   if (sink.kind === "count") return (outs ?? []).reduce((a, o) => a + (o.kind === "count" ? o.count : 0), 0);
-  const files: CommittedShard[] = allCommitted
-    ? finalPaths.map((_, i) => committed.get(i)!)
+  const shardFiles = allCommitted
+    ? []
     : (outs ?? []).map((o) => {
         if (o.kind !== "file") throw new ZephyrError("INTERNAL", "expected file outputs");
-        return { path: o.path, count: o.count, bytes: o.bytes };
+        return o;
       });
+  // Every shard of the stage has succeeded: publish the staged ones under their final names.
+  const staged = shardFiles.flatMap((o) => (o.outcome === "staged" && o.staged !== undefined ? [{ staged: o.staged, path: o.path, count: o.count }] : []));
+  const published = new Map((await publishShards(staged, fingerprint)).map((c) => [c.path, c]));
+  const files: CommittedShard[] = allCommitted ? finalPaths.map((_, i) => committed.get(i)!) : shardFiles.map((o) => published.get(o.path) ?? { path: o.path, count: o.count, bytes: o.bytes });
   let manifest: string;
   if (sink.kind === "tokenCache") {
     const lev = await loadLevanterSharding();

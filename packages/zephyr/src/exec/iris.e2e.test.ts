@@ -1,6 +1,7 @@
 // The iris backend on a real LocalCluster: every shard is a child process. A fixed, seeded set of
 // small cases (each process costs a tsx start), exactly-once output under a crashing task, and
 // shard results and deterministic failures carried by iris (no result files anywhere).
+import { existsSync, readdirSync } from "node:fs";
 import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -94,6 +95,18 @@ describe("iris backend (LocalCluster)", () => {
     expect(failed.attempts).toHaveLength(1);
     expect(failed.error).toBe((err as ZephyrError).message);
     await expectNoResultFiles(scratchDir);
+  });
+
+  it("a writeJsonl run failing on its third file publishes no shard and leaves no temp file", async () => {
+    const input = path.join(dir, "fail-input");
+    await mkdir(input, { recursive: true });
+    for (const [i, body] of ['{"x":1}\n', '{"x":2}\n', '{oops\n', '{"x":4}\n'].entries()) await writeFile(path.join(input, `f${i}.jsonl`), body);
+    const out = path.join(dir, "fail-out");
+    const err = await doubledJsonl({ glob: path.join(input, "*.jsonl") })
+      .writeJsonl(path.join(out, "part-{shard}.jsonl"), { backend: "iris", iris: { client: cluster.client, jobPrefix: "zfail" }, maxShardRetries: 0 })
+      .catch((e: unknown) => e);
+    expect((err as ZephyrError).code).toBe("BAD_RECORD");
+    expect(existsSync(out) ? readdirSync(out) : []).toEqual([]);
   });
 
   it("inside an iris task, the pipeline's stage jobs are children of the task's job", async () => {

@@ -1,12 +1,13 @@
 // Outputs on the threads backend with real worker threads: exactly-once files under crashes, skipExisting, fingerprint checks.
 import { existsSync, readdirSync } from "node:fs";
-import { mkdtemp, readFile, rm, utimes, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm, utimes, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { gunzipSync } from "node:zlib";
 import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ZephyrError } from "../errors.ts";
 import { crashPipeline, unstablePipeline } from "../fixtures/crashPipeline.ts";
+import { doubledJsonl } from "../fixtures/jsonlPipeline.ts";
 import { numbers } from "../fixtures/numbersPipeline.ts";
 import { readJsonl } from "../index.ts";
 import { closeThreadPool } from "./threads.ts";
@@ -58,6 +59,20 @@ describe("outputs on the threads backend", () => {
     expect((err as ZephyrError).code).toBe("SHARD_FAILED");
     expect((err as Error).message).toMatch(/stage 0 .* shard 1 of 2 failed after 1 attempt/);
     expect(existsSync(path.join(dir, "o", "_SUCCESS"))).toBe(false);
+  });
+
+  it("a run failing on its third file publishes no shard and leaves no temp file", async () => {
+    const input = path.join(dir, "in");
+    await mkdir(input);
+    // Small good files first; the third fails at once (BAD_RECORD is not retried).
+    for (const [i, body] of ['{"x":1}\n', '{"x":2}\n', '{oops\n', '{"x":4}\n'].entries()) await writeFile(path.join(input, `f${i}.jsonl`), body);
+    const out = path.join(dir, "out-fail");
+    const err = await doubledJsonl({ glob: path.join(input, "*.jsonl") })
+      .writeJsonl(path.join(out, "part-{shard}.jsonl.gz"), { threads: 2 })
+      .catch((e: unknown) => e);
+    expect((err as ZephyrError).code).toBe("BAD_RECORD");
+    expect((err as Error).message).toContain("f2.jsonl:1");
+    expect(existsSync(out) ? readdirSync(out) : []).toEqual([]);
   });
 
   it("skipExisting reruns only the shards that are not committed", async () => {

@@ -1,13 +1,12 @@
 // Where a shard's records go: back to the coordinator (collect, count), to an intermediate file
 // (chunks, scatter), or to a committed output file (JSONL, Parquet, token cache).
-import { stat } from "node:fs/promises";
-import { mkdir } from "node:fs/promises";
+import { mkdir, stat, unlink } from "node:fs/promises";
 import path from "node:path";
 import { ZephyrError } from "../errors.ts";
 import { JsonlWriter } from "../io/jsonl.ts";
 import type { Stage } from "../plan/planner.ts";
 import { ChunkWriter } from "./chunkFile.ts";
-import { commitFile, tempPathFor, writeCommitMarker } from "./commit.ts";
+import { tempPathFor, writeCommitMarker } from "./commit.ts";
 import { openScatter } from "./exchange.ts";
 import type { StageWhere } from "./fused.ts";
 import { openParquetWriter } from "./parquetSeam.ts";
@@ -31,7 +30,11 @@ export type OutputResult =
   | { readonly kind: "count"; readonly count: number }
   | { readonly kind: "chunks"; readonly file: string; readonly count: number; readonly bytes: number }
   | { readonly kind: "scatter"; readonly ref: ScatterRef; readonly bytes: number }
-  | { readonly kind: "file"; readonly path: string; readonly count: number; readonly bytes: number; readonly outcome: "committed" | "already" };
+  /**
+   * A shard file. `"staged"`: written in full under the hidden temp name `staged`, beside `path`;
+   * the coordinator publishes it under `path` once every shard of the stage has succeeded.
+   */
+  | { readonly kind: "file"; readonly path: string; readonly count: number; readonly bytes: number; readonly outcome: "committed" | "already" | "staged"; readonly staged?: string };
 
 /** A shard's open output. `write` returns a promise only when the caller must wait. */
 export interface ShardOutput {
@@ -116,12 +119,20 @@ export async function openShardOutput(spec: ShardOutputSpec, stage: Stage, task:
           return encoded ? (w as JsonlWriter).writeEncoded(b as Uint8Array[]) : w.writeMany(b);
         },
         close: async () => {
-          await w.close();
-          const outcome = await commitFile(tmp, spec.path, count, spec.fingerprint);
-          const bytes = (await stat(spec.path)).size;
-          return { kind: "file", path: spec.path, count, bytes, outcome };
+          try {
+            await w.close();
+          } catch (e) {
+            await unlink(tmp).catch(() => undefined);
+            throw e;
+          }
+          // Not under its final name yet: nothing of a run is visible until its whole stage succeeded.
+          const bytes = (await stat(tmp)).size;
+          return { kind: "file", path: spec.path, count, bytes, outcome: "staged", staged: tmp };
         },
-        abort: () => w.abort(),
+        abort: async () => {
+          await w.abort();
+          await unlink(tmp).catch(() => undefined);
+        },
       };
     }
     case "tokenCache": {

@@ -45,9 +45,9 @@ function sourceBatches(source: SourceSpec, spec: TaskSpec, ctx: TaskContext, cou
     case "files":
       return listBatches([file], 0, 1);
     case "jsonl":
-      return sized(file, counters, readJsonlBatches(file, { onBadRecord: source.onBadRecord, stats, onSkip: () => ctx.counter("badRecords") }));
+      return sized(file, counters, readJsonlBatches(file, { onBadRecord: source.onBadRecord, invalidUtf8: source.invalidUtf8, stats, onSkip: () => ctx.counter("badRecords") }));
     case "text":
-      return sized(file, counters, readTextBatches(file));
+      return sized(file, counters, readTextBatches(file, { onBadRecord: source.onBadRecord, invalidUtf8: source.invalidUtf8, stats, onSkip: () => ctx.counter("badRecords") }));
     case "parquet":
       return sized(file, counters, readParquetBatches(file, { columns: source.columns, filter: source.filter }));
   }

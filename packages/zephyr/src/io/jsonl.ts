@@ -4,31 +4,20 @@ import { finished } from "node:stream/promises";
 import { ZephyrError } from "../errors.ts";
 import { openCompressed } from "./files.ts";
 import type { CompressOptions, CompressedOutput } from "./files.ts";
-import { lineBlocks } from "./lineBlocks.ts";
+import { badLine, lineBlocks } from "./lineBlocks.ts";
+import type { BadRecord, BadRecordPolicy, InvalidUtf8Policy, ReadStats } from "./lineBlocks.ts";
 
-/** What a reader does with a line that is not valid JSON: throw, or count it and go on. */
-export type BadRecordPolicy = "fail" | "skip";
-
-/** A line a reader could not parse. */
-export interface BadRecord {
-  /** The file it came from. */
-  readonly path: string;
-  /** 1-based line number within the (decompressed) file. */
-  readonly line: number;
-  /** The parser's error. */
-  readonly error: unknown;
-}
-
-/** Counts kept by a reader; pass the same object to several reads to total them. */
-export interface ReadStats {
-  /** Lines dropped under `onBadRecord: "skip"`. */
-  skipped: number;
-}
+export type { BadRecord, BadRecordPolicy, InvalidUtf8Policy, ReadStats } from "./lineBlocks.ts";
 
 /** Options of {@link readJsonlBatches} and {@link readJsonl}. */
 export interface ReadJsonlOptions {
-  /** `"fail"` (default): throw `ZephyrError("BAD_RECORD")` naming file and line. `"skip"`: drop the line. */
+  /**
+   * `"fail"` (default): a bad line (not JSON, invalid UTF-8, longer than 256 MiB)
+   * throws `ZephyrError("BAD_RECORD")` as `FILE:LINE: why`. `"skip"`: drop the line and count it.
+   */
   onBadRecord?: BadRecordPolicy;
+  /** `"badRecord"` (default): invalid UTF-8 makes the line bad. `"replace"`: read it with U+FFFD instead. */
+  invalidUtf8?: InvalidUtf8Policy;
   /** Called for every skipped line (only under `"skip"`). */
   onSkip?: (bad: BadRecord) => void;
   /** Incremented for every skipped line (only under `"skip"`). */
@@ -47,27 +36,27 @@ export interface ReadJsonlOptions {
  * for await (const batch of readJsonlBatches<{ text: string }>("in.jsonl.gz")) for (const r of batch) use(r);
  */
 export async function* readJsonlBatches<T = unknown>(filePath: string, options: ReadJsonlOptions = {}): AsyncGenerator<T[], void, undefined> {
-  const skip = (options.onBadRecord ?? "fail") === "skip";
   let line = 1;
-  for await (const text of lineBlocks(filePath)) {
+  for await (const block of lineBlocks(filePath, { invalidUtf8: options.invalidUtf8 })) {
+    const text = block.text;
+    const bad = block.bad;
+    let b = 0;
+    let nextBad = bad ? bad[0].index : -1;
     const out: T[] = [];
     let start = 0;
-    for (;;) {
+    for (let index = 0; ; index++) {
       const nl = text.indexOf("\n", start);
       const end = nl < 0 ? text.length : nl;
-      if (end > start) {
+      if (index === nextBad) {
+        badLine(filePath, line, bad![b].reason, undefined, options);
+        nextBad = ++b < bad!.length ? bad![b].index : -1;
+      } else if (end > start) {
         const slice = text.slice(start, end);
         try {
           out.push(JSON.parse(slice) as T);
         } catch (error) {
           // Whitespace-only lines (and a lone "\r" of CRLF files) are blank, not bad.
-          if (slice.trim().length !== 0) {
-            if (!skip) {
-              throw new ZephyrError("BAD_RECORD", `${filePath}:${line}: malformed JSON line: ${(error as Error).message}`, { cause: error });
-            }
-            if (options.stats) options.stats.skipped++;
-            options.onSkip?.({ path: filePath, line, error });
-          }
+          if (slice.trim().length !== 0) badLine(filePath, line, `malformed JSON line: ${(error as Error).message}`, error, options);
         }
       }
       line++;

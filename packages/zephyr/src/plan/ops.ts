@@ -20,8 +20,8 @@ export type SourceSpec =
   | { readonly kind: "list"; readonly items: readonly unknown[]; readonly shards: number }
   | { readonly kind: "iterable"; readonly iterable: Iterable<unknown> | AsyncIterable<unknown> }
   | { readonly kind: "files"; readonly patterns: readonly string[] }
-  | { readonly kind: "jsonl"; readonly patterns: readonly string[]; readonly onBadRecord: BadRecordPolicy }
-  | { readonly kind: "text"; readonly patterns: readonly string[] }
+  | { readonly kind: "jsonl"; readonly patterns: readonly string[]; readonly onBadRecord: BadRecordPolicy; readonly invalidUtf8?: "replace" }
+  | { readonly kind: "text"; readonly patterns: readonly string[]; readonly onBadRecord?: BadRecordPolicy; readonly invalidUtf8?: "replace" }
   | {
       readonly kind: "parquet";
       readonly patterns: readonly string[];

@@ -59,9 +59,8 @@ function sourceLabel(s: SourceSpec): string {
     case "files":
       return `fromFiles(${s.patterns.join(", ")})`;
     case "jsonl":
-      return `readJsonl(${s.patterns.join(", ")}${s.onBadRecord === "skip" ? ", skip bad records" : ""})`;
     case "text":
-      return `readText(${s.patterns.join(", ")})`;
+      return `${s.kind === "jsonl" ? "readJsonl" : "readText"}(${s.patterns.join(", ")}${s.onBadRecord === "skip" ? ", skip bad records" : ""}${s.invalidUtf8 === "replace" ? ", replace invalid UTF-8" : ""})`;
     case "parquet": {
       const extra = [s.columns ? `columns=[${s.columns.join(",")}]` : "", s.filter ? `filter=${JSON.stringify(s.filter)}` : ""].filter(Boolean);
       return `readParquet(${[s.patterns.join(", "), ...extra].join(", ")})`;
