@@ -60,6 +60,8 @@ describe("installed from tarballs", () => {
       path.join(project, "task.mjs"),
       `export async function main(args) { return { doubled: args.n * 2, index: Number(process.env.IRIS_TASK_INDEX) }; }\n`,
     );
+    // A task module in TypeScript: the built task runner has no loader until it meets one.
+    writeFileSync(path.join(project, "typedTask.ts"), `export async function main(args: { word: string }): Promise<string> { return args.word.toUpperCase(); }\n`);
     writeFileSync(
       path.join(project, "steps.mjs"),
       [
@@ -85,6 +87,8 @@ describe("installed from tarballs", () => {
         `  const job = await cluster.client.submit({ name: "pack-e2e", replicas: 2, entrypoint: { module: fileURLToPath(new URL("./task.mjs", import.meta.url)), export: "main", args: { n: 21 } } });`,
         `  const status = await job.wait();`,
         `  console.log("JOB", status.state, JSON.stringify(await job.results()));`,
+        `  const typed = await cluster.client.submit({ name: "pack-e2e-ts", entrypoint: { module: fileURLToPath(new URL("./typedTask.ts", import.meta.url)), export: "main", args: { word: "typed" } } });`,
+        `  console.log("TYPED", (await typed.wait()).state, JSON.stringify(await typed.results()));`,
         `} finally { await cluster.stop(); }`,
         `console.log("COUNT", await fromList([1, 2, 3, 4, 5], { shards: 2 }).filter((x) => x % 2 === 1).count());`,
         `const summary = await runGraph(resolveGraph(steps(), process.argv[2]));`,
@@ -94,6 +98,7 @@ describe("installed from tarballs", () => {
     );
     const r = run(process.execPath, ["main.mjs", path.join(scratch, "out-a")], project);
     expect(r.stdout).toContain(`JOB SUCCEEDED [{"doubled":42,"index":0},{"doubled":42,"index":1}]`);
+    expect(r.stdout).toContain(`TYPED SUCCEEDED ["TYPED"]`);
     expect(r.stdout).toContain("COUNT 3");
     expect(r.stdout).toMatch(/MARIN first:\w+,second:\w+/);
   });
@@ -120,7 +125,8 @@ describe("installed from tarballs", () => {
     run(process.execPath, [tsc, "-p", "."], project);
     // The declarations are real types, not `any`: a wrong use is an error.
     writeFileSync(path.join(project, "wrong.ts"), `import { fromList } from "@marin/zephyr";\nexport const s: Promise<string> = fromList([1, 2]).count();\n`);
-    const wrong = spawnSync(process.execPath, [tsc, "--noEmit", "--strict", "--module", "NodeNext", "--moduleResolution", "NodeNext", "--target", "ES2023", "--skipLibCheck", "--types", "node", "wrong.ts"], { cwd: project, env: userEnv(), encoding: "utf8" });
+    writeFileSync(path.join(project, "tsconfig.wrong.json"), JSON.stringify({ extends: "./tsconfig.json", files: ["wrong.ts"] }));
+    const wrong = spawnSync(process.execPath, [tsc, "-p", "tsconfig.wrong.json"], { cwd: project, env: userEnv(), encoding: "utf8" });
     expect(wrong.status).not.toBe(0);
     expect(wrong.stdout).toMatch(/wrong\.ts\(2,14\): error TS2322: Type 'Promise<number>' is not assignable to type 'Promise<string>'/);
   });

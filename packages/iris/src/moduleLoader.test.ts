@@ -10,7 +10,7 @@ describe("importModule", () => {
     expect(typeof mod.IrisError).toBe("function");
   });
 
-  it("rethrows what is not about a file extension", async () => {
+  it("rethrows a failed import", async () => {
     await expect(importModule(pathToFileURL("/nonexistent/x.mjs").href)).rejects.toMatchObject({ code: "ERR_MODULE_NOT_FOUND" });
   });
 });

@@ -3,25 +3,21 @@
 
 let tsxRegistered: Promise<void> | undefined;
 
-/** Whether `e` is Node refusing a file for its extension (a `.ts` file without a TypeScript loader). */
-function isUnknownExtension(e: unknown): boolean {
-  return typeof e === "object" && e !== null && (e as { code?: unknown }).code === "ERR_UNKNOWN_FILE_EXTENSION";
-}
+/** File names Node cannot load without a TypeScript loader. */
+const TYPESCRIPT = /\.(ts|mts|cts|tsx)$/;
 
 /**
- * `import(url)`, and when Node cannot load the file for its extension (TypeScript in a process
- * started without a loader, as the built packages run), registers tsx (a dependency of
- * `@marin/iris`) once for the whole process and imports it again. A process that already has a
- * TypeScript loader (the workspace's source runs) never starts a second one.
+ * `import(url)`, registering tsx (a dependency of `@marin/iris`) once for the whole process first
+ * when `url` is a TypeScript file and iris itself runs built — as installed packages do, in a
+ * process that may have no TypeScript loader. (It must come before the first attempt: Node caches
+ * a failed import of a URL.) From source, iris always runs under a TypeScript loader (tsx or
+ * Vitest), so none is added; a second tsx on top of one is harmless.
  */
 export async function importModule(url: string): Promise<Record<string, unknown>> {
-  try {
-    return (await import(url)) as Record<string, unknown>;
-  } catch (e) {
-    if (!isUnknownExtension(e)) throw e;
+  if (TYPESCRIPT.test(new URL(url).pathname) && ownExtension(import.meta.url) === ".js") {
+    tsxRegistered ??= import("tsx/esm/api").then(({ register }) => void register());
+    await tsxRegistered;
   }
-  tsxRegistered ??= import("tsx/esm/api").then(({ register }) => void register());
-  await tsxRegistered;
   return (await import(url)) as Record<string, unknown>;
 }
 
