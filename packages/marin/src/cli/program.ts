@@ -126,7 +126,9 @@ export function buildProgram(io: { out: (s: string) => void; setExitCode: (c: nu
         const s = e.status;
         const took = s.startedAt && s.finishedAt ? ` ${((s.finishedAt - s.startedAt) / 1000).toFixed(1)}s` : "";
         const when = new Date(s.finishedAt ?? s.updatedAt).toISOString();
-        const state = s.state === "RUNNING" && !e.leaseLive ? "RUNNING (stale lease)" : s.state;
+        const state = e.publishPending
+          ? `${s.state} (publish pending: the next run completes it)`
+          : s.state === "RUNNING" && !e.leaseLive ? "RUNNING (stale lease)" : s.state;
         io.out(`${e.id.padEnd(width)}  ${state.padEnd(10)} ${when}${took}${s.error ? `  ${s.error.split("\n")[0]}` : ""}`);
       }
     });

@@ -8,6 +8,7 @@ import type { FieldChange } from "./diff.ts";
 import { currentLease, leaseIsStale } from "./lease.ts";
 import { readLastRun } from "./records.ts";
 import type { StepRunInfo } from "./records.ts";
+import { pendingJournal } from "./publish.ts";
 import { metaDir, readStatus } from "./stepFiles.ts";
 import type { StepStatus } from "./stepFiles.ts";
 
@@ -27,7 +28,13 @@ export interface PlanEntry {
   readonly lastRun: StepRunInfo | undefined;
   /** Changes from the last run's config when that run had another identity. */
   readonly changes: FieldChange[];
+  /** A succeeded step whose function's source differs from the one that wrote its output. */
+  readonly codeChanged: boolean;
 }
+
+/** What plan, explain and run say about a cached step whose function changed. */
+export const CODE_CHANGED =
+  "code changed since this output was written (identity is config + version: bump the step's `version`, or rerun it with --force, to redo it)";
 
 /** A plan: every step of the graph, in topological order. */
 export interface RunPlan {
@@ -70,9 +77,10 @@ export async function planRun(graph: StepGraph, opts: PlanOptions = {}): Promise
   // A finished step needs no lease or history lookup unless it is forced: keeps the all-cached
   // check at one small read per step.
   const needsDetail = (i: number) => statuses[i]?.state !== "SUCCESS" || forcedOf(graph.steps[i]);
-  const [lasts, leases] = await Promise.all([
+  const [lasts, leases, journals] = await Promise.all([
     Promise.all(graph.steps.map((s, i) => (needsDetail(i) ? readLastRun(graph.prefix, s.name) : undefined))),
     Promise.all(graph.steps.map((s, i) => (needsDetail(i) && statuses[i]?.state === "RUNNING" ? currentLease(metaDir(s.outputPath)) : undefined))),
+    Promise.all(graph.steps.map((s, i) => (statuses[i] && statuses[i].state !== "SUCCESS" ? pendingJournal(s.outputPath) : undefined))),
   ]);
   const now = clock.now();
   const index = new Map(graph.steps.map((s, i) => [s.id, i]));
@@ -96,6 +104,7 @@ export async function planRun(graph: StepGraph, opts: PlanOptions = {}): Promise
     const forced = forcedOf(s);
     const selected = needed.has(s.id);
     const changes = lastRun && lastRun.id !== s.id ? diffIdentity(lastRun.identity, s.identity) : [];
+    const codeChanged = status?.state === "SUCCESS" && status.codeHash !== undefined && status.codeHash !== s.codeHash;
     let action: PlanAction;
     let reason: string;
     if (!selected) {
@@ -103,13 +112,16 @@ export async function planRun(graph: StepGraph, opts: PlanOptions = {}): Promise
       reason = "not selected by --only";
     } else if (status?.state === "SUCCESS" && !forced) {
       action = "skip";
-      reason = "already succeeded";
+      reason = codeChanged ? `already succeeded; ${CODE_CHANGED}` : "already succeeded";
     } else if (status?.state === "SUCCESS") {
       action = "run";
       reason = "forced by --force (succeeded before)";
     } else if (status?.state === "RUNNING" && lease && !leaseIsStale(lease, now)) {
       action = "wait";
       reason = `RUNNING under ${lease.owner} (lease live); would wait for it`;
+    } else if (journals[i]) {
+      action = "run";
+      reason = `publish pending: an interrupted publish (journal of token ${journals[i].token}) waits; would complete it without running the step`;
     } else if (status?.state === "RUNNING") {
       action = "run";
       reason = `RUNNING with a stale lease${lease ? ` (owner ${lease.owner})` : ""}; would take over`;
@@ -126,7 +138,7 @@ export async function planRun(graph: StepGraph, opts: PlanOptions = {}): Promise
       action = "run";
       reason = "never ran at this prefix";
     }
-    return { step: s, action, reason, selected, forced, status, lastRun, changes };
+    return { step: s, action, reason, selected, forced, status, lastRun, changes, codeChanged };
   });
   return { graph, entries, byName: new Map(entries.map((e) => [e.step.name, e])), unmatched };
 }

@@ -11,6 +11,7 @@ import { systemClock } from "./clock.ts";
 import { defaultOwner, tryAcquireLease } from "./lease.ts";
 import type { Lease } from "./lease.ts";
 import { planRun } from "./plan.ts";
+import { ensurePrefix } from "./prefixCheck.ts";
 import type { RunPlan, PlanEntry, PlanOptions } from "./plan.ts";
 import { infoOf, writeInfo, writeLastRun } from "./records.ts";
 import { journalFile, prepareStaging, publish, recoverPublish } from "./publish.ts";
@@ -292,7 +293,7 @@ class Run {
       }
       const finishedAt = this.clock.now();
       await lease.assertHeld();
-      await writeStatus(rs.outputPath, { state: "SUCCESS", updatedAt: finishedAt, startedAt, finishedAt, ...common, ...(json === undefined ? {} : { result: json }) });
+      await writeStatus(rs.outputPath, { state: "SUCCESS", updatedAt: finishedAt, startedAt, finishedAt, ...common, codeHash: rs.codeHash, ...(json === undefined ? {} : { result: json }) });
       await fs.rm(journalFile(rs.outputPath), { force: true });
       await lease.release();
       return { ...base, outcome: "ran", durationMs: finishedAt - t0, ...(json === undefined ? {} : { result: json }) };
@@ -340,6 +341,7 @@ class Run {
 export async function runGraph(graph: StepGraph, opts: RunGraphOptions = {}): Promise<RunSummary> {
   const clock = opts.clock ?? systemClock;
   const t0 = clock.now();
+  await ensurePrefix(graph.prefix);
   const plan = await planRun(graph, opts);
   const run = new Run(graph, opts);
   run.emit({ type: "plan", plan });
