@@ -1,4 +1,6 @@
 // planRun: what a run would do with each step (run, skip, wait) and why, from the files at the prefix.
+import { promises as fs } from "node:fs";
+import path from "node:path";
 import { MarinError } from "../errors.ts";
 import type { ResolvedStep, StepGraph } from "../step/graph.ts";
 import type { Clock } from "./clock.ts";
@@ -9,7 +11,7 @@ import { currentLease, leaseIsStale } from "./lease.ts";
 import { readLastRun } from "./records.ts";
 import type { StepRunInfo } from "./records.ts";
 import { pendingJournal } from "./publish.ts";
-import { metaDir, readStatus } from "./stepFiles.ts";
+import { metaDir, readStatus, stagingDir, stagingTokens } from "./stepFiles.ts";
 import type { StepStatus } from "./stepFiles.ts";
 
 /** What the runner will do with a step. */
@@ -64,6 +66,36 @@ function compile(patterns: string[] | undefined, flag: string): RegExp[] {
   });
 }
 
+/** A staging folder's checkpoint folders (`step-N` holding a `metadata.json`, at most two levels down), newest first. */
+async function checkpointSteps(staging: string): Promise<number[]> {
+  const found: number[] = [];
+  const look = async (dir: string, depth: number): Promise<void> => {
+    const entries = await fs.readdir(dir, { withFileTypes: true }).catch(() => []);
+    for (const e of entries) {
+      if (!e.isDirectory()) continue;
+      const m = /^step-(\d+)$/.exec(e.name);
+      if (m) {
+        if (await fs.stat(path.join(dir, e.name, "metadata.json")).then(() => true, () => false)) found.push(Number(m[1]));
+      } else if (depth < 2) {
+        await look(path.join(dir, e.name), depth + 1);
+      }
+    }
+  };
+  await look(staging, 1);
+  return found.sort((a, b) => b - a);
+}
+
+/**
+ * Where a resumable step would resume: the newest complete `step-N` checkpoint in its newest
+ * staging folder (`step-N (staging-M)`), if any. Reads only.
+ */
+async function resumePoint(outputPath: string): Promise<string | undefined> {
+  const [newest] = await stagingTokens(outputPath);
+  if (newest === undefined) return undefined;
+  const [step] = await checkpointSteps(stagingDir(outputPath, newest));
+  return step === undefined ? undefined : `step-${step} (its checkpoint in staging-${newest})`;
+}
+
 /**
  * Decides, from the files at the prefix, what a run would do. Reads only; writes nothing. Steps
  * already SUCCESS are skipped and their dependencies are not needed for them (pruning from the top).
@@ -77,10 +109,11 @@ export async function planRun(graph: StepGraph, opts: PlanOptions = {}): Promise
   // A finished step needs no lease or history lookup unless it is forced: keeps the all-cached
   // check at one small read per step.
   const needsDetail = (i: number) => statuses[i]?.state !== "SUCCESS" || forcedOf(graph.steps[i]);
-  const [lasts, leases, journals] = await Promise.all([
+  const [lasts, leases, journals, resumes] = await Promise.all([
     Promise.all(graph.steps.map((s, i) => (needsDetail(i) ? readLastRun(graph.prefix, s.name) : undefined))),
     Promise.all(graph.steps.map((s, i) => (needsDetail(i) && statuses[i]?.state === "RUNNING" ? currentLease(metaDir(s.outputPath)) : undefined))),
     Promise.all(graph.steps.map((s, i) => (statuses[i] && statuses[i].state !== "SUCCESS" ? pendingJournal(s.outputPath) : undefined))),
+    Promise.all(graph.steps.map((s, i) => (statuses[i] && statuses[i].state !== "SUCCESS" && s.step.resumable ? resumePoint(s.outputPath) : undefined))),
   ]);
   const now = clock.now();
   const index = new Map(graph.steps.map((s, i) => [s.id, i]));
@@ -131,6 +164,9 @@ export async function planRun(graph: StepGraph, opts: PlanOptions = {}): Promise
     } else if (status?.state === "DEP_FAILED") {
       action = "run";
       reason = "a dependency failed last time; would rerun";
+    } else if (status?.state === "CANCELLED") {
+      action = "run";
+      reason = `CANCELLED last time${status.error?.startsWith("dependency") ? ` (${status.error})` : ""}; would rerun`;
     } else if (lastRun && lastRun.id !== s.id) {
       action = "run";
       reason = `identity changed since the last run at this prefix (${lastRun.id} → ${s.id})`;
@@ -138,6 +174,8 @@ export async function planRun(graph: StepGraph, opts: PlanOptions = {}): Promise
       action = "run";
       reason = "never ran at this prefix";
     }
+    const resume = resumes[i];
+    if (action === "run" && resume && !journals[i]) reason += `; would resume from ${resume}`;
     return { step: s, action, reason, selected, forced, status, lastRun, changes, codeChanged };
   });
   return { graph, entries, byName: new Map(entries.map((e) => [e.step.name, e])), unmatched };

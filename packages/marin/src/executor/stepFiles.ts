@@ -46,7 +46,7 @@ export function prefixMetaDir(prefix: string): string {
 }
 
 /** The states a step's `status.json` records. */
-export const STEP_STATES = ["RUNNING", "SUCCESS", "FAILED", "DEP_FAILED"] as const;
+export const STEP_STATES = ["RUNNING", "SUCCESS", "FAILED", "DEP_FAILED", "CANCELLED"] as const;
 /** One of {@link STEP_STATES}. */
 export type StepState = (typeof STEP_STATES)[number];
 

@@ -178,7 +178,8 @@ export function trainLmStep(opts: TrainLmStepOptions): Step<any> {
             threads: cfg.threads,
           },
         },
-        { signal: ctx.signal },
+        // Progress (step/total, loss, tok/s, ETA) to the live view: in an iris job through the task's status report.
+        { signal: ctx.signal, statusSink: async (text, metrics) => ctx.reportStatus(text, metrics) },
       );
       if (result.stoppedEarly) throw new Error(`training stopped early at step ${result.step} (a checkpoint was saved; re-run to resume)`);
       return {
