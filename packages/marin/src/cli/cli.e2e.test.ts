@@ -115,7 +115,7 @@ describe("marin CLI (real processes)", () => {
   it("--help lists the commands", async () => {
     const r = await marin(["--help"]);
     expect(r.code).toBe(0);
-    for (const c of ["run", "plan", "status", "explain"]) expect(r.stdout).toContain(c);
+    for (const c of ["run", "plan", "status", "explain", "runs", "logs"]) expect(r.stdout).toContain(c);
   });
 
   it("two runners on one prefix at once run each step exactly once", async () => {
