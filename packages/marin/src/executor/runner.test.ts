@@ -400,6 +400,31 @@ describe("runner", () => {
     }
   });
 
+  it("a cancelled run marks the running step and its dependants CANCELLED; plan says where a resumable step resumes", async () => {
+    const controller = new AbortController();
+    const train = defineStep({
+      name: "train",
+      config: {},
+      resumable: true,
+      fn: async (ctx) => {
+        await fs.mkdir(path.join(ctx.outputPath, "checkpoints", "step-3"), { recursive: true });
+        await fs.writeFile(path.join(ctx.outputPath, "checkpoints", "step-3", "metadata.json"), "{}");
+        await fs.mkdir(path.join(ctx.outputPath, "checkpoints", "step-4"), { recursive: true }); // incomplete: no metadata.json
+        controller.abort();
+        await new Promise<void>((_, reject) => ctx.signal.addEventListener("abort", () => reject(ctx.signal.reason)));
+      },
+    });
+    const evaluate = defineStep({ name: "evaluate", config: { ck: outputOf(train) }, fn: () => undefined });
+    const g = resolveGraph([evaluate], prefix);
+    const r = await runGraph(g, { signal: controller.signal });
+    expect(r.steps.map((s) => [s.name, s.outcome])).toEqual([["train", "cancelled"], ["evaluate", "cancelled"]]);
+    expect((await readStatus(g.byName.get("train")!.outputPath))?.state).toBe("CANCELLED");
+    expect((await readStatus(g.byName.get("evaluate")!.outputPath))?.state).toBe("CANCELLED");
+    const plan = await planRun(g);
+    expect(plan.byName.get("train")!.reason).toBe("CANCELLED last time; would rerun; would resume from step-3 (its checkpoint in staging-1)");
+    expect(plan.byName.get("evaluate")!.reason).toMatch(/^CANCELLED last time \(dependency train was cancelled\); would rerun$/);
+  });
+
   it("a step that failed under another runner during this run is not run again, nor are its dependants", async () => {
     let ran = 0;
     const s = defineStep({ name: "s", config: {}, fn: () => void ran++ });
