@@ -46,6 +46,18 @@ function start(args: string[], env: Record<string, string> = {}): { child: Child
 }
 const marin = (args: string[], env: Record<string, string> = {}) => start(args, env).done;
 
+/** Runs marin, but never lets it outlive `ms` (a spinning mkdir ignores SIGTERM): SIGKILLed then, and the result says so. */
+async function marinWithin(ms: number, args: string[]): Promise<Done> {
+  const run = start(args);
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([run.done, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`marin ${args.join(" ")} still running after ${ms} ms`)), ms)))]);
+  } finally {
+    clearTimeout(timer);
+    run.child.kill("SIGKILL");
+  }
+}
+
 async function writeScript(name: string, body: string): Promise<string> {
   const file = path.join(tmp, name);
   await fs.writeFile(file, `import { writeFile, readFile, appendFile } from "node:fs/promises";\nimport path from "node:path";\nimport * as m from ${JSON.stringify(marinIndex)};\n${body}`);
@@ -62,7 +74,7 @@ beforeAll(async () => {
 
 describe("an unusable --prefix is refused before anything runs", () => {
   it("under /proc: fails in seconds, naming the path, without a stack trace", async () => {
-    const r = await marin(["run", hello, "--prefix", "/proc/marin-no-such/out"]);
+    const r = await marinWithin(30_000, ["run", hello, "--prefix", "/proc/marin-no-such/out"]);
     expect(r.code).toBe(1);
     expect(r.ms).toBeLessThan(30_000);
     expect(r.stderr).toContain("/proc/marin-no-such/out");
@@ -71,7 +83,7 @@ describe("an unusable --prefix is refused before anything runs", () => {
   });
 
   it("an existing folder under /proc fails too (it passes access(2) but refuses new entries)", async () => {
-    const r = await marin(["run", hello, "--prefix", "/proc/self"]);
+    const r = await marinWithin(30_000, ["run", hello, "--prefix", "/proc/self"]);
     expect(r.code).toBe(1);
     expect(r.ms).toBeLessThan(30_000);
     expect(r.stderr).toMatch(/--prefix \/proc\/self \(at \/proc\/self\/\.marin\): /);
@@ -181,19 +193,28 @@ export default () => [
 };`,
     );
     const run = start(["run", script, "--prefix", prefix], { HANG: "1", MARKER: marker });
-    await waitFor("step a running", () => existsSync(marker), { timeoutMs: 60_000, intervalMs: 50 });
-    // Follow a's log while the run lives: it ends by itself when the run ends.
-    const follow = start(["logs", "a", "--prefix", prefix, "-f"]);
-    await waitFor("the follower printing a's first line", () => follow.out().includes("a says hello"), { timeoutMs: 60_000, intervalMs: 50 });
-    run.child.kill("SIGINT");
-    const r = await run.done;
+    let follow: ReturnType<typeof start> | undefined;
+    let r: Done;
+    let followed: Done;
+    try {
+      await waitFor("step a running", () => existsSync(marker), { timeoutMs: 60_000, intervalMs: 50 });
+      // Follow a's log while the run lives: it ends by itself when the run ends.
+      const f = start(["logs", "a", "--prefix", prefix, "-f"]);
+      follow = f;
+      await waitFor("the follower printing a's first line", () => f.out().includes("a says hello"), { timeoutMs: 60_000, intervalMs: 50 });
+      run.child.kill("SIGINT");
+      r = await run.done;
+      followed = await f.done;
+    } finally {
+      run.child.kill("SIGKILL");
+      follow?.child.kill("SIGKILL");
+    }
     expect(r.code).toBe(1);
     expect(r.stdout).toMatch(/^\s+a\s+CANCELLED/m);
     expect(r.stdout).toMatch(/^\s+b\s+CANCELLED/m);
     expect(r.stdout).toMatch(/^\s+c\s+CANCELLED/m);
     expect(r.stdout).not.toContain("DEP_FAILED");
     expect(r.stdout).toMatch(/^logs: .*\.marin\/runs\/[^/]+\/logs$/m);
-    const followed = await follow.done;
     expect(followed.code, followed.stderr).toBe(0);
     expect(followed.stdout).toContain("a says hello");
     expect(followed.stdout).toMatch(/step failed: .*run cancelled/);
