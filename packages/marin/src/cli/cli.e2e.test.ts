@@ -115,7 +115,7 @@ describe("marin CLI (real processes)", () => {
   it("--help lists the commands", async () => {
     const r = await marin(["--help"]);
     expect(r.code).toBe(0);
-    for (const c of ["run", "plan", "status", "explain"]) expect(r.stdout).toContain(c);
+    for (const c of ["run", "plan", "status", "explain", "runs", "logs"]) expect(r.stdout).toContain(c);
   });
 
   it("two runners on one prefix at once run each step exactly once", async () => {
@@ -201,12 +201,13 @@ describe("marin CLI (real processes)", () => {
       expect(r.stdout).toMatch(/job: "\/[^"]*marin-demo\.remote-/);
       expect(r.stdout).toMatch(/input: "b:/);
       const dir = /demo\/remote\s+ran\s+\S+\s+(\S+)/.exec(r.stdout)![1];
-      expect((await fs.readdir(dir)).sort()).toEqual([".marin", "where.txt"]);
+      expect((await fs.readdir(dir)).sort()).toEqual(["where.txt"]);
+      const meta = path.join(path.dirname(dir), ".marin", path.basename(dir));
       // The step's return value came back as the iris task's result: no result file anywhere.
       const succeeded = (await cluster.client.list()).find((j) => j.name.includes("marin-demo.remote-") && j.state === "SUCCEEDED")!;
       expect(await cluster.client.job(succeeded.name).results()).toEqual([{ job: expect.stringContaining("marin-demo.remote-"), input: expect.stringMatching(/^b:/) }]);
-      expect((await fs.readdir(path.join(dir, ".marin"))).sort()).toEqual(["info.json", "lease-1.json", "status.json"]);
-      expect(JSON.parse(await fs.readFile(path.join(dir, ".marin", "status.json"), "utf8")).result.input).toMatch(/^b:/);
+      expect((await fs.readdir(meta)).sort()).toEqual(["info.json", "lease-1.json", "status.json"]);
+      expect(JSON.parse(await fs.readFile(path.join(meta, "status.json"), "utf8")).result.input).toMatch(/^b:/);
       expect((await files(prefix)).filter((f) => /result/i.test(path.basename(f)) && path.basename(f) !== "result.txt")).toEqual([]);
     } finally {
       await cluster.stop();
@@ -225,11 +226,14 @@ describe("marin CLI (real processes)", () => {
     }
     expect((await done).signal).toBe("SIGKILL");
 
-    const dirs = (await fs.readdir(path.join(prefix, "demo"))).sort();
-    const bDir = path.join(prefix, "demo", dirs.find((d) => d.startsWith("b-"))!);
-    const status = JSON.parse(await fs.readFile(path.join(bDir, ".marin", "status.json"), "utf8"));
+    // Bookkeeping lives beside the outputs (demo/.marin/b-<hash>/); the output folder appears only when published.
+    const dirs = (await fs.readdir(path.join(prefix, "demo", ".marin"))).sort();
+    const bId = dirs.find((d) => d.startsWith("b-"))!;
+    const bDir = path.join(prefix, "demo", bId);
+    const bMeta = path.join(prefix, "demo", ".marin", bId);
+    const status = JSON.parse(await fs.readFile(path.join(bMeta, "status.json"), "utf8"));
     expect(status.state).toBe("RUNNING");
-    expect(await fs.readdir(bDir)).toEqual([".marin"]);
+    await expect(fs.stat(bDir)).rejects.toThrow(/ENOENT/);
     const st = await marin(["status", "--prefix", prefix]);
     expect(st.stdout).toMatch(/demo\/b-\w+\s+RUNNING \(stale lease\)/);
 
@@ -237,8 +241,8 @@ describe("marin CLI (real processes)", () => {
     expect(rerun.code, rerun.stderr).toBe(0);
     expect(rerun.stdout).toMatch(/demo\/b\s+ran/);
     expect(rerun.stdout).toMatch(/demo\/a\s+skipped/);
-    expect(JSON.parse(await fs.readFile(path.join(bDir, ".marin", "status.json"), "utf8")).state).toBe("SUCCESS");
-    expect((await fs.readdir(bDir)).sort()).toEqual([".marin", "partial.txt", "result.txt"]);
+    expect(JSON.parse(await fs.readFile(path.join(bMeta, "status.json"), "utf8")).state).toBe("SUCCESS");
+    expect((await fs.readdir(bDir)).sort()).toEqual(["partial.txt", "result.txt"]);
     const names = (await readCalls(calls)).map((l) => l.split(" ")[0]);
     expect(names.filter((n) => n === "b")).toHaveLength(2);
     expect(names.filter((n) => n === "a")).toHaveLength(1);

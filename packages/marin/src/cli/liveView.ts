@@ -13,8 +13,11 @@ const OUTCOME_TEXT: Record<StepReport["outcome"], string> = {
   failed: "FAILED",
   dep_failed: "DEP_FAILED",
   not_selected: "not selected",
-  cancelled: "cancelled",
+  cancelled: "CANCELLED",
 };
+
+/** How often, without a TTY, a running step's progress is printed (the first report always is). */
+const PROGRESS_LINE_MS = 10_000;
 
 /**
  * Draws a run as it happens: on a TTY a progress bar with the running steps and a line per finished
@@ -26,6 +29,8 @@ export class LiveView {
   private multi: cliProgress.MultiBar | undefined;
   private bar: cliProgress.SingleBar | undefined;
   private readonly running = new Map<string, number>();
+  private readonly progress = new Map<string, string>();
+  private readonly progressPrinted = new Map<string, number>();
   private timer: NodeJS.Timeout | undefined;
   private done = 0;
   private total = 0;
@@ -42,7 +47,10 @@ export class LiveView {
 
   private redraw(): void {
     const now = Date.now();
-    const running = [...this.running].map(([name, since]) => `${name} ${Math.round((now - since) / 1000)}s`);
+    const running = [...this.running].map(([name, since]) => {
+      const p = this.progress.get(name);
+      return `${name} ${Math.round((now - since) / 1000)}s${p ? ` [${p}]` : ""}`;
+    });
     this.bar?.update(this.done, { running: running.join(", ") || "-" });
   }
 
@@ -54,6 +62,7 @@ export class LiveView {
         this.total = e.plan.entries.length;
         this.line(`marin: ${this.total} step(s), ${toRun} to run, ${this.total - toRun} cached or not selected`);
         for (const u of e.plan.unmatched) this.line(`warning: --only ${JSON.stringify(u)} matched no step`);
+        for (const x of e.plan.entries) if (x.codeChanged) this.line(`warning: ${x.step.name}: ${x.reason}`);
         if (this.out.isTTY && toRun > 0) {
           this.multi = new cliProgress.MultiBar(
             { format: "steps {bar} {value}/{total} | running: {running}", hideCursor: true, clearOnComplete: true, stream: this.out },
@@ -73,6 +82,7 @@ export class LiveView {
       case "step-done": {
         const r = e.report;
         this.running.delete(r.name);
+        this.progress.delete(r.name);
         this.done++;
         if (r.outcome !== "not_selected" && (r.outcome !== "skipped" || !this.multi)) {
           this.line(`  ${r.name}: ${OUTCOME_TEXT[r.outcome]}${r.outcome === "ran" || r.outcome === "reused" ? ` in ${seconds(r.durationMs)}` : ""}${r.error ? ` — ${r.error.split("\n")[0]}` : ""}`);
@@ -83,6 +93,20 @@ export class LiveView {
       case "log":
         if (this.verbose) this.line(`  [${e.name}] ${e.line}`);
         return;
+      case "progress": {
+        this.progress.set(e.name, e.text);
+        if (this.multi) {
+          this.redraw();
+          return;
+        }
+        const now = Date.now();
+        const last = this.progressPrinted.get(e.name);
+        if (last === undefined || now - last >= PROGRESS_LINE_MS) {
+          this.progressPrinted.set(e.name, now);
+          this.line(`  ${e.name}: ${e.text}`);
+        }
+        return;
+      }
     }
   }
 
@@ -127,6 +151,8 @@ export function formatSummary(summary: RunSummary): string[] {
   const ran = summary.steps.filter((s) => s.outcome === "ran").length;
   // Milliseconds below a second: an all-cached run takes tens of ms, which "0.0s" would hide.
   const took = summary.wallMs < 1000 ? `${Math.round(summary.wallMs)} ms` : seconds(summary.wallMs);
-  lines.push(`${summary.ok ? "ok" : "FAILED"}: ${ran} step(s) ran, ${summary.steps.length - ran} did not, in ${took}`);
+  const cancelled = summary.steps.some((s) => s.outcome === "cancelled");
+  lines.push(`${summary.ok ? "ok" : cancelled ? "CANCELLED" : "FAILED"}: ${ran} step(s) ran, ${summary.steps.length - ran} did not, in ${took}`);
+  if (summary.logDir) lines.push(`logs: ${summary.logDir}`);
   return lines;
 }

@@ -11,6 +11,7 @@ import { loadExperiment } from "../experiment/experiment.ts";
 import { resolveGraph } from "../step/graph.ts";
 import { formatSummary, LiveView } from "./liveView.ts";
 import { resolveCliPath } from "./paths.ts";
+import { formatRuns, printLog } from "./runsAndLogs.ts";
 
 /** The prefix a command uses: `--prefix`, else MARIN_PREFIX, else `./marin-out` (relative to where the command was run). */
 export function resolvePrefix(flag: string | undefined): string {
@@ -126,9 +127,29 @@ export function buildProgram(io: { out: (s: string) => void; setExitCode: (c: nu
         const s = e.status;
         const took = s.startedAt && s.finishedAt ? ` ${((s.finishedAt - s.startedAt) / 1000).toFixed(1)}s` : "";
         const when = new Date(s.finishedAt ?? s.updatedAt).toISOString();
-        const state = s.state === "RUNNING" && !e.leaseLive ? "RUNNING (stale lease)" : s.state;
+        const state = e.publishPending
+          ? `${s.state} (publish pending: the next run completes it)`
+          : s.state === "RUNNING" && !e.leaseLive ? "RUNNING (stale lease)" : s.state;
         io.out(`${e.id.padEnd(width)}  ${state.padEnd(10)} ${when}${took}${s.error ? `  ${s.error.split("\n")[0]}` : ""}`);
       }
+    });
+  program
+    .command("runs")
+    .option("--prefix <dir>", "where outputs live (default: $MARIN_PREFIX or ./marin-out)")
+    .description("list the runs at a prefix: id, start, state, steps ran/skipped/failed/cancelled")
+    .action(async (flags: { prefix?: string }) => {
+      io.out((await formatRuns(resolvePrefix(flags.prefix))).join("\n"));
+    });
+
+  program
+    .command("logs")
+    .argument("<step>", "step name")
+    .option("--prefix <dir>", "where outputs live (default: $MARIN_PREFIX or ./marin-out)")
+    .option("--run <id>", "the run to read (default: the newest run with a log of that step)")
+    .option("-f, --follow", "keep printing while the run is going")
+    .description("print a step's log (steps run in-process and as iris jobs alike) from the newest run that has one")
+    .action(async (step: string, flags: { prefix?: string; run?: string; follow?: boolean }) => {
+      await printLog(resolvePrefix(flags.prefix), step, { follow: flags.follow, runId: flags.run, out: (c) => process.stdout.write(c) });
     });
   return program;
 }

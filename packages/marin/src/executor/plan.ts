@@ -1,4 +1,6 @@
 // planRun: what a run would do with each step (run, skip, wait) and why, from the files at the prefix.
+import { promises as fs } from "node:fs";
+import path from "node:path";
 import { MarinError } from "../errors.ts";
 import type { ResolvedStep, StepGraph } from "../step/graph.ts";
 import type { Clock } from "./clock.ts";
@@ -8,7 +10,8 @@ import type { FieldChange } from "./diff.ts";
 import { currentLease, leaseIsStale } from "./lease.ts";
 import { readLastRun } from "./records.ts";
 import type { StepRunInfo } from "./records.ts";
-import { metaDir, readStatus } from "./stepFiles.ts";
+import { pendingJournal } from "./publish.ts";
+import { metaDir, readStatus, stagingDir, stagingTokens } from "./stepFiles.ts";
 import type { StepStatus } from "./stepFiles.ts";
 
 /** What the runner will do with a step. */
@@ -27,7 +30,13 @@ export interface PlanEntry {
   readonly lastRun: StepRunInfo | undefined;
   /** Changes from the last run's config when that run had another identity. */
   readonly changes: FieldChange[];
+  /** A succeeded step whose function's source differs from the one that wrote its output. */
+  readonly codeChanged: boolean;
 }
+
+/** What plan, explain and run say about a cached step whose function changed. */
+export const CODE_CHANGED =
+  "code changed since this output was written (identity is config + version: bump the step's `version`, or rerun it with --force, to redo it)";
 
 /** A plan: every step of the graph, in topological order. */
 export interface RunPlan {
@@ -57,6 +66,36 @@ function compile(patterns: string[] | undefined, flag: string): RegExp[] {
   });
 }
 
+/** A staging folder's checkpoint folders (`step-N` holding a `metadata.json`, at most two levels down), newest first. */
+async function checkpointSteps(staging: string): Promise<number[]> {
+  const found: number[] = [];
+  const look = async (dir: string, depth: number): Promise<void> => {
+    const entries = await fs.readdir(dir, { withFileTypes: true }).catch(() => []);
+    for (const e of entries) {
+      if (!e.isDirectory()) continue;
+      const m = /^step-(\d+)$/.exec(e.name);
+      if (m) {
+        if (await fs.stat(path.join(dir, e.name, "metadata.json")).then(() => true, () => false)) found.push(Number(m[1]));
+      } else if (depth < 2) {
+        await look(path.join(dir, e.name), depth + 1);
+      }
+    }
+  };
+  await look(staging, 1);
+  return found.sort((a, b) => b - a);
+}
+
+/**
+ * Where a resumable step would resume: the newest complete `step-N` checkpoint in its newest
+ * staging folder (`step-N (staging-M)`), if any. Reads only.
+ */
+async function resumePoint(outputPath: string): Promise<string | undefined> {
+  const [newest] = await stagingTokens(outputPath);
+  if (newest === undefined) return undefined;
+  const [step] = await checkpointSteps(stagingDir(outputPath, newest));
+  return step === undefined ? undefined : `step-${step} (its checkpoint in staging-${newest})`;
+}
+
 /**
  * Decides, from the files at the prefix, what a run would do. Reads only; writes nothing. Steps
  * already SUCCESS are skipped and their dependencies are not needed for them (pruning from the top).
@@ -70,9 +109,11 @@ export async function planRun(graph: StepGraph, opts: PlanOptions = {}): Promise
   // A finished step needs no lease or history lookup unless it is forced: keeps the all-cached
   // check at one small read per step.
   const needsDetail = (i: number) => statuses[i]?.state !== "SUCCESS" || forcedOf(graph.steps[i]);
-  const [lasts, leases] = await Promise.all([
+  const [lasts, leases, journals, resumes] = await Promise.all([
     Promise.all(graph.steps.map((s, i) => (needsDetail(i) ? readLastRun(graph.prefix, s.name) : undefined))),
     Promise.all(graph.steps.map((s, i) => (needsDetail(i) && statuses[i]?.state === "RUNNING" ? currentLease(metaDir(s.outputPath)) : undefined))),
+    Promise.all(graph.steps.map((s, i) => (statuses[i] && statuses[i].state !== "SUCCESS" ? pendingJournal(s.outputPath) : undefined))),
+    Promise.all(graph.steps.map((s, i) => (statuses[i] && statuses[i].state !== "SUCCESS" && s.step.resumable ? resumePoint(s.outputPath) : undefined))),
   ]);
   const now = clock.now();
   const index = new Map(graph.steps.map((s, i) => [s.id, i]));
@@ -96,6 +137,7 @@ export async function planRun(graph: StepGraph, opts: PlanOptions = {}): Promise
     const forced = forcedOf(s);
     const selected = needed.has(s.id);
     const changes = lastRun && lastRun.id !== s.id ? diffIdentity(lastRun.identity, s.identity) : [];
+    const codeChanged = status?.state === "SUCCESS" && status.codeHash !== undefined && status.codeHash !== s.codeHash;
     let action: PlanAction;
     let reason: string;
     if (!selected) {
@@ -103,13 +145,16 @@ export async function planRun(graph: StepGraph, opts: PlanOptions = {}): Promise
       reason = "not selected by --only";
     } else if (status?.state === "SUCCESS" && !forced) {
       action = "skip";
-      reason = "already succeeded";
+      reason = codeChanged ? `already succeeded; ${CODE_CHANGED}` : "already succeeded";
     } else if (status?.state === "SUCCESS") {
       action = "run";
       reason = "forced by --force (succeeded before)";
     } else if (status?.state === "RUNNING" && lease && !leaseIsStale(lease, now)) {
       action = "wait";
       reason = `RUNNING under ${lease.owner} (lease live); would wait for it`;
+    } else if (journals[i]) {
+      action = "run";
+      reason = `publish pending: an interrupted publish (journal of token ${journals[i].token}) waits; would complete it without running the step`;
     } else if (status?.state === "RUNNING") {
       action = "run";
       reason = `RUNNING with a stale lease${lease ? ` (owner ${lease.owner})` : ""}; would take over`;
@@ -119,6 +164,9 @@ export async function planRun(graph: StepGraph, opts: PlanOptions = {}): Promise
     } else if (status?.state === "DEP_FAILED") {
       action = "run";
       reason = "a dependency failed last time; would rerun";
+    } else if (status?.state === "CANCELLED") {
+      action = "run";
+      reason = `CANCELLED last time${status.error?.startsWith("dependency") ? ` (${status.error})` : ""}; would rerun`;
     } else if (lastRun && lastRun.id !== s.id) {
       action = "run";
       reason = `identity changed since the last run at this prefix (${lastRun.id} → ${s.id})`;
@@ -126,7 +174,9 @@ export async function planRun(graph: StepGraph, opts: PlanOptions = {}): Promise
       action = "run";
       reason = "never ran at this prefix";
     }
-    return { step: s, action, reason, selected, forced, status, lastRun, changes };
+    const resume = resumes[i];
+    if (action === "run" && resume && !journals[i]) reason += `; would resume from ${resume}`;
+    return { step: s, action, reason, selected, forced, status, lastRun, changes, codeChanged };
   });
   return { graph, entries, byName: new Map(entries.map((e) => [e.step.name, e])), unmatched };
 }

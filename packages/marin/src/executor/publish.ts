@@ -1,20 +1,9 @@
-// A step's staging folders and its atomic, journaled publish into the output folder (and the recovery of an interrupted one).
+// A step's staging folders and its atomic, journaled publish (one rename of the staging folder to the output folder), and the recovery of an interrupted one.
 import { promises as fs } from "node:fs";
 import path from "node:path";
 import type { Lease, LeaseRecord } from "./lease.ts";
 import { leaseIsStale } from "./lease.ts";
 import { metaDir, readJson, readStatus, stagingDir, stagingTokens, writeFileAtomic } from "./stepFiles.ts";
-
-/** Removes everything in a step's output folder except its `.marin/` bookkeeping. */
-async function clearOutputs(outputPath: string): Promise<void> {
-  let names: string[] = [];
-  try {
-    names = await fs.readdir(outputPath);
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== "ENOENT") throw e;
-  }
-  await Promise.all(names.filter((n) => n !== ".marin").map((n) => fs.rm(path.join(outputPath, n), { recursive: true, force: true })));
-}
 
 /**
  * Makes the staging folder for the holder of `lease`. Earlier holders' folders are all stale (the
@@ -38,63 +27,72 @@ export async function prepareStaging(outputPath: string, lease: Lease, resumable
 }
 
 /**
- * `<output>/.marin/publish.json`: written before the first entry moves, removed after SUCCESS. A
- * crash in between leaves it, and the next holder completes that publish instead of clearing the
- * half-moved outputs (a resumable step's checkpoints among them) and starting over.
+ * `<meta>/publish.json`: written before the staging folder is renamed to the output folder, removed
+ * after SUCCESS. A crash in between leaves it, and the next holder completes that publish (with
+ * the recorded result) instead of running the step again.
  */
 export interface PublishJournal {
   token: number;
-  /** The staging folder's name inside `.marin/`. */
+  /** The staging folder's name inside the step's bookkeeping folder. */
   staging: string;
-  names: string[];
   result?: unknown;
 }
 
+/** Where a step's publish journal lives. */
 export function journalFile(outputPath: string): string {
   return path.join(metaDir(outputPath), "publish.json");
 }
 
-/** Moves `names` from `staging` into the output folder; a name already moved (an earlier try) is skipped. */
-async function moveEntries(outputPath: string, staging: string, names: string[]): Promise<void> {
-  for (const n of names) {
-    try {
-      await fs.rename(path.join(staging, n), path.join(outputPath, n));
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== "ENOENT") throw e;
-      await fs.stat(path.join(outputPath, n)); // neither here nor there: the journal cannot be completed
-    }
+const exists = (p: string) => fs.stat(p).then(() => true, () => false);
+
+/**
+ * Renames `staging` to the output folder: the output appears under its final name complete, in one
+ * step. An output folder already there (a forced rerun's old output) is first renamed away into the
+ * bookkeeping folder and removed after.
+ */
+async function renameInto(outputPath: string, staging: string, token: number): Promise<void> {
+  const old = path.join(metaDir(outputPath), `replaced-${token}`);
+  if (await exists(outputPath)) {
+    await fs.rm(old, { recursive: true, force: true });
+    await fs.rename(outputPath, old);
   }
-  await fs.rm(staging, { recursive: true, force: true });
+  await fs.rename(staging, outputPath);
+  await fs.rm(old, { recursive: true, force: true });
 }
 
-/** Moves the staging folder's entries into the output folder (after the fencing check), under a journal. */
+/** Publishes the staging folder as the output folder (after the fencing check), under a journal. */
 export async function publish(outputPath: string, staging: string, lease: Lease, result: unknown): Promise<void> {
   await lease.assertHeld();
-  await clearOutputs(outputPath);
-  const names = await fs.readdir(staging);
-  const journal: PublishJournal = { token: lease.token, staging: path.basename(staging), names, ...(result === undefined ? {} : { result }) };
+  const journal: PublishJournal = { token: lease.token, staging: path.basename(staging), ...(result === undefined ? {} : { result }) };
   await writeFileAtomic(journalFile(outputPath), JSON.stringify(journal));
-  await moveEntries(outputPath, staging, names);
+  await renameInto(outputPath, staging, lease.token);
+}
+
+/** The journal of a publish that was interrupted (written, and its step not SUCCESS under that token), if any. */
+export async function pendingJournal(outputPath: string): Promise<PublishJournal | undefined> {
+  const journal = (await readJson(journalFile(outputPath))) as PublishJournal | undefined;
+  if (!journal) return undefined;
+  const status = await readStatus(outputPath);
+  return status?.state === "SUCCESS" && status.token === journal.token ? undefined : journal;
 }
 
 /**
- * Completes a publish an earlier holder started and did not finish (it crashed between moving its
- * first entry and writing SUCCESS). Returns its journal when completed; `undefined` when there was
+ * Completes a publish an earlier holder started and did not finish (it crashed between writing the
+ * journal and writing SUCCESS). Returns its journal when completed; `undefined` when there was
  * none, it was a leftover of a finished publish, or it cannot be completed (then the step reruns).
  */
 export async function recoverPublish(outputPath: string, log: (line: string) => void): Promise<PublishJournal | undefined> {
   const file = journalFile(outputPath);
-  const journal = (await readJson(file)) as PublishJournal | undefined;
-  if (!journal) return undefined;
-  const status = await readStatus(outputPath);
-  if (status?.state === "SUCCESS" && status.token === journal.token) {
+  const journal = await pendingJournal(outputPath);
+  if (!journal) {
     await fs.rm(file, { force: true });
     return undefined;
   }
-  try {
-    await moveEntries(outputPath, path.join(metaDir(outputPath), journal.staging), journal.names);
-  } catch (e) {
-    log(`could not complete the publish interrupted under token ${journal.token} (${e instanceof Error ? e.message : String(e)}); running the step again`);
+  const staging = path.join(metaDir(outputPath), journal.staging);
+  if (await exists(staging)) {
+    await renameInto(outputPath, staging, journal.token); // the crash came before the rename
+  } else if (!(await exists(outputPath))) {
+    log(`could not complete the publish interrupted under token ${journal.token} (neither its staging folder nor the output exists); running the step again`);
     await fs.rm(file, { force: true });
     return undefined;
   }

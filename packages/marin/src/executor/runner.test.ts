@@ -8,7 +8,8 @@ import { defineStep, outputOf } from "../step/step.ts";
 import type { Step, StepContext } from "../step/step.ts";
 import { planRun } from "./plan.ts";
 import { runGraph } from "./runner.ts";
-import { readStatus, writeFileAtomic } from "./stepFiles.ts";
+import { listPrefix } from "./prefixStatus.ts";
+import { metaDir, readStatus, writeFileAtomic } from "./stepFiles.ts";
 
 let tmp: string;
 let prefix: string;
@@ -71,7 +72,7 @@ describe("runner", () => {
     for (const s of g.steps) {
       expect((await readStatus(s.outputPath))?.state).toBe("SUCCESS");
       expect(await fs.readFile(path.join(s.outputPath, "out.txt"), "utf8")).toContain(s.name);
-      expect((await fs.readdir(path.join(s.outputPath, ".marin"))).filter((n) => n.startsWith("staging") || n === "publish.json")).toEqual([]);
+      expect((await fs.readdir(metaDir(s.outputPath))).filter((n) => n.startsWith("staging") || n === "publish.json")).toEqual([]);
     }
     const d = g.byName.get("d")!;
     expect(await fs.readFile(path.join(d.outputPath, "out.txt"), "utf8")).toContain(g.byName.get("b")!.outputPath);
@@ -97,7 +98,7 @@ describe("runner", () => {
     expect(b?.state).toBe("FAILED");
     expect(b?.error).toContain("b exploded");
     expect((await readStatus(g.byName.get("d")!.outputPath))?.state).toBe("DEP_FAILED");
-    expect(await fs.readdir(g.byName.get("b")!.outputPath)).toEqual([".marin"]);
+    await expect(fs.stat(g.byName.get("b")!.outputPath)).rejects.toThrow(/ENOENT/); // never published: no output folder
 
     // Fixed code: the rerun runs only b and d.
     calls.length = 0;
@@ -207,7 +208,7 @@ describe("runner", () => {
           fn: async (ctx) => {
             await fs.writeFile(path.join(ctx.outputPath, "partial"), "x");
             // Another runner takes the step over: the next token appears.
-            const meta = path.join(ctx.finalPath, ".marin");
+            const meta = metaDir(ctx.finalPath);
             const tokens = (await fs.readdir(meta)).filter((n) => /^lease-\d+\.json$/.test(n));
             const top = Math.max(...tokens.map((n) => Number(/\d+/.exec(n)![0])));
             const rival = { owner: "rival", token: top + 1, expiresAt: Date.now() + 60_000, host: "elsewhere", pid: 1 };
@@ -223,7 +224,7 @@ describe("runner", () => {
     expect(r.steps[0].error).toMatch(/lease .* lost/);
     const st = await readStatus(g.steps[0].outputPath);
     expect(st?.state).not.toBe("SUCCESS");
-    expect(await fs.readdir(g.steps[0].outputPath)).toEqual([".marin"]);
+    await expect(fs.stat(g.steps[0].outputPath)).rejects.toThrow(/ENOENT/); // never published: no output folder
   });
 
   it("a log line after the step ended (abandoned body) is dropped, not a crash", async () => {
@@ -262,7 +263,7 @@ describe("runner", () => {
   it("takes over a stale lease left by a runner on another host", async () => {
     let ran = 0;
     const g = resolveGraph([defineStep({ name: "s", config: {}, fn: () => void ran++ })], prefix);
-    const meta = path.join(g.steps[0].outputPath, ".marin");
+    const meta = metaDir(g.steps[0].outputPath);
     await fs.mkdir(meta, { recursive: true });
     await fs.writeFile(path.join(meta, "lease-7.json"), JSON.stringify({ owner: "gone", token: 7, expiresAt: Date.now() - 1, host: "elsewhere", pid: 1 }));
     await fs.writeFile(path.join(meta, "status.json"), JSON.stringify({ state: "RUNNING", updatedAt: Date.now() - 60_000 }));
@@ -277,7 +278,7 @@ describe("runner", () => {
   it("waits for a step another runner holds, then reuses its result", async () => {
     let ran = 0;
     const g = resolveGraph([defineStep({ name: "s", config: {}, fn: () => void ran++ })], prefix);
-    const meta = path.join(g.steps[0].outputPath, ".marin");
+    const meta = metaDir(g.steps[0].outputPath);
     await fs.mkdir(meta, { recursive: true });
     const lease = { owner: "other", token: 1, expiresAt: Date.now() + 60_000, host: "elsewhere", pid: 1 };
     await fs.writeFile(path.join(meta, "lease-1.json"), JSON.stringify(lease));
@@ -312,7 +313,7 @@ describe("runner", () => {
     for (const resumable of [true, false]) {
       seen.length = 0;
       const g = resolveGraph([mk(resumable)], prefix);
-      const meta = path.join(g.steps[0].outputPath, ".marin");
+      const meta = metaDir(g.steps[0].outputPath);
       // A runner on another host held token 7, wrote a checkpoint, and vanished (its lease expired).
       await fs.mkdir(path.join(meta, "staging-7"), { recursive: true });
       await fs.writeFile(path.join(meta, "staging-7", "checkpoint"), "from 7");
@@ -339,7 +340,7 @@ describe("runner", () => {
             stagings.push(ctx.outputPath);
             if (stagings.length === 1) {
               // First holder: another runner takes the step over; this body is abandoned but keeps going.
-              const meta = path.join(ctx.finalPath, ".marin");
+              const meta = metaDir(ctx.finalPath);
               const rival = { owner: "rival", token: 2, expiresAt: Date.now() - 1, host: "elsewhere", pid: 1, released: true };
               await fs.writeFile(path.join(meta, "lease-2.json"), JSON.stringify(rival));
               oldWrote = oldMayWrite.then(() => fs.writeFile(path.join(ctx.outputPath, "late.txt"), "from the old holder").catch(() => undefined));
@@ -359,37 +360,69 @@ describe("runner", () => {
     expect(second.steps[0].outcome).toBe("ran");
     expect(path.basename(stagings[0])).toBe("staging-1");
     expect(path.basename(stagings[1])).toBe("staging-3");
-    expect((await fs.readdir(g.steps[0].outputPath)).sort()).toEqual([".marin", "out.txt"]);
+    expect((await fs.readdir(g.steps[0].outputPath)).sort()).toEqual(["out.txt"]);
   });
 
-  it("a publish interrupted by a crash is completed by the next run, keeping what had moved", async () => {
-    let ran = 0;
-    const g = resolveGraph([defineStep({ name: "train", config: {}, resumable: true, fn: () => void ran++ })], prefix);
-    const out = g.steps[0].outputPath;
-    const meta = path.join(out, ".marin");
-    // The state a runner (on another host, lease expired) leaves when it dies mid-publish:
-    // checkpoints/ already moved into the output, final.txt still in its staging folder.
-    await fs.mkdir(path.join(meta, "staging-4"), { recursive: true });
-    await fs.mkdir(path.join(out, "checkpoints", "step-10"), { recursive: true });
-    await fs.writeFile(path.join(out, "checkpoints", "step-10", "weights"), "w");
-    await fs.writeFile(path.join(meta, "staging-4", "final.txt"), "done");
-    await fs.writeFile(path.join(meta, "lease-4.json"), JSON.stringify({ owner: "gone", token: 4, expiresAt: Date.now() - 1, host: "elsewhere", pid: 1 }));
-    await fs.writeFile(path.join(meta, "status.json"), JSON.stringify({ state: "RUNNING", updatedAt: Date.now() - 60_000, token: 4 }));
-    await fs.writeFile(path.join(meta, "publish.json"), JSON.stringify({ token: 4, staging: "staging-4", names: ["checkpoints", "final.txt"], result: { steps: 10 } }));
+  it("a publish interrupted by a crash is completed by the next run from its journal, without running the step", async () => {
+    for (const renamed of [false, true]) {
+      let ran = 0;
+      const mk = () => defineStep({ name: renamed ? "train2" : "train", config: {}, resumable: true, fn: () => void ran++ });
+      const g = resolveGraph([mk()], prefix);
+      const out = g.steps[0].outputPath;
+      const meta = metaDir(out);
+      // The state a runner (on another host, lease expired) leaves when it dies mid-publish: the
+      // journal written, its complete staging folder renamed to the output folder or not yet.
+      const staged = path.join(meta, "staging-4");
+      await fs.mkdir(path.join(staged, "checkpoints", "step-10"), { recursive: true });
+      await fs.writeFile(path.join(staged, "checkpoints", "step-10", "weights"), "w");
+      await fs.writeFile(path.join(staged, "final.txt"), "done");
+      if (renamed) await fs.rename(staged, out);
+      await fs.writeFile(path.join(meta, "lease-4.json"), JSON.stringify({ owner: "gone", token: 4, expiresAt: Date.now() - 1, host: "elsewhere", pid: 1 }));
+      await fs.writeFile(path.join(meta, "status.json"), JSON.stringify({ state: "RUNNING", updatedAt: Date.now() - 60_000, token: 4 }));
+      await fs.writeFile(path.join(meta, "publish.json"), JSON.stringify({ token: 4, staging: "staging-4", result: { steps: 10 } }));
+      expect((await planRun(g)).entries[0].reason).toMatch(/publish pending/);
+      expect((await listPrefix(prefix)).find((e) => e.outputPath === out)?.publishPending).toBe(true);
 
-    const r = await runGraph(g);
-    expect(r.steps[0].outcome).toBe("ran");
-    expect(r.steps[0].result).toEqual({ steps: 10 });
-    expect(ran).toBe(0);
-    expect(await fs.readFile(path.join(out, "checkpoints", "step-10", "weights"), "utf8")).toBe("w");
-    expect(await fs.readFile(path.join(out, "final.txt"), "utf8")).toBe("done");
-    const st = await readStatus(out);
-    expect(st?.state).toBe("SUCCESS");
-    expect(st?.result).toEqual({ steps: 10 });
-    expect((await fs.readdir(meta)).filter((n) => n.startsWith("staging") || n === "publish.json")).toEqual([]);
-    // And it counts as done: the next run skips it.
-    expect((await runGraph(resolveGraph([defineStep({ name: "train", config: {}, resumable: true, fn: () => void ran++ })], prefix))).steps[0].outcome).toBe("skipped");
-    expect(ran).toBe(0);
+      const r = await runGraph(g);
+      expect(r.steps[0].outcome).toBe("ran");
+      expect(r.steps[0].result).toEqual({ steps: 10 });
+      expect(ran).toBe(0);
+      expect(await fs.readFile(path.join(out, "checkpoints", "step-10", "weights"), "utf8")).toBe("w");
+      expect(await fs.readFile(path.join(out, "final.txt"), "utf8")).toBe("done");
+      const st = await readStatus(out);
+      expect(st?.state).toBe("SUCCESS");
+      expect(st?.result).toEqual({ steps: 10 });
+      expect((await fs.readdir(meta)).filter((n) => n.startsWith("staging") || n === "publish.json")).toEqual([]);
+      expect((await listPrefix(prefix)).find((e) => e.outputPath === out)?.publishPending).toBe(false);
+      // And it counts as done: the next run skips it.
+      expect((await runGraph(resolveGraph([mk()], prefix))).steps[0].outcome).toBe("skipped");
+      expect(ran).toBe(0);
+    }
+  });
+
+  it("a cancelled run marks the running step and its dependants CANCELLED; plan says where a resumable step resumes", async () => {
+    const controller = new AbortController();
+    const train = defineStep({
+      name: "train",
+      config: {},
+      resumable: true,
+      fn: async (ctx) => {
+        await fs.mkdir(path.join(ctx.outputPath, "checkpoints", "step-3"), { recursive: true });
+        await fs.writeFile(path.join(ctx.outputPath, "checkpoints", "step-3", "metadata.json"), "{}");
+        await fs.mkdir(path.join(ctx.outputPath, "checkpoints", "step-4"), { recursive: true }); // incomplete: no metadata.json
+        controller.abort();
+        await new Promise<void>((_, reject) => ctx.signal.addEventListener("abort", () => reject(ctx.signal.reason)));
+      },
+    });
+    const evaluate = defineStep({ name: "evaluate", config: { ck: outputOf(train) }, fn: () => undefined });
+    const g = resolveGraph([evaluate], prefix);
+    const r = await runGraph(g, { signal: controller.signal });
+    expect(r.steps.map((s) => [s.name, s.outcome])).toEqual([["train", "cancelled"], ["evaluate", "cancelled"]]);
+    expect((await readStatus(g.byName.get("train")!.outputPath))?.state).toBe("CANCELLED");
+    expect((await readStatus(g.byName.get("evaluate")!.outputPath))?.state).toBe("CANCELLED");
+    const plan = await planRun(g);
+    expect(plan.byName.get("train")!.reason).toBe("CANCELLED last time; would rerun; would resume from step-3 (its checkpoint in staging-1)");
+    expect(plan.byName.get("evaluate")!.reason).toMatch(/^CANCELLED last time \(dependency train was cancelled\); would rerun$/);
   });
 
   it("a step that failed under another runner during this run is not run again, nor are its dependants", async () => {
@@ -397,7 +430,7 @@ describe("runner", () => {
     const s = defineStep({ name: "s", config: {}, fn: () => void ran++ });
     const after = defineStep({ name: "after", config: { s: outputOf(s) }, fn: () => void ran++ });
     const g = resolveGraph([after], prefix);
-    const meta = path.join(g.byName.get("s")!.outputPath, ".marin");
+    const meta = metaDir(g.byName.get("s")!.outputPath);
     await fs.mkdir(meta, { recursive: true });
     const lease = { owner: "other", token: 1, expiresAt: Date.now() + 60_000, host: "elsewhere", pid: 1 };
     await fs.writeFile(path.join(meta, "lease-1.json"), JSON.stringify(lease));

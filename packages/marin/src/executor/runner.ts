@@ -11,10 +11,12 @@ import { systemClock } from "./clock.ts";
 import { defaultOwner, tryAcquireLease } from "./lease.ts";
 import type { Lease } from "./lease.ts";
 import { planRun } from "./plan.ts";
+import { ensurePrefix } from "./prefixCheck.ts";
+import { runDirOf, runnerIdentity, writeRunRecord } from "./runRecords.ts";
 import type { RunPlan, PlanEntry, PlanOptions } from "./plan.ts";
 import { infoOf, writeInfo, writeLastRun } from "./records.ts";
 import { journalFile, prepareStaging, publish, recoverPublish } from "./publish.ts";
-import { metaDir, prefixMetaDir, readStatus, writeFileAtomic, writeStatus } from "./stepFiles.ts";
+import { metaDir, readStatus, writeStatus } from "./stepFiles.ts";
 import type { StepStatus } from "./stepFiles.ts";
 
 /** How a step ended in a run. */
@@ -41,6 +43,10 @@ export interface RunSummary {
   steps: StepReport[];
   /** Time from the start of planning to the end, in ms. */
   wallMs: number;
+  /** When the run started (ms since the epoch). */
+  startedAt: number;
+  /** The folder of the steps' log files (`<prefix>/.marin/runs/<run-id>/logs`), when a step ran. */
+  logDir?: string;
 }
 
 /** A state change the runner reports while it works (the live view draws these). */
@@ -48,7 +54,9 @@ export type RunEvent =
   | { type: "plan"; plan: RunPlan }
   | { type: "step"; name: string; state: "waiting" | "running" | "publishing"; detail?: string }
   | { type: "step-done"; report: StepReport }
-  | { type: "log"; name: string; line: string };
+  | { type: "log"; name: string; line: string }
+  /** A running step's progress text (training: step/total, loss, tokens/s, ETA). */
+  | { type: "progress"; name: string; text: string };
 
 /** What a launcher gets to run one step's body somewhere. */
 export interface LaunchArgs {
@@ -56,6 +64,8 @@ export interface LaunchArgs {
   stagingPath: string;
   signal: AbortSignal;
   log(line: string): void;
+  /** Reports the step's progress text (from the job's status reports). */
+  progress(text: string): void;
   /** The lease's fencing token (an iris launcher names the job after it: each holder submits its own). */
   token: number;
   runId: string;
@@ -77,7 +87,7 @@ export interface RunGraphOptions extends PlanOptions {
   pollMs?: number;
   /** Lease owner name (default `host:pid`). */
   owner?: string;
-  /** Cancels the run: running steps are aborted and recorded FAILED. */
+  /** Cancels the run: running steps are aborted and recorded CANCELLED, as are the steps that depend on them. */
   signal?: AbortSignal;
   onEvent?: (e: RunEvent) => void;
   /** Makes the launcher for steps with `resources`; called at most once, only when such a step runs. */
@@ -161,7 +171,7 @@ class Run {
   }
 
   runDir(): string {
-    return path.join(prefixMetaDir(this.graph.prefix), "runs", this.runId);
+    return runDirOf(this.graph.prefix, this.runId);
   }
 
   getLauncher(): Promise<StepLauncher> {
@@ -270,7 +280,14 @@ class Run {
         if (rs.step.resources) {
           const launcher = await this.getLauncher();
           result = await Promise.race([
-            launcher.run(rs, { stagingPath: staging, signal: abort.signal, log: (l) => log.write(l), token: lease.token, runId: this.runId }),
+            launcher.run(rs, {
+              stagingPath: staging,
+              signal: abort.signal,
+              log: (l) => log.write(l),
+              progress: (text) => this.emit({ type: "progress", name: rs.name, text }),
+              token: lease.token,
+              runId: this.runId,
+            }),
             aborted,
           ]);
         } else {
@@ -283,6 +300,7 @@ class Run {
             prefix: this.graph.prefix,
             signal: abort.signal,
             log: (l) => log.write(l),
+            reportStatus: (text) => this.emit({ type: "progress", name: rs.name, text }),
           };
           result = await Promise.race([Promise.resolve().then(() => rs.step.fn(ctx)), aborted]);
         }
@@ -292,7 +310,7 @@ class Run {
       }
       const finishedAt = this.clock.now();
       await lease.assertHeld();
-      await writeStatus(rs.outputPath, { state: "SUCCESS", updatedAt: finishedAt, startedAt, finishedAt, ...common, ...(json === undefined ? {} : { result: json }) });
+      await writeStatus(rs.outputPath, { state: "SUCCESS", updatedAt: finishedAt, startedAt, finishedAt, ...common, codeHash: rs.codeHash, ...(json === undefined ? {} : { result: json }) });
       await fs.rm(journalFile(rs.outputPath), { force: true });
       await lease.release();
       return { ...base, outcome: "ran", durationMs: finishedAt - t0, ...(json === undefined ? {} : { result: json }) };
@@ -301,14 +319,15 @@ class Run {
       log.write(`step failed: ${error}`);
       const finishedAt = this.clock.now();
       const lost = lease.signal.aborted;
+      const cancelled = this.opts.signal?.aborted === true;
       if (!lost) {
         // Only the holder writes the status; a runner that lost the lease leaves it to the new holder.
-        await writeStatus(rs.outputPath, { state: "FAILED", updatedAt: finishedAt, startedAt, finishedAt, error, ...common }).catch(() => undefined);
+        const state = cancelled ? "CANCELLED" : "FAILED";
+        await writeStatus(rs.outputPath, { state, updatedAt: finishedAt, startedAt, finishedAt, error, ...common }).catch(() => undefined);
         await lease.release().catch(() => undefined);
       } else {
         await lease.stop();
       }
-      const cancelled = this.opts.signal?.aborted === true;
       return { ...base, outcome: cancelled ? "cancelled" : "failed", durationMs: finishedAt - t0, error };
     } finally {
       lease.signal.removeEventListener("abort", onLost);
@@ -317,15 +336,16 @@ class Run {
     }
   }
 
-  /** Records DEP_FAILED for a step whose dependency failed, unless someone else holds or finished it. */
-  async markDepFailed(rs: ResolvedStep, failedDep: string): Promise<void> {
+  /** Records DEP_FAILED (or CANCELLED) for a step whose dependency failed (was cancelled), unless someone else holds or finished it. */
+  async markDepFailed(rs: ResolvedStep, failedDep: string, cancelled: boolean): Promise<void> {
     const got = await tryAcquireLease(metaDir(rs.outputPath), this.owner, { clock: this.clock, ttlMs: this.ttlMs });
     if (!got.acquired) return;
     try {
       const status = await readStatus(rs.outputPath);
       if (status?.state !== "SUCCESS") {
         const now = this.clock.now();
-        await writeStatus(rs.outputPath, { state: "DEP_FAILED", updatedAt: now, finishedAt: now, error: `dependency ${failedDep} failed`, runId: this.runId });
+        const error = `dependency ${failedDep} ${cancelled ? "was cancelled" : "failed"}`;
+        await writeStatus(rs.outputPath, { state: cancelled ? "CANCELLED" : "DEP_FAILED", updatedAt: now, finishedAt: now, error, runId: this.runId });
       }
     } finally {
       await got.lease.release();
@@ -340,9 +360,21 @@ class Run {
 export async function runGraph(graph: StepGraph, opts: RunGraphOptions = {}): Promise<RunSummary> {
   const clock = opts.clock ?? systemClock;
   const t0 = clock.now();
+  await ensurePrefix(graph.prefix);
   const plan = await planRun(graph, opts);
   const run = new Run(graph, opts);
   run.emit({ type: "plan", plan });
+  if (plan.entries.some((e) => e.action !== "skip")) {
+    // A record from the start, so that `marin runs` and `marin logs -f` see a run in progress (or one killed outright).
+    await writeRunRecord({
+      runId: run.runId,
+      prefix: graph.prefix,
+      state: "running",
+      startedAt: run.startedAt,
+      ...runnerIdentity(),
+      steps: plan.entries.map((e) => ({ name: e.step.name, id: e.step.id, outputPath: e.step.outputPath })),
+    });
+  }
   const maxConcurrent = Math.max(1, opts.maxConcurrent ?? 4);
   const reports = new Map<string, StepReport>();
   const dependants = new Map<string, PlanEntry[]>();
@@ -373,7 +405,7 @@ export async function runGraph(graph: StepGraph, opts: RunGraphOptions = {}): Pr
    * synchronously: the scheduling loop must never see them still pending once the failed step has
    * left `running`. Returns them so their status files can be written afterwards.
    */
-  const takeDependants = (id: string, name: string): PlanEntry[] => {
+  const takeDependants = (id: string, name: string, cancelled: boolean): PlanEntry[] => {
     const taken: PlanEntry[] = [];
     const queue = [...(dependants.get(id) ?? [])];
     while (queue.length) {
@@ -381,7 +413,14 @@ export async function runGraph(graph: StepGraph, opts: RunGraphOptions = {}): Pr
       if (reports.has(d.step.id) || d.action === "skip") continue;
       const idx = pending.indexOf(d);
       if (idx >= 0) pending.splice(idx, 1);
-      finish({ name: d.step.name, id: d.step.id, outputPath: d.step.outputPath, outcome: "dep_failed", durationMs: 0, error: `dependency ${name} failed` });
+      finish({
+        name: d.step.name,
+        id: d.step.id,
+        outputPath: d.step.outputPath,
+        outcome: cancelled ? "cancelled" : "dep_failed",
+        durationMs: 0,
+        error: `dependency ${name} ${cancelled ? "was cancelled" : "failed"}`,
+      });
       taken.push(d);
       queue.push(...(dependants.get(d.step.id) ?? []));
     }
@@ -409,8 +448,9 @@ export async function runGraph(graph: StepGraph, opts: RunGraphOptions = {}): Pr
           .then(async (r) => {
             finish(r);
             if (r.outcome === "failed" || r.outcome === "cancelled") {
-              const taken = takeDependants(r.id, r.name);
-              await Promise.all(taken.map((d) => run.markDepFailed(d.step, r.name).catch(() => undefined)));
+              const cancelled = r.outcome === "cancelled";
+              const taken = takeDependants(r.id, r.name, cancelled);
+              await Promise.all(taken.map((d) => run.markDepFailed(d.step, r.name, cancelled).catch(() => undefined)));
             }
             // Only now: until the dependants are settled the loop must still see this step as running.
             running.delete(e.step.id);
@@ -432,15 +472,27 @@ export async function runGraph(graph: StepGraph, opts: RunGraphOptions = {}): Pr
     if (!reports.has(e.step.id)) finish({ name: e.step.name, id: e.step.id, outputPath: e.step.outputPath, outcome: "cancelled", durationMs: 0 });
   }
   const steps = plan.entries.map((e) => reports.get(e.step.id)!);
+  const executed = steps.some((s) => s.outcome !== "skipped" && s.outcome !== "not_selected");
   const summary: RunSummary = {
     runId: run.runId,
     prefix: graph.prefix,
     ok: steps.every((s) => s.outcome !== "failed" && s.outcome !== "dep_failed" && s.outcome !== "cancelled"),
     steps,
     wallMs: clock.now() - t0,
+    startedAt: run.startedAt,
+    ...(executed ? { logDir: path.join(run.runDir(), "logs") } : {}),
   };
-  if (steps.some((s) => s.outcome !== "skipped" && s.outcome !== "not_selected")) {
-    await writeFileAtomic(path.join(run.runDir(), "run.json"), JSON.stringify(summary, null, 2) + "\n");
+  if (executed) {
+    await writeRunRecord({
+      runId: run.runId,
+      prefix: graph.prefix,
+      state: "finished",
+      startedAt: run.startedAt,
+      finishedAt: clock.now(),
+      ...runnerIdentity(),
+      ok: summary.ok,
+      steps: steps.map((s) => ({ name: s.name, id: s.id, outputPath: s.outputPath, outcome: s.outcome, ...(s.error ? { error: s.error.split("\n")[0] } : {}) })),
+    });
   }
   return summary;
 }

@@ -5,9 +5,13 @@ import path from "node:path";
 import { z } from "zod";
 import { MarinError } from "../errors.ts";
 
-/** Where a step's bookkeeping lives: `<output>/.marin/`. */
+/**
+ * Where a step's bookkeeping lives: beside its output folder, `<parent>/.marin/<name>-<hash>/` for
+ * the output `<parent>/<name>-<hash>/`. Never inside it: the output folder appears only when its
+ * staging folder (in here) is renamed to it, complete.
+ */
 export function metaDir(outputPath: string): string {
-  return path.join(outputPath, ".marin");
+  return path.join(path.dirname(outputPath), ".marin", path.basename(outputPath));
 }
 
 /**
@@ -42,7 +46,7 @@ export function prefixMetaDir(prefix: string): string {
 }
 
 /** The states a step's `status.json` records. */
-export const STEP_STATES = ["RUNNING", "SUCCESS", "FAILED", "DEP_FAILED"] as const;
+export const STEP_STATES = ["RUNNING", "SUCCESS", "FAILED", "DEP_FAILED", "CANCELLED"] as const;
 /** One of {@link STEP_STATES}. */
 export type StepState = (typeof STEP_STATES)[number];
 
@@ -56,6 +60,8 @@ const statusSchema = z.object({
   token: z.number().optional(),
   runId: z.string().optional(),
   result: z.unknown().optional(),
+  /** The hash of the step function's source when it succeeded (see `codeHashOf`). */
+  codeHash: z.string().optional(),
 });
 
 /** The content of `<output>/.marin/status.json`. */

@@ -31,6 +31,8 @@ export async function loadExperiment(script: string): Promise<{ script: string; 
     try {
       mod = (await importModule(pathToFileURL(abs).href)) as { default?: unknown };
     } catch (e) {
+      // A standard step's factory called at the script's top level rejected its options: say that, not "could not import".
+      if (e instanceof MarinError) throw e;
       throw new MarinError("NOT_FOUND", `could not import experiment script ${abs}: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
     }
   }

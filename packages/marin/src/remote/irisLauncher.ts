@@ -89,7 +89,14 @@ export async function createIrisLauncher(opts: IrisLauncherOptions): Promise<Ste
       })();
       let status: JobStatus;
       try {
-        status = await job.wait();
+        // Each status the watch delivers carries the task's latest status report (training progress).
+        let lastText = "";
+        status = await job.wait({
+          onStatus: (st) => {
+            const text = st.tasks.map((t) => t.statusText).find(Boolean) ?? "";
+            if (text && text !== lastText) args.progress((lastText = text));
+          },
+        });
       } finally {
         args.signal.removeEventListener("abort", onAbort);
       }

@@ -1,4 +1,5 @@
 // The iris task entry that runs one step's body: rebuilds the graph, checks the identity, runs the step.
+import { getIrisCtx } from "@marin/iris";
 import { z } from "zod";
 import { MarinError } from "../errors.ts";
 import { loadExperiment } from "../experiment/experiment.ts";
@@ -63,6 +64,8 @@ export async function runStepTask(input: StepTaskArgs): Promise<unknown> {
       prefix: graph.prefix,
       signal: abort.signal,
       log: (line) => process.stdout.write(`${line}\n`),
+      // The task's status report: the parent runner sees it in the job's status and shows it live.
+      reportStatus: (text, metrics) => void getIrisCtx()?.reportStatus(text, metrics).catch(() => undefined),
     });
   } finally {
     process.off("SIGTERM", onTerm);

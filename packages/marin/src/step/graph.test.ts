@@ -177,3 +177,15 @@ describe("identity", () => {
     );
   });
 });
+
+describe("code hash", () => {
+  it("follows the function's source (not its whitespace) and never enters identity", () => {
+    const mk = (fn: () => unknown) => resolveGraph([defineStep({ name: "s", config: { a: 1 }, fn })], "/p").steps[0];
+    const one = mk(() => 1);
+    const spaced = mk(() =>   1);
+    const two = mk(() => 2);
+    expect(spaced.codeHash).toBe(one.codeHash);
+    expect(two.codeHash).not.toBe(one.codeHash);
+    expect(two.id).toBe(one.id);
+  });
+});

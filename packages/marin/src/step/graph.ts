@@ -29,6 +29,17 @@ export interface ResolvedStep {
   readonly deps: ResolvedStep[];
   /** The config `fn` receives: references replaced by absolute paths, `ignore` unwrapped. */
   readonly config: unknown;
+  /** A hash of `fn`'s source (see {@link codeHashOf}): recorded with the output; not part of identity. */
+  readonly codeHash: string;
+}
+
+/**
+ * A hash of a step function's source text (runs of whitespace collapsed, so reformatting is not a
+ * change). Recorded in the status when the step succeeds, so that a cached output whose function
+ * has changed since can be pointed out; identity stays config + version.
+ */
+export function codeHashOf(fn: (...args: never[]) => unknown): string {
+  return shortHash(Function.prototype.toString.call(fn).replace(/\s+/g, " "), 16);
 }
 
 /** The steps reachable from an experiment's returned steps, in a topological order. */
@@ -179,6 +190,7 @@ export class GraphBuilder {
         outputPath,
         deps,
         config,
+        codeHash: codeHashOf(step.fn),
       };
       const clash = byName.get(step.name);
       if (clash) {

@@ -31,6 +31,11 @@ export interface StepContext<C> {
   readonly signal: AbortSignal;
   /** Appends a line to the step's log (and to the live view when verbose). */
   log(message: string): void;
+  /**
+   * Reports progress (`step 5/20 · loss 2.1 · 900 tok/s · ETA 1m02s`): shown beside the running step
+   * in the live view. In an iris job it goes to the task's status report (iris keeps it with the attempt).
+   */
+  reportStatus(text: string, metrics?: Record<string, number>): void;
 }
 
 /** A step's body: writes under `ctx.outputPath`, may return a small JSON summary (shown at the end of a run). */

@@ -1,6 +1,7 @@
 // The cleanText standard step: normalization, word/TAG stripping, paragraph splits and filters.
 import { z } from "zod";
 import { defineStep } from "../step/step.ts";
+import { checkOptions } from "./options.ts";
 import type { OutputRef, Step } from "../step/step.ts";
 import { documentsPattern, readDocuments, ZEPHYR_RUN } from "./documents.ts";
 import type { Document } from "./documents.ts";
@@ -85,6 +86,7 @@ export function keepText(text: string, cfg: Pick<CleanTextConfig, "minChars" | "
 
 /** Normalizes documents (optionally strips `word/TAG` tags, splits paragraphs) and drops those failing length/character filters. */
 export function cleanText(opts: CleanTextOptions): Step<any> {
+  checkOptions("cleanText", { name: true, input: true, stripWordTags: true, splitParagraphs: true, normalize: true, minChars: true, maxChars: true, maxNonLetterFraction: true }, opts);
   return defineStep({
     name: opts.name ?? "clean",
     description: "normalize text; length and character filters",

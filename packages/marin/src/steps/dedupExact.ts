@@ -2,6 +2,7 @@
 import { createHash } from "node:crypto";
 import { z } from "zod";
 import { defineStep } from "../step/step.ts";
+import { checkOptions } from "./options.ts";
 import type { OutputRef, Step } from "../step/step.ts";
 import { documentsPattern, readDocuments, ZEPHYR_RUN } from "./documents.ts";
 
@@ -24,6 +25,7 @@ export function exactKey(text: string, caseSensitive: boolean): string {
 
 /** Keeps one document per distinct text (zephyr `deduplicate`, a shuffle by text hash). */
 export function dedupExact(opts: DedupExactOptions): Step<any> {
+  checkOptions("dedupExact", { name: true, input: true, caseSensitive: true }, opts);
   return defineStep({
     name: opts.name ?? "dedup",
     description: "exact document deduplication",

@@ -3,6 +3,7 @@ import { promises as fs } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
 import { defineStep } from "../step/step.ts";
+import { checkOptions, RESOURCE_KEYS } from "./options.ts";
 import type { OutputRef, Step, StepResources } from "../step/step.ts";
 
 const configSchema = z.object({
@@ -28,6 +29,7 @@ export interface EvaluateLmStepOptions {
 
 /** Loss (nats/token) and bits per byte of the final checkpoint on a validation token cache; writes `eval.json`. */
 export function evaluateLmStep(opts: EvaluateLmStepOptions): Step<any> {
+  checkOptions("evaluateLmStep", { name: true, checkpoints: true, data: true, batchSize: true, maxBatches: true, resources: RESOURCE_KEYS }, opts);
   return defineStep({
     name: opts.name ?? "evaluate",
     description: "loss and bits per byte on the validation cache",

@@ -3,6 +3,7 @@ import { promises as fs } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
 import { defineStep } from "../step/step.ts";
+import { checkOptions, RESOURCE_KEYS } from "./options.ts";
 import type { OutputRef, Step, StepResources } from "../step/step.ts";
 
 const configSchema = z.object({
@@ -31,6 +32,7 @@ export interface GenerateTextOptions {
 
 /** Samples a continuation per prompt from the final checkpoint into `samples.jsonl` (`{ prompt, text }` per line). */
 export function generateText(opts: GenerateTextOptions): Step<any> {
+  checkOptions("generateText", { name: true, checkpoints: true, prompts: true, maxTokens: true, temperature: true, topK: true, seed: true, resources: RESOURCE_KEYS }, opts);
   return defineStep({
     name: opts.name ?? "generate",
     description: "sample text from the trained model",

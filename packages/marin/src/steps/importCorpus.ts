@@ -3,6 +3,7 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
 import { defineStep, ignore } from "../step/step.ts";
+import { checkOptions } from "./options.ts";
 import type { Step } from "../step/step.ts";
 import { documentsPattern, zephyr, ZEPHYR_RUN } from "./documents.ts";
 import type { Document } from "./documents.ts";
@@ -34,6 +35,7 @@ export interface ImportCorpusOptions {
 
 /** Text files (a list or a glob) → JSONL.gz documents `{ id, text }` (id = the file's name), via zephyr. */
 export function importCorpus(opts: ImportCorpusOptions): Step<any> {
+  checkOptions("importCorpus", { name: true, files: true, source: true, encoding: true, shards: true }, opts);
   return defineStep({
     name: opts.name ?? "import",
     description: "text files → JSONL.gz documents",

@@ -81,6 +81,10 @@ describe("tiny-brown, shortened, on an embedded LocalCluster", () => {
 
     const dirs = await fs.readdir(path.join(prefix, "tiny-brown"));
     const dirOf = (name: string) => path.join(prefix, "tiny-brown", dirs.find((d) => d.startsWith(`${name}-`))!);
+    const metaOf = (name: string) => path.join(prefix, "tiny-brown", ".marin", path.basename(dirOf(name)));
+    // The training job's status reports reach the live view: step/total, loss, tokens/s, ETA.
+    expect(first.stderr).toMatch(/tiny-brown\/train: step \d+\/4 \([\d.]+%\) · loss \d+\.\d+ · [\d,]+ tok\/s .*ETA \d/);
+    expect(first.stdout).toMatch(/^logs: .*\.marin\/runs\/[^/]+\/logs$/m);
     expect(await fs.readdir(path.join(dirOf("train"), "checkpoints"))).toContain("step-4");
     expect(await fs.readdir(path.join(dirOf("tokenize"), "train"))).toContain("ledger.json");
     const evalJson = JSON.parse(await fs.readFile(path.join(dirOf("evaluate"), "eval.json"), "utf8"));
@@ -95,7 +99,7 @@ describe("tiny-brown, shortened, on an embedded LocalCluster", () => {
     // The iris steps' results came back as task results: no result file in any step's .marin/ or elsewhere.
     expect((await everything(prefix)).filter((f) => /result/i.test(path.basename(f)))).toEqual([]);
     for (const step of ["train", "evaluate", "generate"]) {
-      expect((await fs.readdir(path.join(dirOf(step), ".marin"))).sort()).toEqual(["info.json", "lease-1.json", "status.json"]);
+      expect((await fs.readdir(metaOf(step))).sort()).toEqual(["info.json", "lease-1.json", "status.json"]);
     }
 
     const before = await outsideMarin(tmp);
@@ -121,12 +125,12 @@ describe("tiny-brown training after a crash", () => {
     try {
       for (;;) {
         if (Date.now() > deadline) throw new Error("no checkpoint appeared");
-        const dirs = await fs.readdir(path.join(prefix, "tiny-brown")).catch(() => [] as string[]);
+        const dirs = await fs.readdir(path.join(prefix, "tiny-brown", ".marin")).catch(() => [] as string[]);
         const d = dirs.find((x) => x.startsWith("train-"));
         if (d) {
           trainDir = path.join(prefix, "tiny-brown", d);
-          // The staging folder is per lease token: staging-<token>.
-          const meta = path.join(trainDir, ".marin");
+          // The staging folder is per lease token: staging-<token>, in the step's bookkeeping folder beside the output.
+          const meta = path.join(prefix, "tiny-brown", ".marin", d);
           const stagings = (await fs.readdir(meta).catch(() => [] as string[])).filter((n) => n.startsWith("staging-"));
           const ckptDirs = stagings.map((st) => path.join(meta, st, "checkpoints"));
           const ckpts = (await Promise.all(ckptDirs.map(async (cd) => (await fs.readdir(cd).catch(() => [] as string[])).map((c) => path.join(cd, c))))).flat();
@@ -139,9 +143,18 @@ describe("tiny-brown training after a crash", () => {
       child.kill("SIGKILL");
       await exited;
     }
-    const status = JSON.parse(await fs.readFile(path.join(trainDir!, ".marin", "status.json"), "utf8"));
+    const trainMeta = path.join(path.dirname(trainDir!), ".marin", path.basename(trainDir!));
+    const status = JSON.parse(await fs.readFile(path.join(trainMeta, "status.json"), "utf8"));
     expect(status.state).toBe("RUNNING");
-    expect(await fs.readdir(trainDir!)).toEqual([".marin"]);
+    await expect(fs.stat(trainDir!)).rejects.toThrow(/ENOENT/); // nothing published
+    // The plan says where training will resume.
+    const plan = await new Promise<string>((resolve) => {
+      const c = spawn(process.execPath, ["--import", "tsx", cli, "plan", script, "--prefix", prefix], { cwd: repoRoot, env, stdio: ["ignore", "pipe", "inherit"] });
+      let out = "";
+      c.stdout.on("data", (d) => (out += d));
+      c.on("close", () => resolve(out));
+    });
+    expect(plan).toMatch(/run\s+tiny-brown\/train[^\n]*\n[^\n]*would resume from step-\d+/);
 
     const rerun = await new Promise<{ code: number | null; stdout: string }>((resolve) => {
       const c = spawn(process.execPath, ["--import", "tsx", cli, "run", script, "--prefix", prefix, "--only", "train"], { cwd: repoRoot, env, stdio: ["ignore", "pipe", "inherit"] });

@@ -3,6 +3,7 @@ import { createHash } from "node:crypto";
 import path from "node:path";
 import { z } from "zod";
 import { defineStep } from "../step/step.ts";
+import { checkOptions } from "./options.ts";
 import type { OutputRef, Step } from "../step/step.ts";
 import { readDocuments, ZEPHYR_RUN } from "./documents.ts";
 
@@ -42,6 +43,7 @@ export function isValidationDoc(id: string, fraction: number, seed: number): boo
 
 /** Documents → levanter token caches `train/` and `validation/` (zephyr `writeTokenCache`), split by document. */
 export function tokenize(opts: TokenizeOptions): Step<any> {
+  checkOptions("tokenize", { name: true, input: true, tokenizer: true, validationFraction: true, seed: true }, opts);
   return defineStep({
     name: opts.name ?? "tokenize",
     description: "documents → levanter token caches (train/validation)",

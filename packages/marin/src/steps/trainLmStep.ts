@@ -4,6 +4,7 @@ import type { ModelConfigInput, OptimizerConfigInput } from "@marin/levanter";
 import { z } from "zod";
 import { defineStep, ignore } from "../step/step.ts";
 import type { OutputRef, Step, StepResources } from "../step/step.ts";
+import { checkOptions, leavesOf, RESOURCE_KEYS } from "./options.ts";
 import { TRAIN_CACHE, VALIDATION_CACHE } from "./tokenize.ts";
 
 /** The `trainer` settings a pipeline chooses (the run folder, trackers and checkpoint location are the step's). */
@@ -119,6 +120,12 @@ export const CHECKPOINTS = "checkpoints";
  * complete checkpoint (levanter resumes bit-exactly).
  */
 export function trainLmStep(opts: TrainLmStepOptions): Step<any> {
+  const shape = trainLmStepConfigSchema.shape;
+  checkOptions(
+    "trainLmStep",
+    { name: true, data: true, model: leavesOf(shape.model), optimizer: leavesOf(shape.optimizer), trainer: leavesOf(shape.trainer), resources: RESOURCE_KEYS, backend: true },
+    opts,
+  );
   const t = opts.trainer;
   const resources = opts.resources ?? { cpuMillis: 1000 };
   return defineStep({
@@ -171,7 +178,8 @@ export function trainLmStep(opts: TrainLmStepOptions): Step<any> {
             threads: cfg.threads,
           },
         },
-        { signal: ctx.signal },
+        // Progress (step/total, loss, tok/s, ETA) to the live view: in an iris job through the task's status report.
+        { signal: ctx.signal, statusSink: async (text, metrics) => ctx.reportStatus(text, metrics) },
       );
       if (result.stoppedEarly) throw new Error(`training stopped early at step ${result.step} (a checkpoint was saved; re-run to resume)`);
       return {
