@@ -273,7 +273,8 @@ export async function listCheckpoints(root: string, opts: DiscoveryOptions = {})
       const policy = opts.damaged ?? "warn";
       if (policy === "error") throw err;
       if (policy === "warn") {
-        log("warn", `checkpoint skipped: ${path.join(dir, METADATA_FILE)} is damaged (${(err as Error).message})`, { checkpoint: dir });
+        const file = path.join(dir, METADATA_FILE);
+        log("warn", `checkpoint skipped: ${file} is damaged (${(err as Error).message.replace(`${file}: `, "")})`, { checkpoint: dir });
       }
       continue;
     }
