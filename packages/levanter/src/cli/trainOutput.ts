@@ -89,7 +89,7 @@ export class TrainProgress {
   #bar(step: number, total: number, status: string): string {
     // A pseudo-terminal without a size reports 0 columns.
     const columns = this.#stream.columns !== undefined && this.#stream.columns >= 40 ? this.#stream.columns : 80;
-    const width = Math.max(10, Math.min(30, columns - status.length - 4));
+    const width = Math.max(5, Math.min(30, columns - status.length - 2));
     const filled = Math.round((width * step) / total);
     const text = `${"█".repeat(filled)}${"░".repeat(width - filled)} ${status}`;
     return text.length > columns - 1 ? text.slice(0, Math.max(0, columns - 1)) : text;
