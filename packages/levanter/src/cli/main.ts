@@ -32,6 +32,20 @@ function num(v: string): number {
   return n;
 }
 
+// eval and generate print their result; their structured log lines (backend choice, …) would be
+// noise: warnings and errors are printed as text, the rest dropped (LEVANTER_LOG=silent: nothing).
+async function withTextWarnings<T>(fn: () => Promise<T>): Promise<T> {
+  const text = new TrainProgress(process.stderr, "none");
+  const previous = setLogSink((record) => {
+    if (record.level === "warn" || record.level === "error") text.logRecord(record);
+  });
+  try {
+    return await fn();
+  } finally {
+    setLogSink(previous);
+  }
+}
+
 /** Builds the `levanter` command-line program (exported for tests). */
 export function buildProgram(): Command {
   const program = new Command("levanter")
@@ -101,13 +115,15 @@ export function buildProgram(): Command {
     .option("--batch-size <n>", "sequences per batch", int, 16)
     .option("--max-batches <n>", "evaluate at most this many batches", int)
     .action(async (opts: { checkpoint: string; data: string; tokenizer?: string; batchSize: number; maxBatches?: number }) => {
-      const r = await evaluateCheckpoint({
-        checkpoint: opts.checkpoint,
-        data: opts.data,
-        batchSize: opts.batchSize,
-        ...(opts.tokenizer ? { tokenizerJson: opts.tokenizer } : {}),
-        ...(opts.maxBatches ? { maxBatches: opts.maxBatches } : {}),
-      });
+      const r = await withTextWarnings(() =>
+        evaluateCheckpoint({
+          checkpoint: opts.checkpoint,
+          data: opts.data,
+          batchSize: opts.batchSize,
+          ...(opts.tokenizer ? { tokenizerJson: opts.tokenizer } : {}),
+          ...(opts.maxBatches ? { maxBatches: opts.maxBatches } : {}),
+        }),
+      );
       process.stdout.write(`${JSON.stringify({ "eval/loss": r.loss, "eval/bpb": r.bpb, tokens: r.tokens, step: r.step, checkpoint: r.checkpoint })}\n`);
     });
 
@@ -122,15 +138,17 @@ export function buildProgram(): Command {
     .option("--seed <n>", "sampling seed", int, 0)
     .option("--tokenizer <tokenizer.json>", "HF tokenizer for non-byte checkpoints")
     .action(async (opts: { checkpoint: string; prompt: string; maxTokens: number; temperature: number; topK?: number; seed: number; tokenizer?: string }) => {
-      const r = await generate({
-        checkpoint: opts.checkpoint,
-        prompt: opts.prompt,
-        maxTokens: opts.maxTokens,
-        temperature: opts.temperature,
-        seed: opts.seed,
-        ...(opts.topK ? { topK: opts.topK } : {}),
-        ...(opts.tokenizer ? { tokenizerJson: opts.tokenizer } : {}),
-      });
+      const r = await withTextWarnings(() =>
+        generate({
+          checkpoint: opts.checkpoint,
+          prompt: opts.prompt,
+          maxTokens: opts.maxTokens,
+          temperature: opts.temperature,
+          seed: opts.seed,
+          ...(opts.topK ? { topK: opts.topK } : {}),
+          ...(opts.tokenizer ? { tokenizerJson: opts.tokenizer } : {}),
+        }),
+      );
       process.stdout.write(`${opts.prompt}${r.text}\n`);
     });
 

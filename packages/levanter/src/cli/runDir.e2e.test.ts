@@ -147,6 +147,12 @@ describe("levanter train in a run directory (real CLI)", () => {
     expect(human.stderr.split("\n").filter((l) => l.startsWith("{"))).toEqual([]);
     const logged = readFileSync(path.join(runDir, "log.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l) as { msg: string });
     expect(logged.map((l) => l.msg)).toEqual(expect.arrayContaining(["backend selected", "training", "finished"]));
+    // generate prints its text; no JSON log lines, and a damaged checkpoint is a readable WARNING.
+    writeFileSync(path.join(runDir, "checkpoints", "step-4", "metadata.json"), "{");
+    const sample = await levanter(["generate", "--checkpoint", path.join(runDir, "checkpoints"), "--prompt", "The cat", "--max-tokens", "4"]);
+    expect(sample.code, sample.stderr).toBe(0);
+    expect(sample.stdout.startsWith("The cat")).toBe(true);
+    expect(sample.stderr.trim()).toBe(`levanter: WARNING: checkpoint skipped: ${path.join(runDir, "checkpoints", "step-4", "metadata.json")} is damaged (not valid JSON)`);
 
     const json = await train(freshRun(), "--log-format", "json");
     expect(json.code, json.stderr).toBe(0);
