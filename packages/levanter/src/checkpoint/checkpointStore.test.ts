@@ -5,7 +5,8 @@ import os from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { LevanterError } from "../errors.ts";
-import { loadCheckpoint, readCheckpointMetadata, saveCheckpoint } from "./checkpointStore.ts";
+import { setLogSink, type LogRecord } from "../internal/log.ts";
+import { findLatestCheckpoint, listCheckpoints, loadCheckpoint, readCheckpointMetadata, saveCheckpoint } from "./checkpointStore.ts";
 
 let tmp: string;
 beforeEach(async () => {
@@ -97,5 +98,41 @@ describe("saveCheckpoint / loadCheckpoint", () => {
     await expect(saveCheckpoint(dir, { step: 2, arrays: { a: { shape: [3], data: new Float32Array(4) } } })).rejects.toThrow(/arrays\.a: shape \[3\]/);
     await expect(saveCheckpoint(dir, { step: 2, arrays: { a: { shape: [1], data: new Float64Array(1) as unknown as Float32Array } } })).rejects.toThrow(/Float32Array or Int32Array/);
     expect(await readCheckpointMetadata(dir)).toBeUndefined();
+  });
+
+  it("state.json carries a checksum in arrays.json: an edited state is refused, naming the file; a checkpoint from before the checksum still loads", async () => {
+    const dir = path.join(tmp, "step-4");
+    await saveCheckpoint(dir, { step: 4, arrays: { a: { shape: [1], data: Float32Array.of(1) } }, state: { loader: { step: 4 } } });
+    const stateFile = path.join(dir, "state.json");
+    const good = await readFile(stateFile, "utf8");
+    await writeFile(stateFile, good.replace('"step":4', '"step":1'));
+    await expect(loadCheckpoint(dir)).rejects.toThrow(`${stateFile}: checksum mismatch`);
+    await writeFile(stateFile, good);
+    expect((await loadCheckpoint(dir)).state).toEqual({ loader: { step: 4 } });
+    const manifestFile = path.join(dir, "arrays.json");
+    const manifest = JSON.parse(await readFile(manifestFile, "utf8")) as { state?: unknown };
+    delete manifest.state;
+    await writeFile(manifestFile, JSON.stringify(manifest));
+    await writeFile(stateFile, good.replace('"step":4', '"step":1'));
+    expect((await loadCheckpoint(dir)).state).toEqual({ loader: { step: 1 } });
+  });
+});
+
+describe("discovery of checkpoints with a damaged metadata.json", () => {
+  it("skips it with a warning naming it (warn), quietly (skip), or throws (error)", async () => {
+    for (const step of [2, 5]) await saveCheckpoint(path.join(tmp, `step-${step}`), { step, arrays: {} });
+    const damaged = path.join(tmp, "step-5", "metadata.json");
+    await writeFile(damaged, "{oops");
+    const records: LogRecord[] = [];
+    const previous = setLogSink((r) => records.push(r));
+    try {
+      expect((await listCheckpoints(tmp)).map((c) => c.metadata.step)).toEqual([2]);
+      expect(records.map((r) => [r.level, r.msg])).toEqual([["warn", `checkpoint skipped: ${damaged} is damaged (not valid JSON)`]]);
+      expect((await findLatestCheckpoint(tmp, { damaged: "skip" }))?.metadata.step).toBe(2);
+      expect(records).toHaveLength(1);
+      await expect(findLatestCheckpoint(tmp, { damaged: "error" })).rejects.toMatchObject({ code: "CHECKPOINT_CORRUPT", message: `${damaged}: not valid JSON` });
+    } finally {
+      setLogSink(previous);
+    }
   });
 });

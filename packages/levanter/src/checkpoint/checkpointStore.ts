@@ -1,7 +1,8 @@
 // On-disk format of one checkpoint directory (`<root>/step-N/`):
 //
 //   arrays.bin     every named array's raw little-endian bytes, one after another
-//   arrays.json    manifest: { version, arrays: [{ name, dtype, shape, byteOffset, byteLength, crc32 }] }
+//   arrays.json    manifest: { version, arrays: [{ name, dtype, shape, byteOffset, byteLength, crc32 }],
+//                  state: { byteLength, crc32 } }  (state.json's checksum; absent in older checkpoints)
 //   state.json     the trainer's JSON state (loader position, RNG state, optimizer scalars, …)
 //   metadata.json  { step, timestamp, isTemporary }: written LAST, after the others are fsynced
 //
@@ -13,6 +14,7 @@ import path from "node:path";
 import { crc32 } from "node:zlib";
 import { z } from "zod";
 import { LevanterError } from "../errors.ts";
+import { log } from "../internal/log.ts";
 import { formatZodIssues, syncDir, writeFileAtomic } from "../sharding/durableFiles.ts";
 
 /** Name of the file whose presence marks a checkpoint directory complete. */
@@ -70,6 +72,8 @@ const manifestSchema = z.object({
       crc32: z.number().int().nonnegative(),
     }),
   ),
+  /** Length and CRC-32 of state.json's bytes (optional: checkpoints written before it existed lack it). */
+  state: z.object({ byteLength: z.number().int().nonnegative(), crc32: z.number().int().nonnegative() }).optional(),
 });
 
 /** A checkpoint read back by {@link loadCheckpoint}. */
@@ -120,8 +124,10 @@ export async function saveCheckpoint(dir: string, payload: CheckpointPayload): P
   } finally {
     await fh.close();
   }
+  const stateBytes = Buffer.from(`${JSON.stringify(payload.state ?? null)}\n`, "utf8");
+  manifest.state = { byteLength: stateBytes.length, crc32: crc32(stateBytes) };
+  await writeFileAtomic(path.join(dir, STATE_FILE), stateBytes);
   await writeJsonDurably(path.join(dir, MANIFEST_FILE), manifest);
-  await writeJsonDurably(path.join(dir, STATE_FILE), payload.state ?? null);
   const metadata: CheckpointMetadata = {
     step: payload.step,
     timestamp: (payload.timestamp ?? new Date()).toISOString(),
@@ -135,7 +141,8 @@ export async function saveCheckpoint(dir: string, payload: CheckpointPayload): P
 /**
  * Reads the checkpoint in `dir`. Throws CHECKPOINT_NOT_FOUND if it has no metadata.json
  * (absent or incomplete) and CHECKPOINT_CORRUPT if a file is missing, malformed (the error names
- * the field) or fails its checksum.
+ * the file and field) or fails its checksum (arrays.bin's arrays and state.json are checked
+ * against the CRC-32s in arrays.json).
  */
 export async function loadCheckpoint(dir: string): Promise<LoadedCheckpoint> {
   const metadata = await readCheckpointMetadata(dir);
@@ -170,7 +177,26 @@ export async function loadCheckpoint(dir: string): Promise<LoadedCheckpoint> {
     arrays[a.name] = { dtype: a.dtype, shape: a.shape, data };
     names.push(a.name);
   }
-  const state = await readJson(path.join(dir, STATE_FILE));
+  const stateFile = path.join(dir, STATE_FILE);
+  let stateBytes: Buffer;
+  try {
+    stateBytes = await readFile(stateFile);
+  } catch (cause) {
+    throw new LevanterError("CHECKPOINT_CORRUPT", `${stateFile}: missing from a checkpoint that has ${METADATA_FILE}`, { cause });
+  }
+  const expected = manifest.data.state;
+  if (expected !== undefined && (stateBytes.length !== expected.byteLength || crc32(stateBytes) !== expected.crc32)) {
+    throw new LevanterError(
+      "CHECKPOINT_CORRUPT",
+      `${stateFile}: checksum mismatch (the file was edited or damaged; ${MANIFEST_FILE} records ${expected.byteLength} bytes with crc32 ${expected.crc32})`,
+    );
+  }
+  let state: unknown;
+  try {
+    state = JSON.parse(stateBytes.toString("utf8"));
+  } catch (cause) {
+    throw new LevanterError("CHECKPOINT_CORRUPT", `${stateFile}: not valid JSON`, { cause });
+  }
   return { path: dir, metadata, arrays, names, state };
 }
 
@@ -211,10 +237,24 @@ export function checkpointDirName(step: number): string {
 }
 
 /**
- * The complete checkpoints (immediate sub-directories with a valid metadata.json) under `root`,
- * by ascending step. A missing root is empty; directories without metadata.json are skipped.
+ * What discovery does with a `step-N` directory whose metadata.json exists but cannot be read or
+ * parsed: skip it with a warning naming it (`warn`, the default), skip it quietly (`skip`), or
+ * throw its CHECKPOINT_CORRUPT error (`error`).
  */
-export async function listCheckpoints(root: string): Promise<FoundCheckpoint[]> {
+export type DamagedCheckpointPolicy = "warn" | "skip" | "error";
+
+/** Options of {@link listCheckpoints} and {@link findLatestCheckpoint}. */
+export interface DiscoveryOptions {
+  /** Default `warn`. */
+  damaged?: DamagedCheckpointPolicy;
+}
+
+/**
+ * The complete checkpoints (immediate sub-directories with a valid metadata.json) under `root`,
+ * by ascending step. A missing root is empty; directories without metadata.json (incomplete
+ * saves) are skipped; a damaged metadata.json is handled as `opts.damaged` says.
+ */
+export async function listCheckpoints(root: string, opts: DiscoveryOptions = {}): Promise<FoundCheckpoint[]> {
   let names: string[];
   try {
     names = await readdir(root);
@@ -229,8 +269,14 @@ export async function listCheckpoints(root: string): Promise<FoundCheckpoint[]> 
     let metadata: CheckpointMetadata | undefined;
     try {
       metadata = await readCheckpointMetadata(dir);
-    } catch {
-      continue; // An unreadable metadata.json is treated like an incomplete save.
+    } catch (err) {
+      const policy = opts.damaged ?? "warn";
+      if (policy === "error") throw err;
+      if (policy === "warn") {
+        const file = path.join(dir, METADATA_FILE);
+        log("warn", `checkpoint skipped: ${file} is damaged (${(err as Error).message.replace(`${file}: `, "")})`, { checkpoint: dir });
+      }
+      continue;
     }
     if (metadata !== undefined) found.push({ path: dir, metadata });
   }
@@ -240,16 +286,17 @@ export async function listCheckpoints(root: string): Promise<FoundCheckpoint[]> 
 /**
  * The checkpoint to resume from: across all `roots` (e.g. the permanent then the temporary base
  * path), the highest numeric step; ties go to the newer timestamp. Options: ignore steps above
- * `maxStep`, skip `exclude`d paths. Undefined when there is none.
+ * `maxStep`, skip `exclude`d paths, what to do with a damaged metadata.json (`damaged`, see
+ * {@link listCheckpoints}). Undefined when there is none.
  */
 export async function findLatestCheckpoint(
   roots: string | readonly string[],
-  opts: { maxStep?: number; exclude?: readonly string[] } = {},
+  opts: { maxStep?: number; exclude?: readonly string[] } & DiscoveryOptions = {},
 ): Promise<FoundCheckpoint | undefined> {
   const excluded = new Set((opts.exclude ?? []).map((p) => path.resolve(p)));
   let best: FoundCheckpoint | undefined;
   for (const root of typeof roots === "string" ? [roots] : roots) {
-    for (const c of await listCheckpoints(root)) {
+    for (const c of await listCheckpoints(root, opts.damaged ? { damaged: opts.damaged } : {})) {
       if (excluded.has(path.resolve(c.path))) continue;
       if (opts.maxStep !== undefined && c.metadata.step > opts.maxStep) continue;
       if (best === undefined || compareCheckpoints(c, best) > 0) best = c;

@@ -4,7 +4,7 @@ import { z } from "zod";
 import { LevanterError } from "../errors.ts";
 import { formatZodIssues } from "../sharding/durableFiles.ts";
 import { checkpointDirName, findLatestCheckpoint, listCheckpoints, readCheckpointMetadata } from "./checkpointStore.ts";
-import type { FoundCheckpoint } from "./checkpointStore.ts";
+import type { DamagedCheckpointPolicy, FoundCheckpoint } from "./checkpointStore.ts";
 
 const stepPolicySchema = z.object({
   every: z.number().int().positive(),
@@ -179,8 +179,11 @@ export class Checkpointer {
     await this.#prune(decision.step, decision.path, decision.isTemporary);
   }
 
-  /** The newest complete checkpoint across both roots (what a restarted run resumes from). */
-  latest(opts: { maxStep?: number } = {}): Promise<FoundCheckpoint | undefined> {
+  /**
+   * The newest complete checkpoint across both roots (what a restarted run resumes from). A
+   * damaged metadata.json is skipped with a warning naming it, or throws with `damaged: "error"`.
+   */
+  latest(opts: { maxStep?: number; damaged?: DamagedCheckpointPolicy } = {}): Promise<FoundCheckpoint | undefined> {
     return findLatestCheckpoint(this.roots, opts);
   }
 
@@ -203,7 +206,8 @@ export class Checkpointer {
     this.#discovered ??= (async () => {
       if (!this.config.deleteOldTempCheckpoints) return;
       for (const root of this.roots) {
-        for (const c of await listCheckpoints(root)) {
+        // Quiet: latest() already warned about damaged directories; they are never deleted.
+        for (const c of await listCheckpoints(root, { damaged: "skip" })) {
           if (c.metadata.isTemporary) this.#temporaries.push({ step: c.metadata.step, path: c.path });
         }
       }

@@ -39,7 +39,7 @@ describe("levanter CLI", () => {
     expect(tok.documents).toBe(10);
     expect(tok.tokens).toBeGreaterThan(1000);
 
-    const trained = JSON.parse(await run(["train", "--config", path.join(dir, "c.yaml"), "--trainer.numTrainSteps=3", "--optimizer.learningRate=0.01"])) as { step: number; checkpoint: string };
+    const trained = JSON.parse(await run(["train", "--log-format", "json", "--config", path.join(dir, "c.yaml"), "--trainer.numTrainSteps=3", "--optimizer.learningRate=0.01"])) as { step: number; checkpoint: string };
     expect(trained.step).toBe(3);
     expect(trained.checkpoint).toBe(path.join(dir, "run", "checkpoints", "step-3"));
 

@@ -1,17 +1,24 @@
 #!/usr/bin/env node
 // pnpm levanter: train, evaluate, sample, and make token caches from text files.
-import { Command, InvalidArgumentError } from "commander";
-import { realpathSync } from "node:fs";
+import { Command, InvalidArgumentError, Option } from "commander";
+import { appendFileSync, mkdirSync, realpathSync } from "node:fs";
 import { readFile } from "node:fs/promises";
+import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { LevanterError } from "../errors.ts";
 import { generate } from "../generate.ts";
+import { setLogSink } from "../internal/log.ts";
 import { evaluateCheckpoint, tokenizerNamed } from "../trainer/evaluate.ts";
 import { loadTrainLmConfig } from "../trainer/configFile.ts";
 import { pauseAfterStepHook } from "../trainer/pauseAfterStep.ts";
 import { trainLm } from "../trainer/trainLm.ts";
 import { encodeDocument } from "../data/tokenizer.ts";
 import { finalizeTokenCache, writeTokenCacheShard } from "../sharding/tokenCacheWriter.ts";
+import { TrainProgress, type ProgressMode } from "./trainOutput.ts";
+import { stripWordTags } from "./wordTags.ts";
+
+/** File under `trainer.runDir` that receives the JSON log lines in human output mode. */
+export const LOG_FILE = "log.jsonl";
 
 function int(v: string): number {
   const n = Number(v);
@@ -25,6 +32,20 @@ function num(v: string): number {
   return n;
 }
 
+// eval and generate print their result; their structured log lines (backend choice, …) would be
+// noise: warnings and errors are printed as text, the rest dropped (LEVANTER_LOG=silent: nothing).
+async function withTextWarnings<T>(fn: () => Promise<T>): Promise<T> {
+  const text = new TrainProgress(process.stderr, "none");
+  const previous = setLogSink((record) => {
+    if (record.level === "warn" || record.level === "error") text.logRecord(record);
+  });
+  try {
+    return await fn();
+  } finally {
+    setLogSink(previous);
+  }
+}
+
 /** Builds the `levanter` command-line program (exported for tests). */
 export function buildProgram(): Command {
   const program = new Command("levanter")
@@ -35,16 +56,54 @@ export function buildProgram(): Command {
     .command("train")
     .description("train a model from a YAML/JSON config; extra --a.b=c flags override config fields")
     .requiredOption("--config <file>", "YAML or JSON config with model, data, optimizer, trainer sections")
+    .addOption(
+      new Option("--log-format <format>", `human: progress on stderr, a summary line on stdout, JSON log lines in <runDir>/${LOG_FILE}; json: JSON log lines on stderr, a JSON result on stdout`)
+        .choices(["human", "json"])
+        .default("human"),
+    )
+    .addOption(
+      new Option("--progress <mode>", "human output's progress: a bar on a TTY and a line per tenth of the run elsewhere (auto), or bar, lines, none")
+        .choices(["auto", "bar", "lines", "none"])
+        .default("auto"),
+    )
+    .option("--require-checkpoint", "fail unless the run resumes from a checkpoint, and on a checkpoint whose metadata.json is damaged (= --trainer.requireCheckpoint=true)")
     .argument("[overrides...]", "config overrides, e.g. --trainer.numTrainSteps=100")
     .allowUnknownOption()
-    .action(async (overrides: string[], opts: { config: string }) => {
-      const config = loadTrainLmConfig(opts.config, overrides);
+    .action(async (overrides: string[], opts: { config: string; logFormat: "human" | "json"; progress: "auto" | ProgressMode; requireCheckpoint?: boolean }) => {
+      const config = loadTrainLmConfig(opts.config, [...overrides, ...(opts.requireCheckpoint ? ["--trainer.requireCheckpoint=true"] : [])]);
       // Test-only fault injection (LEVANTER_PAUSE_AFTER_STEP): stop at an exact step.
       const pause = pauseAfterStepHook();
-      const result = await trainLm(config, pause ? { hooks: [pause] } : {});
-      process.stdout.write(`${JSON.stringify({ step: result.step, finalLoss: result.finalLoss, eval: result.eval, checkpoint: result.checkpoint, stoppedEarly: result.stoppedEarly })}\n`);
-      // Stopped by SIGTERM after saving: exit as a terminated process would.
-      if (result.stoppedEarly) process.exitCode = 143;
+      if (opts.logFormat === "json") {
+        const result = await trainLm(config, pause ? { hooks: [pause] } : {});
+        process.stdout.write(`${JSON.stringify({ step: result.step, finalLoss: result.finalLoss, eval: result.eval, checkpoint: result.checkpoint, stoppedEarly: result.stoppedEarly })}\n`);
+        // Stopped by SIGTERM after saving: exit as a terminated process would.
+        if (result.stoppedEarly) process.exitCode = 143;
+        return;
+      }
+      // Human output: the CLI draws progress itself (the `console` tracker turns it on), warnings
+      // are printed as text, and every JSON log line goes to <runDir>/log.jsonl.
+      const { runDir, trackers } = config.trainer;
+      const mode: ProgressMode = !trackers.includes("console") ? "none" : opts.progress === "auto" ? (process.stderr.isTTY ? "bar" : "lines") : opts.progress;
+      config.trainer.trackers = trackers.filter((t) => t !== "console");
+      const logFile = path.join(runDir, LOG_FILE);
+      const progress = new TrainProgress(process.stderr, mode);
+      let logDirMade = false;
+      const previous = setLogSink((record, line) => {
+        if (!logDirMade) mkdirSync(runDir, { recursive: true });
+        logDirMade = true;
+        appendFileSync(logFile, `${line}\n`);
+        if (record.level === "warn" || record.level === "error") progress.logRecord(record);
+      });
+      try {
+        if (mode !== "none") progress.line(`levanter: training in ${runDir} · log ${logFile}`);
+        const result = await trainLm(config, { hooks: [...(pause ? [pause] : []), progress.hook] });
+        progress.end();
+        process.stdout.write(`${progress.summary(result, config.trainer.numTrainSteps, logFile)}\n`);
+        if (result.stoppedEarly) process.exitCode = 143;
+      } finally {
+        progress.end();
+        setLogSink(previous);
+      }
     });
 
   program
@@ -56,13 +115,15 @@ export function buildProgram(): Command {
     .option("--batch-size <n>", "sequences per batch", int, 16)
     .option("--max-batches <n>", "evaluate at most this many batches", int)
     .action(async (opts: { checkpoint: string; data: string; tokenizer?: string; batchSize: number; maxBatches?: number }) => {
-      const r = await evaluateCheckpoint({
-        checkpoint: opts.checkpoint,
-        data: opts.data,
-        batchSize: opts.batchSize,
-        ...(opts.tokenizer ? { tokenizerJson: opts.tokenizer } : {}),
-        ...(opts.maxBatches ? { maxBatches: opts.maxBatches } : {}),
-      });
+      const r = await withTextWarnings(() =>
+        evaluateCheckpoint({
+          checkpoint: opts.checkpoint,
+          data: opts.data,
+          batchSize: opts.batchSize,
+          ...(opts.tokenizer ? { tokenizerJson: opts.tokenizer } : {}),
+          ...(opts.maxBatches ? { maxBatches: opts.maxBatches } : {}),
+        }),
+      );
       process.stdout.write(`${JSON.stringify({ "eval/loss": r.loss, "eval/bpb": r.bpb, tokens: r.tokens, step: r.step, checkpoint: r.checkpoint })}\n`);
     });
 
@@ -77,15 +138,17 @@ export function buildProgram(): Command {
     .option("--seed <n>", "sampling seed", int, 0)
     .option("--tokenizer <tokenizer.json>", "HF tokenizer for non-byte checkpoints")
     .action(async (opts: { checkpoint: string; prompt: string; maxTokens: number; temperature: number; topK?: number; seed: number; tokenizer?: string }) => {
-      const r = await generate({
-        checkpoint: opts.checkpoint,
-        prompt: opts.prompt,
-        maxTokens: opts.maxTokens,
-        temperature: opts.temperature,
-        seed: opts.seed,
-        ...(opts.topK ? { topK: opts.topK } : {}),
-        ...(opts.tokenizer ? { tokenizerJson: opts.tokenizer } : {}),
-      });
+      const r = await withTextWarnings(() =>
+        generate({
+          checkpoint: opts.checkpoint,
+          prompt: opts.prompt,
+          maxTokens: opts.maxTokens,
+          temperature: opts.temperature,
+          seed: opts.seed,
+          ...(opts.topK ? { topK: opts.topK } : {}),
+          ...(opts.tokenizer ? { tokenizerJson: opts.tokenizer } : {}),
+        }),
+      );
       process.stdout.write(`${opts.prompt}${r.text}\n`);
     });
 
@@ -94,11 +157,15 @@ export function buildProgram(): Command {
     .description("write text files (one document each) as a token cache")
     .requiredOption("--out <dir>", "token cache directory to create")
     .option("--tokenizer <spec>", `"byte" or a HF tokenizer.json`, "byte")
+    .option("--strip-word-tags", "the files are word/TAG tokens (the Brown Corpus): keep the words, as prose")
     .argument("<files...>", "text files, one document each")
-    .action(async (files: string[], opts: { out: string; tokenizer: string }) => {
+    .action(async (files: string[], opts: { out: string; tokenizer: string; stripWordTags?: boolean }) => {
       const tokenizer = await tokenizerNamed(opts.tokenizer === "byte" ? "byte" : "hf", opts.tokenizer === "byte" ? undefined : opts.tokenizer);
       const docs = async function* () {
-        for (const f of files) yield encodeDocument(tokenizer, await readFile(f, "utf8"));
+        for (const f of files) {
+          const text = await readFile(f, "utf8");
+          yield encodeDocument(tokenizer, opts.stripWordTags ? stripWordTags(text) : text);
+        }
       };
       await writeTokenCacheShard(opts.out, 0, docs(), { tokenizer: tokenizer.name, vocabSize: tokenizer.vocabSize });
       const ledger = await finalizeTokenCache(opts.out);

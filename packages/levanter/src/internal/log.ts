@@ -11,8 +11,35 @@ function threshold(): number {
   return raw in ORDER ? ORDER[raw as LogLevel] : ORDER.info;
 }
 
-/** Writes one structured record (`{time, level, msg, ...fields}`) to stderr when its level passes LEVANTER_LOG. */
+/** One structured record as {@link log} builds it. */
+export interface LogRecord {
+  time: string;
+  level: LogLevel;
+  pkg: "levanter";
+  msg: string;
+  [field: string]: unknown;
+}
+
+/** Receives each record that passes LEVANTER_LOG, with its JSON line (no newline). */
+export type LogSink = (record: LogRecord, line: string) => void;
+
+let sink: LogSink | undefined;
+
+/**
+ * Routes records to `next` instead of stderr (the CLI's human mode sends them to a file and
+ * prints warnings as text); `undefined` restores stderr. Returns the sink it replaced.
+ */
+export function setLogSink(next: LogSink | undefined): LogSink | undefined {
+  const prev = sink;
+  sink = next;
+  return prev;
+}
+
+/** Writes one structured record (`{time, level, msg, ...fields}`) to stderr (or the sink) when its level passes LEVANTER_LOG. */
 export function log(level: LogLevel, msg: string, fields: Record<string, unknown> = {}): void {
   if (ORDER[level] < threshold()) return;
-  process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), level, pkg: "levanter", msg, ...fields })}\n`);
+  const record: LogRecord = { time: new Date().toISOString(), level, pkg: "levanter", msg, ...fields };
+  const line = JSON.stringify(record);
+  if (sink) sink(record, line);
+  else process.stderr.write(`${line}\n`);
 }

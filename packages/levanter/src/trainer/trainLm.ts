@@ -15,6 +15,7 @@ import { lrSchedule } from "../optim/schedule.ts";
 import { TokenCacheReader } from "../sharding/tokenCacheReader.ts";
 import { evaluateLm, tokenizerNamed, type EvalResult } from "./evaluate.ts";
 import { computeGradients } from "./gradients.ts";
+import { checkContinuesRun, runDifferences, runIdentity } from "./runIdentity.ts";
 import { formatStatus, StatusReporter, type StatusSink } from "./status.ts";
 import { assignParams, readTrainCheckpoint, saveTrainState } from "./trainState.ts";
 import { CompositeTracker, ConsoleTracker, JsonlTracker, TensorBoardTracker, type Tracker } from "./trackers.ts";
@@ -110,21 +111,33 @@ export async function trainLm(input: TrainLmConfig | TrainLmConfigInput, options
     let startStep = 0;
     let resumedFrom: number | undefined;
     let lastSavedStep: number | undefined;
+    const run = runIdentity(reader, validation, { seed: loaderSeed, shuffle: dc.shuffle });
     if (tc.resume) {
-      const found = await checkpointer.latest();
+      const found = await checkpointer.latest({ damaged: tc.requireCheckpoint ? "error" : "warn" });
+      if (!found && tc.requireCheckpoint) {
+        throw new LevanterError("CHECKPOINT_NOT_FOUND", `trainer.requireCheckpoint: no complete checkpoint under ${checkpointer.roots.join(" or ")}`);
+      }
       if (found) {
         const ckpt = await readTrainCheckpoint(found.path);
+        checkContinuesRun({
+          runDir: tc.runDir,
+          checkpoint: found.path,
+          checkpointStep: ckpt.state.step,
+          numTrainSteps: tc.numTrainSteps,
+          differences: runDifferences(ckpt.state, { model: modelConfig, run }),
+        });
         assignParams(model, ckpt.params, found.path);
         optimizer.load(ckpt.optimizer, ckpt.state.optimizer);
         rng.state = ckpt.state.rng;
         startStep = resumedFrom = ckpt.state.step;
         const l = ckpt.state.loader;
-        if (l.seed !== loaderSeed || l.batchSize !== tc.batchSize || l.seqLen !== seqLen) {
-          // Still resumable, but the batches after this step differ from the interrupted run's.
-          log("warn", "data order changed since the checkpoint", { checkpoint: l, now: { seed: loaderSeed, batchSize: tc.batchSize, seqLen } });
+        if (l.batchSize !== tc.batchSize) {
+          // Still resumable (seed and seqLen were checked above), but the batches after this step
+          // differ from the interrupted run's.
+          log("warn", `data order changed since the checkpoint: trainer.batchSize ${l.batchSize} there, ${tc.batchSize} now`, { checkpoint: l, now: { seed: loaderSeed, batchSize: tc.batchSize, seqLen } });
         }
         if (!found.metadata.isTemporary) lastSavedStep = startStep;
-        log("info", "resumed", { checkpoint: found.path, step: startStep });
+        log("info", startStep === tc.numTrainSteps ? "already finished" : "resumed", { checkpoint: found.path, step: startStep });
       }
     }
 
@@ -153,6 +166,7 @@ export async function trainLm(input: TrainLmConfig | TrainLmConfigInput, options
             rng,
             tokenizer: tokenizer.name,
             loader: { seed: loaderSeed, step, batchSize: tc.batchSize, seqLen },
+            run,
           }),
         { force },
       );

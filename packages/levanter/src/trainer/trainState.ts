@@ -6,6 +6,7 @@ import { Rng } from "../rng.ts";
 import { ModelConfigSchema, resolveModelConfig, type ResolvedModelConfig } from "../models/modelConfig.ts";
 import { TransformerLm } from "../models/transformer.ts";
 import type { AdamW } from "../optim/adamw.ts";
+import { runIdentitySchema, type RunIdentity } from "./runIdentity.ts";
 
 const PARAM_PREFIX = "params/";
 const OPT_PREFIX = "opt/";
@@ -20,6 +21,8 @@ const trainStateSchema = z.object({
   rng: z.number().int().nonnegative(),
   /** The loader is a pure function of (seed, step): its position is the step. */
   loader: z.object({ seed: z.number(), step: z.number().int().nonnegative(), batchSize: z.number(), seqLen: z.number() }),
+  /** The data the run trains on (absent in checkpoints written before it was recorded). */
+  run: runIdentitySchema.optional(),
 });
 
 /** The JSON state of a training checkpoint. */
@@ -29,7 +32,7 @@ export type TrainState = z.infer<typeof trainStateSchema>;
 export async function saveTrainState(
   dir: string,
   isTemporary: boolean,
-  s: { step: number; model: TransformerLm; optimizer: AdamW; rng: Rng; tokenizer: string; loader: TrainState["loader"] },
+  s: { step: number; model: TransformerLm; optimizer: AdamW; rng: Rng; tokenizer: string; loader: TrainState["loader"]; run?: RunIdentity },
 ): Promise<void> {
   const arrays: Record<string, { shape: number[]; data: Float32Array }> = {};
   for (const [name, p] of s.model.params) arrays[PARAM_PREFIX + name] = { shape: p.shape, data: p.dataSync() as Float32Array };
@@ -43,6 +46,7 @@ export async function saveTrainState(
     optimizer: opt.scalars,
     rng: s.rng.state,
     loader: s.loader,
+    ...(s.run ? { run: s.run } : {}),
   };
   await saveCheckpoint(dir, { step: s.step, isTemporary, arrays, state });
 }
@@ -56,7 +60,10 @@ export async function readTrainCheckpoint(dir: string): Promise<{
 }> {
   const ckpt = await loadCheckpoint(dir);
   const parsed = trainStateSchema.safeParse(ckpt.state);
-  if (!parsed.success) throw new LevanterError("CHECKPOINT_CORRUPT", `${dir}: state.json is not a levanter training state: ${parsed.error.message}`);
+  if (!parsed.success) throw new LevanterError("CHECKPOINT_CORRUPT", `${dir}/state.json: not a levanter training state: ${parsed.error.message}`);
+  if (parsed.data.step !== ckpt.metadata.step) {
+    throw new LevanterError("CHECKPOINT_CORRUPT", `${dir}/state.json: step ${parsed.data.step} does not match metadata.json's step ${ckpt.metadata.step}`);
+  }
   const model = ModelConfigSchema.safeParse(parsed.data.model);
   if (!model.success) throw new LevanterError("CHECKPOINT_CORRUPT", `${dir}: state.json model config is invalid`);
   const params = new Map<string, { shape: number[]; data: Float32Array }>();

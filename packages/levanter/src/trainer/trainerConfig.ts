@@ -40,6 +40,12 @@ export const TrainerConfigSchema = z
     checkpointer: CheckpointerSectionSchema,
     /** Resume from the newest complete checkpoint if one exists (true), or never (false). */
     resume: z.boolean().default(true),
+    /**
+     * Resuming is required: fail (CHECKPOINT_NOT_FOUND) when there is no complete checkpoint, and
+     * (CHECKPOINT_CORRUPT) on a checkpoint directory whose metadata.json is damaged, which is
+     * otherwise skipped with a warning naming it. CLI: `--require-checkpoint`.
+     */
+    requireCheckpoint: z.boolean().default(false),
     /** Seconds between status reports to iris (when running as an iris task). */
     statusIntervalSeconds: z.number().positive().default(30),
     /**
@@ -58,7 +64,8 @@ export const TrainerConfigSchema = z
   .refine((t) => t.microBatchSize === undefined || t.batchSize % t.microBatchSize === 0, {
     message: "batchSize must be a multiple of microBatchSize",
     path: ["microBatchSize"],
-  });
+  })
+  .refine((t) => t.resume || !t.requireCheckpoint, { message: "requireCheckpoint needs resume: true", path: ["requireCheckpoint"] });
 
 /** The `data` section: token caches written by `@marin/levanter/sharding`'s writer. */
 export const DataConfigSchema = z
