@@ -62,6 +62,7 @@ export const jobSpecInputSchema = z.strictObject({
   maxRetriesPreemption: nonNegInt.optional(),
   maxTaskFailures: nonNegInt.optional(),
   priority: z.number().int().optional(),
+  schedulingTimeoutMs: nonNegInt.optional(),
 });
 
 /**
@@ -100,6 +101,11 @@ export interface JobSpec {
   maxRetriesPreemption: number;
   maxTaskFailures: number;
   priority: number;
+  /**
+   * How long a task may wait while no live worker could ever hold it (none registered) before it
+   * becomes UNSCHEDULABLE; 0 = forever; absent = the controller's default (5 minutes).
+   */
+  schedulingTimeoutMs?: number;
 }
 
 /** Default cpu request of a task (millicores). */
@@ -264,5 +270,6 @@ export function normalizeJobSpec(input: unknown, fullName: string): JobSpec {
     maxRetriesPreemption: s.maxRetriesPreemption ?? 10,
     maxTaskFailures: s.maxTaskFailures ?? 0,
     priority: s.priority ?? 0,
+    ...(s.schedulingTimeoutMs !== undefined ? { schedulingTimeoutMs: s.schedulingTimeoutMs } : {}),
   };
 }

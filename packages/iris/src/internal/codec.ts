@@ -86,6 +86,7 @@ export function jobSpecToWire(spec: JobSpecInput, name: string): WireJobSpec {
     ...(spec.maxRetriesPreemption !== undefined ? { maxRetriesPreemption: spec.maxRetriesPreemption } : {}),
     ...(spec.maxTaskFailures !== undefined ? { maxTaskFailures: spec.maxTaskFailures } : {}),
     priority: spec.priority ?? 0,
+    ...(spec.schedulingTimeoutMs !== undefined ? { schedulingTimeoutMs: spec.schedulingTimeoutMs } : {}),
   };
 }
 
@@ -129,6 +130,7 @@ export function jobSpecFromWire(w: WireJobSpecOut): unknown {
     ...(w.maxRetriesPreemption !== undefined ? { maxRetriesPreemption: w.maxRetriesPreemption } : {}),
     ...(w.maxTaskFailures !== undefined ? { maxTaskFailures: w.maxTaskFailures } : {}),
     priority: w.priority,
+    ...(w.schedulingTimeoutMs !== undefined ? { schedulingTimeoutMs: Number(w.schedulingTimeoutMs) } : {}),
   };
 }
 
