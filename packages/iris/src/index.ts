@@ -26,6 +26,7 @@ export type {
   JobStatus,
   LogEntry,
   MetricPoint,
+  ResourceAmounts,
   TaskState,
   TaskStatus,
 } from "./jobSpec.ts";

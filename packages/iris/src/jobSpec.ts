@@ -212,6 +212,17 @@ export interface WorkerSummary {
   attributes: Record<string, string>;
   runningAttempts: number;
   lastSeenMs: number;
+  /** What the worker offers: cpu in millicores, memory in bytes, devices by kind. */
+  capacity: ResourceAmounts;
+  /** What its unfinished attempts hold now. */
+  used: ResourceAmounts;
+}
+
+/** An amount of worker resources: cpu in millicores, memory in bytes, devices by kind. */
+export interface ResourceAmounts {
+  cpuMillis: number;
+  memoryBytes: number;
+  devices: Record<string, number>;
 }
 
 /** Whether a job state is final. */

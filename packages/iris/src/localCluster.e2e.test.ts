@@ -1,5 +1,6 @@
 // End-to-end on a LocalCluster: a real controller and two real workers on loopback, real child
 // processes, auth on.
+import os from "node:os";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { IrisClient } from "./client/irisClient.ts";
 import type { JobStatus } from "./jobSpec.ts";
@@ -211,5 +212,28 @@ describe("LocalCluster (2 workers, auth on)", () => {
     expect(again.instanceId).not.toBe(job.instanceId);
     expect((await again.wait({ timeoutMs: 30_000 })).state).toBe("SUCCEEDED");
     expect((await client.job("dup").status()).instanceId).toBe(again.instanceId);
+  });
+});
+
+describe("LocalCluster default capacity", () => {
+  it("splits the machine's cores and memory between its workers instead of giving each the whole machine", async () => {
+    const cluster = await LocalCluster.start({ workers: 2 });
+    try {
+      const workers = await cluster.client.listWorkers();
+      expect(workers).toHaveLength(2);
+      const cores = os.availableParallelism() * 1000;
+      for (const w of workers) {
+        expect(w.capacity.cpuMillis).toBe(Math.floor(cores / 2));
+        expect(w.capacity.memoryBytes).toBe(Math.floor(os.totalmem() / 2));
+      }
+      const total = workers.reduce((a, w) => a + w.capacity.cpuMillis, 0);
+      expect(total).toBeLessThanOrEqual(cores);
+      expect(workers.reduce((a, w) => a + w.capacity.memoryBytes, 0)).toBeLessThanOrEqual(os.totalmem());
+      // What runs on it by default still fits: a gang of one half-core rank per worker.
+      const gang = await cluster.client.submit({ entrypoint: { command: ["true"] }, replicas: 2, gang: true, resources: { cpuMillis: 500 } });
+      expect((await gang.wait({ timeoutMs: 30_000 })).state).toBe("SUCCEEDED");
+    } finally {
+      await cluster.stop();
+    }
   });
 });

@@ -333,7 +333,16 @@ export function metricPointFromWire(p: WireMetricPointOut): MetricPoint {
 
 /** A wire WorkerInfo as the public WorkerSummary. */
 export function workerSummaryFromWire(w: WireWorkerInfoOut): WorkerSummary {
-  return { workerId: w.workerId, host: w.host, state: w.state, attributes: { ...w.attributes }, runningAttempts: w.runningAttempts, lastSeenMs: w.lastSeenMs };
+  return {
+    workerId: w.workerId,
+    host: w.host,
+    state: w.state,
+    attributes: { ...w.attributes },
+    runningAttempts: w.runningAttempts,
+    lastSeenMs: w.lastSeenMs,
+    capacity: capacityFromWire(w.capacity),
+    used: capacityFromWire(w.used),
+  };
 }
 
 /** One line of an attempt's output as the wire LogLine a worker pushes. */
