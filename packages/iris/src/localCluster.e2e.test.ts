@@ -78,16 +78,12 @@ describe("LocalCluster (2 workers, auth on)", () => {
     expect(st.tasks[0]).toMatchObject({ state: "FAILED", failureKind: "TIMEOUT" });
   });
 
-  it("keeps a gang that does not fit pending with a reason", async () => {
+  it("ends a gang that could never fit the registered workers as UNSCHEDULABLE, with the reason", async () => {
     const job = await client.submit({ name: "biggang", entrypoint: { command: ["true"] }, replicas: 3, gang: true, resources: { cpuMillis: 100 } });
-    const st = await until("a pending reason", async () => {
-      const s = await job.status();
-      return s.tasks.every((t) => t.pendingReason) && s;
-    });
-    expect(st.state).toBe("PENDING");
-    expect(st.tasks.every((t) => t.state === "PENDING")).toBe(true);
-    await job.terminate();
-    expect((await job.wait({ timeoutMs: 10_000 })).state).toBe("KILLED");
+    const st = await job.wait({ timeoutMs: 10_000 });
+    expect(st.state).toBe("UNSCHEDULABLE");
+    expect(st.tasks.every((t) => t.state === "UNSCHEDULABLE")).toBe(true);
+    expect(st.error).toMatch(/gang of 3 needs 3 workers .* only 2 of 2 registered workers could ever hold a member/);
   });
 
   it("ends a failed gang member's peers as PEER_FAILED and reruns the gang", async () => {

@@ -137,7 +137,9 @@ function parseJobState(v: string): JobState {
 }
 
 const schedulingTimeoutOption = (what: string): Option =>
-  new Option("--scheduling-timeout <seconds>", `with no worker registered, ${what} waits this long before it is UNSCHEDULABLE (0: forever; default 300)`).argParser(parseSeconds);
+  new Option("--scheduling-timeout <seconds>", `with no worker registered, ${what} waits this long before it is UNSCHEDULABLE (0: forever; default 300)`).argParser(
+    (v: string) => (Number(v.trim()) === 0 && v.trim() !== "" ? 0 : parseSeconds(v)),
+  );
 
 function clientArgsOf(opts: { controller?: string; token?: string }): ClientArgs {
   if (!opts.controller) {
