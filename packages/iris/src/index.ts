@@ -7,7 +7,7 @@ export { MAX_TASK_RESULT_BYTES } from "./taskResult.ts";
 
 export { IrisClient } from "./client/irisClient.ts";
 export type { IrisClientOptions, Job, WorkerSummary } from "./client/irisClient.ts";
-export { LocalCluster } from "./localCluster.ts";
+export { LocalCluster, localWorkerCapacity } from "./localCluster.ts";
 export type { LocalClusterOptions } from "./localCluster.ts";
 export { Controller } from "./controller/controller.ts";
 export type { ControllerOptions } from "./controller/controller.ts";
@@ -26,6 +26,7 @@ export type {
   JobStatus,
   LogEntry,
   MetricPoint,
+  ResourceAmounts,
   TaskState,
   TaskStatus,
 } from "./jobSpec.ts";

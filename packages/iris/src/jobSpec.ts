@@ -62,6 +62,7 @@ export const jobSpecInputSchema = z.strictObject({
   maxRetriesPreemption: nonNegInt.optional(),
   maxTaskFailures: nonNegInt.optional(),
   priority: z.number().int().optional(),
+  schedulingTimeoutMs: nonNegInt.optional(),
 });
 
 /**
@@ -100,6 +101,11 @@ export interface JobSpec {
   maxRetriesPreemption: number;
   maxTaskFailures: number;
   priority: number;
+  /**
+   * How long a task may wait while no live worker could ever hold it (none registered) before it
+   * becomes UNSCHEDULABLE; 0 = forever; absent = the controller's default (5 minutes).
+   */
+  schedulingTimeoutMs?: number;
 }
 
 /** Default cpu request of a task (millicores). */
@@ -206,6 +212,17 @@ export interface WorkerSummary {
   attributes: Record<string, string>;
   runningAttempts: number;
   lastSeenMs: number;
+  /** What the worker offers: cpu in millicores, memory in bytes, devices by kind. */
+  capacity: ResourceAmounts;
+  /** What its unfinished attempts hold now. */
+  used: ResourceAmounts;
+}
+
+/** An amount of worker resources: cpu in millicores, memory in bytes, devices by kind. */
+export interface ResourceAmounts {
+  cpuMillis: number;
+  memoryBytes: number;
+  devices: Record<string, number>;
 }
 
 /** Whether a job state is final. */
@@ -264,5 +281,6 @@ export function normalizeJobSpec(input: unknown, fullName: string): JobSpec {
     maxRetriesPreemption: s.maxRetriesPreemption ?? 10,
     maxTaskFailures: s.maxTaskFailures ?? 0,
     priority: s.priority ?? 0,
+    ...(s.schedulingTimeoutMs !== undefined ? { schedulingTimeoutMs: s.schedulingTimeoutMs } : {}),
   };
 }

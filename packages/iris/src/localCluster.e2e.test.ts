@@ -1,5 +1,6 @@
 // End-to-end on a LocalCluster: a real controller and two real workers on loopback, real child
 // processes, auth on.
+import os from "node:os";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { IrisClient } from "./client/irisClient.ts";
 import type { JobStatus } from "./jobSpec.ts";
@@ -77,16 +78,12 @@ describe("LocalCluster (2 workers, auth on)", () => {
     expect(st.tasks[0]).toMatchObject({ state: "FAILED", failureKind: "TIMEOUT" });
   });
 
-  it("keeps a gang that does not fit pending with a reason", async () => {
+  it("ends a gang that could never fit the registered workers as UNSCHEDULABLE, with the reason", async () => {
     const job = await client.submit({ name: "biggang", entrypoint: { command: ["true"] }, replicas: 3, gang: true, resources: { cpuMillis: 100 } });
-    const st = await until("a pending reason", async () => {
-      const s = await job.status();
-      return s.tasks.every((t) => t.pendingReason) && s;
-    });
-    expect(st.state).toBe("PENDING");
-    expect(st.tasks.every((t) => t.state === "PENDING")).toBe(true);
-    await job.terminate();
-    expect((await job.wait({ timeoutMs: 10_000 })).state).toBe("KILLED");
+    const st = await job.wait({ timeoutMs: 10_000 });
+    expect(st.state).toBe("UNSCHEDULABLE");
+    expect(st.tasks.every((t) => t.state === "UNSCHEDULABLE")).toBe(true);
+    expect(st.error).toMatch(/gang of 3 needs 3 workers .* only 2 of 2 registered workers could ever hold a member/);
   });
 
   it("ends a failed gang member's peers as PEER_FAILED and reruns the gang", async () => {
@@ -211,5 +208,28 @@ describe("LocalCluster (2 workers, auth on)", () => {
     expect(again.instanceId).not.toBe(job.instanceId);
     expect((await again.wait({ timeoutMs: 30_000 })).state).toBe("SUCCEEDED");
     expect((await client.job("dup").status()).instanceId).toBe(again.instanceId);
+  });
+});
+
+describe("LocalCluster default capacity", () => {
+  it("splits the machine's cores and memory between its workers instead of giving each the whole machine", async () => {
+    const cluster = await LocalCluster.start({ workers: 2 });
+    try {
+      const workers = await cluster.client.listWorkers();
+      expect(workers).toHaveLength(2);
+      const cores = os.availableParallelism() * 1000;
+      for (const w of workers) {
+        expect(w.capacity.cpuMillis).toBe(Math.floor(cores / 2));
+        expect(w.capacity.memoryBytes).toBe(Math.floor(os.totalmem() / 2));
+      }
+      const total = workers.reduce((a, w) => a + w.capacity.cpuMillis, 0);
+      expect(total).toBeLessThanOrEqual(cores);
+      expect(workers.reduce((a, w) => a + w.capacity.memoryBytes, 0)).toBeLessThanOrEqual(os.totalmem());
+      // What runs on it by default still fits: a gang of one half-core rank per worker.
+      const gang = await cluster.client.submit({ entrypoint: { command: ["true"] }, replicas: 2, gang: true, resources: { cpuMillis: 500 } });
+      expect((await gang.wait({ timeoutMs: 30_000 })).state).toBe("SUCCEEDED");
+    } finally {
+      await cluster.stop();
+    }
   });
 });

@@ -15,16 +15,28 @@ export interface LocalClusterOptions {
   dbPath?: string;
   /** Turns auth on: every RPC (workers, client, tasks) must carry this token. */
   token?: string;
-  /** CPU capacity of each worker in millicores (default: one core per CPU). */
+  /** CPU capacity of each worker in millicores (default: the machine's cores split between the workers). */
   workerCpuMillis?: number;
-  /** Memory capacity of each worker in bytes (default: the machine's memory). */
+  /** Memory capacity of each worker in bytes (default: the machine's memory split between the workers). */
   workerMemoryBytes?: number;
   /** Controller port (default: any free port). */
   port?: number;
   /** Worker liveness timeout (default 30 s). */
   workerTimeoutMs?: number;
+  /** With no worker registered, how long a task waits before it is UNSCHEDULABLE (default 5 min). */
+  schedulingTimeoutMs?: number;
   /** Attributes of each worker, by index. */
   workerAttributes?: (index: number) => Record<string, string>;
+}
+
+/**
+ * What each of `workers` local workers offers by default: this machine's cores
+ * (`os.availableParallelism()`) and memory split evenly between them, so that together they
+ * offer what the machine has, not N times it.
+ */
+export function localWorkerCapacity(workers: number): { cpuMillis: number; memoryBytes: number } {
+  const n = Math.max(1, Math.floor(workers));
+  return { cpuMillis: Math.floor((os.availableParallelism() * 1000) / n), memoryBytes: Math.floor(os.totalmem() / n) };
 }
 
 /**
@@ -63,16 +75,18 @@ export class LocalCluster {
       dbPath: opts.dbPath ?? path.join(tmpDir!, "controller.sqlite"),
       token: opts.token,
       ...(opts.workerTimeoutMs !== undefined ? { workerTimeoutMs: opts.workerTimeoutMs } : {}),
+      ...(opts.schedulingTimeoutMs !== undefined ? { schedulingTimeoutMs: opts.schedulingTimeoutMs } : {}),
     });
     const workers: Worker[] = [];
+    const share = localWorkerCapacity(opts.workers ?? 1);
     try {
       for (let i = 0; i < (opts.workers ?? 1); i++) {
         workers.push(
           await Worker.start({
             controller: controller.address,
             ...(opts.token ? { token: opts.token } : {}),
-            ...(opts.workerCpuMillis !== undefined ? { cpuMillis: opts.workerCpuMillis } : {}),
-            ...(opts.workerMemoryBytes !== undefined ? { memoryBytes: opts.workerMemoryBytes } : {}),
+            cpuMillis: opts.workerCpuMillis ?? share.cpuMillis,
+            memoryBytes: opts.workerMemoryBytes ?? share.memoryBytes,
             ...(opts.workerAttributes ? { attributes: opts.workerAttributes(i) } : {}),
           }),
         );

@@ -4,7 +4,17 @@
 // Components load on first use: every command pays for grpc-js and zod, but only `iris controller`
 // and `iris cluster local` for SQLite and the controller, and `--help` for none of it.
 import type { IrisClient, Job } from "../client/irisClient.ts";
-import { formatEndpoints, formatWorkers, formatJobList, formatJobStatus, formatLogLine, jobExitCode } from "./output.ts";
+import { isTerminalJobState } from "../jobSpec.ts";
+import {
+  clusterSummary,
+  formatClusterSummary,
+  formatEndpoints,
+  formatWorkers,
+  formatJobList,
+  formatJobStatus,
+  formatLogLine,
+  jobExitCode,
+} from "./output.ts";
 import type { ClientArgs, CliActions, CliIo } from "./program.ts";
 
 /** Resolves at the first SIGINT or SIGTERM; a second one exits at once (130). */
@@ -73,6 +83,7 @@ export function realActions(io: CliIo): CliActions {
         dbPath: a.dbPath,
         token: a.token,
         ...(a.workerTimeoutMs !== undefined ? { workerTimeoutMs: a.workerTimeoutMs } : {}),
+        ...(a.schedulingTimeoutMs !== undefined ? { schedulingTimeoutMs: a.schedulingTimeoutMs } : {}),
       });
       io.out(`iris controller listening on ${controller.address} (db ${a.dbPath}, auth ${a.token ? "on" : "off"})\n`);
       await untilSignal();
@@ -116,6 +127,7 @@ export function realActions(io: CliIo): CliActions {
         ...(a.dbPath !== undefined ? { dbPath: a.dbPath } : {}),
         ...(a.workerCpuMillis !== undefined ? { workerCpuMillis: a.workerCpuMillis } : {}),
         ...(a.workerMemoryBytes !== undefined ? { workerMemoryBytes: a.workerMemoryBytes } : {}),
+        ...(a.schedulingTimeoutMs !== undefined ? { schedulingTimeoutMs: a.schedulingTimeoutMs } : {}),
       });
       io.out(
         `iris local cluster listening on ${cluster.address} with ${a.workers} worker${a.workers === 1 ? "" : "s"}\n` +
@@ -155,8 +167,10 @@ export function realActions(io: CliIo): CliActions {
 
     jobList: (a) =>
       withClient(a, async (client) => {
-        const jobs = await client.list(a.prefix !== undefined ? { prefix: a.prefix } : {});
-        io.out(a.json ? `${JSON.stringify(jobs, null, 2)}\n` : formatJobList(jobs));
+        const all = await client.list(a.prefix !== undefined ? { prefix: a.prefix } : {});
+        // Filtered here: ListJobs has no state filter on the wire (yet).
+        const jobs = a.state !== undefined ? all.filter((j) => j.state === a.state) : all;
+        io.out(a.json ? `${JSON.stringify(jobs, null, 2)}\n` : jobs.length === 0 && a.state !== undefined ? `no ${a.state} jobs\n` : formatJobList(jobs));
         return 0;
       }),
 
@@ -181,6 +195,11 @@ export function realActions(io: CliIo): CliActions {
     jobKill: (a) =>
       withClient(a, async (client) => {
         const job = client.job(a.name);
+        const before = await job.status();
+        if (isTerminalJobState(before.state)) {
+          io.out(`${job.name} had already ended (${before.state}); nothing to kill\n`);
+          return 0;
+        }
         await job.terminate();
         io.out(`terminated ${job.name}\n`);
         return 0;
@@ -197,6 +216,14 @@ export function realActions(io: CliIo): CliActions {
       withClient(a, async (client) => {
         const workers = await client.listWorkers();
         io.out(a.json ? `${JSON.stringify(workers, null, 2)}\n` : formatWorkers(workers));
+        return 0;
+      }),
+
+    status: (a) =>
+      withClient(a, async (client) => {
+        const [workers, jobs] = await Promise.all([client.listWorkers(), client.list()]);
+        const summary = clusterSummary(workers, jobs);
+        io.out(a.json ? `${JSON.stringify(summary, null, 2)}\n` : formatClusterSummary(summary));
         return 0;
       }),
   };

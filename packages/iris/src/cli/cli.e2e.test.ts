@@ -2,11 +2,13 @@
 // `iris worker`, jobs submitted and inspected with `iris job …`, on loopback.
 import { spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
+import net from "node:net";
 import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { waitFor } from "../testing.ts";
 
 const MAIN = path.join(path.dirname(fileURLToPath(import.meta.url)), "main.ts");
 const TSX = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href;
@@ -126,12 +128,27 @@ describe("iris CLI end to end", () => {
     expect((await iris(["job", "logs", "streamer"])).stdout).toBe("line 1\nline 2\n");
   });
 
-  it("job run says why a job is pending; job kill ends it and job run exits 1", async () => {
-    // A gang of 2 needs 2 workers; there is one.
-    const run = new IrisProcess(["job", "run", "--name", "stuck", "--replicas", "2", "--gang", "--", "node", "-e", "0"], env);
+  it("job run says why a job is pending, iris status lists it; job kill ends it and job run exits 1", async () => {
+    // The blocker holds both cores of the one worker: the next job fits the cluster, but not now.
+    const blocker = await iris(["job", "run", "--name", "blocker", "--cpu", "2", "--detach", "--", "node", "-e", "setInterval(() => {}, 1000)"]);
+    expect(blocker.code, blocker.stderr).toBe(0);
+    await waitFor("blocker running", async () => (await iris(["job", "status", "blocker"])).stdout.startsWith("RUNNING\n"), { timeoutMs: 30_000 });
+    const run = new IrisProcess(["job", "run", "--name", "stuck", "--", "node", "-e", "0"], env);
     try {
       await run.waitFor(/^\/clitest\/stuck$/m);
-      await run.waitFor(/^iris: 2 of 2 tasks pending: gang of 2 needs 2 workers with .* only 1 fit \(1 worker\)$/m, "stderr");
+      await run.waitFor(/^iris: 1 of 1 tasks pending: insufficient cpu: need 1 core, best worker has 0 cores free \(1 worker\)$/m, "stderr");
+
+      const status = await iris(["status"]);
+      expect(status.code, status.stderr).toBe(0);
+      expect(status.stdout).toMatch(/^workers: 1 alive\n/);
+      expect(status.stdout).toMatch(/^cpu: +2 of 2 cores used, 0 free$/m);
+      expect(status.stdout).toMatch(/^memory: +0 B of 2\.0 GiB used, 2\.0 GiB free$/m);
+      expect(status.stdout).toMatch(/^jobs: +1 RUNNING, 1 PENDING/m);
+      expect(status.stdout).toMatch(/^pending tasks: 1\n {2}\/clitest\/stuck\/0: insufficient cpu: need 1 core/m);
+
+      const workers = await iris(["workers"]);
+      expect(workers.stdout.split("\n")[1]).toMatch(/ ALIVE +1 +2\/2 +0 B\/2\.0 GiB +- +zone=test$/);
+
       const kill = await iris(["job", "kill", "stuck"]);
       expect(kill.code, kill.stderr).toBe(0);
       expect(kill.stdout).toBe("terminated /clitest/stuck\n");
@@ -141,6 +158,50 @@ describe("iris CLI end to end", () => {
       await run.stop();
     }
     expect((await iris(["job", "status", "stuck"])).stdout.split("\n")[0]).toBe("KILLED");
+    // Killing it again says it had already ended, instead of claiming to terminate it.
+    const again = await iris(["job", "kill", "stuck"]);
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stdout).toBe("/clitest/stuck had already ended (KILLED); nothing to kill\n");
+    expect((await iris(["job", "kill", "blocker"])).code).toBe(0);
+  });
+
+  it("job run of a job no registered worker could ever hold exits 1 at once and prints UNSCHEDULABLE and the reason", async () => {
+    const [big, gang] = await Promise.all([
+      iris(["job", "run", "--name", "toobig", "--cpu", "64", "--", "true"]),
+      iris(["job", "run", "--name", "widegang", "--replicas", "2", "--gang", "--", "true"]),
+    ]);
+    expect(big.code).toBe(1);
+    expect(big.stderr).toMatch(
+      /^\/clitest\/toobig UNSCHEDULABLE: task \/clitest\/toobig\/0 is unschedulable: needs cpu 64 cores, the largest of 1 registered worker has 2 cores$/m,
+    );
+    expect(gang.code).toBe(1);
+    expect(gang.stderr).toMatch(/^\/clitest\/widegang UNSCHEDULABLE: .*gang of 2 needs 2 workers with cpu 1 core, memory 0 B each .* only 1 of 1 registered worker could ever hold a member/m);
+    const status = await iris(["job", "status", "toobig"]);
+    expect(status.stdout.split("\n")[0]).toBe("UNSCHEDULABLE");
+
+    // job list --state filters by state (any case); a state that does not exist is a usage error.
+    const list = await iris(["job", "list", "--state", "unschedulable"]);
+    expect(list.code, list.stderr).toBe(0);
+    expect(list.stdout.split("\n").slice(1).filter((l) => l !== "").map((l) => l.split(/ +/)[0]).sort()).toEqual(["/clitest/toobig", "/clitest/widegang"]);
+    expect((await iris(["job", "list", "--state", "KILLED"])).stdout).not.toMatch(/toobig/);
+    const bad = await iris(["job", "list", "--state", "DONE"]);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/--state <state>' argument 'DONE' is invalid\. expected one of PENDING, RUNNING, SUCCEEDED, FAILED, KILLED, UNSCHEDULABLE/);
+  });
+
+  it("an unreachable controller says so and how to start one, instead of gRPC's text", async () => {
+    const port = await new Promise<number>((resolve) => {
+      const srv = net.createServer().listen(0, "127.0.0.1", () => {
+        const p = (srv.address() as net.AddressInfo).port;
+        srv.close(() => resolve(p));
+      });
+    });
+    const r = await iris(["job", "list", "--controller", `127.0.0.1:${port}`]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toBe(`cannot reach the iris controller at 127.0.0.1:${port} (connection refused) — is it running? start one with: iris cluster local\n`);
+    const st = await iris(["status"], { IRIS_CONTROLLER_ADDRESS: `127.0.0.1:${port}` });
+    expect(st.code).toBe(1);
+    expect(st.stderr).toMatch(/^cannot reach the iris controller at 127\.0\.0\.1:\d+ \(connection refused\)/);
   });
 
   it("Ctrl-C on job run terminates the job", async () => {
@@ -186,7 +247,7 @@ describe("iris CLI end to end", () => {
     expect(endpoints.stdout).toBe("no endpoints\n");
     expect(workers.code, workers.stderr).toBe(0);
     const [header, row, ...rest] = workers.stdout.trimEnd().split("\n");
-    expect(header).toMatch(/^WORKER +HOST +STATE +RUNNING +ATTRIBUTES$/);
+    expect(header).toMatch(/^WORKER +HOST +STATE +RUNNING +CPU USED\/TOTAL +MEMORY USED\/TOTAL +DEVICES +ATTRIBUTES$/);
     expect(row).toMatch(/ zone=test$/);
     expect(rest).toEqual([]);
   });
@@ -207,6 +268,25 @@ describe("iris cluster local", () => {
       });
       expect(r.code, r.stderr).toBe(0);
       expect(r.stdout.split("\n").filter((l) => l.startsWith("[")).sort()).toEqual(["[0] task 0", "[1] task 1"]);
+    } finally {
+      expect(await cluster.stop()).toBe(0);
+    }
+  });
+
+  it("splits the machine's cores and memory between its workers by default (iris workers, iris status)", async () => {
+    const cluster = new IrisProcess(["cluster", "local", "--workers", "2", "--port", "0"], { ...process.env, IRIS_USER: "clitest", IRIS_AUTH_TOKEN: "" });
+    try {
+      const [, address] = await cluster.waitFor(/listening on (\S+) with 2 workers/);
+      const each = Math.floor((os.availableParallelism() * 1000) / 2) / 1000;
+      const workers = await iris(["workers", "--controller", address], { IRIS_AUTH_TOKEN: "" });
+      expect(workers.code, workers.stderr).toBe(0);
+      const rows = workers.stdout.trimEnd().split("\n").slice(1);
+      expect(rows).toHaveLength(2);
+      for (const row of rows) expect(row).toMatch(new RegExp(` ALIVE +0 +0/${each} +0 B/`));
+      const status = await iris(["status", "--controller", address], { IRIS_AUTH_TOKEN: "" });
+      expect(status.stdout).toMatch(new RegExp(`^cpu: +0 of ${each * 2} cores used, ${each * 2} free$`, "m"));
+      expect(status.stdout).toMatch(/^jobs: +none$/m);
+      expect(status.stdout).toMatch(/^pending tasks: none$/m);
     } finally {
       expect(await cluster.stop()).toBe(0);
     }

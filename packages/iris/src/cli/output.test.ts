@@ -1,7 +1,9 @@
 // Tests of the CLI's output formatting (tables, job status, exit codes).
 import { describe, expect, it } from "vitest";
-import type { JobStatus, TaskStatus } from "../jobSpec.ts";
-import { formatWorkers, formatEndpoints, formatJobList, formatJobStatus, formatLogLine, formatTable, jobExitCode } from "./output.ts";
+import type { JobStatus, TaskStatus, WorkerSummary } from "../jobSpec.ts";
+import { clusterSummary, formatClusterSummary, formatWorkers, formatEndpoints, formatJobList, formatJobStatus, formatLogLine, formatTable, jobExitCode } from "./output.ts";
+
+const GiB = 1024 ** 3;
 
 function task(index: number, extra: Partial<TaskStatus> = {}): TaskStatus {
   return { taskId: `/u/j/${index}`, index, state: "SUCCEEDED", attempt: 1, attempts: [], ...extra };
@@ -59,11 +61,53 @@ describe("formatting", () => {
     );
   });
 
-  it("lists workers with their load and attributes", () => {
-    expect(formatWorkers([{ workerId: "w-1", host: "h", state: "ALIVE", attributes: { zone: "a", rack: "2" }, runningAttempts: 3 }])).toBe(
-      "WORKER  HOST  STATE  RUNNING  ATTRIBUTES\nw-1     h     ALIVE  3        zone=a,rack=2\n",
+  it("lists workers with their load, cpu and memory used of capacity, devices and attributes", () => {
+    const w: WorkerSummary = {
+      workerId: "w-1",
+      host: "h",
+      state: "ALIVE",
+      attributes: { zone: "a", rack: "2" },
+      runningAttempts: 3,
+      lastSeenMs: 0,
+      capacity: { cpuMillis: 4000, memoryBytes: 8 * GiB, devices: { gpu: 2 } },
+      used: { cpuMillis: 1500, memoryBytes: 2 * GiB, devices: { gpu: 1 } },
+    };
+    expect(formatWorkers([w])).toBe(
+      "WORKER  HOST  STATE  RUNNING  CPU USED/TOTAL  MEMORY USED/TOTAL  DEVICES  ATTRIBUTES\n" +
+        "w-1     h     ALIVE  3        1.5/4           2.0 GiB/8.0 GiB    gpu=1/2  zone=a,rack=2\n",
     );
     expect(formatWorkers([])).toBe("no workers\n");
+  });
+
+  it("summarizes the cluster like ray status: live capacity, jobs by state, pending tasks and why", () => {
+    const mk = (id: string, state: string, cpu: number, used: number): WorkerSummary => ({
+      workerId: id,
+      host: "h",
+      state,
+      attributes: {},
+      runningAttempts: 0,
+      lastSeenMs: 0,
+      capacity: { cpuMillis: cpu, memoryBytes: 4 * GiB, devices: {} },
+      used: { cpuMillis: used, memoryBytes: GiB, devices: {} },
+    });
+    const jobs = [
+      job("RUNNING", [task(0, { state: "RUNNING" }), task(1, { state: "PENDING", pendingReason: "insufficient cpu: need 2 cores, best worker has 1 core free (2 workers)" })]),
+      job("SUCCEEDED", [task(0)], { name: "/u/done" }),
+      job("SUCCEEDED", [task(0)], { name: "/u/done2" }),
+    ];
+    const summary = clusterSummary([mk("w1", "ALIVE", 2000, 1000), mk("w2", "ALIVE", 2000, 2000), mk("w3", "LOST", 8000, 0)], jobs);
+    expect(summary.cpuMillis).toEqual({ total: 4000, used: 3000, free: 1000 });
+    expect(formatClusterSummary(summary)).toBe(
+      "workers: 2 alive, 1 lost\n" +
+        "cpu:     3 of 4 cores used, 1 free\n" +
+        "memory:  2.0 GiB of 8.0 GiB used, 6.0 GiB free\n" +
+        "jobs:    1 RUNNING, 2 SUCCEEDED\n" +
+        "pending tasks: 1\n" +
+        "  /u/j/1: insufficient cpu: need 2 cores, best worker has 1 core free (2 workers)\n",
+    );
+    expect(formatClusterSummary(clusterSummary([], []))).toBe(
+      "workers: 0 alive\ncpu:     0 of 0 cores used, 0 free\nmemory:  0 B of 0 B used, 0 B free\njobs:    none\npending tasks: none\n",
+    );
   });
 
   it("prefixes log lines with the task index only for multi-task jobs", () => {

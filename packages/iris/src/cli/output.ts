@@ -1,5 +1,6 @@
 // What the CLI prints, as pure functions of the client's types (unit-tested in output.test.ts).
-import type { Endpoint, JobStatus, LogEntry } from "../jobSpec.ts";
+import { formatBytes } from "../controller/scheduler.ts";
+import type { Endpoint, JobStatus, LogEntry, WorkerSummary } from "../jobSpec.ts";
 
 /** Left-aligned columns separated by two spaces; the last column is not padded. */
 export function formatTable(header: string[], rows: string[][]): string {
@@ -66,28 +67,71 @@ export function formatEndpoints(endpoints: Endpoint[]): string {
   );
 }
 
-/** A worker as `iris workers` shows it (what IrisClient.listWorkers returns). */
-export interface WorkerRow {
-  workerId: string;
-  host: string;
-  state: string;
-  attributes: Record<string, string>;
-  runningAttempts: number;
-}
-
-/** `iris workers`. */
-export function formatWorkers(workers: WorkerRow[]): string {
+/** `iris workers`: one row per worker, with its cpu and memory used of its capacity. */
+export function formatWorkers(workers: WorkerSummary[]): string {
   if (workers.length === 0) return "no workers\n";
   return formatTable(
-    ["WORKER", "HOST", "STATE", "RUNNING", "ATTRIBUTES"],
+    ["WORKER", "HOST", "STATE", "RUNNING", "CPU USED/TOTAL", "MEMORY USED/TOTAL", "DEVICES", "ATTRIBUTES"],
     workers.map((w) => [
       w.workerId,
       w.host,
       w.state,
       String(w.runningAttempts),
+      `${cores(w.used.cpuMillis)}/${cores(w.capacity.cpuMillis)}`,
+      `${formatBytes(w.used.memoryBytes)}/${formatBytes(w.capacity.memoryBytes)}`,
+      Object.entries(w.capacity.devices).map(([k, n]) => `${k}=${w.used.devices[k] ?? 0}/${n}`).join(",") || "-",
       Object.entries(w.attributes).map(([k, v]) => `${k}=${v}`).join(","),
     ]),
   );
+}
+
+const cores = (millis: number): string => String(Math.round(millis) / 1000);
+
+/** What `iris status` reports: the live workers' capacity and load, jobs by state, waiting tasks. */
+export interface ClusterSummary {
+  workers: { alive: number; lost: number };
+  cpuMillis: { total: number; used: number; free: number };
+  memoryBytes: { total: number; used: number; free: number };
+  /** Latest submission of each job name, counted by state. */
+  jobs: Record<string, number>;
+  /** Every PENDING task of an unfinished job, with the scheduler's reason. */
+  pendingTasks: { taskId: string; reason: string }[];
+}
+
+/** Sums what `iris status` shows from the workers and jobs the controller lists. */
+export function clusterSummary(workers: WorkerSummary[], jobs: JobStatus[]): ClusterSummary {
+  const alive = workers.filter((w) => w.state === "ALIVE");
+  const sum = (f: (w: WorkerSummary) => number): number => alive.reduce((a, w) => a + f(w), 0);
+  const cpu = { total: sum((w) => w.capacity.cpuMillis), used: sum((w) => w.used.cpuMillis) };
+  const mem = { total: sum((w) => w.capacity.memoryBytes), used: sum((w) => w.used.memoryBytes) };
+  const byState: Record<string, number> = {};
+  for (const j of jobs) byState[j.state] = (byState[j.state] ?? 0) + 1;
+  const pendingTasks = jobs
+    .filter((j) => j.state === "PENDING" || j.state === "RUNNING")
+    .flatMap((j) => j.tasks.filter((t) => t.state === "PENDING").map((t) => ({ taskId: t.taskId, reason: t.pendingReason || "waiting for the next scheduling pass" })));
+  return {
+    workers: { alive: alive.length, lost: workers.length - alive.length },
+    cpuMillis: { ...cpu, free: cpu.total - cpu.used },
+    memoryBytes: { ...mem, free: mem.total - mem.used },
+    jobs: byState,
+    pendingTasks,
+  };
+}
+
+const STATE_ORDER = ["RUNNING", "PENDING", "SUCCEEDED", "FAILED", "KILLED", "UNSCHEDULABLE"];
+
+/** `iris status`, like `ray status`: resources, then jobs by state, then what waits and why. */
+export function formatClusterSummary(s: ClusterSummary, maxPending = 20): string {
+  const states = Object.keys(s.jobs).sort((a, b) => STATE_ORDER.indexOf(a) - STATE_ORDER.indexOf(b));
+  let out = `workers: ${s.workers.alive} alive${s.workers.lost > 0 ? `, ${s.workers.lost} lost` : ""}\n`;
+  out += `cpu:     ${cores(s.cpuMillis.used)} of ${cores(s.cpuMillis.total)} cores used, ${cores(s.cpuMillis.free)} free\n`;
+  out += `memory:  ${formatBytes(s.memoryBytes.used)} of ${formatBytes(s.memoryBytes.total)} used, ${formatBytes(s.memoryBytes.free)} free\n`;
+  out += `jobs:    ${states.length === 0 ? "none" : states.map((st) => `${s.jobs[st]} ${st}`).join(", ")}\n`;
+  if (s.pendingTasks.length === 0) return out + "pending tasks: none\n";
+  out += `pending tasks: ${s.pendingTasks.length}\n`;
+  for (const t of s.pendingTasks.slice(0, maxPending)) out += `  ${t.taskId}: ${t.reason}\n`;
+  if (s.pendingTasks.length > maxPending) out += `  … and ${s.pendingTasks.length - maxPending} more\n`;
+  return out;
 }
 
 /** A log line as printed: prefixed with `[task]` when the job has several tasks. */

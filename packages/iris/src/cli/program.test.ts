@@ -199,4 +199,28 @@ describe("iris CLI parsing", () => {
     expect((await cli(["jobs"])).code).toBe(1);
     expect((await cli(["job", "list", "--controller", "c:1", "--bogus"])).err).toMatch(/unknown option '--bogus'/);
   });
+
+  it("parses --scheduling-timeout (seconds) on controller, cluster local and job run, and job list --state", async () => {
+    const c = await cli(["controller", "--db", "/tmp/x.sqlite", "--scheduling-timeout", "60"]);
+    expect(c.args).toMatchObject({ schedulingTimeoutMs: 60_000 });
+    const l = await cli(["cluster", "local", "--scheduling-timeout", "0"]);
+    expect(l.args).toMatchObject({ schedulingTimeoutMs: 0 });
+    const j = await cli(["job", "run", "--controller", "h:1", "--scheduling-timeout", "1.5", "--", "true"]);
+    expect((j.args as { spec: unknown }).spec).toMatchObject({ schedulingTimeoutMs: 1500 });
+    const list = await cli(["job", "list", "--controller", "h:1", "--state", "running"]);
+    expect(list.args).toMatchObject({ state: "RUNNING" });
+    const bad = await cli(["job", "list", "--controller", "h:1", "--state", "done"]);
+    expect(bad.code).toBe(1);
+    expect(bad.err).toMatch(/expected one of PENDING, RUNNING, SUCCEEDED, FAILED, KILLED, UNSCHEDULABLE, got "done"/);
+    expect((await cli(["status", "--controller", "h:1"])).calls).toEqual([{ action: "status", args: { controller: "h:1", token: undefined, json: false } }]);
+  });
+
+  it("prints a readable line for an unreachable controller and CODE: message for other errors", async () => {
+    const refused = new IrisError("UNAVAILABLE", "No connection established. Last error: Error: connect ECONNREFUSED 127.0.0.1:9. Resolution note: ");
+    const r = await cli(["job", "list", "--controller", "127.0.0.1:9"], 0, refused);
+    expect(r.code).toBe(1);
+    expect(r.err).toBe("cannot reach the iris controller at 127.0.0.1:9 (connection refused) — is it running? start one with: iris cluster local\n");
+    const other = await cli(["job", "list", "--controller", "h:1"], 0, new IrisError("UNAVAILABLE", "controller shutting down"));
+    expect(other.err).toBe("UNAVAILABLE: controller shutting down\n");
+  });
 });

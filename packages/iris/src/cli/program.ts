@@ -2,9 +2,9 @@
 // action. Actions are injected so the parsing is unit-tested without starting anything
 // (program.test.ts); main.ts wires the real ones (actions.ts).
 import path from "node:path";
-import { Command, CommanderError, Option } from "commander";
+import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
 import { IrisError } from "../errors.ts";
-import type { Constraint, JobSpecInput } from "../jobSpec.ts";
+import type { Constraint, JobSpecInput, JobState } from "../jobSpec.ts";
 import {
   collect,
   collectKeyValue,
@@ -29,6 +29,8 @@ export interface ControllerArgs {
   dbPath: string;
   token: string | undefined;
   workerTimeoutMs: number | undefined;
+  /** With no worker registered, a task waits this long before it is UNSCHEDULABLE (default 5 min). */
+  schedulingTimeoutMs: number | undefined;
 }
 
 /** `iris worker`. */
@@ -49,6 +51,7 @@ export interface ClusterLocalArgs {
   dbPath: string | undefined;
   workerCpuMillis: number | undefined;
   workerMemoryBytes: number | undefined;
+  schedulingTimeoutMs: number | undefined;
 }
 
 /** `iris job run`. */
@@ -74,6 +77,13 @@ export interface JobLogsArgs extends ClientArgs {
 /** `iris job list`. */
 export interface JobListArgs extends ClientArgs {
   prefix: string | undefined;
+  /** Only jobs in this state (upper-cased, checked against the job states). */
+  state: JobState | undefined;
+  json: boolean;
+}
+
+/** `iris status`. */
+export interface StatusArgs extends ClientArgs {
   json: boolean;
 }
 
@@ -100,6 +110,7 @@ export interface CliActions {
   jobKill(a: JobNameArgs): Promise<number>;
   endpoints(a: EndpointsArgs): Promise<number>;
   workers(a: WorkersArgs): Promise<number>;
+  status(a: StatusArgs): Promise<number>;
 }
 
 /** Where the CLI writes (the process streams, or buffers in tests). */
@@ -114,7 +125,23 @@ const tokenOption = (): Option =>
 const controllerOption = (): Option =>
   new Option("--controller <address>", "controller address host:port").env("IRIS_CONTROLLER_ADDRESS");
 
-function clientArgs(opts: { controller?: string; token?: string }): ClientArgs {
+/** The job states `iris job list --state` accepts. */
+export const JOB_STATES: readonly JobState[] = ["PENDING", "RUNNING", "SUCCEEDED", "FAILED", "KILLED", "UNSCHEDULABLE"];
+
+function parseJobState(v: string): JobState {
+  const s = v.toUpperCase();
+  if (!(JOB_STATES as readonly string[]).includes(s)) {
+    throw new InvalidArgumentError(`expected one of ${JOB_STATES.join(", ")}, got "${v}"`);
+  }
+  return s as JobState;
+}
+
+const schedulingTimeoutOption = (what: string): Option =>
+  new Option("--scheduling-timeout <seconds>", `with no worker registered, ${what} waits this long before it is UNSCHEDULABLE (0: forever; default 300)`).argParser(
+    (v: string) => (Number(v.trim()) === 0 && v.trim() !== "" ? 0 : parseSeconds(v)),
+  );
+
+function clientArgsOf(opts: { controller?: string; token?: string }): ClientArgs {
   if (!opts.controller) {
     throw new CommanderError(1, "iris.missingController", "error: --controller <address> is required (or set IRIS_CONTROLLER_ADDRESS)");
   }
@@ -125,7 +152,17 @@ function clientArgs(opts: { controller?: string; token?: string }): ClientArgs {
  * Builds the `iris` command tree over the given actions. The returned program is configured for
  * embedding: it throws `CommanderError` instead of exiting, and writes through `io`.
  */
-export function buildProgram(actions: CliActions, io: CliIo, setExitCode: (code: number) => void): Command {
+export function buildProgram(
+  actions: CliActions,
+  io: CliIo,
+  setExitCode: (code: number) => void,
+  onController: (address: string) => void = () => {},
+): Command {
+  const clientArgs = (opts: { controller?: string; token?: string }): ClientArgs => {
+    const a = clientArgsOf(opts);
+    onController(a.controller);
+    return a;
+  };
   const program = new Command("iris")
     .description("iris: the marin-ts job runtime (controller, workers, jobs, endpoints)")
     .enablePositionalOptions()
@@ -143,9 +180,17 @@ export function buildProgram(actions: CliActions, io: CliIo, setExitCode: (code:
     .requiredOption("--db <file>", "SQLite database file (created if missing)")
     .addOption(tokenOption())
     .addOption(new Option("--worker-timeout <seconds>", "a worker silent this long is lost (default 30)").argParser(parseSeconds))
-    .action((o: { port: number; host: string; db: string; token?: string; workerTimeout?: number }) =>
+    .addOption(schedulingTimeoutOption("a job that sets none"))
+    .action((o: { port: number; host: string; db: string; token?: string; workerTimeout?: number; schedulingTimeout?: number }) =>
       run(() =>
-        actions.controller({ port: o.port, host: o.host, dbPath: o.db, token: o.token || undefined, workerTimeoutMs: o.workerTimeout }),
+        actions.controller({
+          port: o.port,
+          host: o.host,
+          dbPath: o.db,
+          token: o.token || undefined,
+          workerTimeoutMs: o.workerTimeout,
+          schedulingTimeoutMs: o.schedulingTimeout,
+        }),
       ),
     );
 
@@ -183,9 +228,10 @@ export function buildProgram(actions: CliActions, io: CliIo, setExitCode: (code:
     .addOption(new Option("--port <port>", "controller port (0: any free port)").argParser(parseInteger(0, 65535)).default(7070))
     .addOption(tokenOption())
     .option("--db <file>", "SQLite database file (default: a temporary directory)")
-    .addOption(new Option("--worker-cpu <cores>", "CPU per worker").argParser(parseCpu))
-    .addOption(new Option("--worker-memory <size>", "memory per worker").argParser(parseSize))
-    .action((o: { workers: number; port: number; token?: string; db?: string; workerCpu?: number; workerMemory?: number }) =>
+    .addOption(new Option("--worker-cpu <cores>", "CPU per worker (default: the machine's cores split between the workers)").argParser(parseCpu))
+    .addOption(new Option("--worker-memory <size>", "memory per worker (default: the machine's memory split between the workers)").argParser(parseSize))
+    .addOption(schedulingTimeoutOption("a job that sets none"))
+    .action((o: { workers: number; port: number; token?: string; db?: string; workerCpu?: number; workerMemory?: number; schedulingTimeout?: number }) =>
       run(() =>
         actions.clusterLocal({
           workers: o.workers,
@@ -194,6 +240,7 @@ export function buildProgram(actions: CliActions, io: CliIo, setExitCode: (code:
           dbPath: o.db,
           workerCpuMillis: o.workerCpu,
           workerMemoryBytes: o.workerMemory,
+          schedulingTimeoutMs: o.schedulingTimeout,
         }),
       ),
     );
@@ -220,6 +267,7 @@ export function buildProgram(actions: CliActions, io: CliIo, setExitCode: (code:
     .addOption(new Option("--port <name>", "named port to allocate, IRIS_PORT_<NAME> (repeatable)").argParser(collect((s: string) => s)))
     .addOption(new Option("--timeout <seconds>", "per-attempt timeout").argParser(parseSeconds))
     .addOption(new Option("--priority <n>", "scheduling priority (higher first)").argParser(parseInteger(Number.MIN_SAFE_INTEGER)))
+    .addOption(schedulingTimeoutOption("a task"))
     .option("--cwd <dir>", "working directory of the command on the worker")
     .option("--module <file>", "run an exported function of this module (path on the workers) instead of a command")
     .option("--export <name>", "the module's exported function (with --module)", "main")
@@ -243,6 +291,7 @@ export function buildProgram(actions: CliActions, io: CliIo, setExitCode: (code:
           port?: string[];
           timeout?: number;
           priority?: number;
+          schedulingTimeout?: number;
           cwd?: string;
           module?: string;
           export: string;
@@ -274,6 +323,7 @@ export function buildProgram(actions: CliActions, io: CliIo, setExitCode: (code:
         if (o.port) spec.ports = o.port;
         if (o.timeout !== undefined) spec.timeoutMs = o.timeout;
         if (o.priority !== undefined) spec.priority = o.priority;
+        if (o.schedulingTimeout !== undefined) spec.schedulingTimeoutMs = o.schedulingTimeout;
         return run(() => actions.jobRun({ ...clientArgs(o), spec, detach: o.detach }));
       },
     );
@@ -282,11 +332,12 @@ export function buildProgram(actions: CliActions, io: CliIo, setExitCode: (code:
     .command("list")
     .description("list jobs (latest submission of each name)")
     .option("--prefix <prefix>", "only names starting with this")
+    .addOption(new Option("--state <state>", `only jobs in this state (${JOB_STATES.join(", ")})`).argParser(parseJobState))
     .option("--json", "print JSON", false)
     .addOption(controllerOption())
     .addOption(tokenOption())
-    .action((o: { controller?: string; token?: string; prefix?: string; json: boolean }) =>
-      run(() => actions.jobList({ ...clientArgs(o), prefix: o.prefix, json: o.json })),
+    .action((o: { controller?: string; token?: string; prefix?: string; state?: JobState; json: boolean }) =>
+      run(() => actions.jobList({ ...clientArgs(o), prefix: o.prefix, state: o.state, json: o.json })),
     );
 
   job
@@ -340,6 +391,14 @@ export function buildProgram(actions: CliActions, io: CliIo, setExitCode: (code:
     .addOption(tokenOption())
     .action((o: { controller?: string; token?: string; json: boolean }) => run(() => actions.workers({ ...clientArgs(o), json: o.json })));
 
+  program
+    .command("status")
+    .description("a summary of the cluster: workers, cores and memory used and free, jobs by state, pending tasks and why")
+    .option("--json", "print JSON", false)
+    .addOption(controllerOption())
+    .addOption(tokenOption())
+    .action((o: { controller?: string; token?: string; json: boolean }) => run(() => actions.status({ ...clientArgs(o), json: o.json })));
+
   return program;
 }
 
@@ -350,7 +409,8 @@ export function buildProgram(actions: CliActions, io: CliIo, setExitCode: (code:
  */
 export async function runCli(argv: readonly string[], actions: CliActions, io: CliIo): Promise<number> {
   let exitCode = 0;
-  const program = buildProgram(actions, io, (c) => (exitCode = c));
+  let reached: string | undefined;
+  const program = buildProgram(actions, io, (c) => (exitCode = c), (address) => (reached = address));
   try {
     await program.parseAsync([...argv], { from: "user" });
     return exitCode;
@@ -362,10 +422,29 @@ export async function runCli(argv: readonly string[], actions: CliActions, io: C
       return e.exitCode;
     }
     if (e instanceof IrisError) {
-      io.err(`${e.code}: ${e.message}\n`);
+      const unreachable = unreachableMessage(e, reached);
+      io.err(unreachable ?? `${e.code}: ${e.message}\n`);
       return 1;
     }
     io.err(`error: ${e instanceof Error ? e.message : String(e)}\n`);
     return 1;
   }
+}
+
+/**
+ * What to print when an RPC failed because nothing answers at the controller's address (refused,
+ * unknown host, timed out connecting), instead of gRPC's text; undefined for any other error.
+ */
+export function unreachableMessage(e: IrisError, address: string | undefined): string | undefined {
+  if (e.code !== "UNAVAILABLE" || address === undefined) return undefined;
+  const m = e.message;
+  const why = /ECONNREFUSED/.test(m)
+    ? "connection refused"
+    : /ENOTFOUND|EAI_AGAIN|DNS resolution failed|Name resolution failed/i.test(m)
+      ? "host not found"
+      : /ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|No connection established/i.test(m)
+        ? "no connection"
+        : undefined;
+  if (why === undefined) return undefined;
+  return `cannot reach the iris controller at ${address} (${why}) — is it running? start one with: iris cluster local\n`;
 }

@@ -28,6 +28,11 @@ export interface ControllerOptions {
   token?: string | undefined;
   /** A worker silent for this long is lost and its attempts retried elsewhere (default 30 s). */
   workerTimeoutMs?: number;
+  /**
+   * With no worker registered, a task waits this long before it is UNSCHEDULABLE (default 5 min;
+   * 0 = forever); a job's own `schedulingTimeoutMs` wins.
+   */
+  schedulingTimeoutMs?: number;
   /** How often workers reconcile without a notice (default min(1 s, workerTimeout / 3)). */
   reconcileIntervalMs?: number;
   /** Points kept per attempt's metrics series (default 10,000). */
@@ -100,6 +105,7 @@ export class Controller {
     const ref: { self?: Controller } = {};
     const state = new ControllerState(db, {
       workerTimeoutMs,
+      ...(opts.schedulingTimeoutMs !== undefined ? { schedulingTimeoutMs: opts.schedulingTimeoutMs } : {}),
       ...(opts.metricsLimit !== undefined ? { metricsLimit: opts.metricsLimit } : {}),
       ...(opts.clock ? { clock: opts.clock } : {}),
       listener: {

@@ -187,13 +187,67 @@ describe("ControllerState", () => {
     expect(st.tasks!.every((t) => t.state === "PENDING")).toBe(true);
   });
 
-  it("keeps a gang that does not fit pending with a reason", () => {
+  it("keeps a gang that fits the registered capacity but not the free capacity pending with a reason", () => {
+    addWorker("w1", 2000);
+    addWorker("w2", 2000);
+    launch("/alice/hog", { resources: { cpuMillis: 2000 } });
+    s.schedulePass();
+    launch("/alice/gang2", { replicas: 2, gang: true, resources: { cpuMillis: 2000 } });
+    s.schedulePass();
+    const st = job("/alice/gang2");
+    expect(st.state).toBe("PENDING");
+    expect(st.tasks![0]!.pendingReason).toMatch(/gang of 2 needs 2 workers/);
+  });
+
+  it("ends a job no registered worker could ever hold as UNSCHEDULABLE at once, with the reason", () => {
     addWorker("w1");
     launch("/alice/biggang", { replicas: 3, gang: true });
+    launch("/alice/huge", { resources: { cpuMillis: 64_000 } });
     s.schedulePass();
-    const st = job("/alice/biggang");
-    expect(st.state).toBe("PENDING");
-    expect(st.tasks![0]!.pendingReason).not.toBe("");
+    const gang = job("/alice/biggang");
+    expect(gang.state).toBe("UNSCHEDULABLE");
+    expect(gang.tasks!.map((t) => t.state)).toEqual(["UNSCHEDULABLE", "UNSCHEDULABLE", "UNSCHEDULABLE"]);
+    expect(gang.error).toMatch(/^task \/alice\/biggang\/0 is unschedulable: gang of 3 needs 3 workers .* only 1 of 1 registered worker could ever hold a member/);
+    const huge = job("/alice/huge");
+    expect(huge.state).toBe("UNSCHEDULABLE");
+    expect(huge.error).toBe("task /alice/huge/0 is unschedulable: needs cpu 64 cores, the largest of 1 registered worker has 4 cores");
+    expect(huge.finishedAtMs).toBe(clock.t);
+  });
+
+  it("with no worker registered, ends a job UNSCHEDULABLE once its scheduling timeout runs out (fake clock)", () => {
+    s = new ControllerState(db, { clock, workerTimeoutMs: 3000, schedulingTimeoutMs: 60_000 });
+    launch("/alice/waits");
+    launch("/alice/short", { schedulingTimeoutMs: 10_000 });
+    launch("/alice/forever", { schedulingTimeoutMs: 0 });
+    s.schedulePass();
+    expect(job("/alice/waits").tasks![0]!.pendingReason).toBe("no workers registered");
+    clock.t += 10_000;
+    s.schedulePass(); // nothing changed but a deadline ran out: the pass runs anyway
+    expect(job("/alice/short").state).toBe("UNSCHEDULABLE");
+    expect(job("/alice/waits").state).toBe("PENDING");
+    clock.t += 50_000;
+    s.schedulePass();
+    expect(job("/alice/waits").state).toBe("UNSCHEDULABLE");
+    expect(job("/alice/waits").error).toBe("task /alice/waits/0 is unschedulable: no worker registered within the scheduling timeout (1 min)");
+    clock.t += 3_600_000;
+    s.schedulePass();
+    expect(job("/alice/forever").state).toBe("PENDING");
+  });
+
+  it("counts the scheduling timeout from when the last worker went away, not from submission", () => {
+    s = new ControllerState(db, { clock, workerTimeoutMs: 3000, schedulingTimeoutMs: 60_000 });
+    addWorker("w1");
+    launch("/alice/hog", { resources: { cpuMillis: 4000 } });
+    s.schedulePass();
+    launch("/alice/queued", { resources: { cpuMillis: 4000 } });
+    s.schedulePass();
+    clock.t += 120_000; // queued for two minutes behind the hog: still fits the cluster, still waits
+    s.checkWorkers(); // w1 silent: lost, no worker left
+    s.schedulePass();
+    expect(job("/alice/queued").state).toBe("PENDING");
+    clock.t += 60_000;
+    s.schedulePass();
+    expect(job("/alice/queued").state).toBe("UNSCHEDULABLE");
   });
 
   it("terminates a job and its children, and drops endpoints leased to ended attempts", () => {

@@ -455,3 +455,73 @@ describe("formatBytes", () => {
     expect(formatBytes(2 * GiB)).toBe("2.0 GiB");
   });
 });
+
+describe("schedule: tasks that can never fit (UNSCHEDULABLE)", () => {
+  const caps = (ws: SchedWorker[]) => ws.map((w) => ({ capacity: w.capacity, attributes: w.attributes }));
+  const never = (r: SchedResult): Record<string, string> => Object.fromEntries(r.unschedulable.map((u) => [u.taskId, u.reason]));
+
+  it("ends at once a task larger than every registered worker's total capacity, naming the largest", () => {
+    const workers = [worker("w1", res(2000, 4 * GiB)), worker("w2", res(4000, 8 * GiB))];
+    const r = schedule({ workers, registered: caps(workers), pending: [task("big", res(64_000, GiB)), task("ok", res(1000, GiB))], nowMs: 0 });
+    expect(placed(r)).toEqual({ ok: "w1" });
+    expect(never(r)).toEqual({ big: "needs cpu 64 cores, the largest of 2 registered workers has 4 cores" });
+    expect(reasons(r)).toEqual({});
+  });
+
+  it("keeps waiting a task that only lacks free capacity now (judged against totals, not free)", () => {
+    const workers = [worker("w1", res(4000, 8 * GiB), {}, res(4000, 0))];
+    const r = schedule({ workers, registered: caps(workers), pending: [task("t", res(2000, GiB))], nowMs: 1e9 });
+    expect(never(r)).toEqual({});
+    expect(reasons(r).t).toMatch(/insufficient cpu/);
+  });
+
+  it("judges against every registered worker, also those not taking work now (unhealthy)", () => {
+    const registered = [{ capacity: res(8000, GiB), attributes: {} }];
+    const r = schedule({ workers: [], registered, pending: [task("t", res(4000, 0))], nowMs: 0 });
+    expect(never(r)).toEqual({});
+    expect(reasons(r).t).toBe("no workers registered");
+  });
+
+  it("names a constraint no registered worker matches", () => {
+    const workers = [worker("w1", res(4000, GiB), { zone: "a" })];
+    const r = schedule({
+      workers,
+      registered: caps(workers),
+      pending: [task("t", res(1000, 0), { constraints: [{ key: "zone", op: "EQ", value: "b" }] })],
+    });
+    expect(never(r)).toEqual({ t: "constraint zone EQ b matches none of the 1 registered worker" });
+  });
+
+  it("judges a gang by distinct workers able to hold a member, with its summed request", () => {
+    const workers = [worker("w1", res(4000, 8 * GiB)), worker("w2", res(1000, 8 * GiB)), worker("w3", res(4000, 8 * GiB))];
+    const gang = (n: number) => Array.from({ length: n }, (_, i) => task(`g${n}/${i}`, res(2000, GiB), { gangId: `g${n}` }));
+    const r = schedule({ workers, registered: caps(workers), pending: [...gang(3), ...gang(2)] });
+    expect(Object.keys(placed(r)).sort()).toEqual(["g2/0", "g2/1"]);
+    const reason = never(r)["g3/0"];
+    expect(reason).toBe(
+      "gang of 3 needs 3 workers with cpu 2 cores, memory 1.0 GiB each (6 cores, 3.0 GiB in all); " +
+        "only 2 of 3 registered workers could ever hold a member (together 9 cores, 24.0 GiB)",
+    );
+    expect(never(r)["g3/2"]).toBe(reason);
+  });
+
+  it("with no worker registered, waits until the task's scheduling timeout runs out (fake clock)", () => {
+    const pending = [
+      task("a", res(1000, 0), { waitingSinceMs: 1000, schedulingTimeoutMs: 300_000 }),
+      task("forever", res(1000, 0), { waitingSinceMs: 0, schedulingTimeoutMs: 0 }),
+    ];
+    const before = schedule({ workers: [], registered: [], pending, nowMs: 300_999 });
+    expect(never(before)).toEqual({});
+    expect(reasons(before)).toEqual({ a: "no workers registered", forever: "no workers registered" });
+    const after = schedule({ workers: [], registered: [], pending, nowMs: 301_000 });
+    expect(never(after)).toEqual({ a: "no worker registered within the scheduling timeout (5 min)" });
+    expect(Object.keys(reasons(after))).toEqual(["forever"]);
+  });
+
+  it("judges nothing as never fitting without the registered workers (the reasons only)", () => {
+    const workers = [worker("w1", res(1000, GiB))];
+    const r = schedule({ workers, pending: [task("big", res(64_000, 0))] });
+    expect(r.unschedulable).toEqual([]);
+    expect(reasons(r).big).toMatch(/insufficient cpu/);
+  });
+});

@@ -14,6 +14,10 @@
 // - Constraints on worker attributes: EQ / NE / EXISTS / IN / GT / LT. NE matches a worker without
 //   the attribute; EQ, IN, GT and LT need it; GT/LT compare numerically (a non-numeric side never
 //   matches).
+// - Tasks that can never fit become UNSCHEDULABLE: at once when no registered worker could ever
+//   hold them (judged against the registered workers' total capacity, not what is free now; a gang
+//   of n needs n distinct such workers, its summed request named in the reason); with no worker
+//   registered, once a task has waited `schedulingTimeoutMs` (see `SchedTask.waitingSinceMs`).
 // - Devices match by kind: a request of `{ gpu: 2 }` needs 2 free `gpu` on one worker. CPU and
 //   memory are fungible.
 //
@@ -61,18 +65,38 @@ export interface SchedTask {
   request: SchedResources;
   constraints: SchedConstraint[];
   gangId?: string;
+  /** Since when the task has waited with no worker registered (for the scheduling timeout). */
+  waitingSinceMs?: number;
+  /** With no worker registered, the task becomes UNSCHEDULABLE after this long; 0/absent = never. */
+  schedulingTimeoutMs?: number;
+}
+
+/** A registered worker's total capacity and attributes: what decides whether a task could ever fit. */
+export interface SchedCapacity {
+  capacity: SchedResources;
+  attributes: Record<string, string>;
 }
 
 /** One consistent view of the cluster: the input of {@link schedule}. */
 export interface SchedSnapshot {
   workers: SchedWorker[];
   pending: SchedTask[];
+  /**
+   * Every registered worker (also those not taking work now, e.g. unhealthy). When given, a task
+   * no registered worker could ever hold is UNSCHEDULABLE (and, with none registered, one whose
+   * scheduling timeout ran out); without it every task that is not placed is only unplaced.
+   */
+  registered?: SchedCapacity[];
+  /** The time the scheduling timeouts are judged at (default 0: none has run out). */
+  nowMs?: number;
 }
 
-/** What {@link schedule} decided: every pending task is in exactly one of the two lists. */
+/** What {@link schedule} decided: every pending task is in exactly one of the three lists. */
 export interface SchedResult {
   assignments: { taskId: string; workerId: string }[];
   unplaced: { taskId: string; reason: string }[];
+  /** Tasks that can never be placed (or waited out the timeout with no worker), with the reason. */
+  unschedulable: { taskId: string; reason: string }[];
 }
 
 /** Whether one worker attribute map satisfies one constraint (the single evaluator). */
@@ -531,14 +555,104 @@ export function schedule(snapshot: SchedSnapshot): SchedResult {
     return `constraints ${describeConstraints(cs.constraints)} matched 0 of ${nW} workers together`;
   }
 
+  // Could the task ever fit? Counted once per class: the registered workers matching its
+  // constraints whose total capacity holds its request.
+  const registered = snapshot.registered;
+  const nowMs = snapshot.nowMs ?? 0;
+  const capableCount = new Map<TaskClass, number>();
+  function capable(cls: TaskClass): number {
+    let n = capableCount.get(cls);
+    if (n === undefined) {
+      n = 0;
+      for (const w of registered ?? []) {
+        if (!cls.cs.constraints.every((c) => constraintMatches(c, w.attributes))) continue;
+        if (w.capacity.cpuMillis < cls.cpu || w.capacity.memoryBytes < cls.mem) continue;
+        let ok = true;
+        for (let j = 0; j < cls.devKinds.length; j++) {
+          if ((w.capacity.devices[kindNames[cls.devKinds[j]]] ?? 0) < cls.devCounts[j]) ok = false;
+        }
+        if (ok) n++;
+      }
+      capableCount.set(cls, n);
+    }
+    return n;
+  }
+
+  function neverFits(i: number): string | undefined {
+    const t = pending[i];
+    if (registered === undefined) return undefined;
+    if (registered.length === 0) {
+      const limit = t.schedulingTimeoutMs ?? 0;
+      if (limit > 0 && t.waitingSinceMs !== undefined && nowMs - t.waitingSinceMs >= limit) {
+        return `no worker registered within the scheduling timeout (${formatDuration(limit)})`;
+      }
+      return undefined;
+    }
+    const cls = taskClass[i];
+    const n = t.gangId !== undefined ? gangs.get(t.gangId)!.length : 1;
+    if (capable(cls) >= n) return undefined;
+    return neverFitsReason(cls, n, registered, kindNames);
+  }
+
   const unplaced: SchedResult["unplaced"] = [];
+  const unschedulable: SchedResult["unschedulable"] = [];
   for (let i = 0; i < pending.length; i++) {
     if (placedOn[i] >= 0) continue;
+    const never = neverFits(i);
+    if (never !== undefined) {
+      unschedulable.push({ taskId: pending[i].taskId, reason: never });
+      continue;
+    }
     const reason = reasons[i];
     invariant(reason !== undefined, `task ${pending[i].taskId} neither placed nor explained`);
     unplaced.push({ taskId: pending[i].taskId, reason });
   }
-  return { assignments, unplaced };
+  return { assignments, unplaced, unschedulable };
+}
+
+/** Why a class (a gang of `n` when n > 1) can never fit the registered workers. */
+function neverFitsReason(cls: TaskClass, n: number, registered: SchedCapacity[], kindNames: string[]): string {
+  const nR = registered.length;
+  const all = `${nR} registered ${nR === 1 ? "worker" : "workers"}`;
+  for (const c of cls.cs.constraints) {
+    if (!registered.some((w) => constraintMatches(c, w.attributes))) return `constraint ${describeConstraint(c)} matches none of the ${all}`;
+  }
+  const eligible = registered.filter((w) => cls.cs.constraints.every((c) => constraintMatches(c, w.attributes)));
+  if (eligible.length === 0) return `constraints ${describeConstraints(cls.cs.constraints)} together match none of the ${all}`;
+  const scope = eligible.length === nR ? all : `${eligible.length} of the ${all} (matching ${describeConstraints(cls.cs.constraints)})`;
+  if (n > 1) {
+    const fit = eligible.filter(
+      (w) =>
+        w.capacity.cpuMillis >= cls.cpu &&
+        w.capacity.memoryBytes >= cls.mem &&
+        cls.devKinds.every((k, j) => (w.capacity.devices[kindNames[k]] ?? 0) >= cls.devCounts[j]),
+    ).length;
+    const totalCpu = eligible.reduce((a, w) => a + w.capacity.cpuMillis, 0);
+    const totalMem = eligible.reduce((a, w) => a + w.capacity.memoryBytes, 0);
+    return (
+      `gang of ${n} needs ${n} workers with ${describeRequest(cls, kindNames)} each ` +
+      `(${formatCores(cls.cpu * n)}, ${formatBytes(cls.mem * n)} in all); ` +
+      `only ${fit} of ${scope} could ever hold a member (together ${formatCores(totalCpu)}, ${formatBytes(totalMem)})`
+    );
+  }
+  for (let j = 0; j < cls.devKinds.length; j++) {
+    const kind = kindNames[cls.devKinds[j]];
+    const best = Math.max(...eligible.map((w) => w.capacity.devices[kind] ?? 0));
+    if (best < cls.devCounts[j]) return `needs ${cls.devCounts[j]} ${kind} devices, the largest of ${scope} has ${best}`;
+  }
+  const bestMem = Math.max(...eligible.map((w) => w.capacity.memoryBytes));
+  if (bestMem < cls.mem) return `needs memory ${formatBytes(cls.mem)}, the largest of ${scope} has ${formatBytes(bestMem)}`;
+  const bestCpu = Math.max(...eligible.map((w) => w.capacity.cpuMillis));
+  if (bestCpu < cls.cpu) return `needs cpu ${formatCores(cls.cpu)}, the largest of ${scope} has ${formatCores(bestCpu)}`;
+  return `needs ${describeRequest(cls, kindNames)} on one worker, and none of ${scope} has all of it`;
+}
+
+/** Milliseconds for people: `300 ms`, `45 s`, `5 min`, `1.5 h`. */
+export function formatDuration(ms: number): string {
+  if (ms < 1000) return `${ms} ms`;
+  if (ms < 60_000) return `${Math.round(ms / 100) / 10} s`;
+  if (ms < 3_600_000) return `${Math.round(ms / 6000) / 10} min`;
+  return `${Math.round(ms / 360_000) / 10} h`;
 }
 
 function workerCount(n: number): string {

@@ -15,6 +15,8 @@ export type Statement = BetterSqlite3.Statement<unknown[]>;
 export class StateCore {
   readonly db: Db;
   readonly workerTimeoutMs: number;
+  /** The default scheduling timeout of jobs that set none (see ControllerStateOptions). */
+  readonly schedulingTimeoutMs: number;
   protected readonly clock: Clock;
   protected readonly metricsLimit: number;
   protected readonly logLinesLimit: number;
@@ -29,11 +31,16 @@ export class StateCore {
   // Placement can only change when tasks become pending, capacity frees up or workers come and
   // go; passes in between are skipped (a pass over many pending tasks is not free).
   protected needsSchedule = true;
+  // Since when no worker has been registered (undefined while some are), and the earliest time a
+  // waiting task's scheduling timeout runs out: a pass then runs even if nothing else changed.
+  protected noWorkersSinceMs: number | undefined;
+  protected nextScheduleDeadlineMs = Infinity;
 
   constructor(db: Db, opts: ControllerStateOptions = {}) {
     this.db = db;
     this.clock = opts.clock ?? { now: () => Date.now() };
     this.workerTimeoutMs = opts.workerTimeoutMs ?? 30_000;
+    this.schedulingTimeoutMs = opts.schedulingTimeoutMs ?? 300_000;
     this.metricsLimit = opts.metricsLimit ?? 10_000;
     this.logLinesLimit = opts.logLinesLimit ?? 1_000_000;
     this.listener = opts.listener ?? {};

@@ -24,6 +24,11 @@ export interface ControllerStateOptions {
   clock?: Clock;
   /** A worker silent for this long is lost (default 30 s). */
   workerTimeoutMs?: number;
+  /**
+   * With no worker registered, a task waits this long before it is UNSCHEDULABLE (default 5 min;
+   * 0 = forever); a job's own `schedulingTimeoutMs` wins.
+   */
+  schedulingTimeoutMs?: number;
   /** Points kept per attempt's metrics series (default 10,000; oldest dropped first). */
   metricsLimit?: number;
   /** Log lines stored per attempt (default 1,000,000); later lines are dropped, with a notice. */

@@ -141,8 +141,11 @@ export class StateTransitions extends StateQueries {
     this.touchJob(instanceId);
     if (isTerminalJobState(state)) {
       const failed = tasks.find((t) => FAILED_TASK_STATES.has(t.state));
+      const unschedulable = tasks.find((t) => t.state === "UNSCHEDULABLE");
       const error =
-        state === "FAILED" && failed
+        state === "UNSCHEDULABLE" && unschedulable
+          ? `task ${j.name}/${unschedulable.idx} is unschedulable: ${unschedulable.error}`
+          : state === "FAILED" && failed
           ? `task ${j.name}/${failed.idx} failed: ${failed.failure_kind}${failed.failure_kind === "APP_ERROR" ? `(${failed.error_code})` : failed.exit_code !== null ? `(${failed.exit_code})` : ""}${failed.error ? `: ${failed.error}` : ""}`
           : "";
       this.endJob(instanceId, state, error);
@@ -206,7 +209,7 @@ export class StateTransitions extends StateQueries {
 
   /** One scheduling pass: place what fits, record a reason for the rest. Returns placements. */
   schedulePass(): number {
-    if (!this.needsSchedule) return 0;
+    if (!this.needsSchedule && this.clock.now() < this.nextScheduleDeadlineMs) return 0;
     this.needsSchedule = false;
     try {
       return this.schedulePassTx();
@@ -219,12 +222,19 @@ export class StateTransitions extends StateQueries {
   protected schedulePassTx(): number {
     return this.tx(() => {
       const now = this.clock.now();
-      const workerRows = this.stmt("SELECT * FROM workers WHERE state = 'ALIVE' AND healthy = 1").all() as WorkerRow[];
+      const aliveRows = this.stmt("SELECT * FROM workers WHERE state = 'ALIVE'").all() as WorkerRow[];
+      const workerRows = aliveRows.filter((w) => w.healthy === 1);
+      if (aliveRows.length > 0) this.noWorkersSinceMs = undefined;
+      else this.noWorkersSinceMs ??= now;
+      this.nextScheduleDeadlineMs = Infinity;
+      // A task waits since its job was submitted, or since its last attempt ended.
       const pendingRows = this.db
         .prepare(
-          "SELECT t.instance_id, t.idx, t.pending_reason, j.submitted_at_ms FROM tasks t JOIN jobs j ON j.instance_id = t.instance_id WHERE t.state = 'PENDING' AND j.state IN ('PENDING', 'RUNNING') ORDER BY j.submitted_at_ms, t.idx",
+          `SELECT t.instance_id, t.idx, t.pending_reason, j.submitted_at_ms,
+             COALESCE((SELECT a.finished_at_ms FROM attempts a WHERE a.instance_id = t.instance_id AND a.idx = t.idx AND a.attempt = t.attempt), j.submitted_at_ms) AS waiting_since_ms
+           FROM tasks t JOIN jobs j ON j.instance_id = t.instance_id WHERE t.state = 'PENDING' AND j.state IN ('PENDING', 'RUNNING') ORDER BY j.submitted_at_ms, t.idx`,
         )
-        .all() as { instance_id: string; idx: number; pending_reason: string; submitted_at_ms: number }[];
+        .all() as { instance_id: string; idx: number; pending_reason: string; submitted_at_ms: number; waiting_since_ms: number }[];
       if (pendingRows.length === 0) return 0;
       const used = new Map<string, SchedResources>();
       const held = this.db
@@ -239,11 +249,20 @@ export class StateTransitions extends StateQueries {
         used: used.get(w.id) ?? { cpuMillis: 0, memoryBytes: 0, devices: {} },
         attributes: JSON.parse(w.attributes) as Record<string, string>,
       }));
+      const registered = aliveRows.map((w) => ({
+        capacity: JSON.parse(w.capacity) as SchedResources,
+        attributes: JSON.parse(w.attributes) as Record<string, string>,
+      }));
       const byKey = new Map<string, (typeof pendingRows)[number]>();
       const pending: SchedTask[] = pendingRows.map((r) => {
         const spec = this.specOf(r.instance_id);
         const taskId = `${r.instance_id}/${r.idx}`;
         byKey.set(taskId, r);
+        const waitingSinceMs = Math.max(r.waiting_since_ms, this.noWorkersSinceMs ?? 0);
+        const schedulingTimeoutMs = spec.schedulingTimeoutMs ?? this.schedulingTimeoutMs;
+        if (aliveRows.length === 0 && schedulingTimeoutMs > 0) {
+          this.nextScheduleDeadlineMs = Math.min(this.nextScheduleDeadlineMs, waitingSinceMs + schedulingTimeoutMs);
+        }
         return {
           taskId,
           jobId: r.instance_id,
@@ -252,9 +271,11 @@ export class StateTransitions extends StateQueries {
           request: requestOf(spec),
           constraints: spec.constraints,
           ...(spec.gang && spec.replicas > 1 ? { gangId: r.instance_id } : {}),
+          waitingSinceMs,
+          schedulingTimeoutMs,
         };
       });
-      const result = schedule({ workers, pending });
+      const result = schedule({ workers, pending, registered, nowMs: now });
       for (const { taskId, workerId } of result.assignments) {
         const r = byKey.get(taskId)!;
         this.assign(r.instance_id, r.idx, workerId, now);
@@ -267,6 +288,15 @@ export class StateTransitions extends StateQueries {
           this.touchJob(r.instance_id);
         }
       }
+      const setUnschedulable = this.stmt("UPDATE tasks SET state = 'UNSCHEDULABLE', error = ?, pending_reason = '' WHERE instance_id = ? AND idx = ?");
+      const ended = new Set<string>();
+      for (const { taskId, reason } of result.unschedulable) {
+        const r = byKey.get(taskId)!;
+        setUnschedulable.run(reason, r.instance_id, r.idx);
+        this.touchJob(r.instance_id);
+        ended.add(r.instance_id);
+      }
+      for (const id of ended) this.recomputeJob(id);
       return result.assignments.length;
     });
   }

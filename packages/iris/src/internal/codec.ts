@@ -86,6 +86,7 @@ export function jobSpecToWire(spec: JobSpecInput, name: string): WireJobSpec {
     ...(spec.maxRetriesPreemption !== undefined ? { maxRetriesPreemption: spec.maxRetriesPreemption } : {}),
     ...(spec.maxTaskFailures !== undefined ? { maxTaskFailures: spec.maxTaskFailures } : {}),
     priority: spec.priority ?? 0,
+    ...(spec.schedulingTimeoutMs !== undefined ? { schedulingTimeoutMs: spec.schedulingTimeoutMs } : {}),
   };
 }
 
@@ -129,6 +130,7 @@ export function jobSpecFromWire(w: WireJobSpecOut): unknown {
     ...(w.maxRetriesPreemption !== undefined ? { maxRetriesPreemption: w.maxRetriesPreemption } : {}),
     ...(w.maxTaskFailures !== undefined ? { maxTaskFailures: w.maxTaskFailures } : {}),
     priority: w.priority,
+    ...(w.schedulingTimeoutMs !== undefined ? { schedulingTimeoutMs: Number(w.schedulingTimeoutMs) } : {}),
   };
 }
 
@@ -331,7 +333,16 @@ export function metricPointFromWire(p: WireMetricPointOut): MetricPoint {
 
 /** A wire WorkerInfo as the public WorkerSummary. */
 export function workerSummaryFromWire(w: WireWorkerInfoOut): WorkerSummary {
-  return { workerId: w.workerId, host: w.host, state: w.state, attributes: { ...w.attributes }, runningAttempts: w.runningAttempts, lastSeenMs: w.lastSeenMs };
+  return {
+    workerId: w.workerId,
+    host: w.host,
+    state: w.state,
+    attributes: { ...w.attributes },
+    runningAttempts: w.runningAttempts,
+    lastSeenMs: w.lastSeenMs,
+    capacity: capacityFromWire(w.capacity),
+    used: capacityFromWire(w.used),
+  };
 }
 
 /** One line of an attempt's output as the wire LogLine a worker pushes. */

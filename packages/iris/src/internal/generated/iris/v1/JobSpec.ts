@@ -43,10 +43,16 @@ export interface JobSpec {
    * Higher runs first (default 0).
    */
   'priority'?: (number);
+  /**
+   * How long a task may wait while no live worker could ever hold it before it becomes
+   * UNSCHEDULABLE; 0 = forever; absent = the controller's default (5 minutes).
+   */
+  'schedulingTimeoutMs'?: (number | string | Long);
   '_replicas'?: "replicas";
   '_maxRetriesFailure'?: "maxRetriesFailure";
   '_maxRetriesPreemption'?: "maxRetriesPreemption";
   '_maxTaskFailures'?: "maxTaskFailures";
+  '_schedulingTimeoutMs'?: "schedulingTimeoutMs";
 }
 
 /**
@@ -87,8 +93,14 @@ export interface JobSpec__Output {
    * Higher runs first (default 0).
    */
   'priority': (number);
+  /**
+   * How long a task may wait while no live worker could ever hold it before it becomes
+   * UNSCHEDULABLE; 0 = forever; absent = the controller's default (5 minutes).
+   */
+  'schedulingTimeoutMs'?: (number);
   '_replicas'?: "replicas";
   '_maxRetriesFailure'?: "maxRetriesFailure";
   '_maxRetriesPreemption'?: "maxRetriesPreemption";
   '_maxTaskFailures'?: "maxTaskFailures";
+  '_schedulingTimeoutMs'?: "schedulingTimeoutMs";
 }

@@ -10,7 +10,8 @@ export interface TaskStatus {
   'index'?: (number);
   /**
    * PENDING | ASSIGNED | BUILDING | RUNNING | SUCCEEDED | FAILED | KILLED | WORKER_LOST |
-   * PREEMPTED | UNSCHEDULABLE
+   * PREEMPTED | UNSCHEDULABLE (never fits any registered worker, or none registered within the
+   * scheduling timeout; the reason is in `error`)
    */
   'state'?: (string);
   /**
@@ -51,7 +52,8 @@ export interface TaskStatus__Output {
   'index': (number);
   /**
    * PENDING | ASSIGNED | BUILDING | RUNNING | SUCCEEDED | FAILED | KILLED | WORKER_LOST |
-   * PREEMPTED | UNSCHEDULABLE
+   * PREEMPTED | UNSCHEDULABLE (never fits any registered worker, or none registered within the
+   * scheduling timeout; the reason is in `error`)
    */
   'state': (string);
   /**
