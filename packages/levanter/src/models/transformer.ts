@@ -1,5 +1,6 @@
 import * as tf from "@tensorflow/tfjs";
-import { matMul2d, oneHotFloat } from "../backend.ts";
+import { matMul2d, nativeActive, oneHotFloat } from "../backend.ts";
+import { nativeTokenCrossEntropy } from "../kernels/native/crossEntropy.ts";
 import { Rng } from "../rng.ts";
 import type { ResolvedModelConfig } from "./modelConfig.ts";
 
@@ -154,6 +155,8 @@ export class TransformerLm {
 
   /** Per-position cross-entropy (nats) `[B·T]` of predicting `targets` `[B, T]` from `inputs` `[B, T]`. */
   tokenLosses(inputs: tf.Tensor2D, targets: tf.Tensor2D): tf.Tensor1D {
+    // On the native backend: one fused kernel each way (softmax cross-entropy and its gradient).
+    if (nativeActive()) return nativeTokenCrossEntropy(this.logits(inputs), targets.reshape([-1]) as tf.Tensor1D);
     // logSoftmax has a fused gradient; logSumExp's runs through max (Equal kernels).
     const logp = tf.logSoftmax(this.logits(inputs), -1);
     return logp.mul(oneHotFloat(targets.reshape([-1]), this.config.vocabSize)).sum(-1).neg() as tf.Tensor1D;

@@ -204,3 +204,97 @@ describe("native backend selection", () => {
     }
   });
 });
+
+describe.skipIf(!load.ok)("native non-GEMM kernels", () => {
+  let previous: string | undefined;
+  beforeAll(() => {
+    previous = process.env.LEVANTER_LOG;
+    process.env.LEVANTER_LOG = "silent";
+  });
+  afterAll(async () => {
+    process.env.LEVANTER_LOG = previous;
+    await selectBackend({ force: "wasm", threads: 1 });
+  });
+
+  async function onCpuAndNative<T>(fn: () => T): Promise<{ cpu: T; native: T }> {
+    await tf.setBackend("cpu");
+    const cpu = fn();
+    await selectBackend({ force: "native", threads: 1 });
+    return { cpu, native: fn() };
+  }
+
+  it("Softmax (last axis, incl. a causal −∞ mask and an empty batch) and Exp match cpu, value and gradient", async () => {
+    const shapes = [[7, 13], [3, 5, 64], [1, 1], [0, 4]];
+    const r = await onCpuAndNative(() =>
+      shapes.map((s, i) =>
+        tf.tidy(() => {
+          const mask = s.length === 3 ? tf.linalg.bandPart(tf.ones([s[1]!, s[2]!]), -1, 0).sub(1).mul(1e9) : tf.zeros(s.slice(-2));
+          const x = seeded(s, 10 + i).add(mask);
+          const w = seeded(s, 20 + i);
+          const [gs] = tf.grads((y: tf.Tensor) => tf.softmax(y).mul(w).sum())([x]);
+          const [ge] = tf.grads((y: tf.Tensor) => tf.exp(y.mul(0.1)).mul(w).sum())([x]);
+          return [tf.softmax(x), gs!, tf.exp(x.mul(0.1)), ge!].map((t) => t.dataSync() as Float32Array);
+        }),
+      ),
+    );
+    for (const [i, outs] of r.native.entries()) for (const [j, v] of outs.entries()) expect(relErr(v, r.cpu[i]![j]!), `${shapes[i]} #${j}`).toBeLessThan(2e-6);
+  });
+
+  it("fused cross-entropy equals −Σ logSoftmax·oneHot (value and gradient), out-of-range targets included", async () => {
+    const { nativeTokenCrossEntropy } = await import("./crossEntropy.ts");
+    const rows = 37;
+    const vocab = 257;
+    const targets = Int32Array.from({ length: rows }, (_, i) => (i === 5 ? vocab + 3 : (i * 97) % vocab));
+    const reference = () =>
+      tf.tidy(() => {
+        const x = seeded([rows, vocab], 30).mul(3);
+        const t = tf.tensor1d(targets, "int32");
+        const loss = (y: tf.Tensor) => tf.logSoftmax(y).mul(tf.oneHot(t, vocab).toFloat()).sum(-1).neg();
+        const w = seeded([rows], 31);
+        const [g] = tf.grads((y: tf.Tensor) => loss(y).mul(w).sum())([x]);
+        return [loss(x), g!].map((v) => v.dataSync() as Float32Array);
+      });
+    await tf.setBackend("cpu");
+    const want = reference();
+    await selectBackend({ force: "native", threads: 1 });
+    const got = tf.tidy(() => {
+      const x = seeded([rows, vocab], 30).mul(3) as tf.Tensor2D;
+      const t = tf.tensor1d(targets, "int32");
+      const w = seeded([rows], 31);
+      const [g] = tf.grads((y: tf.Tensor) => nativeTokenCrossEntropy(y as tf.Tensor2D, t).mul(w).sum())([x]);
+      return [nativeTokenCrossEntropy(x, t), g!].map((v) => v.dataSync() as Float32Array);
+    });
+    expect(got[0]![5]).toBe(0);
+    for (let j = 0; j < 2; j++) expect(relErr(got[j]!, want[j]!), `#${j}`).toBeLessThan(2e-6);
+  });
+
+  it("fused AdamW gives the op-by-op update's bits (clipping, decay on and off)", async () => {
+    const { AdamW } = await import("../../optim/adamw.ts");
+    const run = () => {
+      const params = new Map([
+        ["w", tf.variable(seeded([33, 17], 40))],
+        ["b", tf.variable(seeded([17], 41))],
+      ]);
+      const opt = new AdamW(params, { beta1: 0.9, beta2: 0.95, epsilon: 1e-8, weightDecay: 0.1, maxGradNorm: 1, decayMask: (n) => n === "w" });
+      const norms: number[] = [];
+      for (let s = 0; s < 3; s++) {
+        const grads = new Map([...params].map(([n, p]) => [n, tf.tidy(() => seeded(p.shape, 50 + s).mul(s === 1 ? 0.01 : 3))] as const));
+        norms.push(opt.apply(grads, 1e-2));
+        for (const g of grads.values()) g.dispose();
+      }
+      const out = [...params.values()].map((p) => p.dataSync() as Float32Array);
+      const st = opt.state();
+      opt.dispose();
+      for (const p of params.values()) p.dispose();
+      return { out, m: [...st.arrays.values()], norms };
+    };
+    await selectBackend({ force: "wasm", threads: 1 });
+    const wasm = run();
+    await selectBackend({ force: "native", threads: 1 });
+    const native = run();
+    for (let s = 0; s < 3; s++) expect(native.norms[s]! / wasm.norms[s]!).toBeCloseTo(1, 6);
+    // The same float32 operations: identical bits unless the global norm's last bits differ.
+    for (const [i, v] of native.out.entries()) expect(relErr(v, wasm.out[i]!), `param ${i}`).toBeLessThan(1e-6);
+    for (const [i, v] of native.m.entries()) expect(relErr(v, wasm.m[i]!), `moment ${i}`).toBeLessThan(1e-6);
+  });
+});
