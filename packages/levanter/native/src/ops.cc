@@ -1,5 +1,6 @@
 // Non-GEMM kernels working in place on the wasm heap: the fused AdamW update, softmax over the
-// last axis, exp, softmax cross-entropy (forward and gradient) and a sum of squares. Each
+// last axis, exp, softmax cross-entropy, GELU and layer/RMS norm (forward and gradient each) and
+// a sum of squares. Each
 // element is computed in a fixed order on the calling thread, so results never depend on the
 // thread count. Compiled with -ffp-contract=off: every float32 operation rounds as written.
 #include "ops.h"
@@ -7,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 namespace {
 
@@ -159,6 +161,116 @@ Napi::Value CrossEntropyGrad(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
+constexpr float GELU_C2 = 1.5957691216057308f;  // 2·sqrt(2/π)
+constexpr float GELU_A = 0.044715f;
+
+// gelu(heap, x, out, n): x·sigmoid(c2·(x + a·x³)), GPT-2's tanh GELU (0.5·(1+tanh u) = sigmoid 2u).
+Napi::Value Gelu(const Napi::CallbackInfo& info) {
+  const Heap h = heapOf(info[0]);
+  const long n = num(info, 3);
+  const float* x = at<const float>(info, h, 1, n);
+  float* out = at<float>(info, h, 2, n);
+  for (long i = 0; i < n; i++) {
+    const float xi = x[i];
+    const float u = GELU_C2 * (xi + GELU_A * xi * xi * xi);
+    out[i] = xi / (1.f + std::exp(-u));
+  }
+  return info.Env().Undefined();
+}
+
+// geluGrad(heap, x, dy, dx, n): dy·(s + x·s·(1−s)·c2·(1 + 3a·x²)), s = sigmoid(u).
+Napi::Value GeluGrad(const Napi::CallbackInfo& info) {
+  const Heap h = heapOf(info[0]);
+  const long n = num(info, 4);
+  const float* x = at<const float>(info, h, 1, n);
+  const float* dy = at<const float>(info, h, 2, n);
+  float* dx = at<float>(info, h, 3, n);
+  for (long i = 0; i < n; i++) {
+    const float xi = x[i];
+    const float u = GELU_C2 * (xi + GELU_A * xi * xi * xi);
+    const float sg = 1.f / (1.f + std::exp(-u));
+    dx[i] = dy[i] * (sg + xi * sg * (1.f - sg) * GELU_C2 * (1.f + 3.f * GELU_A * xi * xi));
+  }
+  return info.Env().Undefined();
+}
+
+// norm(heap, x, scale, bias, y, rows, cols, rms, eps): layer norm ((x−μ)·rstd·scale + bias) or
+// RMS norm (x·rstd·scale) over each row; bias = −1 for none.
+Napi::Value Norm(const Napi::CallbackInfo& info) {
+  const Heap h = heapOf(info[0]);
+  const long rows = num(info, 5), cols = num(info, 6);
+  const bool rms = info[7].ToBoolean();
+  const float eps = f32(info, 8);
+  const float* x = at<const float>(info, h, 1, rows * cols);
+  const float* scale = at<const float>(info, h, 2, cols);
+  const bool hasBias = info[3].As<Napi::Number>().Int64Value() >= 0;
+  const float* bias = hasBias ? at<const float>(info, h, 3, cols) : nullptr;
+  float* y = at<float>(info, h, 4, rows * cols);
+  for (long r = 0; r < rows; r++) {
+    const float* xr = x + r * cols;
+    float* yr = y + r * cols;
+    float mu = 0.f;
+    if (!rms) {
+      for (long j = 0; j < cols; j++) mu += xr[j];
+      mu /= static_cast<float>(cols);
+    }
+    float var = 0.f;
+    for (long j = 0; j < cols; j++) var += (xr[j] - mu) * (xr[j] - mu);
+    const float rstd = 1.f / std::sqrt(var / static_cast<float>(cols) + eps);
+    for (long j = 0; j < cols; j++) {
+      const float v = (xr[j] - mu) * rstd * scale[j];
+      yr[j] = bias ? v + bias[j] : v;
+    }
+  }
+  return info.Env().Undefined();
+}
+
+// normGrad(heap, x, scale, dy, dx, dscale, dbias, rows, cols, rms, eps); dbias = −1 for none.
+// dx = rstd·(g − mean(g) − x̂·mean(g·x̂)) with g = dy·scale (RMS: no mean(g) term);
+// dscale = Σ_rows dy·x̂, dbias = Σ_rows dy, summed row by row in order.
+Napi::Value NormGrad(const Napi::CallbackInfo& info) {
+  const Heap h = heapOf(info[0]);
+  const long rows = num(info, 7), cols = num(info, 8);
+  const bool rms = info[9].ToBoolean();
+  const float eps = f32(info, 10);
+  const float* x = at<const float>(info, h, 1, rows * cols);
+  const float* scale = at<const float>(info, h, 2, cols);
+  const float* dy = at<const float>(info, h, 3, rows * cols);
+  float* dx = at<float>(info, h, 4, rows * cols);
+  float* dscale = at<float>(info, h, 5, cols);
+  const bool hasBias = info[6].As<Napi::Number>().Int64Value() >= 0;
+  float* dbias = hasBias ? at<float>(info, h, 6, cols) : nullptr;
+  std::fill(dscale, dscale + cols, 0.f);
+  if (dbias) std::fill(dbias, dbias + cols, 0.f);
+  std::vector<float> xhat(cols);
+  for (long r = 0; r < rows; r++) {
+    const float* xr = x + r * cols;
+    const float* dyr = dy + r * cols;
+    float* dxr = dx + r * cols;
+    float mu = 0.f;
+    if (!rms) {
+      for (long j = 0; j < cols; j++) mu += xr[j];
+      mu /= static_cast<float>(cols);
+    }
+    float var = 0.f;
+    for (long j = 0; j < cols; j++) var += (xr[j] - mu) * (xr[j] - mu);
+    const float rstd = 1.f / std::sqrt(var / static_cast<float>(cols) + eps);
+    float sg = 0.f, sgx = 0.f;
+    for (long j = 0; j < cols; j++) {
+      xhat[j] = (xr[j] - mu) * rstd;
+      const float g = dyr[j] * scale[j];
+      sg += g;
+      sgx += g * xhat[j];
+      dscale[j] += dyr[j] * xhat[j];
+      if (dbias) dbias[j] += dyr[j];
+    }
+    const float mg = rms ? 0.f : sg / static_cast<float>(cols);
+    const float mgx = sgx / static_cast<float>(cols);
+    for (long j = 0; j < cols; j++) dxr[j] = rstd * (dyr[j] * scale[j] - mg - xhat[j] * mgx);
+  }
+  return info.Env().Undefined();
+}
+
 }  // namespace
 
 void registerOps(Napi::Env env, Napi::Object exports) {
@@ -168,4 +280,8 @@ void registerOps(Napi::Env env, Napi::Object exports) {
   exports.Set("exp", Napi::Function::New(env, Exp));
   exports.Set("crossEntropy", Napi::Function::New(env, CrossEntropy));
   exports.Set("crossEntropyGrad", Napi::Function::New(env, CrossEntropyGrad));
+  exports.Set("gelu", Napi::Function::New(env, Gelu));
+  exports.Set("geluGrad", Napi::Function::New(env, GeluGrad));
+  exports.Set("norm", Napi::Function::New(env, Norm));
+  exports.Set("normGrad", Napi::Function::New(env, NormGrad));
 }

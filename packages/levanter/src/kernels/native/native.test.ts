@@ -297,4 +297,34 @@ describe.skipIf(!load.ok)("native non-GEMM kernels", () => {
     for (const [i, v] of native.out.entries()) expect(relErr(v, wasm.out[i]!), `param ${i}`).toBeLessThan(1e-6);
     for (const [i, v] of native.m.entries()) expect(relErr(v, wasm.m[i]!), `moment ${i}`).toBeLessThan(1e-6);
   });
+  it("fused GELU and layer / RMS norm match the op-by-op forms on cpu (value and every gradient)", async () => {
+    const { nativeGelu } = await import("./gelu.ts");
+    const { nativeNorm } = await import("./norm.ts");
+    const c2 = 2 * Math.sqrt(2 / Math.PI);
+    const geluRef = (x: tf.Tensor) => x.mul(tf.sigmoid(x.add(x.mul(x).mul(x).mul(0.044715)).mul(c2)));
+    const normRef = (x: tf.Tensor, s: tf.Tensor, b: tf.Tensor | undefined) => {
+      const xc = b ? x.sub(x.mean(-1, true)) : x;
+      const y = xc.mul(tf.rsqrt(xc.square().mean(-1, true).add(1e-5))).mul(s);
+      return b ? y.add(b) : y;
+    };
+    const run = (native: boolean) =>
+      tf.tidy(() => {
+        const x = seeded([37, 48], 60).mul(2).add(0.5);
+        const s = seeded([48], 61);
+        const b = seeded([48], 62);
+        const w = seeded([37, 48], 63);
+        const gelu = native ? nativeGelu : geluRef;
+        const norm = (xx: tf.Tensor, ss: tf.Tensor, bb?: tf.Tensor) => (native ? nativeNorm(xx as tf.Tensor2D, ss, bb, 1e-5) : normRef(xx, ss, bb));
+        const outs: tf.Tensor[] = [gelu(x), ...tf.grads((y: tf.Tensor) => gelu(y).mul(w).sum())([x])];
+        outs.push(norm(x, s, b), ...tf.grads((y: tf.Tensor, ss: tf.Tensor, bb: tf.Tensor) => norm(y, ss, bb).mul(w).sum())([x, s, b]));
+        outs.push(norm(x, s), ...tf.grads((y: tf.Tensor, ss: tf.Tensor) => norm(y, ss).mul(w).sum())([x, s]));
+        return outs.map((t) => t.dataSync() as Float32Array);
+      });
+    await tf.setBackend("cpu");
+    const want = run(false);
+    await selectBackend({ force: "native", threads: 1 });
+    const got = run(true);
+    expect(got.length).toBe(9);
+    for (const [j, v] of got.entries()) expect(relErr(v, want[j]!), `output ${j}`).toBeLessThan(1e-5);
+  });
 });

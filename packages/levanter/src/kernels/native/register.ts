@@ -7,6 +7,8 @@ import { ADAMW_KERNEL, nativeAdamW } from "./adamw.ts";
 import { nativeBatchMatMul, nativeFusedMatMul } from "./batchMatMul.ts";
 import { CROSS_ENTROPY_GRAD_KERNEL, CROSS_ENTROPY_KERNEL, nativeCrossEntropy, nativeCrossEntropyGrad } from "./crossEntropy.ts";
 import { nativeExp } from "./exp.ts";
+import { GELU_GRAD_KERNEL, GELU_KERNEL, nativeGeluGradKernel, nativeGeluKernel } from "./gelu.ts";
+import { NORM_GRAD_KERNEL, NORM_KERNEL, nativeNormGradKernel, nativeNormKernel } from "./norm.ts";
 import { nativeSoftmax } from "./softmax.ts";
 
 /**
@@ -29,6 +31,10 @@ export const NATIVE_KERNELS: NativeKernel[] = [
   { kernelName: ADAMW_KERNEL, make: own(nativeAdamW) },
   { kernelName: CROSS_ENTROPY_KERNEL, make: own(nativeCrossEntropy) },
   { kernelName: CROSS_ENTROPY_GRAD_KERNEL, make: own(nativeCrossEntropyGrad) },
+  { kernelName: GELU_KERNEL, make: own(nativeGeluKernel) },
+  { kernelName: GELU_GRAD_KERNEL, make: own(nativeGeluGradKernel) },
+  { kernelName: NORM_KERNEL, make: own(nativeNormKernel) },
+  { kernelName: NORM_GRAD_KERNEL, make: own(nativeNormGradKernel) },
 ];
 
 /** Kernel name → what was registered before (null: nothing, a levanter kernel of its own). */
