@@ -265,12 +265,14 @@ struct Tiling {
 // Depends only on the shape: the same tiles for every thread count.
 Tiling tiling(long batches, long m, long n) {
   Tiling t{m, n, 1, 1};
+  // Up to 4 tiles per product (each tile repacks its operands, so fewer is cheaper; 4 keep up
+  // to 4 threads busy), none under 128 rows or 256 columns.
   if (batches < 4) {
-    const long parts = 8 / std::max<long>(batches, 1);
-    if (m >= 128) {
-      t.mt = std::max<long>(64, (m / parts + 15) / 16 * 16);
-    } else if (n >= 256) {
-      t.nt = std::max<long>(64, (n / parts + 31) / 32 * 32);
+    const long parts = 4 / std::max<long>(batches, 1);
+    if (m >= 256) {
+      t.mt = std::max<long>(128, (m / parts + 15) / 16 * 16);
+    } else if (n >= 512) {
+      t.nt = std::max<long>(256, (n / parts + 31) / 32 * 32);
     }
   }
   t.mTiles = (m + t.mt - 1) / t.mt;

@@ -5,6 +5,8 @@
 // thread count. Compiled with -ffp-contract=off: every float32 operation rounds as written.
 #include "ops.h"
 
+#include "vecmath.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -90,11 +92,16 @@ Napi::Value Softmax(const Napi::CallbackInfo& info) {
     for (long j = 0; j < cols; j++) mx = std::max(mx, xr[j]);
     if (mx == -INFINITY) mx = 0.f;  // an all −∞ row: exp gives zeros, as tfjs (NaN after 0/0)
     float s = 0.f;
-    for (long j = 0; j < cols; j++) {
-      o[j] = std::exp(xr[j] - mx);
-      s += o[j];
+    if (vm::haveAvx2()) {
+      s = vm::expShiftSumAvx2(xr, mx, o, cols);
+    } else {
+      for (long j = 0; j < cols; j++) {
+        o[j] = std::exp(xr[j] - mx);
+        s += o[j];
+      }
     }
-    for (long j = 0; j < cols; j++) o[j] = o[j] / s;
+    const float inv = 1.f / s;
+    for (long j = 0; j < cols; j++) o[j] = o[j] * inv;
   }
   return info.Env().Undefined();
 }
@@ -114,7 +121,11 @@ inline void rowLse(const float* x, long cols, float& mx, float& lse) {
   mx = -INFINITY;
   for (long j = 0; j < cols; j++) mx = std::max(mx, x[j]);
   float s = 0.f;
-  for (long j = 0; j < cols; j++) s += std::exp(x[j] - mx);
+  if (vm::haveAvx2()) {
+    s = vm::expShiftSumOnlyAvx2(x, mx, cols);
+  } else {
+    for (long j = 0; j < cols; j++) s += std::exp(x[j] - mx);
+  }
   lse = std::log(s);
 }
 
@@ -155,14 +166,19 @@ Napi::Value CrossEntropyGrad(const Napi::CallbackInfo& info) {
     float mx, lse;
     rowLse(xr, cols, mx, lse);
     const float d = dy[r];
-    for (long j = 0; j < cols; j++) o[j] = std::exp(xr[j] - mx - lse) * d;
+    if (vm::haveAvx2()) {
+      vm::expShiftSumAvx2(xr, mx + lse, o, cols);
+      for (long j = 0; j < cols; j++) o[j] = o[j] * d;
+    } else {
+      for (long j = 0; j < cols; j++) o[j] = std::exp(xr[j] - mx - lse) * d;
+    }
     o[tr] = o[tr] - d;
   }
   return info.Env().Undefined();
 }
 
-constexpr float GELU_C2 = 1.5957691216057308f;  // 2·sqrt(2/π)
-constexpr float GELU_A = 0.044715f;
+using vm::GELU_A;
+using vm::GELU_C2;
 
 // gelu(heap, x, out, n): x·sigmoid(c2·(x + a·x³)), GPT-2's tanh GELU (0.5·(1+tanh u) = sigmoid 2u).
 Napi::Value Gelu(const Napi::CallbackInfo& info) {
@@ -170,6 +186,10 @@ Napi::Value Gelu(const Napi::CallbackInfo& info) {
   const long n = num(info, 3);
   const float* x = at<const float>(info, h, 1, n);
   float* out = at<float>(info, h, 2, n);
+  if (vm::haveAvx2()) {
+    vm::geluAvx2(x, out, n);
+    return info.Env().Undefined();
+  }
   for (long i = 0; i < n; i++) {
     const float xi = x[i];
     const float u = GELU_C2 * (xi + GELU_A * xi * xi * xi);
@@ -185,6 +205,10 @@ Napi::Value GeluGrad(const Napi::CallbackInfo& info) {
   const float* x = at<const float>(info, h, 1, n);
   const float* dy = at<const float>(info, h, 2, n);
   float* dx = at<float>(info, h, 3, n);
+  if (vm::haveAvx2()) {
+    vm::geluGradAvx2(x, dy, dx, n);
+    return info.Env().Undefined();
+  }
   for (long i = 0; i < n; i++) {
     const float xi = x[i];
     const float u = GELU_C2 * (xi + GELU_A * xi * xi * xi);
