@@ -70,51 +70,51 @@ void ukrScalar(int kb, const float* ap, const float* bp, float* c, long ldc, boo
     for (int j = 0; j < NR; j++) c[r * ldc + j] = acc[r][j];
 }
 
+// Twelve named accumulators (arrays of vectors get spilled to the stack by GCC).
+#define LEV_UKR_BODY(VEC, ZERO, LOADU, LOAD, BCAST, FMA, STOREU, W)                                      \
+  VEC c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;                                        \
+  if (first) {                                                                                           \
+    c00 = c01 = c10 = c11 = c20 = c21 = c30 = c31 = c40 = c41 = c50 = c51 = ZERO();                      \
+  } else {                                                                                               \
+    c00 = LOADU(c + 0 * ldc); c01 = LOADU(c + 0 * ldc + W);                                              \
+    c10 = LOADU(c + 1 * ldc); c11 = LOADU(c + 1 * ldc + W);                                              \
+    c20 = LOADU(c + 2 * ldc); c21 = LOADU(c + 2 * ldc + W);                                              \
+    c30 = LOADU(c + 3 * ldc); c31 = LOADU(c + 3 * ldc + W);                                              \
+    c40 = LOADU(c + 4 * ldc); c41 = LOADU(c + 4 * ldc + W);                                              \
+    c50 = LOADU(c + 5 * ldc); c51 = LOADU(c + 5 * ldc + W);                                              \
+  }                                                                                                      \
+  for (int p = 0; p < kb; p++) {                                                                         \
+    const VEC b0 = LOAD(bp + p * 2 * W);                                                                 \
+    const VEC b1 = LOAD(bp + p * 2 * W + W);                                                             \
+    const float* a = ap + p * 6;                                                                         \
+    VEC av = BCAST(a + 0); c00 = FMA(av, b0, c00); c01 = FMA(av, b1, c01);                               \
+    av = BCAST(a + 1); c10 = FMA(av, b0, c10); c11 = FMA(av, b1, c11);                                   \
+    av = BCAST(a + 2); c20 = FMA(av, b0, c20); c21 = FMA(av, b1, c21);                                   \
+    av = BCAST(a + 3); c30 = FMA(av, b0, c30); c31 = FMA(av, b1, c31);                                   \
+    av = BCAST(a + 4); c40 = FMA(av, b0, c40); c41 = FMA(av, b1, c41);                                   \
+    av = BCAST(a + 5); c50 = FMA(av, b0, c50); c51 = FMA(av, b1, c51);                                   \
+  }                                                                                                      \
+  STOREU(c + 0 * ldc, c00); STOREU(c + 0 * ldc + W, c01);                                                \
+  STOREU(c + 1 * ldc, c10); STOREU(c + 1 * ldc + W, c11);                                                \
+  STOREU(c + 2 * ldc, c20); STOREU(c + 2 * ldc + W, c21);                                                \
+  STOREU(c + 3 * ldc, c30); STOREU(c + 3 * ldc + W, c31);                                                \
+  STOREU(c + 4 * ldc, c40); STOREU(c + 4 * ldc + W, c41);                                                \
+  STOREU(c + 5 * ldc, c50); STOREU(c + 5 * ldc + W, c51);
+
 __attribute__((target("avx2,fma"))) void ukrAvx2(int kb, const float* ap, const float* bp, float* c, long ldc,
                                                   bool first) {
-  constexpr int MR = 6;
-  __m256 acc[MR][2];
-  for (int r = 0; r < MR; r++) {
-    acc[r][0] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(c + r * ldc);
-    acc[r][1] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(c + r * ldc + 8);
-  }
-  for (int p = 0; p < kb; p++) {
-    const __m256 b0 = _mm256_load_ps(bp + p * 16);
-    const __m256 b1 = _mm256_load_ps(bp + p * 16 + 8);
-    for (int r = 0; r < MR; r++) {
-      const __m256 a = _mm256_broadcast_ss(ap + p * MR + r);
-      acc[r][0] = _mm256_fmadd_ps(a, b0, acc[r][0]);
-      acc[r][1] = _mm256_fmadd_ps(a, b1, acc[r][1]);
-    }
-  }
-  for (int r = 0; r < MR; r++) {
-    _mm256_storeu_ps(c + r * ldc, acc[r][0]);
-    _mm256_storeu_ps(c + r * ldc + 8, acc[r][1]);
-  }
+  LEV_UKR_BODY(__m256, _mm256_setzero_ps, _mm256_loadu_ps, _mm256_load_ps, _mm256_broadcast_ss, _mm256_fmadd_ps,
+               _mm256_storeu_ps, 8)
 }
+
+static inline __attribute__((target("avx512f,fma"))) __m512 bcast512(const float* a) { return _mm512_set1_ps(*a); }
 
 __attribute__((target("avx512f,fma"))) void ukrAvx512(int kb, const float* ap, const float* bp, float* c, long ldc,
                                                        bool first) {
-  constexpr int MR = 6;
-  __m512 acc[MR][2];
-  for (int r = 0; r < MR; r++) {
-    acc[r][0] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(c + r * ldc);
-    acc[r][1] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(c + r * ldc + 16);
-  }
-  for (int p = 0; p < kb; p++) {
-    const __m512 b0 = _mm512_load_ps(bp + p * 32);
-    const __m512 b1 = _mm512_load_ps(bp + p * 32 + 16);
-    for (int r = 0; r < MR; r++) {
-      const __m512 a = _mm512_set1_ps(ap[p * MR + r]);
-      acc[r][0] = _mm512_fmadd_ps(a, b0, acc[r][0]);
-      acc[r][1] = _mm512_fmadd_ps(a, b1, acc[r][1]);
-    }
-  }
-  for (int r = 0; r < MR; r++) {
-    _mm512_storeu_ps(c + r * ldc, acc[r][0]);
-    _mm512_storeu_ps(c + r * ldc + 16, acc[r][1]);
-  }
+  LEV_UKR_BODY(__m512, _mm512_setzero_ps, _mm512_loadu_ps, _mm512_load_ps, bcast512, _mm512_fmadd_ps,
+               _mm512_storeu_ps, 16)
 }
+#undef LEV_UKR_BODY
 
 using Ukr = void (*)(int, const float*, const float*, float*, long, bool);
 
