@@ -59,8 +59,9 @@ process.env.LEVANTER_LOG ??= "warn";
 console.log(`load average ${os.loadavg().map((l) => l.toFixed(2)).join(" ")} on ${os.cpus().length} cores (${os.cpus()[0]?.model ?? "?"})`);
 console.log("backend  threads  model  params     ms/step  cpu-ms/step  tokens/s  tok/cpu-s  GFLOP/s  MFU(188)  MFU(1 core)  baseline tok/s");
 
-/** tokens/s by `${variant}/${threads}/${model}` (variant: backend, or native/<gemm>). */
+/** tokens/s and tokens per CPU-second by `${variant}/${threads}/${model}` (variant: backend, or native/<gemm>). */
 const results = new Map<string, number>();
+const resultsCpu = new Map<string, number>();
 
 const variants = backends.flatMap((b) => (b === "native" ? ["native/openblas", "native/vendored"] : [b]));
 for (const variant of variants) {
@@ -111,6 +112,7 @@ for (const variant of variants) {
       const tokens = BATCH * cfg.seqLen;
       const tps = (tokens / ms) * 1000;
       results.set(`${variant}/${threads}/${label}`, tps);
+      resultsCpu.set(`${variant}/${threads}/${label}`, (tokens / cpuMs) * 1000);
       const flops = trainingFlopsPerToken(cfg) * tps;
       console.log(
         [
@@ -169,7 +171,8 @@ if (!hasTorch) {
 } else {
   const peer = path.join(path.dirname(fileURLToPath(import.meta.url)), "torchPeer.py");
   console.log("\nPyTorch peer (torchPeer.py), same shapes, AdamW, batch 16");
-  console.log("model  threads   ms/step  cpu-ms/step  tokens/s  ours native/openblas  ours native/vendored  ours wasm");
+  console.log("ours/PyTorch in tokens/s, and in tokens per CPU-second (fairer on a shared machine)");
+  console.log("model  threads   ms/step  cpu-ms/step  tokens/s  native/openblas    native/vendored    wasm");
   for (const [label, m] of Object.entries(models)) {
     for (const threads of threadCounts) {
       const steps = stepsOverride ?? (label === "small" ? 10 : 5);
@@ -184,11 +187,13 @@ if (!hasTorch) {
       const t = JSON.parse(r.stdout.trim().split("\n").pop()!) as { ms_per_step: number; cpu_ms_per_step: number; tokens_per_s: number };
       const ratio = (v: string) => {
         const ours = results.get(`${v}/${threads}/${label}`);
-        return ours ? `${(ours / t.tokens_per_s).toFixed(2)}×` : "-";
+        const oursCpu = resultsCpu.get(`${v}/${threads}/${label}`);
+        const peerCpu = (BATCH * m.seqLen * 1000) / t.cpu_ms_per_step;
+        return ours && oursCpu ? `${(ours / t.tokens_per_s).toFixed(2)}× / ${(oursCpu / peerCpu).toFixed(2)}×` : "-";
       };
       console.log(
         [label.padEnd(6), String(threads).padStart(7), t.ms_per_step.toFixed(0).padStart(9), t.cpu_ms_per_step.toFixed(0).padStart(12), t.tokens_per_s.toFixed(0).padStart(9),
-          ratio("native/openblas").padStart(21), ratio("native/vendored").padStart(21), ratio("wasm").padStart(10)].join(" "),
+          ratio("native/openblas").padStart(16), ratio("native/vendored").padStart(18), ratio("wasm").padStart(16)].join(" "),
       );
     }
   }

@@ -281,6 +281,10 @@ Tiling tiling(long batches, long m, long n) {
 }
 
 constexpr double POOL_MIN_FLOPS = 1 << 20;
+// Products smaller than this (per batch, e.g. attention's 64×64×32) run on the vendored kernels
+// even when OpenBLAS is the engine: its per-call overhead would dominate. The choice depends on
+// the shape only, so it never changes the bits between runs or thread counts.
+constexpr long OPENBLAS_MIN_MNK = 1L << 20;
 
 }  // namespace
 
@@ -337,7 +341,7 @@ void gemm(const GemmProblem& p, Pool& pool) {
     float* c = p.c + b * m * n + i0 * n + j0;
     if (k == 0) {
       for (long i = 0; i < mt; i++) std::memset(c + i * n, 0, nt * sizeof(float));
-    } else if (eng == Engine::OpenBlas) {
+    } else if (eng == Engine::OpenBlas && m * n * k >= OPENBLAS_MIN_MNK) {
 #ifdef LEVANTER_OPENBLAS
       openblasTile(p.a + b * p.strideA, p.b + b * p.strideB, p.transA, p.transB, m, n, k, c, n, i0, mt, j0, nt);
 #endif

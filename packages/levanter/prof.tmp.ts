@@ -1,0 +1,25 @@
+import * as tf from "@tensorflow/tfjs";
+import { AdamW, Rng, ModelConfigSchema, TransformerLm, computeGradients, defaultDecayMask, resolveModelConfig, selectBackend } from "./src/index.ts";
+const backend = (process.argv[2] ?? "native") as "native";
+await selectBackend({ force: backend, threads: 1 });
+const BATCH = 16;
+const m = process.argv[3] === "large" ? { nLayers: 4, dModel: 256, nHeads: 8, seqLen: 64 } : { nLayers: 2, dModel: 128, nHeads: 4, seqLen: 64 };
+const cfg = resolveModelConfig(ModelConfigSchema.parse(m), 257);
+let seed = 12345;
+const ids = Int32Array.from({ length: BATCH * cfg.seqLen }, () => (seed = (seed * 1103515245 + 12345) >>> 0) % 257);
+const targets = ids.map((_, i) => ids[(i + 1) % ids.length]!);
+const model = TransformerLm.init(cfg, new Rng(0));
+const opt = new AdamW(model.params, { beta1: 0.9, beta2: 0.95, epsilon: 1e-8, weightDecay: 0.1, maxGradNorm: 1, decayMask: defaultDecayMask });
+const step = () => { const { grads } = computeGradients(model, ids, targets, BATCH); opt.apply(grads, 1e-3); for (const g of grads.values()) g.dispose(); };
+step(); step();
+const c0 = process.cpuUsage(); const t0 = performance.now();
+for (let i = 0; i < 5; i++) step();
+const ms = (performance.now() - t0) / 5; const cu = process.cpuUsage(c0);
+console.log(backend, "ms/step", ms.toFixed(1), "cpu-ms", ((cu.user + cu.system) / 5000).toFixed(1), "tok/s", (BATCH * cfg.seqLen / ms * 1000).toFixed(0));
+const agg = new Map<string, { ms: number; n: number }>();
+const orig = tf.engine().backend;
+const prof = await tf.profile(() => step());
+for (const k of prof.kernels) { const a = agg.get(k.name) ?? { ms: 0, n: 0 }; a.ms += k.kernelTimeMs as number; a.n++; agg.set(k.name, a); }
+const rows = [...agg].sort((a, b) => b[1].ms - a[1].ms);
+const total = rows.reduce((s, r) => s + r[1].ms, 0);
+console.log("total kernel ms", total.toFixed(1), rows.slice(0, 22).map(([k, v]) => `${k}:${v.ms.toFixed(1)}/${v.n}`).join(" "));
