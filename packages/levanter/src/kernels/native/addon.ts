@@ -67,6 +67,9 @@ function loadOnce(): NativeLoad {
   let file = "";
   try {
     file = nativeAddonPath();
+    // OpenBLAS reads this when the addon loads it: levanter splits products itself and calls it
+    // single-threaded, so OpenBLAS's own thread pool would only burn CPU.
+    process.env.OPENBLAS_NUM_THREADS ??= "1";
     const addon = createRequire(import.meta.url)(file) as NativeAddon;
     return { ok: true, addon, path: file };
   } catch (e) {
