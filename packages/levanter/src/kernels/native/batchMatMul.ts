@@ -1,13 +1,15 @@
-// Native BatchMatMul and _FusedMatMul over the wasm backend: every float32 product (any transpose
-// flags, batch broadcast from one matrix or equal batch shapes, bias, activation) on the addon's
-// GEMM, in place on the heap. Anything else goes to the kernel registered before.
+// Native BatchMatMul over the wasm backend: every float32 product (any transpose flags, batch
+// broadcast from one matrix or equal batch shapes) on the addon's GEMM, in place on the heap.
+// Anything else goes to the kernel registered before. Also the product geometry _FusedMatMul shares.
 import * as tf from "@tensorflow/tfjs";
 import { NATIVE_ACT, type NativeAddon } from "./addon.ts";
 import { offsetOf, wasmMemory, type WasmBackendInternals } from "./heap.ts";
 
-const sameShape = (a: readonly number[], b: readonly number[]) => a.length === b.length && a.every((x, i) => x === b[i]);
+/** Whether two shapes are equal. */
+export const sameShape = (a: readonly number[], b: readonly number[]) => a.length === b.length && a.every((x, i) => x === b[i]);
 
-interface Product {
+/** A product's output batch shape and sizes (element strides between batches; 0 = broadcast). */
+export interface Product {
   outBatch: number[];
   batches: number;
   m: number;
@@ -17,8 +19,8 @@ interface Product {
   strideB: number;
 }
 
-// The product's geometry, or undefined when the native GEMM does not take it.
-function geometry(a: tf.TensorInfo, b: tf.TensorInfo, transposeA: boolean, transposeB: boolean): Product | undefined {
+/** The product's geometry, or undefined when the native GEMM does not take it. */
+export function geometry(a: tf.TensorInfo, b: tf.TensorInfo, transposeA: boolean, transposeB: boolean): Product | undefined {
   const ra = a.shape.length;
   const rb = b.shape.length;
   if (a.dtype !== "float32" || b.dtype !== "float32" || ra < 2 || rb < 2) return undefined;
@@ -52,42 +54,6 @@ export function nativeBatchMatMul(addon: NativeAddon, fallback: tf.KernelFunc): 
     if (g.batches * g.m * g.n === 0) return out;
     addon.matmul(memory.buffer, offsetOf(be, a), offsetOf(be, b), offsetOf(be, out), g.batches, g.m, g.n, g.k,
       transposeA, transposeB, g.strideA, g.strideB, -1, 0, 0, NATIVE_ACT.linear, 0);
-    return out;
-  };
-}
-
-/** The native _FusedMatMul kernel function (bias broadcast over rows or batches; no prelu). */
-export function nativeFusedMatMul(addon: NativeAddon, fallback: tf.KernelFunc): tf.KernelFunc {
-  return (args) => {
-    const { a, b, bias, preluActivationWeights } = args.inputs as Record<string, tf.TensorInfo | undefined>;
-    const { transposeA, transposeB, activation, leakyreluAlpha } = args.attrs as unknown as {
-      transposeA: boolean; transposeB: boolean; activation: string; leakyreluAlpha?: number;
-    };
-    const act = NATIVE_ACT[activation as keyof typeof NATIVE_ACT];
-    const g = geometry(a!, b!, transposeA, transposeB);
-    const be = args.backend as unknown as WasmBackendInternals;
-    const memory = g && wasmMemory(be);
-    if (!g || !memory || act === undefined || preluActivationWeights) return fallback(args);
-    // Bias: n values broadcast over everything, or [m, n] per output matrix (shared or per batch).
-    let biasMode = 0;
-    let biasStride = 0;
-    if (bias) {
-      if (bias.dtype !== "float32") return fallback(args);
-      const size = tf.util.sizeFromShape(bias.shape);
-      const last = bias.shape[bias.shape.length - 1] ?? 1;
-      const outShape = [...g.outBatch, g.m, g.n];
-      if (bias.shape.length > outShape.length) return fallback(args);
-      if (size === g.n && last === g.n) biasMode = 0;
-      else if (size === g.m * g.n && last === g.n && (bias.shape[bias.shape.length - 2] ?? 1) === g.m) biasMode = 1;
-      else if (size === g.batches * g.m * g.n && sameShape(bias.shape, outShape)) {
-        biasMode = 2;
-        biasStride = g.m * g.n;
-      } else return fallback(args);
-    }
-    const out = be.makeOutput([...g.outBatch, g.m, g.n], "float32");
-    if (g.batches * g.m * g.n === 0) return out;
-    addon.matmul(memory.buffer, offsetOf(be, a!), offsetOf(be, b!), offsetOf(be, out), g.batches, g.m, g.n, g.k,
-      transposeA, transposeB, g.strideA, g.strideB, bias ? offsetOf(be, bias) : -1, biasMode, biasStride, act, leakyreluAlpha ?? 0.2);
     return out;
   };
 }

@@ -4,9 +4,10 @@
 import * as tf from "@tensorflow/tfjs";
 import type { NativeAddon } from "./addon.ts";
 import { ADAMW_KERNEL, nativeAdamW } from "./adamw.ts";
-import { nativeBatchMatMul, nativeFusedMatMul } from "./batchMatMul.ts";
+import { nativeBatchMatMul } from "./batchMatMul.ts";
 import { CROSS_ENTROPY_GRAD_KERNEL, CROSS_ENTROPY_KERNEL, nativeCrossEntropy, nativeCrossEntropyGrad } from "./crossEntropy.ts";
 import { nativeExp } from "./exp.ts";
+import { nativeFusedMatMul } from "./fusedMatMul.ts";
 import { GELU_GRAD_KERNEL, GELU_KERNEL, nativeGeluGradKernel, nativeGeluKernel } from "./gelu.ts";
 import { NORM_GRAD_KERNEL, NORM_KERNEL, nativeNormGradKernel, nativeNormKernel } from "./norm.ts";
 import { nativeSoftmax } from "./softmax.ts";
