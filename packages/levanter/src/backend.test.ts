@@ -35,7 +35,7 @@ describe("selectBackend", () => {
 
   it("takes the first backend that loads and says why each earlier one was skipped", async () => {
     const sel = await selectBackend();
-    const order = ["tensorflow-gpu", "tensorflow", "wasm", "cpu"];
+    const order = ["tensorflow-gpu", "tensorflow", "native", "wasm", "cpu"];
     // Without libtensorflow (these machines) that is wasm; with it, a native backend. Either way
     // every earlier candidate is listed with a reason.
     expect(order.indexOf(sel.name)).toBeLessThanOrEqual(order.indexOf("wasm"));

@@ -5,9 +5,11 @@ import { LevanterError } from "./errors.ts";
 import { log } from "./internal/log.ts";
 import os from "node:os";
 import { installFastBatchMatMul, setWasmThreads, wasmThreads } from "./kernels/batchMatMul.ts";
+import { loadNativeAddon, type NativeInfo } from "./kernels/native/addon.ts";
+import { installNativeKernels, nativeKernelsInstalled, uninstallNativeKernels } from "./kernels/native/register.ts";
 
 /** The backends levanter knows, in the order {@link selectBackend} tries them. */
-export const BACKEND_NAMES = ["tensorflow-gpu", "tensorflow", "wasm", "cpu"] as const;
+export const BACKEND_NAMES = ["tensorflow-gpu", "tensorflow", "native", "wasm", "cpu"] as const;
 
 /** One of {@link BACKEND_NAMES}; `LEVANTER_BACKEND` takes the same values. */
 export type BackendName = (typeof BACKEND_NAMES)[number];
@@ -18,8 +20,10 @@ export interface BackendSelection {
   /** tfjs' own name for the active backend (`tf.getBackend()`). */
   tfBackend: string;
   skipped: { name: BackendName; reason: string }[];
-  /** Threads running the wasm backend's matrix products (1 on other backends). */
+  /** Threads running the native kernels or the wasm backend's matrix products (1 on other backends). */
   threads: number;
+  /** On `native`: the GEMM engine and micro-kernel in use. */
+  native?: Pick<NativeInfo, "gemm" | "isa" | "openblas">;
 }
 
 /** Options for {@link selectBackend}. */
@@ -27,9 +31,9 @@ export interface SelectBackendOptions {
   /** Force one backend; defaults to `LEVANTER_BACKEND` from the environment, else automatic. */
   force?: BackendName;
   /**
-   * Threads for the wasm backend's matrix products: defaults to `LEVANTER_THREADS`, else the
-   * number of cores. 1 keeps everything on the calling thread. Results are bitwise identical for
-   * every value. Ignored by the other backends.
+   * Threads for the native kernels or the wasm backend's matrix products: defaults to
+   * `LEVANTER_THREADS`, else the number of cores. 1 keeps everything on the calling thread.
+   * Results are bitwise identical for every value. Ignored by the other backends.
    */
   threads?: number;
 }
@@ -50,11 +54,32 @@ async function tryNative(specifier: string): Promise<void> {
 
 let requestedThreads = 1;
 
-async function tryWasm(): Promise<void> {
+async function startWasm(): Promise<void> {
   await import("@tensorflow/tfjs-backend-wasm"); // registers the "wasm" factory (tfjs' only way)
   if (!(await tf.setBackend("wasm"))) throw new Error(`the "wasm" backend failed to initialise`);
   installWasmFixes();
+}
+
+async function tryWasm(): Promise<void> {
+  uninstallNativeKernels(); // plain wasm, even after an earlier "native" selection in this process
+  await startWasm();
   setWasmThreads(requestedThreads);
+}
+
+// levanter's native kernels (native/, an N-API addon) registered over the wasm backend: they work
+// on its heap in place, so every kernel they do not replace keeps running as wasm.
+async function tryNativeKernels(): Promise<void> {
+  const load = loadNativeAddon();
+  if (!load.ok) throw new Error(load.reason);
+  await startWasm();
+  installNativeKernels(load.addon);
+  load.addon.setThreads(requestedThreads);
+  setWasmThreads(1); // the addon runs the products; no wasm GEMM workers
+}
+
+/** Whether the `native` backend is active: its kernels registered and tfjs on wasm. */
+export function nativeActive(): boolean {
+  return nativeKernelsInstalled() && tf.getBackend() === "wasm";
 }
 
 async function tryCpu(): Promise<void> {
@@ -64,19 +89,24 @@ async function tryCpu(): Promise<void> {
 const attempts: Record<BackendName, () => Promise<void>> = {
   "tensorflow-gpu": () => tryNative(NATIVE_GPU),
   tensorflow: () => tryNative(NATIVE_CPU),
+  native: tryNativeKernels,
   wasm: tryWasm,
   cpu: tryCpu,
 };
 
 function reasonOf(e: unknown): string {
   const msg = e instanceof Error ? e.message : String(e);
+  // tfjs-node(-gpu) installed without its libtensorflow binding (pnpm skips its download script).
+  if (/tfjs_binding\.node\) can not be found/.test(msg)) return "installed without its native binding (libtensorflow not downloaded)";
+  if (/Cannot find (package|module) '@tensorflow\/tfjs-node/.test(msg)) return "not installed";
   return msg.split("\n")[0]!.slice(0, 300);
 }
 
 /**
  * Picks and activates the fastest TensorFlow.js backend that loads: tfjs-node-gpu (optional
- * dependency), tfjs-node (if a user installed it), wasm (with {@link installWasmFixes}), then the
- * pure-JS cpu backend. `LEVANTER_BACKEND` (or `force`) pins one and fails if it cannot load.
+ * dependency), tfjs-node (if a user installed it), `native` (levanter's N-API kernels over the
+ * wasm backend, when the addon was built), wasm (with {@link installWasmFixes}), then the pure-JS
+ * cpu backend. `LEVANTER_BACKEND` (or `force`) pins one and fails if it cannot load.
  * Logs one structured line with the choice and the reason each earlier candidate was skipped.
  *
  * @example const { name } = await selectBackend(); // "wasm" on a machine without libtensorflow
@@ -93,9 +123,12 @@ export async function selectBackend(opts: SelectBackendOptions = {}): Promise<Ba
     if (force && name !== force) continue;
     try {
       await attempts[name]();
-      const threads = name === "wasm" ? wasmThreads() : 1;
-      const selection = { name, tfBackend: tf.getBackend(), skipped, threads };
-      log("info", "backend selected", { backend: name, forced: force !== undefined, threads, skipped });
+      const info = name === "native" ? loadNativeAddon() : undefined;
+      const ni = info?.ok ? info.addon.info() : undefined;
+      const threads = ni ? ni.threads : name === "wasm" ? wasmThreads() : 1;
+      const native = ni ? { gemm: ni.gemm, isa: ni.isa, openblas: ni.openblas } : undefined;
+      const selection: BackendSelection = { name, tfBackend: tf.getBackend(), skipped, threads, ...(native ? { native } : {}) };
+      log("info", "backend selected", { backend: name, forced: force !== undefined, threads, ...(native ? { native } : {}), skipped });
       return selection;
     } catch (e) {
       if (force) {
@@ -294,6 +327,8 @@ export const matMul2d = tf.customGrad((a, b, save) => {
     gradFunc: (dy: tf.Tensor | tf.Tensor[], saved: tf.Tensor[]) => {
       const g = dy as tf.Tensor2D;
       const [sa, sb] = saved as [tf.Tensor2D, tf.Tensor2D];
+      // The native GEMM takes transpose flags at full speed: no Transpose kernels needed.
+      if (nativeActive()) return [tf.matMul(g, sb, false, true), tf.matMul(sa, g, true, false)];
       // dW = aᵀ·dy, or (dyᵀ·a)ᵀ when that transposes fewer elements (a wide `a`, as in an MLP's
       // down projection): wasm's Transpose is memory-bound.
       const [m, k] = sa.shape;

@@ -7,6 +7,8 @@ export type { LevanterErrorCode } from "./errors.ts";
 export { BACKEND_NAMES, installWasmFixes, matMul2d, measureMatMulGflops, oneHotFloat, parseBackendName, selectBackend } from "./backend.ts";
 export type { BackendName, BackendSelection, SelectBackendOptions } from "./backend.ts";
 export { setWasmThreads, wasmThreads } from "./kernels/batchMatMul.ts";
+export { profileKernels } from "./kernels/profile.ts";
+export type { KernelTime } from "./kernels/profile.ts";
 export { ModelConfigSchema, flopsPerToken, resolveModelConfig, trainingFlopsPerToken } from "./models/modelConfig.ts";
 export type { ModelConfig, ModelConfigInput, ResolvedModelConfig } from "./models/modelConfig.ts";
 export { TransformerLm, defaultDecayMask } from "./models/transformer.ts";

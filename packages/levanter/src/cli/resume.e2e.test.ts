@@ -7,6 +7,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadCheckpoint } from "../checkpoint/checkpointStore.ts";
 import { Rng } from "../rng.ts";
 import { syntheticDocuments, writeByteCache } from "../internal/testCorpus.ts";
+import { loadNativeAddon } from "../kernels/native/addon.ts";
+
+// The guarantee holds on every CPU backend: plain wasm, and the native kernels when they are built.
+const BACKENDS = ["wasm", ...(loadNativeAddon().ok ? ["native"] : [])] as const;
 
 const pkgDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const main = path.join(pkgDir, "src/cli/main.ts");
@@ -66,7 +70,7 @@ async function finalArrays(runDir: string): Promise<Map<string, Buffer>> {
   return new Map(ckpt.names.map((n) => [n, Buffer.from(ckpt.arrays[n]!.data.buffer, ckpt.arrays[n]!.data.byteOffset, ckpt.arrays[n]!.data.byteLength)]));
 }
 
-describe("levanter train: interrupted runs resume bit-exactly", () => {
+describe.each(BACKENDS)("levanter train (%s): interrupted runs resume bit-exactly", (backend) => {
   let dir: string;
   let configFile: string;
   beforeAll(async () => {
@@ -84,7 +88,7 @@ describe("levanter train: interrupted runs resume bit-exactly", () => {
           batchSize: 4,
           microBatchSize: 2,
           trackers: ["jsonl"],
-          backend: "wasm",
+          backend,
           checkpointer: { saveIntervalSeconds: null, keep: [{ every: 3 }] },
         },
       }),

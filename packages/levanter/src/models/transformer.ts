@@ -1,5 +1,8 @@
 import * as tf from "@tensorflow/tfjs";
-import { matMul2d, oneHotFloat } from "../backend.ts";
+import { matMul2d, nativeActive, oneHotFloat } from "../backend.ts";
+import { nativeTokenCrossEntropy } from "../kernels/native/crossEntropy.ts";
+import { nativeGelu } from "../kernels/native/gelu.ts";
+import { nativeNorm } from "../kernels/native/norm.ts";
 import { Rng } from "../rng.ts";
 import type { ResolvedModelConfig } from "./modelConfig.ts";
 
@@ -85,6 +88,10 @@ export class TransformerLm {
 
   private norm(prefix: string, x: tf.Tensor2D): tf.Tensor2D {
     const eps = this.config.normEps;
+    if (nativeActive()) {
+      const bias = this.config.norm === "layer" ? this.p(`${prefix}/bias`) : undefined;
+      return nativeNorm(x, this.p(`${prefix}/scale`), bias, eps);
+    }
     let y: tf.Tensor;
     if (this.config.norm === "rms") {
       y = x.mul(tf.rsqrt(x.square().mean(-1, true).add(eps)));
@@ -154,6 +161,8 @@ export class TransformerLm {
 
   /** Per-position cross-entropy (nats) `[B·T]` of predicting `targets` `[B, T]` from `inputs` `[B, T]`. */
   tokenLosses(inputs: tf.Tensor2D, targets: tf.Tensor2D): tf.Tensor1D {
+    // On the native backend: one fused kernel each way (softmax cross-entropy and its gradient).
+    if (nativeActive()) return nativeTokenCrossEntropy(this.logits(inputs), targets.reshape([-1]) as tf.Tensor1D);
     // logSoftmax has a fused gradient; logSumExp's runs through max (Equal kernels).
     const logp = tf.logSoftmax(this.logits(inputs), -1);
     return logp.mul(oneHotFloat(targets.reshape([-1]), this.config.vocabSize)).sum(-1).neg() as tf.Tensor1D;
@@ -203,6 +212,7 @@ const mulRow = tf.customGrad((x, v, save) => {
 // 0.5·(1 + tanh(u)) = sigmoid(2u): wasm's Tanh kernel is ~6× slower than its Sigmoid, and this
 // form also needs fewer elementwise ops (forward and backward).
 function gelu(x: tf.Tensor2D): tf.Tensor2D {
+  if (nativeActive()) return nativeGelu(x) as tf.Tensor2D; // one fused kernel each way
   const c2 = 2 * Math.sqrt(2 / Math.PI);
   // x·x·x, not pow: wasm's Pow kernel is ~10× slower.
   return x.mul(tf.sigmoid(x.add(x.mul(x).mul(x).mul(0.044715)).mul(c2))) as tf.Tensor2D;

@@ -1,5 +1,10 @@
 import * as tf from "@tensorflow/tfjs";
 import { LevanterError } from "../errors.ts";
+import { ADAMW_KERNEL, nativeSumSquares, type AdamWAttrs } from "../kernels/native/adamw.ts";
+import { activeNativeAddon } from "../kernels/native/register.ts";
+
+// The native kernels' addon while the native backend is active (its kernels live on wasm).
+const nativeAddon = () => (tf.getBackend() === "wasm" ? activeNativeAddon() : undefined);
 
 /** Settings of {@link AdamW} (the optimizer section minus the schedule). */
 export interface AdamWOptions {
@@ -50,6 +55,17 @@ export class AdamW {
 
   /** The global L2 norm of `grads` (by name, same shapes as the parameters). */
   globalNorm(grads: Map<string, tf.Tensor>): number {
+    const addon = nativeAddon();
+    if (addon) {
+      // One native pass per gradient, summed in float64 in parameter order.
+      let total = 0;
+      for (const n of this.params.keys()) {
+        const g = grads.get(n);
+        if (!g) throw new LevanterError("INTERNAL", `no gradient for parameter ${n}`);
+        total += nativeSumSquares(addon, g);
+      }
+      return Math.sqrt(total);
+    }
     return tf.tidy(() => {
       const sq = [...this.params.keys()].map((n) => {
         const g = grads.get(n);
@@ -70,6 +86,22 @@ export class AdamW {
     const b1p = this.scalars.beta1Power * b1;
     const b2p = this.scalars.beta2Power * b2;
     const clip = maxGradNorm > 0 && gradNorm > maxGradNorm ? maxGradNorm / gradNorm : 1;
+    if (nativeAddon()) {
+      // The same float32 operations in one fused native pass per parameter.
+      tf.tidy(() => {
+        for (const [name, p] of this.params) {
+          const m = this.m.get(name)!;
+          const v = this.v.get(name)!;
+          const attrs: AdamWAttrs = { clip, beta1: b1, beta2: b2, bc1: 1 - b1p, bc2: 1 - b2p, epsilon, weightDecay: weightDecay > 0 && decayMask(name) ? weightDecay : 0, lr };
+          const [p1, m1, v1] = tf.engine().runKernel(ADAMW_KERNEL, { p, g: grads.get(name)!, m, v }, attrs as unknown as tf.NamedAttrMap) as tf.Tensor[];
+          m.assign(m1!);
+          v.assign(v1!);
+          p.assign(p1!);
+        }
+      });
+      this.scalars = { step: this.scalars.step + 1, beta1Power: b1p, beta2Power: b2p };
+      return gradNorm;
+    }
     tf.tidy(() => {
       for (const [name, p] of this.params) {
         let g = grads.get(name)!;

@@ -1,0 +1,119 @@
+// The N-API surface of levanter's native kernels. Every kernel takes the tfjs wasm heap (an
+// ArrayBuffer) and byte offsets into it, and works on it in place: no copies in or out.
+#include <napi.h>
+
+#include <cstdint>
+#include <string>
+
+#include "gemm.h"
+#include "ops.h"
+#include "pool.h"
+
+namespace {
+
+Pool& pool() {
+  static Pool p(1);
+  return p;
+}
+
+struct Heap {
+  uint8_t* base;
+  size_t bytes;
+};
+
+Heap heapOf(const Napi::Value& v) {
+  if (!v.IsArrayBuffer()) throw Napi::TypeError::New(v.Env(), "levanter native: expected the wasm heap ArrayBuffer");
+  auto ab = v.As<Napi::ArrayBuffer>();
+  return {static_cast<uint8_t*>(ab.Data()), ab.ByteLength()};
+}
+
+template <typename T>
+T* at(const Napi::CallbackInfo& info, const Heap& h, size_t i) {
+  const int64_t off = info[i].As<Napi::Number>().Int64Value();
+  if (off < 0) return nullptr;
+  if (static_cast<size_t>(off) > h.bytes)
+    throw Napi::RangeError::New(info.Env(), "levanter native: heap offset out of range");
+  return reinterpret_cast<T*>(h.base + off);
+}
+
+long num(const Napi::CallbackInfo& info, size_t i) { return static_cast<long>(info[i].As<Napi::Number>().Int64Value()); }
+float fnum(const Napi::CallbackInfo& info, size_t i) { return info[i].As<Napi::Number>().FloatValue(); }
+
+Napi::Value Info(const Napi::CallbackInfo& info) {
+  auto env = info.Env();
+  auto o = Napi::Object::New(env);
+  o.Set("openblas", haveOpenBlas());
+  o.Set("gemm", engine() == Engine::OpenBlas ? "openblas" : "vendored");
+  o.Set("isa", isaName(activeIsa()));
+  o.Set("threads", pool().threads());
+  return o;
+}
+
+Napi::Value SetThreads(const Napi::CallbackInfo& info) {
+  const long n = num(info, 0);
+  if (n < 1 || n > 256) throw Napi::RangeError::New(info.Env(), "levanter native: threads must be 1..256");
+  pool().resize(static_cast<int>(n));
+  return info.Env().Undefined();
+}
+
+Napi::Value SetGemm(const Napi::CallbackInfo& info) {
+  const std::string name = info[0].As<Napi::String>();
+  if (name == "openblas") {
+    if (!haveOpenBlas()) return Napi::Boolean::New(info.Env(), false);
+    setEngine(Engine::OpenBlas);
+  } else if (name == "vendored") {
+    setEngine(Engine::Vendored);
+  } else {
+    throw Napi::TypeError::New(info.Env(), "levanter native: gemm must be openblas | vendored");
+  }
+  return Napi::Boolean::New(info.Env(), true);
+}
+
+Napi::Value SetIsa(const Napi::CallbackInfo& info) {
+  const std::string name = info[0].As<Napi::String>();
+  Isa isa;
+  if (name == "auto") isa = Isa::Auto;
+  else if (name == "scalar") isa = Isa::Scalar;
+  else if (name == "avx2") isa = Isa::Avx2;
+  else if (name == "avx512") isa = Isa::Avx512;
+  else throw Napi::TypeError::New(info.Env(), "levanter native: isa must be auto | scalar | avx2 | avx512");
+  return Napi::Boolean::New(info.Env(), setIsa(isa));
+}
+
+// matmul(heap, a, b, c, batches, m, n, k, transA, transB, strideA, strideB, bias, biasMode, biasStride, act, alpha)
+Napi::Value MatMul(const Napi::CallbackInfo& info) {
+  const Heap h = heapOf(info[0]);
+  GemmProblem p{};
+  p.a = at<const float>(info, h, 1);
+  p.b = at<const float>(info, h, 2);
+  p.c = at<float>(info, h, 3);
+  p.batches = num(info, 4);
+  p.m = num(info, 5);
+  p.n = num(info, 6);
+  p.k = num(info, 7);
+  p.transA = info[8].ToBoolean();
+  p.transB = info[9].ToBoolean();
+  p.strideA = num(info, 10);
+  p.strideB = num(info, 11);
+  p.bias = at<const float>(info, h, 12);
+  p.biasMode = static_cast<int>(num(info, 13));
+  p.biasStride = num(info, 14);
+  p.act = static_cast<Act>(num(info, 15));
+  p.alpha = fnum(info, 16);
+  gemm(p, pool());
+  return info.Env().Undefined();
+}
+
+Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  exports.Set("info", Napi::Function::New(env, Info));
+  exports.Set("setThreads", Napi::Function::New(env, SetThreads));
+  exports.Set("setGemm", Napi::Function::New(env, SetGemm));
+  exports.Set("setIsa", Napi::Function::New(env, SetIsa));
+  exports.Set("matmul", Napi::Function::New(env, MatMul));
+  registerOps(env, exports);
+  return exports;
+}
+
+}  // namespace
+
+NODE_API_MODULE(levanter_native, Init)

@@ -1,0 +1,311 @@
+// Non-GEMM kernels working in place on the wasm heap: the fused AdamW update, softmax over the
+// last axis, exp, softmax cross-entropy, GELU and layer/RMS norm (forward and gradient each) and
+// a sum of squares. Each
+// element is computed in a fixed order on the calling thread, so results never depend on the
+// thread count. Compiled with -ffp-contract=off: every float32 operation rounds as written.
+#include "ops.h"
+
+#include "vecmath.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+namespace {
+
+struct Heap {
+  uint8_t* base;
+  size_t bytes;
+};
+
+Heap heapOf(const Napi::Value& v) {
+  if (!v.IsArrayBuffer()) throw Napi::TypeError::New(v.Env(), "levanter native: expected the wasm heap ArrayBuffer");
+  auto ab = v.As<Napi::ArrayBuffer>();
+  return {static_cast<uint8_t*>(ab.Data()), ab.ByteLength()};
+}
+
+// A checked pointer to `count` elements of T at byte offset info[i].
+template <typename T>
+T* at(const Napi::CallbackInfo& info, const Heap& h, size_t i, long count) {
+  const int64_t off = info[i].As<Napi::Number>().Int64Value();
+  if (off < 0 || count < 0 || static_cast<uint64_t>(off) + static_cast<uint64_t>(count) * sizeof(T) > h.bytes)
+    throw Napi::RangeError::New(info.Env(), "levanter native: tensor outside the wasm heap");
+  return reinterpret_cast<T*>(h.base + off);
+}
+
+long num(const Napi::CallbackInfo& info, size_t i) { return static_cast<long>(info[i].As<Napi::Number>().Int64Value()); }
+float f32(const Napi::CallbackInfo& info, size_t i) { return info[i].As<Napi::Number>().FloatValue(); }
+
+// adamw(heap, p, g, m, v, outP, outM, outV, n, clip, b1, omb1, b2, omb2, bc1, bc2, eps, wd, lr)
+// The same float32 operations, in the same order, as levanter's op-by-op AdamW (optim/adamw.ts):
+// g' = g·clip; m' = m·b1 + g'·(1−b1); v' = v·b2 + g'²·(1−b2);
+// u = (m'/bc1) / (sqrt(v'/bc2) + eps) [+ p·wd]; p' = p − u·lr. clip = 1 and wd = 0 skip theirs.
+Napi::Value AdamW(const Napi::CallbackInfo& info) {
+  const Heap h = heapOf(info[0]);
+  const long n = num(info, 8);
+  const float* p = at<const float>(info, h, 1, n);
+  const float* g = at<const float>(info, h, 2, n);
+  const float* m = at<const float>(info, h, 3, n);
+  const float* v = at<const float>(info, h, 4, n);
+  float* op = at<float>(info, h, 5, n);
+  float* om = at<float>(info, h, 6, n);
+  float* ov = at<float>(info, h, 7, n);
+  const float clip = f32(info, 9), b1 = f32(info, 10), omb1 = f32(info, 11), b2 = f32(info, 12), omb2 = f32(info, 13);
+  const float bc1 = f32(info, 14), bc2 = f32(info, 15), eps = f32(info, 16), wd = f32(info, 17), lr = f32(info, 18);
+  const bool clipped = clip != 1.f;
+  const bool decay = wd != 0.f;
+  for (long i = 0; i < n; i++) {
+    const float gi = clipped ? g[i] * clip : g[i];
+    const float m1 = m[i] * b1 + gi * omb1;
+    const float gg = gi * gi;
+    const float v1 = v[i] * b2 + gg * omb2;
+    float u = (m1 / bc1) / (std::sqrt(v1 / bc2) + eps);
+    if (decay) u = u + p[i] * wd;
+    op[i] = p[i] - u * lr;
+    om[i] = m1;
+    ov[i] = v1;
+  }
+  return info.Env().Undefined();
+}
+
+// sumSquares(heap, x, n) → Σ x² in float64 (in order).
+Napi::Value SumSquares(const Napi::CallbackInfo& info) {
+  const Heap h = heapOf(info[0]);
+  const long n = num(info, 2);
+  const float* x = at<const float>(info, h, 1, n);
+  double s = 0;
+  for (long i = 0; i < n; i++) s += static_cast<double>(x[i]) * x[i];
+  return Napi::Number::New(info.Env(), s);
+}
+
+// softmax(heap, x, out, rows, cols): softmax over each row of [rows, cols].
+Napi::Value Softmax(const Napi::CallbackInfo& info) {
+  const Heap h = heapOf(info[0]);
+  const long rows = num(info, 3), cols = num(info, 4);
+  const float* x = at<const float>(info, h, 1, rows * cols);
+  float* out = at<float>(info, h, 2, rows * cols);
+  for (long r = 0; r < rows; r++) {
+    const float* xr = x + r * cols;
+    float* o = out + r * cols;
+    float mx = -INFINITY;
+    for (long j = 0; j < cols; j++) mx = std::max(mx, xr[j]);
+    if (mx == -INFINITY) mx = 0.f;  // an all −∞ row: exp gives zeros, as tfjs (NaN after 0/0)
+    float s = 0.f;
+    if (vm::haveAvx2()) {
+      s = vm::expShiftSumAvx2(xr, mx, o, cols);
+    } else {
+      for (long j = 0; j < cols; j++) {
+        o[j] = std::exp(xr[j] - mx);
+        s += o[j];
+      }
+    }
+    const float inv = 1.f / s;
+    for (long j = 0; j < cols; j++) o[j] = o[j] * inv;
+  }
+  return info.Env().Undefined();
+}
+
+// exp(heap, x, out, n)
+Napi::Value Exp(const Napi::CallbackInfo& info) {
+  const Heap h = heapOf(info[0]);
+  const long n = num(info, 3);
+  const float* x = at<const float>(info, h, 1, n);
+  float* out = at<float>(info, h, 2, n);
+  for (long i = 0; i < n; i++) out[i] = std::exp(x[i]);
+  return info.Env().Undefined();
+}
+
+// Row r's max and log Σ exp(x − max).
+inline void rowLse(const float* x, long cols, float& mx, float& lse) {
+  mx = -INFINITY;
+  for (long j = 0; j < cols; j++) mx = std::max(mx, x[j]);
+  float s = 0.f;
+  if (vm::haveAvx2()) {
+    s = vm::expShiftSumOnlyAvx2(x, mx, cols);
+  } else {
+    for (long j = 0; j < cols; j++) s += std::exp(x[j] - mx);
+  }
+  lse = std::log(s);
+}
+
+// crossEntropy(heap, logits, targets, losses, rows, cols): losses[r] = logsumexp(x_r) − x_r[t_r].
+// A target outside [0, cols) has an all-zero one-hot row (tfjs' oneHot): loss 0, gradient 0.
+Napi::Value CrossEntropy(const Napi::CallbackInfo& info) {
+  const Heap h = heapOf(info[0]);
+  const long rows = num(info, 4), cols = num(info, 5);
+  const float* x = at<const float>(info, h, 1, rows * cols);
+  const int32_t* t = at<const int32_t>(info, h, 2, rows);
+  float* loss = at<float>(info, h, 3, rows);
+  for (long r = 0; r < rows; r++) {
+    const float* xr = x + r * cols;
+    float mx, lse;
+    rowLse(xr, cols, mx, lse);
+    const int32_t tr = t[r];
+    loss[r] = (tr >= 0 && tr < cols) ? lse - (xr[tr] - mx) : 0.f;
+  }
+  return info.Env().Undefined();
+}
+
+// crossEntropyGrad(heap, logits, targets, dy, dx, rows, cols): dx = (softmax(x) − onehot(t))·dy[r].
+Napi::Value CrossEntropyGrad(const Napi::CallbackInfo& info) {
+  const Heap h = heapOf(info[0]);
+  const long rows = num(info, 5), cols = num(info, 6);
+  const float* x = at<const float>(info, h, 1, rows * cols);
+  const int32_t* t = at<const int32_t>(info, h, 2, rows);
+  const float* dy = at<const float>(info, h, 3, rows);
+  float* dx = at<float>(info, h, 4, rows * cols);
+  for (long r = 0; r < rows; r++) {
+    const float* xr = x + r * cols;
+    float* o = dx + r * cols;
+    const int32_t tr = t[r];
+    if (tr < 0 || tr >= cols) {
+      std::fill(o, o + cols, 0.f);
+      continue;
+    }
+    float mx, lse;
+    rowLse(xr, cols, mx, lse);
+    const float d = dy[r];
+    if (vm::haveAvx2()) {
+      vm::expShiftSumAvx2(xr, mx + lse, o, cols);
+      for (long j = 0; j < cols; j++) o[j] = o[j] * d;
+    } else {
+      for (long j = 0; j < cols; j++) o[j] = std::exp(xr[j] - mx - lse) * d;
+    }
+    o[tr] = o[tr] - d;
+  }
+  return info.Env().Undefined();
+}
+
+using vm::GELU_A;
+using vm::GELU_C2;
+
+// gelu(heap, x, out, n): x·sigmoid(c2·(x + a·x³)), GPT-2's tanh GELU (0.5·(1+tanh u) = sigmoid 2u).
+Napi::Value Gelu(const Napi::CallbackInfo& info) {
+  const Heap h = heapOf(info[0]);
+  const long n = num(info, 3);
+  const float* x = at<const float>(info, h, 1, n);
+  float* out = at<float>(info, h, 2, n);
+  if (vm::haveAvx2()) {
+    vm::geluAvx2(x, out, n);
+    return info.Env().Undefined();
+  }
+  for (long i = 0; i < n; i++) {
+    const float xi = x[i];
+    const float u = GELU_C2 * (xi + GELU_A * xi * xi * xi);
+    out[i] = xi / (1.f + std::exp(-u));
+  }
+  return info.Env().Undefined();
+}
+
+// geluGrad(heap, x, dy, dx, n): dy·(s + x·s·(1−s)·c2·(1 + 3a·x²)), s = sigmoid(u).
+Napi::Value GeluGrad(const Napi::CallbackInfo& info) {
+  const Heap h = heapOf(info[0]);
+  const long n = num(info, 4);
+  const float* x = at<const float>(info, h, 1, n);
+  const float* dy = at<const float>(info, h, 2, n);
+  float* dx = at<float>(info, h, 3, n);
+  if (vm::haveAvx2()) {
+    vm::geluGradAvx2(x, dy, dx, n);
+    return info.Env().Undefined();
+  }
+  for (long i = 0; i < n; i++) {
+    const float xi = x[i];
+    const float u = GELU_C2 * (xi + GELU_A * xi * xi * xi);
+    const float sg = 1.f / (1.f + std::exp(-u));
+    dx[i] = dy[i] * (sg + xi * sg * (1.f - sg) * GELU_C2 * (1.f + 3.f * GELU_A * xi * xi));
+  }
+  return info.Env().Undefined();
+}
+
+// norm(heap, x, scale, bias, y, rows, cols, rms, eps): layer norm ((x−μ)·rstd·scale + bias) or
+// RMS norm (x·rstd·scale) over each row; bias = −1 for none.
+Napi::Value Norm(const Napi::CallbackInfo& info) {
+  const Heap h = heapOf(info[0]);
+  const long rows = num(info, 5), cols = num(info, 6);
+  const bool rms = info[7].ToBoolean();
+  const float eps = f32(info, 8);
+  const float* x = at<const float>(info, h, 1, rows * cols);
+  const float* scale = at<const float>(info, h, 2, cols);
+  const bool hasBias = info[3].As<Napi::Number>().Int64Value() >= 0;
+  const float* bias = hasBias ? at<const float>(info, h, 3, cols) : nullptr;
+  float* y = at<float>(info, h, 4, rows * cols);
+  for (long r = 0; r < rows; r++) {
+    const float* xr = x + r * cols;
+    float* yr = y + r * cols;
+    float mu = 0.f;
+    if (!rms) {
+      for (long j = 0; j < cols; j++) mu += xr[j];
+      mu /= static_cast<float>(cols);
+    }
+    float var = 0.f;
+    for (long j = 0; j < cols; j++) var += (xr[j] - mu) * (xr[j] - mu);
+    const float rstd = 1.f / std::sqrt(var / static_cast<float>(cols) + eps);
+    for (long j = 0; j < cols; j++) {
+      const float v = (xr[j] - mu) * rstd * scale[j];
+      yr[j] = bias ? v + bias[j] : v;
+    }
+  }
+  return info.Env().Undefined();
+}
+
+// normGrad(heap, x, scale, dy, dx, dscale, dbias, rows, cols, rms, eps); dbias = −1 for none.
+// dx = rstd·(g − mean(g) − x̂·mean(g·x̂)) with g = dy·scale (RMS: no mean(g) term);
+// dscale = Σ_rows dy·x̂, dbias = Σ_rows dy, summed row by row in order.
+Napi::Value NormGrad(const Napi::CallbackInfo& info) {
+  const Heap h = heapOf(info[0]);
+  const long rows = num(info, 7), cols = num(info, 8);
+  const bool rms = info[9].ToBoolean();
+  const float eps = f32(info, 10);
+  const float* x = at<const float>(info, h, 1, rows * cols);
+  const float* scale = at<const float>(info, h, 2, cols);
+  const float* dy = at<const float>(info, h, 3, rows * cols);
+  float* dx = at<float>(info, h, 4, rows * cols);
+  float* dscale = at<float>(info, h, 5, cols);
+  const bool hasBias = info[6].As<Napi::Number>().Int64Value() >= 0;
+  float* dbias = hasBias ? at<float>(info, h, 6, cols) : nullptr;
+  std::fill(dscale, dscale + cols, 0.f);
+  if (dbias) std::fill(dbias, dbias + cols, 0.f);
+  std::vector<float> xhat(cols);
+  for (long r = 0; r < rows; r++) {
+    const float* xr = x + r * cols;
+    const float* dyr = dy + r * cols;
+    float* dxr = dx + r * cols;
+    float mu = 0.f;
+    if (!rms) {
+      for (long j = 0; j < cols; j++) mu += xr[j];
+      mu /= static_cast<float>(cols);
+    }
+    float var = 0.f;
+    for (long j = 0; j < cols; j++) var += (xr[j] - mu) * (xr[j] - mu);
+    const float rstd = 1.f / std::sqrt(var / static_cast<float>(cols) + eps);
+    float sg = 0.f, sgx = 0.f;
+    for (long j = 0; j < cols; j++) {
+      xhat[j] = (xr[j] - mu) * rstd;
+      const float g = dyr[j] * scale[j];
+      sg += g;
+      sgx += g * xhat[j];
+      dscale[j] += dyr[j] * xhat[j];
+      if (dbias) dbias[j] += dyr[j];
+    }
+    const float mg = rms ? 0.f : sg / static_cast<float>(cols);
+    const float mgx = sgx / static_cast<float>(cols);
+    for (long j = 0; j < cols; j++) dxr[j] = rstd * (dyr[j] * scale[j] - mg - xhat[j] * mgx);
+  }
+  return info.Env().Undefined();
+}
+
+}  // namespace
+
+void registerOps(Napi::Env env, Napi::Object exports) {
+  exports.Set("adamw", Napi::Function::New(env, AdamW));
+  exports.Set("sumSquares", Napi::Function::New(env, SumSquares));
+  exports.Set("softmax", Napi::Function::New(env, Softmax));
+  exports.Set("exp", Napi::Function::New(env, Exp));
+  exports.Set("crossEntropy", Napi::Function::New(env, CrossEntropy));
+  exports.Set("crossEntropyGrad", Napi::Function::New(env, CrossEntropyGrad));
+  exports.Set("gelu", Napi::Function::New(env, Gelu));
+  exports.Set("geluGrad", Napi::Function::New(env, GeluGrad));
+  exports.Set("norm", Napi::Function::New(env, Norm));
+  exports.Set("normGrad", Napi::Function::New(env, NormGrad));
+}

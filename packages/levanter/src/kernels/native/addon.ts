@@ -1,0 +1,83 @@
+// Loads levanter's native kernel addon (native/, built by node-gyp at install) and describes
+// its N-API surface. The `.node` file is found from the package root, so this works from src/
+// and from a compiled dist/ alike. LEVANTER_NATIVE=off makes the loader behave as if the addon
+// were absent (the fallback path's test switch); LEVANTER_NATIVE_GEMM=vendored|openblas picks the
+// GEMM engine.
+import { createRequire } from "node:module";
+import path from "node:path";
+
+/** Activation codes of the native GEMM epilogue (tfjs `_FusedMatMul` names). */
+export const NATIVE_ACT = { linear: 0, relu: 1, relu6: 2, leakyrelu: 3, sigmoid: 4, elu: 5 } as const;
+
+/** What the addon reports about itself. */
+export interface NativeInfo {
+  /** Whether the build linked the system OpenBLAS. */
+  openblas: boolean;
+  /** The GEMM engine in use. */
+  gemm: "openblas" | "vendored";
+  /** The vendored GEMM's micro-kernel. */
+  isa: "scalar" | "avx2" | "avx512";
+  threads: number;
+}
+
+/**
+ * The addon's functions. Pointers are byte offsets into `heap` (the tfjs wasm heap's
+ * ArrayBuffer, taken after every allocation since growth replaces it); -1 means "none".
+ */
+export interface NativeAddon {
+  info(): NativeInfo;
+  setThreads(threads: number): void;
+  setGemm(engine: "openblas" | "vendored"): boolean;
+  setIsa(isa: "auto" | "scalar" | "avx2" | "avx512"): boolean;
+  matmul(
+    heap: ArrayBufferLike, a: number, b: number, c: number, batches: number, m: number, n: number, k: number,
+    transA: boolean, transB: boolean, strideA: number, strideB: number,
+    bias: number, biasMode: number, biasStride: number, act: number, alpha: number,
+  ): void;
+  [op: string]: unknown;
+}
+
+/** The outcome of {@link loadNativeAddon}: the addon, or why it could not be used. */
+export type NativeLoad = { ok: true; addon: NativeAddon; path: string } | { ok: false; reason: string };
+
+let cached: NativeLoad | undefined;
+
+/** Where the built addon lives: `<package root>/native/build/Release/levanter_native.node`. */
+export function nativeAddonPath(): string {
+  const require = createRequire(import.meta.url);
+  const root = path.dirname(require.resolve("@marin/levanter/package.json"));
+  return path.join(root, "native", "build", "Release", "levanter_native.node");
+}
+
+/** Loads the addon once (or reports why not); honours LEVANTER_NATIVE=off and LEVANTER_NATIVE_GEMM. */
+export function loadNativeAddon(): NativeLoad {
+  if (process.env.LEVANTER_NATIVE?.trim() === "off") return { ok: false, reason: "disabled by LEVANTER_NATIVE=off" };
+  if (!cached) cached = loadOnce();
+  if (cached.ok) {
+    const want = process.env.LEVANTER_NATIVE_GEMM?.trim() || (cached.addon.info().openblas ? "openblas" : "vendored");
+    if (want !== "vendored" && want !== "openblas") {
+      return { ok: false, reason: `LEVANTER_NATIVE_GEMM: expected openblas | vendored, got "${want}"` };
+    }
+    if (!cached.addon.setGemm(want)) return { ok: false, reason: `LEVANTER_NATIVE_GEMM=${want}: this build has no OpenBLAS` };
+  }
+  return cached;
+}
+
+function loadOnce(): NativeLoad {
+  let file = "";
+  try {
+    file = nativeAddonPath();
+    // OpenBLAS reads this when the addon loads it: levanter splits products itself and calls it
+    // single-threaded, so OpenBLAS's own thread pool would only burn CPU.
+    process.env.OPENBLAS_NUM_THREADS ??= "1";
+    const addon = createRequire(import.meta.url)(file) as NativeAddon;
+    return { ok: true, addon, path: file };
+  } catch (e) {
+    const msg = e instanceof Error ? e.message.split("\n")[0]! : String(e);
+    const missing = /Cannot find module/.test(msg);
+    return {
+      ok: false,
+      reason: missing ? `addon not built (${file}; run \`pnpm --filter @marin/levanter build:native\`)` : `addon failed to load: ${msg}`,
+    };
+  }
+}

@@ -1,0 +1,60 @@
+// A 50-step training run on the native backend against the wasm backend's loss curve, and its
+// bitwise independence from the thread count (what checkpoints and exact resume rely on).
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { selectBackend } from "../../backend.ts";
+import { ModelConfigSchema, resolveModelConfig } from "../../models/modelConfig.ts";
+import { TransformerLm, defaultDecayMask } from "../../models/transformer.ts";
+import { AdamW } from "../../optim/adamw.ts";
+import { Rng } from "../../rng.ts";
+import { computeGradients } from "../../trainer/gradients.ts";
+import { loadNativeAddon } from "./addon.ts";
+
+const load = loadNativeAddon();
+
+function train(steps: number): number[] {
+  const cfg = resolveModelConfig(ModelConfigSchema.parse({ nLayers: 2, dModel: 32, nHeads: 2, seqLen: 16 }), 257);
+  const batch = 4;
+  const text = Buffer.from("the quick brown fox jumps over the lazy dog; ".repeat(20));
+  const model = TransformerLm.init(cfg, new Rng(0));
+  const opt = new AdamW(model.params, { beta1: 0.9, beta2: 0.95, epsilon: 1e-8, weightDecay: 0.1, maxGradNorm: 1, decayMask: defaultDecayMask });
+  const losses: number[] = [];
+  try {
+    for (let s = 0; s < steps; s++) {
+      const off = (s * 37) % (text.length - batch * cfg.seqLen - 1);
+      const ids = Int32Array.from(text.subarray(off, off + batch * cfg.seqLen));
+      const targets = Int32Array.from(text.subarray(off + 1, off + 1 + batch * cfg.seqLen));
+      const { loss, grads } = computeGradients(model, ids, targets, batch);
+      losses.push(loss);
+      opt.apply(grads, 3e-3);
+      for (const g of grads.values()) g.dispose();
+    }
+  } finally {
+    model.dispose();
+    opt.dispose();
+  }
+  return losses;
+}
+
+describe.skipIf(!load.ok)("native training", () => {
+  let previous: string | undefined;
+  beforeAll(() => {
+    previous = process.env.LEVANTER_LOG;
+    process.env.LEVANTER_LOG = "silent";
+  });
+  afterAll(async () => {
+    process.env.LEVANTER_LOG = previous;
+    await selectBackend({ force: "wasm", threads: 1 });
+  });
+
+  it("follows the wasm backend's 50-step loss curve to float32 tolerance, with the same bits for 1 and 2 threads", async () => {
+    await selectBackend({ force: "wasm", threads: 1 });
+    const wasm = train(50);
+    await selectBackend({ force: "native", threads: 1 });
+    const native1 = train(50);
+    await selectBackend({ force: "native", threads: 2 });
+    const native2 = train(50);
+    expect(wasm[49]!).toBeLessThan(wasm[0]! - 1); // it learns
+    for (let s = 0; s < 50; s++) expect(Math.abs(native1[s]! - wasm[s]!), `step ${s}`).toBeLessThan(2e-3 * Math.max(1, wasm[s]!));
+    expect(native2).toEqual(native1);
+  });
+});
