@@ -32,7 +32,7 @@ import {
   selectBackend,
   setWasmThreads,
   trainingFlopsPerToken,
-  type BackendName,
+  type TfBackendName,
 } from "@marin/levanter";
 
 const PEAK_2CORE = 188e9;
@@ -45,7 +45,7 @@ const arg = (name: string) => {
   const i = args.indexOf(`--${name}`);
   return i >= 0 ? args[i + 1] : undefined;
 };
-const backends = (arg("backends")?.split(",") ?? [...BACKEND_NAMES]) as BackendName[];
+const backends = (arg("backends")?.split(",") ?? [...BACKEND_NAMES]) as TfBackendName[];
 const stepsOverride = arg("steps") ? Number(arg("steps")) : undefined;
 const threadCounts = arg("threads")?.split(",").map(Number) ?? [...new Set([1, os.availableParallelism()])];
 
@@ -65,7 +65,7 @@ const resultsCpu = new Map<string, number>();
 
 const variants = backends.flatMap((b) => (b === "native" ? ["native/openblas", "native/vendored"] : [b]));
 for (const variant of variants) {
-  const [backend, gemm] = variant.split("/") as [BackendName, string | undefined];
+  const [backend, gemm] = variant.split("/") as [TfBackendName, string | undefined];
   if (gemm) process.env.LEVANTER_NATIVE_GEMM = gemm;
   else delete process.env.LEVANTER_NATIVE_GEMM;
   try {

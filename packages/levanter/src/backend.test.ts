@@ -1,3 +1,4 @@
+// Backend selection and the wasm fixes, against the cpu backend.
 import * as tf from "@tensorflow/tfjs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { matMul2d, measureMatMulGflops, oneHotFloat, parseBackendName, selectBackend } from "./backend.ts";

@@ -12,14 +12,14 @@ import { installNativeKernels, nativeKernelsInstalled, uninstallNativeKernels } 
 export const BACKEND_NAMES = ["tensorflow-gpu", "tensorflow", "native", "wasm", "cpu"] as const;
 
 /** One of {@link BACKEND_NAMES}; `LEVANTER_BACKEND` takes the same values. */
-export type BackendName = (typeof BACKEND_NAMES)[number];
+export type TfBackendName = (typeof BACKEND_NAMES)[number];
 
 /** What {@link selectBackend} chose, and why each earlier candidate was skipped. */
 export interface BackendSelection {
-  name: BackendName;
+  name: TfBackendName;
   /** tfjs' own name for the active backend (`tf.getBackend()`). */
   tfBackend: string;
-  skipped: { name: BackendName; reason: string }[];
+  skipped: { name: TfBackendName; reason: string }[];
   /** Threads running the native kernels or the wasm backend's matrix products (1 on other backends). */
   threads: number;
   /** On `native`: the GEMM engine and micro-kernel in use. */
@@ -29,7 +29,7 @@ export interface BackendSelection {
 /** Options for {@link selectBackend}. */
 export interface SelectBackendOptions {
   /** Force one backend; defaults to `LEVANTER_BACKEND` from the environment, else automatic. */
-  force?: BackendName;
+  force?: TfBackendName;
   /**
    * Threads for the native kernels or the wasm backend's matrix products: defaults to
    * `LEVANTER_THREADS`, else the number of cores. 1 keeps everything on the calling thread.
@@ -86,7 +86,7 @@ async function tryCpu(): Promise<void> {
   if (!(await tf.setBackend("cpu"))) throw new Error(`the "cpu" backend failed to initialise`);
 }
 
-const attempts: Record<BackendName, () => Promise<void>> = {
+const attempts: Record<TfBackendName, () => Promise<void>> = {
   "tensorflow-gpu": () => tryNative(NATIVE_GPU),
   tensorflow: () => tryNative(NATIVE_CPU),
   native: tryNativeKernels,
@@ -141,8 +141,8 @@ export async function selectBackend(opts: SelectBackendOptions = {}): Promise<Ba
 }
 
 /** Validates a backend name (e.g. from `LEVANTER_BACKEND`), throwing `INVALID_CONFIG` naming the choices. */
-export function parseBackendName(raw: string): BackendName {
-  if ((BACKEND_NAMES as readonly string[]).includes(raw)) return raw as BackendName;
+export function parseBackendName(raw: string): TfBackendName {
+  if ((BACKEND_NAMES as readonly string[]).includes(raw)) return raw as TfBackendName;
   throw new LevanterError("INVALID_CONFIG", `LEVANTER_BACKEND: expected one of ${BACKEND_NAMES.join(" | ")}, got "${raw}"`);
 }
 

@@ -5,7 +5,7 @@ export type { LevanterErrorCode } from "./errors.ts";
 
 // --- backends, model, optimizer, trainer, generation (levanter-L1) ---
 export { BACKEND_NAMES, installWasmFixes, matMul2d, measureMatMulGflops, oneHotFloat, parseBackendName, selectBackend } from "./backend.ts";
-export type { BackendName, BackendSelection, SelectBackendOptions } from "./backend.ts";
+export type { TfBackendName, BackendSelection, SelectBackendOptions } from "./backend.ts";
 export { setWasmThreads, wasmThreads } from "./kernels/batchMatMul.ts";
 export { profileKernels } from "./kernels/profile.ts";
 export type { KernelTime } from "./kernels/profile.ts";
@@ -20,7 +20,7 @@ export type { OptimizerConfig, OptimizerConfigInput } from "./optim/optimizerCon
 export { lrSchedule } from "./optim/schedule.ts";
 export type { LrSchedule } from "./optim/schedule.ts";
 export { trainLm } from "./trainer/trainLm.ts";
-export type { StepInfo, TrainHook, TrainLmOptions, TrainLmResult } from "./trainer/trainLm.ts";
+export type { TrainStepInfo, TrainHook, TrainLmOptions, TrainLmResult } from "./trainer/trainLm.ts";
 export {
   DataConfigSchema,
   TRACKER_NAMES,

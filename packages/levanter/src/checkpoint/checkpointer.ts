@@ -1,3 +1,4 @@
+// The checkpoint policy: when to save (time and step rules) and which checkpoints to keep.
 import { rm } from "node:fs/promises";
 import path from "node:path";
 import { z } from "zod";

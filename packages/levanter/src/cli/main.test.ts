@@ -1,3 +1,4 @@
+// The levanter CLI in-process: commands, options and their errors.
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";

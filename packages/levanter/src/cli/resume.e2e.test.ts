@@ -1,3 +1,4 @@
+// A real `levanter train` SIGKILLed mid-run resumes to bitwise-identical parameters.
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";

@@ -1,5 +1,6 @@
+// train's human output: progress bar, progress lines, the summary line.
 import { describe, expect, it } from "vitest";
-import type { StepInfo, TrainLmResult } from "../trainer/trainLm.ts";
+import type { TrainStepInfo, TrainLmResult } from "../trainer/trainLm.ts";
 import { TrainProgress, type ProgressMode } from "./trainOutput.ts";
 import { stripWordTags } from "./wordTags.ts";
 
@@ -9,7 +10,7 @@ function fakeStream(columns?: number) {
 }
 
 const step = (n: number, total: number, extra: Record<string, number> = {}) =>
-  ({ step: n, totalSteps: total, loss: 3 - n / 10, learningRate: 0.1, final: false, metrics: { "throughput/duration": 0.5, "throughput/tokens_per_second": 2000, "throughput/mfu": 1.5, ...extra } }) as unknown as StepInfo;
+  ({ step: n, totalSteps: total, loss: 3 - n / 10, learningRate: 0.1, final: false, metrics: { "throughput/duration": 0.5, "throughput/tokens_per_second": 2000, "throughput/mfu": 1.5, ...extra } }) as unknown as TrainStepInfo;
 
 async function drive(mode: ProgressMode, total: number, clock: { t: number }, columns?: number) {
   const out = fakeStream(columns);

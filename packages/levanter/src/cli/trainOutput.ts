@@ -2,7 +2,7 @@
 // as text, evaluations, and the one summary line printed when training ends.
 import type { LogRecord } from "../internal/log.ts";
 import { formatDuration, formatStatus } from "../trainer/status.ts";
-import type { StepInfo, TrainHook, TrainLmResult } from "../trainer/trainLm.ts";
+import type { TrainStepInfo, TrainHook, TrainLmResult } from "../trainer/trainLm.ts";
 
 /** How progress is shown: a redrawn bar (TTY), a line per tenth of the run, or not at all. */
 export type ProgressMode = "bar" | "lines" | "none";
@@ -50,7 +50,7 @@ export class TrainProgress {
     return this.#seconds > 0 ? this.#tokens / this.#seconds : undefined;
   }
 
-  #onStep(info: StepInfo): void {
+  #onStep(info: TrainStepInfo): void {
     if (info.final) return;
     const m = info.metrics;
     const seconds = m["throughput/duration"] ?? 0;

@@ -1,3 +1,4 @@
+// The decoder-only transformer language model: parameters by name, forward pass and loss.
 import * as tf from "@tensorflow/tfjs";
 import { matMul2d, nativeActive, oneHotFloat } from "../backend.ts";
 import { nativeTokenCrossEntropy } from "../kernels/native/crossEntropy.ts";

@@ -1,3 +1,4 @@
+// AdamW with decoupled weight decay, a decay mask and global-norm clipping; its state round-trips bitwise.
 import * as tf from "@tensorflow/tfjs";
 import { LevanterError } from "../errors.ts";
 import { ADAMW_KERNEL, nativeSumSquares, type AdamWAttrs } from "../kernels/native/adamw.ts";

@@ -1,3 +1,4 @@
+// Run identities: what counts as the same model and data across a run directory's checkpoints.
 import { describe, expect, it } from "vitest";
 import { resolveModelConfig, ModelConfigSchema } from "../models/modelConfig.ts";
 import { checkContinuesRun, runDifferences, type RunIdentity } from "./runIdentity.ts";

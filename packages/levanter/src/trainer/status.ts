@@ -1,3 +1,4 @@
+// Training status: the one-line progress text and the reporter that sends it to iris.
 import { log } from "../internal/log.ts";
 
 /** What a status line is made of. */

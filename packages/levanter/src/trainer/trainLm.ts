@@ -1,3 +1,4 @@
+// trainLm: the training loop (data, model, optimizer, evaluation, trackers, checkpoints, exact resume).
 import { getIrisCtx } from "@marin/iris";
 import * as tf from "@tensorflow/tfjs";
 import path from "node:path";
@@ -22,7 +23,7 @@ import { CompositeTracker, ConsoleTracker, JsonlTracker, TensorBoardTracker, typ
 import { parseTrainLmConfig, type TrainLmConfig, type TrainLmConfigInput } from "./trainerConfig.ts";
 
 /** What a hook sees after each step. */
-export interface StepInfo {
+export interface TrainStepInfo {
   /** Steps completed (the step index that just finished, plus one). */
   step: number;
   totalSteps: number;
@@ -39,7 +40,7 @@ export interface StepInfo {
 /** A callback run every `every` steps, and once more when training ends. */
 export interface TrainHook {
   every: number;
-  fn: (info: StepInfo) => void | Promise<void>;
+  fn: (info: TrainStepInfo) => void | Promise<void>;
 }
 
 /** Extras for {@link trainLm} that are code, not config. */

@@ -1,3 +1,4 @@
+// Training state in checkpoints: parameters, optimizer state, loader position and run identity.
 import * as tf from "@tensorflow/tfjs";
 import { z } from "zod";
 import { findLatestCheckpoint, loadCheckpoint, readCheckpointMetadata, saveCheckpoint } from "../checkpoint/checkpointStore.ts";

@@ -1,3 +1,4 @@
+// The training config: zod schemas of its `data` and `trainer` sections and the whole `trainLm` config.
 import { z } from "zod";
 import { BACKEND_NAMES } from "../backend.ts";
 import { checkpointerConfigSchema } from "../checkpoint/checkpointer.ts";
