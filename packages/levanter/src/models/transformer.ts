@@ -182,7 +182,9 @@ export class TransformerLm {
       for (let l = 0; l < nLayers; l++) {
         const h = this.norm(`layers/${l}/attn_norm`, x);
         const qkv = this.linear(`layers/${l}/attn/qkv`, h).reshape([t, 3 * nh, dh]).transpose([1, 0, 2]);
-        let [q, k, v] = tf.split(qkv, 3, 0) as [tf.Tensor3D, tf.Tensor3D, tf.Tensor3D];
+        const [q0, k0, v] = tf.split(qkv, 3, 0) as [tf.Tensor3D, tf.Tensor3D, tf.Tensor3D];
+        let q = q0;
+        let k = k0;
         if (this.rope) {
           q = this.ropeAt(q, positions);
           k = this.ropeAt(k, positions);
@@ -212,6 +214,7 @@ export class TransformerLm {
     const dh = d / nh;
     const positions = caches.map((c) => c.length);
     const maxLen = Math.max(...positions) + 1;
+    // tidy keeps the tensors of the returned object (it walks nested objects and arrays).
     return tf.tidy(() => {
       let x = this.embedAt(tokens, positions);
       const m = new Float32Array(b * nh * maxLen);
@@ -221,7 +224,9 @@ export class TransformerLm {
       for (let l = 0; l < nLayers; l++) {
         const h = this.norm(`layers/${l}/attn_norm`, x);
         const qkv = this.linear(`layers/${l}/attn/qkv`, h).reshape([b, 3 * nh, dh]);
-        let [q, k, v] = tf.split(qkv, 3, 1) as [tf.Tensor3D, tf.Tensor3D, tf.Tensor3D]; // [B, H, dh]
+        const [q0, k0, v] = tf.split(qkv, 3, 1) as [tf.Tensor3D, tf.Tensor3D, tf.Tensor3D]; // [B, H, dh]
+        let q = q0;
+        let k = k0;
         if (this.rope) {
           q = this.ropeAt(q.reshape([b, nh, dh]).transpose([1, 0, 2]) as tf.Tensor3D, positions).transpose([1, 0, 2]) as tf.Tensor3D;
           k = this.ropeAt(k.reshape([b, nh, dh]).transpose([1, 0, 2]) as tf.Tensor3D, positions).transpose([1, 0, 2]) as tf.Tensor3D;
@@ -246,8 +251,8 @@ export class TransformerLm {
         x = x.add(this.linear(`layers/${l}/attn/out`, att.reshape([b, d]) as tf.Tensor2D));
         x = x.add(this.mlp(l, this.norm(`layers/${l}/mlp_norm`, x)));
       }
-      return { logits: this.head(x), caches: out };
-    });
+      return { logits: this.head(x), caches: out } as unknown as tf.TensorContainer;
+    }) as unknown as { logits: tf.Tensor2D; caches: KvCache[] };
   }
 
   private embedAt(ids: number[], positions: number[]): tf.Tensor2D {

@@ -94,11 +94,11 @@ export class EngineBusyError extends Error {
 /** A request the engine cannot serve (too long, too many samples); the server answers 400 naming `param`. */
 export class EngineRequestError extends Error {
   override readonly name = "EngineRequestError";
-  constructor(
-    message: string,
-    readonly param: string,
-  ) {
+  /** The request field at fault (OpenAI's `param`). */
+  readonly param: string;
+  constructor(message: string, param: string) {
     super(message);
+    this.param = param;
   }
 }
 
@@ -200,6 +200,12 @@ export class InferenceEngine {
       kvReservedBytes: this.reservedTokens * this.kvBytesPerToken,
       kvBudgetBytes: this.kvBudgetBytes,
     };
+  }
+
+  /** Throws {@link EngineBusyError} when a request submitted now would be refused for a full queue. */
+  assertAccepting(): void {
+    if (this.closed) throw new EngineBusyError("the engine is closed");
+    if (this.queue.length >= this.maxQueue) throw new EngineBusyError(`the queue is full (${this.maxQueue} waiting)`);
   }
 
   /** Holds scheduling (queued requests wait, running ones stop between steps) until {@link resume}. */
