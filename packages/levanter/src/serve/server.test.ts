@@ -18,6 +18,8 @@ function tinyEngine(opts: ConstructorParameters<typeof InferenceEngine>[3] = {})
 const post = (url: string, body: unknown, headers: Record<string, string> = {}) =>
   fetch(url, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: typeof body === "string" ? body : JSON.stringify(body) });
 
+const errorOf = async (r: Response) => ((await r.json()) as { error: { message: string; type: string; param: string | null; code: string | null } }).error;
+
 describe("InferenceServer", () => {
   let server: InferenceServer;
   let client: OpenAI;
@@ -100,10 +102,10 @@ describe("InferenceServer", () => {
     expect(body.error).toMatchObject({ type: "invalid_request_error", param: "max_tokens" });
     expect(body.error.message).toMatch(/^max_tokens: /);
     const chat = await post(`${server.url}/v1/chat/completions`, { messages: [{ role: "robot", content: "x" }] });
-    expect((await chat.json()).error.param).toBe("messages.0.role");
+    expect((await errorOf(chat)).param).toBe("messages.0.role");
     const bad = await post(`${server.url}/v1/completions`, "{not json");
     expect(bad.status).toBe(400);
-    expect((await bad.json()).error.code).toBe("invalid_json");
+    expect((await errorOf(bad)).code).toBe("invalid_json");
     await expect(client.completions.create({ model: "tiny", prompt: "x", temperature: 5 })).rejects.toMatchObject({ status: 400 });
   });
 });
@@ -117,7 +119,7 @@ describe("InferenceServer limits", () => {
       expect(h.status).toBe(503);
       const m = await fetch(`${server.url}/v1/models`);
       expect(m.status).toBe(503);
-      expect((await m.json()).error.code).toBe("model_loading");
+      expect((await errorOf(m)).code).toBe("model_loading");
       resolve(tinyEngine());
       await server.ready;
       expect((await fetch(`${server.url}/health`)).status).toBe(200);
@@ -136,7 +138,7 @@ describe("InferenceServer limits", () => {
       await waitFor("the first request queued", () => engine.stats().queued === 1);
       const dup = await post(`${server.url}/v1/completions`, body, { "x-request-id": "req-1" });
       expect(dup.status).toBe(409);
-      expect((await dup.json()).error.code).toBe("duplicate_request_id");
+      expect((await errorOf(dup)).code).toBe("duplicate_request_id");
       const ac = new AbortController();
       const gone = fetch(`${server.url}/v1/chat/completions`, {
         method: "POST",
@@ -148,7 +150,7 @@ describe("InferenceServer limits", () => {
       const full = await post(`${server.url}/v1/completions`, body);
       expect(full.status).toBe(429);
       expect(full.headers.get("retry-after")).toBe("2");
-      expect((await full.json()).error.type).toBe("rate_limit_error");
+      expect((await errorOf(full)).type).toBe("rate_limit_error");
       const fullStream = await post(`${server.url}/v1/completions`, { ...body, stream: true });
       expect(fullStream.status).toBe(429);
       (await gone).body?.cancel().catch(() => {});
