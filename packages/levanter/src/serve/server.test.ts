@@ -88,7 +88,7 @@ describe("InferenceServer", () => {
   it("tokenizes with the built-in chat template and exposes Prometheus metrics", async () => {
     const t = await (await post(`${server.url}/tokenize`, { prompt: "hi" })).json();
     expect(t).toEqual({ tokens: [104, 105], count: 2, max_model_len: 128 });
-    const chat = await (await post(`${server.url}/tokenize`, { messages: [{ role: "user", content: "hi" }] })).json();
+    const chat = (await (await post(`${server.url}/tokenize`, { messages: [{ role: "user", content: "hi" }] })).json()) as { tokens: number[] };
     expect(chat.tokens).toEqual(byteTokenizer.encode("<|user|>\nhi\n<|assistant|>\n"));
     const m = await (await fetch(`${server.url}/metrics`)).text();
     for (const name of ["levanter_serve_requests_total{", "levanter_serve_queue_depth", "levanter_serve_tokens_per_second", "levanter_serve_time_to_first_token_seconds_bucket"]) expect(m).toContain(name);
@@ -98,9 +98,9 @@ describe("InferenceServer", () => {
   it("answers a malformed body with 400 in OpenAI's error shape, naming the field", async () => {
     const r = await post(`${server.url}/v1/completions`, { prompt: "x", max_tokens: -1 });
     expect(r.status).toBe(400);
-    const body = await r.json();
-    expect(body.error).toMatchObject({ type: "invalid_request_error", param: "max_tokens" });
-    expect(body.error.message).toMatch(/^max_tokens: /);
+    const error = await errorOf(r);
+    expect(error).toMatchObject({ type: "invalid_request_error", param: "max_tokens" });
+    expect(error.message).toMatch(/^max_tokens: /);
     const chat = await post(`${server.url}/v1/chat/completions`, { messages: [{ role: "robot", content: "x" }] });
     expect((await errorOf(chat)).param).toBe("messages.0.role");
     const bad = await post(`${server.url}/v1/completions`, "{not json");
