@@ -85,6 +85,19 @@ describe("InferenceServer", () => {
     expect(raw.trimEnd().endsWith("data: [DONE]")).toBe(true);
   });
 
+  it("a client that disconnects mid-stream frees its slot", async () => {
+    const engine = server.engine()!;
+    const r = await post(`${server.url}/v1/chat/completions`, { messages: [{ role: "user", content: "go" }], max_tokens: 100, temperature: 1, seed: 1, stream: true });
+    const reader = r.body!.getReader();
+    await reader.read(); // the first chunk: the request is running
+    engine.pause(); // nothing finishes on its own from here
+    expect(engine.stats().active).toBe(1);
+    await reader.cancel();
+    await waitFor("the cancelled request to leave the batch", () => engine.stats().active === 0);
+    expect(engine.stats().kvReservedBytes).toBe(0);
+    engine.resume();
+  });
+
   it("tokenizes with the built-in chat template and exposes Prometheus metrics", async () => {
     const t = await (await post(`${server.url}/tokenize`, { prompt: "hi" })).json();
     expect(t).toEqual({ tokens: [104, 105], count: 2, max_model_len: 128 });

@@ -271,7 +271,6 @@ export async function createInferenceServer(opts: InferenceServerOptions): Promi
 
   // Runs one engine request per prompt; `onDelta(choiceIndex, text, finish)` streams.
   const run = async (
-    c: Context,
     e: InferenceEngine,
     prompts: number[][],
     base: Omit<EngineRequest, "prompt">,
@@ -285,7 +284,6 @@ export async function createInferenceServer(opts: InferenceServerOptions): Promi
       ),
     );
     for (const r of results) metrics.observeTtft(r.ttftMs / 1000);
-    void c;
     return results;
   };
 
@@ -332,11 +330,12 @@ export async function createInferenceServer(opts: InferenceServerOptions): Promi
         return streamSSE(c, async (stream) => {
           stream.onAbort(() => ac.abort(new Error("the client went away")));
           let chain = Promise.resolve();
-          const send = (data: unknown) => (chain = chain.then(() => stream.writeSSE({ data: JSON.stringify(data) })));
+          // A client gone mid-stream makes writes fail: its request is cancelled through the abort signal.
+          const send = (data: unknown) => (chain = chain.then(() => stream.writeSSE({ data: JSON.stringify(data) })).catch(() => {}));
           const n = base.n ?? 1;
           if (echo) promptText.forEach((t, p) => Array.from({ length: n }, (_, j) => send({ id, object: "text_completion", created, model, choices: [{ index: p * n + j, text: t, logprobs: null, finish_reason: null }] })));
           try {
-            await run(c, e, prompts, base, ac.signal, (index, text, finish) => {
+            await run(e, prompts, base, ac.signal, (index, text, finish) => {
               if (text || finish) send({ id, object: "text_completion", created, model, choices: [{ index, text, logprobs: null, finish_reason: finish ?? null }] });
             });
           } catch (err) {
@@ -345,11 +344,11 @@ export async function createInferenceServer(opts: InferenceServerOptions): Promi
             release();
           }
           await chain;
-          await stream.writeSSE({ data: "[DONE]" });
+          await stream.writeSSE({ data: "[DONE]" }).catch(() => {});
         });
       }
       try {
-        const results = await run(c, e, prompts, base, ac.signal);
+        const results = await run(e, prompts, base, ac.signal);
         const n = base.n ?? 1;
         const choices = results.flatMap((r, p) =>
           r.choices.map((ch) => {
@@ -399,11 +398,12 @@ export async function createInferenceServer(opts: InferenceServerOptions): Promi
         return streamSSE(c, async (stream) => {
           stream.onAbort(() => ac.abort(new Error("the client went away")));
           let chain = Promise.resolve();
-          const send = (data: unknown) => (chain = chain.then(() => stream.writeSSE({ data: JSON.stringify(data) })));
+          // A client gone mid-stream makes writes fail: its request is cancelled through the abort signal.
+          const send = (data: unknown) => (chain = chain.then(() => stream.writeSSE({ data: JSON.stringify(data) })).catch(() => {}));
           const chunk = (index: number, delta: Record<string, string>, finish: string | null) => ({ id, object: "chat.completion.chunk", created, model, choices: [{ index, delta, logprobs: null, finish_reason: finish }] });
           for (let i = 0; i < (base.n ?? 1); i++) send(chunk(i, { role: "assistant", content: "" }, null));
           try {
-            await run(c, e, [prompt], base, ac.signal, (index, text, finish) => {
+            await run(e, [prompt], base, ac.signal, (index, text, finish) => {
               if (text) send(chunk(index, { content: text }, null));
               if (finish) send(chunk(index, {}, finish));
             });
@@ -413,11 +413,11 @@ export async function createInferenceServer(opts: InferenceServerOptions): Promi
             release();
           }
           await chain;
-          await stream.writeSSE({ data: "[DONE]" });
+          await stream.writeSSE({ data: "[DONE]" }).catch(() => {});
         });
       }
       try {
-        const [r] = await run(c, e, [prompt], base, ac.signal);
+        const [r] = await run(e, [prompt], base, ac.signal);
         metrics.request(route, 200);
         return c.json({
           id,
