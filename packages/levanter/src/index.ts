@@ -69,3 +69,12 @@ export {
   saveCheckpoint,
 } from "./checkpoint/checkpointStore.ts";
 export type { ArrayDtype, CheckpointMetadata, CheckpointPayload, FoundCheckpoint, LoadedCheckpoint, StoredArray } from "./checkpoint/checkpointStore.ts";
+
+// --- serving (inference engine + OpenAI-compatible server) ---
+export { EngineBusyError, EngineRequestError, InferenceEngine, logprobOf, sampleToken } from "./serve/engine.ts";
+export type { EngineChoice, EngineDelta, EngineOptions, EngineRequest, EngineResult, EngineStats, Logprobs, SubmitOptions } from "./serve/engine.ts";
+export { createInferenceServer } from "./serve/server.ts";
+export type { InferenceServer, InferenceServerOptions } from "./serve/server.ts";
+export { BUILTIN_CHAT_TEMPLATE, loadChatTemplate } from "./serve/chatTemplate.ts";
+export type { ChatMessage, ChatTemplate } from "./serve/chatTemplate.ts";
+export type { KvCache } from "./models/transformer.ts";

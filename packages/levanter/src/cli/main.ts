@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// pnpm levanter: train, evaluate, sample, and make token caches from text files.
+// pnpm levanter: train, evaluate, sample, serve, and make token caches from text files.
 import { Command, InvalidArgumentError, Option } from "commander";
 import { appendFileSync, mkdirSync, realpathSync } from "node:fs";
 import { readFile } from "node:fs/promises";
@@ -8,6 +8,7 @@ import { pathToFileURL } from "node:url";
 import { LevanterError } from "../errors.ts";
 import { generate } from "../generate.ts";
 import { setLogSink } from "../internal/log.ts";
+import { serveCommand } from "../serve/serveCommand.ts";
 import { evaluateCheckpoint, tokenizerNamed } from "../trainer/evaluate.ts";
 import { loadTrainLmConfig } from "../trainer/configFile.ts";
 import { pauseAfterStepHook } from "../trainer/pauseAfterStep.ts";
@@ -151,6 +152,18 @@ export function buildProgram(): Command {
       );
       process.stdout.write(`${opts.prompt}${r.text}\n`);
     });
+
+  program
+    .command("serve")
+    .description("serve a checkpoint over an OpenAI-compatible HTTP API until Ctrl-C")
+    .requiredOption("--checkpoint <dir>", "a step-N checkpoint, or a directory of them (newest is used)")
+    .option("--host <host>", "address to bind", "127.0.0.1")
+    .option("--port <port>", "port to bind (0: any free one)", int, 8000)
+    .option("--tokenizer <tokenizer.json>", "HF tokenizer for non-byte checkpoints")
+    .option("--max-batch <n>", "sequences decoded together", int, 32)
+    .option("--max-queue <n>", "requests waiting for a slot before 429", int, 256)
+    .option("--kv-budget-mb <n>", "KV cache memory budget (MiB)", int, 512)
+    .action(serveCommand);
 
   program
     .command("tokenize")

@@ -7,6 +7,14 @@ import { nativeNorm } from "../kernels/native/norm.ts";
 import { Rng } from "../rng.ts";
 import type { ResolvedModelConfig } from "./modelConfig.ts";
 
+/** A sequence's attention keys and values per layer (`[nHeads, length, headDim]` each), for cached decoding. */
+export interface KvCache {
+  keys: tf.Tensor3D[];
+  values: tf.Tensor3D[];
+  /** Tokens cached (= the position of the next token). */
+  length: number;
+}
+
 /** Parameters by name (`layers/0/attn/qkv/kernel`, …), in a stable creation order. */
 export type NamedParams = Map<string, tf.Variable>;
 
@@ -158,6 +166,124 @@ export class TransformerLm {
     return this.config.tieEmbeddings
       ? matMul2d(h, this.p("embed/tokens").transpose() as tf.Tensor2D)
       : this.linear("head", h);
+  }
+
+  /**
+   * Inference only (training never calls it): runs `ids` of one sequence from position
+   * `cache.length` (0 without a cache) and returns their next-token logits `[T, V]` with the cache
+   * extended by their keys and values. The caller owns both (dispose the old cache once replaced).
+   */
+  extend(ids: number[], cache?: KvCache): { logits: tf.Tensor2D; cache: KvCache } {
+    const t = ids.length;
+    const p = cache?.length ?? 0;
+    const { dModel: d, nHeads: nh, nLayers } = this.config;
+    const dh = d / nh;
+    return tf.tidy(() => {
+      const positions = Array.from({ length: t }, (_, i) => p + i);
+      let x = this.embedAt(ids, positions);
+      const keys: tf.Tensor3D[] = [];
+      const values: tf.Tensor3D[] = [];
+      // Query i (absolute position p+i) sees keys 0..p+i.
+      const m = new Float32Array(t * (p + t));
+      for (let i = 0; i < t; i++) for (let j = p + i + 1; j < p + t; j++) m[i * (p + t) + j] = -1e9;
+      const mask = tf.tensor2d(m, [t, p + t]);
+      for (let l = 0; l < nLayers; l++) {
+        const h = this.norm(`layers/${l}/attn_norm`, x);
+        const qkv = this.linear(`layers/${l}/attn/qkv`, h).reshape([t, 3 * nh, dh]).transpose([1, 0, 2]);
+        const [q0, k0, v] = tf.split(qkv, 3, 0) as [tf.Tensor3D, tf.Tensor3D, tf.Tensor3D];
+        let q = q0;
+        let k = k0;
+        if (this.rope) {
+          q = this.ropeAt(q, positions);
+          k = this.ropeAt(k, positions);
+        }
+        const kAll = cache ? tf.concat([cache.keys[l]!, k], 1) : k;
+        const vAll = cache ? tf.concat([cache.values[l]!, v], 1) : v;
+        keys.push(kAll);
+        values.push(vAll);
+        const scores = tf.matMul(q, kAll.transpose([0, 2, 1])).mul(1 / Math.sqrt(dh)).add(mask);
+        const att = tf.matMul(tf.softmax(scores, -1), vAll); // [H, T, dh]
+        const merged = att.transpose([1, 0, 2]).reshape([t, d]) as tf.Tensor2D;
+        x = x.add(this.linear(`layers/${l}/attn/out`, merged));
+        x = x.add(this.mlp(l, this.norm(`layers/${l}/mlp_norm`, x)));
+      }
+      return { logits: this.head(x), cache: { keys, values, length: p + t } };
+    });
+  }
+
+  /**
+   * Inference only: one decode step for a batch of sequences, `tokens[b]` appended to `caches[b]`
+   * (sequences of different lengths: keys are padded to the longest and masked). Returns logits
+   * `[B, V]` and the extended caches (the caller disposes the old ones).
+   */
+  decodeStep(tokens: number[], caches: KvCache[]): { logits: tf.Tensor2D; caches: KvCache[] } {
+    const b = tokens.length;
+    const { dModel: d, nHeads: nh, nLayers } = this.config;
+    const dh = d / nh;
+    const positions = caches.map((c) => c.length);
+    const maxLen = Math.max(...positions) + 1;
+    // tidy keeps the tensors of the returned object (it walks nested objects and arrays).
+    return tf.tidy(() => {
+      let x = this.embedAt(tokens, positions);
+      const m = new Float32Array(b * nh * maxLen);
+      for (let s = 0; s < b; s++) for (let hh = 0; hh < nh; hh++) m.fill(-1e9, (s * nh + hh) * maxLen + positions[s]! + 1, (s * nh + hh + 1) * maxLen);
+      const mask = tf.tensor3d(m, [b * nh, 1, maxLen]);
+      const out: KvCache[] = caches.map((c) => ({ keys: [], values: [], length: c.length + 1 }));
+      for (let l = 0; l < nLayers; l++) {
+        const h = this.norm(`layers/${l}/attn_norm`, x);
+        const qkv = this.linear(`layers/${l}/attn/qkv`, h).reshape([b, 3 * nh, dh]);
+        const [q0, k0, v] = tf.split(qkv, 3, 1) as [tf.Tensor3D, tf.Tensor3D, tf.Tensor3D]; // [B, H, dh]
+        let q = q0;
+        let k = k0;
+        if (this.rope) {
+          q = this.ropeAt(q.reshape([b, nh, dh]).transpose([1, 0, 2]) as tf.Tensor3D, positions).transpose([1, 0, 2]) as tf.Tensor3D;
+          k = this.ropeAt(k.reshape([b, nh, dh]).transpose([1, 0, 2]) as tf.Tensor3D, positions).transpose([1, 0, 2]) as tf.Tensor3D;
+        }
+        const ks = tf.split(k, b, 0);
+        const vs = tf.split(v, b, 0);
+        const paddedK: tf.Tensor[] = [];
+        const paddedV: tf.Tensor[] = [];
+        for (let s = 0; s < b; s++) {
+          const kS = tf.concat([caches[s]!.keys[l]!, ks[s]!.reshape([nh, 1, dh])], 1) as tf.Tensor3D;
+          const vS = tf.concat([caches[s]!.values[l]!, vs[s]!.reshape([nh, 1, dh])], 1) as tf.Tensor3D;
+          out[s]!.keys.push(kS);
+          out[s]!.values.push(vS);
+          const pad = maxLen - kS.shape[1];
+          paddedK.push(pad ? tf.pad(kS, [[0, 0], [0, pad], [0, 0]]) : kS);
+          paddedV.push(pad ? tf.pad(vS, [[0, 0], [0, pad], [0, 0]]) : vS);
+        }
+        const kB = tf.concat(paddedK, 0) as tf.Tensor3D; // [B·H, L, dh]
+        const vB = tf.concat(paddedV, 0) as tf.Tensor3D;
+        const scores = tf.matMul(q.reshape([b * nh, 1, dh]) as tf.Tensor3D, kB.transpose([0, 2, 1])).mul(1 / Math.sqrt(dh)).add(mask);
+        const att = tf.matMul(tf.softmax(scores, -1), vB); // [B·H, 1, dh]
+        x = x.add(this.linear(`layers/${l}/attn/out`, att.reshape([b, d]) as tf.Tensor2D));
+        x = x.add(this.mlp(l, this.norm(`layers/${l}/mlp_norm`, x)));
+      }
+      return { logits: this.head(x), caches: out } as unknown as tf.TensorContainer;
+    }) as unknown as { logits: tf.Tensor2D; caches: KvCache[] };
+  }
+
+  private embedAt(ids: number[], positions: number[]): tf.Tensor2D {
+    let x = tf.gather(this.p("embed/tokens"), tf.tensor1d(ids, "int32")) as tf.Tensor2D;
+    if (this.config.positions === "learned") x = x.add(tf.gather(this.p("embed/positions"), tf.tensor1d(positions, "int32")));
+    return x;
+  }
+
+  private head(x: tf.Tensor2D): tf.Tensor2D {
+    const h = this.norm("final_norm", x);
+    return this.config.tieEmbeddings ? matMul2d(h, this.p("embed/tokens").transpose() as tf.Tensor2D) : this.linear("head", h);
+  }
+
+  // Rotary positions for x [H, N, dh] whose N rows sit at `positions`.
+  private ropeAt(x: tf.Tensor3D, positions: number[]): tf.Tensor3D {
+    const [n, t, dh] = x.shape;
+    const half = dh / 2;
+    const idx = tf.tensor1d(positions, "int32");
+    const cos = tf.gather(this.rope!.cos, idx);
+    const sin = tf.gather(this.rope!.sin, idx);
+    const x1 = x.slice([0, 0, 0], [n, t, half]);
+    const x2 = x.slice([0, 0, half], [n, t, half]);
+    return x.mul(cos).add(tf.concat([x2.neg(), x1], -1).mul(sin)) as tf.Tensor3D;
   }
 
   /** Per-position cross-entropy (nats) `[B·T]` of predicting `targets` `[B, T]` from `inputs` `[B, T]`. */

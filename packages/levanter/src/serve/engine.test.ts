@@ -1,0 +1,187 @@
+// InferenceEngine: cached decode vs full recomputation, seeded sampling in a busy batch, cancellation, prompt scoring.
+import * as tf from "@tensorflow/tfjs";
+import { mkdtempSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { selectBackend } from "../backend.ts";
+import { byteTokenizer } from "../data/byteTokenizer.ts";
+import { generate } from "../generate.ts";
+import { ModelConfigSchema, resolveModelConfig, type ModelConfigInput } from "../models/modelConfig.ts";
+import { TransformerLm, defaultDecayMask } from "../models/transformer.ts";
+import { AdamW } from "../optim/adamw.ts";
+import { Rng } from "../rng.ts";
+import { saveTrainState } from "../trainer/trainState.ts";
+import { InferenceEngine, logprobOf } from "./engine.ts";
+
+const TINY: ModelConfigInput = { nLayers: 2, dModel: 32, nHeads: 4, seqLen: 64, initStd: 0.5 };
+
+function tinyModel(extra: ModelConfigInput = {}, seed = 3): TransformerLm {
+  return TransformerLm.init(resolveModelConfig(ModelConfigSchema.parse({ ...TINY, ...extra }), 257), new Rng(seed));
+}
+
+function fullLogits(model: TransformerLm, ids: number[]): Float32Array {
+  return tf.tidy(() => model.logits(tf.tensor2d(ids, [1, ids.length], "int32")).dataSync() as Float32Array);
+}
+
+describe("InferenceEngine", () => {
+  let dir: string;
+  beforeAll(async () => {
+    process.env.LEVANTER_LOG = "warn";
+    await selectBackend({ force: "wasm" });
+    dir = mkdtempSync(path.join(os.tmpdir(), "lev-engine-"));
+    const rng = new Rng(3);
+    const model = TransformerLm.init(resolveModelConfig(ModelConfigSchema.parse(TINY), 257), rng);
+    const optimizer = new AdamW(model.params, { beta1: 0.9, beta2: 0.95, epsilon: 1e-8, weightDecay: 0, maxGradNorm: 0, decayMask: defaultDecayMask });
+    await saveTrainState(path.join(dir, "step-0"), false, { step: 0, model, optimizer, rng, tokenizer: "byte", loader: { seed: 0, step: 0, batchSize: 1, seqLen: 64 } });
+    model.dispose();
+    optimizer.dispose();
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  for (const positions of ["learned", "rope"] as const) {
+    it(`cached prefill + decode logits match a full forward (${positions} positions)`, () => {
+      const model = tinyModel({ positions, norm: positions === "rope" ? "rms" : "layer" });
+      try {
+        const ids = byteTokenizer.encode("The cat sat on the mat");
+        const pre = model.extend(ids.slice(0, 10));
+        const full = fullLogits(model, ids);
+        const v = 257;
+        const preLogits = pre.logits.dataSync();
+        for (let i = 0; i < 10 * v; i++) expect(preLogits[i]).toBeCloseTo(full[i]!, 4);
+        pre.logits.dispose();
+        // Two sequences decoded together, of different lengths: the second is the first 4 tokens.
+        const short = model.extend(ids.slice(0, 4));
+        short.logits.dispose();
+        let caches = [pre.cache, short.cache];
+        for (let step = 0; step < ids.length - 10; step++) {
+          const out = model.decodeStep([ids[10 + step]!, ids[4 + step]!], caches);
+          const got = out.logits.dataSync();
+          for (let j = 0; j < v; j++) expect(got[j]).toBeCloseTo(full[(10 + step) * v + j]!, 4);
+          for (let j = 0; j < v; j++) expect(got[v + j]).toBeCloseTo(full[(4 + step) * v + j]!, 4);
+          out.logits.dispose();
+          for (const c of caches) [...c.keys, ...c.values].forEach((t) => t.dispose());
+          caches = out.caches;
+        }
+        for (const c of caches) [...c.keys, ...c.values].forEach((t) => t.dispose());
+      } finally {
+        model.dispose();
+      }
+    });
+  }
+
+  it("greedy cached decoding gives the tokens of generate() (full recomputation per token)", async () => {
+    const engine = await InferenceEngine.load({ checkpoint: dir });
+    try {
+      for (const prompt of ["Hello", "The jury said that"]) {
+        const want = await generate({ checkpoint: dir, prompt, maxTokens: 30, temperature: 0 });
+        const got = await engine.submit({ prompt: byteTokenizer.encode(prompt), maxTokens: 30, temperature: 0 });
+        expect(got.choices[0]!.tokens).toEqual(want.tokens);
+        expect(got.choices[0]!.text).toBe(want.text);
+      }
+    } finally {
+      engine.close();
+    }
+  });
+
+  it("a seeded request gives the same text alone and inside a busy batch; n samples differ", async () => {
+    const engine = await InferenceEngine.load({ checkpoint: dir });
+    try {
+      const req = { prompt: byteTokenizer.encode("Once upon"), maxTokens: 40, temperature: 1, topK: 100, topP: 0.95, seed: 7 };
+      const alone = await engine.submit(req);
+      const others = ["a", "bbbbbbbbbbbbbbbb", "The quick brown fox", "x"].map((p, i) =>
+        engine.submit({ prompt: byteTokenizer.encode(p), maxTokens: 20 + 5 * i, temperature: 1.2, seed: 100 + i, n: 2 }),
+      );
+      const busy = engine.submit(req);
+      expect(engine.stats().queued).toBe(5);
+      const [b] = await Promise.all([busy, ...others]);
+      expect(b.choices[0]!.tokens).toEqual(alone.choices[0]!.tokens);
+      expect(alone.choices[0]!.tokens.length).toBeGreaterThan(0);
+      expect(engine.stats().decodeSteps).toBeGreaterThan(0);
+      const n3 = await engine.submit({ ...req, n: 3 });
+      expect(n3.choices.map((c) => c.index)).toEqual([0, 1, 2]);
+      expect(n3.choices[0]!.tokens).toEqual(alone.choices[0]!.tokens);
+      expect(new Set(n3.choices.map((c) => c.tokens.join())).size).toBeGreaterThan(1);
+      expect(engine.stats()).toMatchObject({ active: 0, queued: 0, kvReservedBytes: 0 });
+    } finally {
+      engine.close();
+    }
+  });
+
+  it("cancelling a running request frees its slot for the next one", async () => {
+    const engine = await InferenceEngine.load({ checkpoint: dir, maxBatch: 1 });
+    try {
+      const ac = new AbortController();
+      let deltas = 0;
+      const first = engine.submit(
+        { prompt: byteTokenizer.encode("abc"), maxTokens: 60, temperature: 1, seed: 1 },
+        {
+          signal: ac.signal,
+          onDelta: () => {
+            // Abort as soon as it runs: it holds the only slot.
+            if (++deltas === 1) {
+              expect(engine.stats()).toMatchObject({ active: 1, queued: 1 });
+              ac.abort(new Error("client gone"));
+            }
+          },
+        },
+      );
+      const second = engine.submit({ prompt: byteTokenizer.encode("xyz"), maxTokens: 5, temperature: 0 });
+      await expect(first).rejects.toThrow("client gone");
+      const r = await second;
+      expect(r.choices[0]!.finishReason).toBeDefined();
+      expect(engine.stats()).toMatchObject({ active: 0, queued: 0, kvReservedBytes: 0 });
+      // A queued request cancelled before it runs never runs.
+      engine.pause();
+      const ac2 = new AbortController();
+      const queued = engine.submit({ prompt: [1, 2], maxTokens: 5 }, { signal: ac2.signal });
+      expect(engine.stats().queued).toBe(1);
+      ac2.abort(new Error("never mind"));
+      await expect(queued).rejects.toThrow("never mind");
+      expect(engine.stats().queued).toBe(0);
+      engine.resume();
+    } finally {
+      engine.close();
+    }
+  });
+
+  it("scores a prompt with echo and max_tokens 0: token logprobs, first null", async () => {
+    const engine = await InferenceEngine.load({ checkpoint: dir });
+    try {
+      const ids = byteTokenizer.encode("Scoring text.");
+      const r = await engine.submit({ prompt: ids, maxTokens: 0, echo: true, logprobs: 2 });
+      expect(r.completionTokens).toBe(0);
+      const lp = r.promptLogprobs!;
+      expect(lp.tokens.join("")).toBe("Scoring text.");
+      expect(lp.token_logprobs[0]).toBeNull();
+      expect(lp.top_logprobs[0]).toBeNull();
+      const full = fullLogits(engine.model, ids);
+      for (let i = 1; i < ids.length; i++) {
+        expect(lp.token_logprobs[i]).toBeCloseTo(logprobOf(full.subarray((i - 1) * 257, i * 257), ids[i]!), 4);
+        expect(Object.keys(lp.top_logprobs[i]!).length).toBe(2);
+      }
+    } finally {
+      engine.close();
+    }
+  });
+
+  it("stops before a stop string and at the context limit", async () => {
+    const engine = await InferenceEngine.load({ checkpoint: dir });
+    try {
+      const base = await engine.submit({ prompt: byteTokenizer.encode("Hi"), maxTokens: 30, temperature: 0 });
+      const text = base.choices[0]!.text;
+      expect(text.length).toBeGreaterThan(4);
+      const stop = text.slice(3, 5);
+      let streamed = "";
+      const cut = await engine.submit({ prompt: byteTokenizer.encode("Hi"), maxTokens: 30, temperature: 0, stop: [stop] }, { onDelta: (d) => (streamed += d.text) });
+      expect(cut.choices[0]!.text).toBe(text.slice(0, text.indexOf(stop)));
+      expect(cut.choices[0]!.finishReason).toBe("stop");
+      expect(streamed).toBe(cut.choices[0]!.text);
+      const long = await engine.submit({ prompt: Array.from({ length: 60 }, () => 97), maxTokens: 50, temperature: 1, seed: 2 });
+      expect(long.choices[0]!.tokens.length).toBeLessThanOrEqual(4);
+      await expect(engine.submit({ prompt: Array.from({ length: 65 }, () => 97), maxTokens: 1 })).rejects.toThrow(/context is 64/);
+    } finally {
+      engine.close();
+    }
+  });
+});

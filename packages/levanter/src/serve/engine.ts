@@ -1,0 +1,548 @@
+// The inference engine: one loaded model, per-sequence KV caches under a memory budget, continuous batching, per-request sampling.
+import * as tf from "@tensorflow/tfjs";
+import { selectBackend } from "../backend.ts";
+import type { Tokenizer } from "../data/tokenizer.ts";
+import { LevanterError } from "../errors.ts";
+import type { KvCache, TransformerLm } from "../models/transformer.ts";
+import { Rng } from "../rng.ts";
+import { tokenizerNamed } from "../trainer/evaluate.ts";
+import { loadModelFromCheckpoint } from "../trainer/trainState.ts";
+
+/** Limits of an {@link InferenceEngine}. */
+export interface EngineOptions {
+  /** Sequences decoded together at most (default 32); more wait in the queue. */
+  maxBatch?: number;
+  /** Requests waiting for a slot at most (default 256); beyond it {@link submit} throws {@link EngineBusyError}. */
+  maxQueue?: number;
+  /** Bytes the KV caches may hold together (default 512 MiB); each sequence reserves `min(prompt + max_tokens, seqLen)` tokens. */
+  kvBudgetBytes?: number;
+}
+
+/** What one completion asks for (token ids in, OpenAI's sampling semantics). */
+export interface EngineRequest {
+  /** Prompt token ids (empty: the end-of-document token starts the text). */
+  prompt: number[];
+  /** Tokens to generate at most per sample (0 with `echo`: score the prompt only). */
+  maxTokens: number;
+  /** 0 = greedy; default 1. */
+  temperature?: number;
+  /** Sample among the k likeliest tokens only. */
+  topK?: number;
+  /** Nucleus sampling: the smallest set of likeliest tokens whose probability reaches `topP` (default 1). */
+  topP?: number;
+  /** Same seed, same prompt, same model → same tokens, whatever else is in the batch. Default: random. */
+  seed?: number;
+  /** Generation stops before the first of these strings; it is not part of the text. */
+  stop?: string[];
+  /** Independent samples of the prompt (default 1); sample i draws from seed `seed + i`. */
+  n?: number;
+  /** Also return the prompt's token logprobs (first entry `null`). */
+  echo?: boolean;
+  /** Log probabilities per token, with this many alternatives (0 = only the chosen token); undefined = none. */
+  logprobs?: number;
+}
+
+/** Log probabilities in OpenAI's legacy completions shape. */
+export interface Logprobs {
+  tokens: string[];
+  token_logprobs: (number | null)[];
+  top_logprobs: (Record<string, number> | null)[];
+  text_offset: number[];
+}
+
+/** One sample of a finished request. */
+export interface EngineChoice {
+  index: number;
+  text: string;
+  tokens: number[];
+  finishReason: "stop" | "length";
+  /** Completion token logprobs (when `logprobs` was asked). */
+  logprobs?: Logprobs;
+}
+
+/** A finished request. */
+export interface EngineResult {
+  choices: EngineChoice[];
+  promptTokens: number;
+  completionTokens: number;
+  /** The prompt's logprobs (when `echo` and `logprobs`): first entry `null`. */
+  promptLogprobs?: Logprobs;
+  /** Milliseconds from submission to the first generated token (or to the prompt's scores). */
+  ttftMs: number;
+}
+
+/** Text as it becomes final (stop strings held back until they cannot match). */
+export interface EngineDelta {
+  index: number;
+  text: string;
+  /** Set on the last delta of a choice. */
+  finishReason?: "stop" | "length";
+}
+
+/** Per-call options of {@link InferenceEngine.submit}. */
+export interface SubmitOptions {
+  /** Aborting cancels the request and frees its slot and KV cache; `submit` rejects with the reason. */
+  signal?: AbortSignal;
+  onDelta?: (d: EngineDelta) => void;
+}
+
+/** Thrown when the queue is full (the server answers 429). */
+export class EngineBusyError extends Error {
+  override readonly name = "EngineBusyError";
+}
+
+/** A request the engine cannot serve (too long, too many samples); the server answers 400 naming `param`. */
+export class EngineRequestError extends Error {
+  override readonly name = "EngineRequestError";
+  /** The request field at fault (OpenAI's `param`). */
+  readonly param: string;
+  constructor(message: string, param: string) {
+    super(message);
+    this.param = param;
+  }
+}
+
+/** Counters and gauges of an engine (for `/metrics`). */
+export interface EngineStats {
+  active: number;
+  queued: number;
+  generatedTokens: number;
+  promptTokens: number;
+  kvReservedBytes: number;
+  kvBudgetBytes: number;
+  decodeSteps: number;
+}
+
+interface Job {
+  req: Required<Pick<EngineRequest, "temperature" | "topP" | "n" | "echo">> & EngineRequest;
+  opts: SubmitOptions;
+  submitted: number;
+  firstTokenAt?: number;
+  reserveTokens: number;
+  seqs: Seq[];
+  done: boolean;
+  promptLogprobs?: Logprobs;
+  resolve: (r: EngineResult) => void;
+  reject: (e: unknown) => void;
+  onAbort?: () => void;
+}
+
+interface Seq {
+  job: Job;
+  index: number;
+  rng: Rng;
+  cache?: KvCache;
+  generated: number[];
+  text: string;
+  emitted: number;
+  finish?: "stop" | "length";
+  logprobs?: Logprobs;
+  /** Logits that the next token is sampled from. */
+  next?: Float32Array;
+}
+
+/**
+ * Serves completions from one model: prefill, then batched incremental decoding with a KV cache
+ * per sequence. Requests join the running batch between decode steps and leave it when done or
+ * cancelled (continuous batching). All compute runs on the calling thread, one step at a time,
+ * yielding to the event loop between steps.
+ */
+export class InferenceEngine {
+  readonly model: TransformerLm;
+  readonly tokenizer: Tokenizer;
+  /** The model id `/v1/models` reports. */
+  readonly modelId: string;
+  /** Prompt plus generated tokens at most (the model's `seqLen`). */
+  readonly maxContext: number;
+  private readonly maxBatch: number;
+  private readonly maxQueue: number;
+  private readonly kvBudgetBytes: number;
+  private readonly kvBytesPerToken: number;
+  private readonly queue: Job[] = [];
+  private readonly active: Seq[] = [];
+  private reservedTokens = 0;
+  private running = false;
+  private paused = false;
+  private closed = false;
+  private readonly counters = { generatedTokens: 0, promptTokens: 0, decodeSteps: 0 };
+
+  constructor(model: TransformerLm, tokenizer: Tokenizer, modelId: string, opts: EngineOptions = {}) {
+    this.model = model;
+    this.tokenizer = tokenizer;
+    this.modelId = modelId;
+    this.maxContext = model.config.seqLen;
+    this.maxBatch = opts.maxBatch ?? 32;
+    this.maxQueue = opts.maxQueue ?? 256;
+    this.kvBudgetBytes = opts.kvBudgetBytes ?? 512 * 2 ** 20;
+    this.kvBytesPerToken = 2 * model.config.nLayers * model.config.dModel * 4;
+    if (!(this.maxBatch >= 1) || !(this.maxQueue >= 0)) throw new LevanterError("INVALID_CONFIG", `maxBatch/maxQueue: expected ≥ 1 / ≥ 0, got ${this.maxBatch}/${this.maxQueue}`);
+  }
+
+  /** Loads a checkpoint (a `step-N` directory or a folder of them: the newest complete one) and its tokenizer, once. */
+  static async load(opts: { checkpoint: string; tokenizerJson?: string; modelId?: string } & EngineOptions): Promise<InferenceEngine> {
+    await selectBackend();
+    const { model, state, path } = await loadModelFromCheckpoint(opts.checkpoint);
+    try {
+      const tokenizer = await tokenizerNamed(state.tokenizer, opts.tokenizerJson);
+      return new InferenceEngine(model, tokenizer, opts.modelId ?? path, opts);
+    } catch (e) {
+      model.dispose();
+      throw e;
+    }
+  }
+
+  /** Current counters. */
+  stats(): EngineStats {
+    return {
+      active: this.active.length,
+      queued: this.queue.length,
+      ...this.counters,
+      kvReservedBytes: this.reservedTokens * this.kvBytesPerToken,
+      kvBudgetBytes: this.kvBudgetBytes,
+    };
+  }
+
+  /** Throws {@link EngineBusyError} when a request submitted now would be refused for a full queue. */
+  assertAccepting(): void {
+    if (this.closed) throw new EngineBusyError("the engine is closed");
+    if (this.queue.length >= this.maxQueue) throw new EngineBusyError(`the queue is full (${this.maxQueue} waiting)`);
+  }
+
+  /** Holds scheduling (queued requests wait, running ones stop between steps) until {@link resume}. */
+  pause(): void {
+    this.paused = true;
+  }
+
+  /** Resumes after {@link pause}. */
+  resume(): void {
+    this.paused = false;
+    this.kick();
+  }
+
+  /**
+   * Queues a completion; resolves when every sample has finished. Throws {@link EngineBusyError}
+   * when the queue is full and {@link EngineRequestError} for a request that can never fit.
+   */
+  submit(request: EngineRequest, opts: SubmitOptions = {}): Promise<EngineResult> {
+    if (this.closed) return Promise.reject(new EngineBusyError("the engine is closed"));
+    const req = { ...request, temperature: request.temperature ?? 1, topP: request.topP ?? 1, n: request.n ?? 1, echo: request.echo ?? false };
+    if (req.prompt.length > this.maxContext) {
+      return Promise.reject(new EngineRequestError(`the prompt has ${req.prompt.length} tokens; this model's context is ${this.maxContext}`, "prompt"));
+    }
+    if (req.n > this.maxBatch) return Promise.reject(new EngineRequestError(`n: at most ${this.maxBatch} samples per request`, "n"));
+    const promptLen = Math.max(1, req.prompt.length);
+    const reserveTokens = req.n * Math.min(promptLen + req.maxTokens, this.maxContext);
+    if (reserveTokens * this.kvBytesPerToken > this.kvBudgetBytes) {
+      return Promise.reject(new EngineRequestError(`the request needs ${reserveTokens} cached tokens, more than the KV budget holds`, "max_tokens"));
+    }
+    if (this.queue.length >= this.maxQueue) return Promise.reject(new EngineBusyError(`the queue is full (${this.maxQueue} waiting)`));
+    if (opts.signal?.aborted) return Promise.reject(opts.signal.reason);
+    return new Promise<EngineResult>((resolve, reject) => {
+      const job: Job = { req, opts, submitted: performance.now(), reserveTokens, seqs: [], done: false, resolve, reject };
+      if (opts.signal) {
+        job.onAbort = () => this.cancel(job, opts.signal!.reason);
+        opts.signal.addEventListener("abort", job.onAbort, { once: true });
+      }
+      this.queue.push(job);
+      this.kick();
+    });
+  }
+
+  /** Rejects what is queued or running and frees the model. */
+  close(): void {
+    this.closed = true;
+    for (const job of [...this.queue, ...new Set(this.active.map((s) => s.job))]) this.cancel(job, new EngineBusyError("the engine closed"));
+    this.model.dispose();
+  }
+
+  private kick(): void {
+    if (this.running || this.paused || this.closed) return;
+    this.running = true;
+    setImmediate(() => void this.loop());
+  }
+
+  private async loop(): Promise<void> {
+    try {
+      while (!this.paused && !this.closed && (this.queue.length > 0 || this.active.length > 0)) {
+        try {
+          this.admit();
+          this.step();
+        } catch (e) {
+          for (const job of new Set(this.active.map((s) => s.job))) this.cancel(job, e);
+        }
+        await new Promise((r) => setImmediate(r));
+      }
+    } finally {
+      this.running = false;
+    }
+  }
+
+  // Moves queued requests (FIFO) into the batch while slots and KV budget allow; prefills them.
+  private admit(): void {
+    while (this.queue.length > 0) {
+      const job = this.queue[0]!;
+      const budget = Math.floor(this.kvBudgetBytes / this.kvBytesPerToken);
+      if (this.active.length + job.req.n > this.maxBatch || this.reservedTokens + job.reserveTokens > budget) return;
+      this.queue.shift();
+      this.reservedTokens += job.reserveTokens;
+      this.prefill(job);
+    }
+  }
+
+  private prefill(job: Job): void {
+    const { req } = job;
+    const prompt = req.prompt.length > 0 ? req.prompt : [this.tokenizer.eosId];
+    this.counters.promptTokens += req.prompt.length;
+    const { logits, cache } = this.model.extend(prompt);
+    const v = this.model.config.vocabSize;
+    let all: Float32Array;
+    try {
+      all = logits.dataSync() as Float32Array;
+    } finally {
+      logits.dispose();
+    }
+    if (req.echo && req.logprobs !== undefined) {
+      const lp = emptyLogprobs();
+      let offset = 0;
+      req.prompt.forEach((id, i) => {
+        const s = this.tokenizer.decode([id]);
+        lp.tokens.push(s);
+        lp.text_offset.push(offset);
+        offset += s.length;
+        if (i === 0) {
+          lp.token_logprobs.push(null);
+          lp.top_logprobs.push(null);
+        } else {
+          const row = all.subarray((i - 1) * v, i * v);
+          lp.token_logprobs.push(logprobOf(row, id));
+          lp.top_logprobs.push(this.topLogprobs(row, req.logprobs!));
+        }
+      });
+      job.promptLogprobs = lp;
+    }
+    const last = all.slice((prompt.length - 1) * v, prompt.length * v);
+    const seed = req.seed ?? Math.floor(Math.random() * 2 ** 32);
+    for (let i = 0; i < req.n; i++) {
+      const seq: Seq = {
+        job,
+        index: i,
+        rng: new Rng((seed + i) >>> 0),
+        cache: i === 0 ? cache : cloneCache(cache),
+        generated: [],
+        text: "",
+        emitted: 0,
+        next: last,
+        ...(req.logprobs !== undefined ? { logprobs: emptyLogprobs() } : {}),
+      };
+      job.seqs.push(seq);
+      this.active.push(seq);
+    }
+    // Sample each sequence's first token now (its logits came from the prefill).
+    for (const seq of job.seqs) if (!job.done) this.sampleInto(seq);
+    if (req.maxTokens === 0) job.firstTokenAt ??= performance.now();
+    this.retireFinished();
+  }
+
+  // One decode step over every running sequence that needs more tokens.
+  private step(): void {
+    const live = this.active.filter((s) => !s.finish);
+    if (live.length === 0) return;
+    const { logits, caches } = this.model.decodeStep(
+      live.map((s) => s.generated[s.generated.length - 1]!),
+      live.map((s) => s.cache!),
+    );
+    this.counters.decodeSteps++;
+    let all: Float32Array;
+    try {
+      all = logits.dataSync() as Float32Array;
+    } finally {
+      logits.dispose();
+    }
+    const v = this.model.config.vocabSize;
+    live.forEach((s, b) => {
+      disposeCache(s.cache!);
+      s.cache = caches[b]!;
+      s.next = all.slice(b * v, (b + 1) * v);
+    });
+    // A delta callback may cancel its request (and free its caches) while others still sample.
+    for (const s of live) if (!s.job.done) this.sampleInto(s);
+    this.retireFinished();
+  }
+
+  // Samples one token into `seq` from `seq.next`, or marks it finished.
+  private sampleInto(seq: Seq): void {
+    const { req } = seq.job;
+    const room = this.maxContext - Math.max(1, req.prompt.length);
+    if (seq.generated.length >= req.maxTokens || seq.generated.length >= room) {
+      this.finish(seq, "length");
+      return;
+    }
+    const row = seq.next!;
+    const token = sampleToken(row, req.temperature, req.topK, req.topP, seq.rng);
+    seq.job.firstTokenAt ??= performance.now();
+    this.counters.generatedTokens++;
+    if (token === this.tokenizer.eosId) {
+      this.finish(seq, "stop");
+      return;
+    }
+    seq.generated.push(token);
+    if (seq.logprobs) {
+      const s = this.tokenizer.decode([token]);
+      const lp = seq.logprobs;
+      const prev = lp.tokens.length ? lp.text_offset[lp.text_offset.length - 1]! + lp.tokens[lp.tokens.length - 1]!.length : 0;
+      lp.tokens.push(s);
+      lp.text_offset.push(prev);
+      lp.token_logprobs.push(logprobOf(row, token));
+      lp.top_logprobs.push(this.topLogprobs(row, req.logprobs!));
+    }
+    seq.text = this.tokenizer.decode(seq.generated);
+    const stops = req.stop ?? [];
+    let cut = -1;
+    for (const s of stops) {
+      const i = s.length ? seq.text.indexOf(s) : -1;
+      if (i >= 0 && (cut < 0 || i < cut)) cut = i;
+    }
+    if (cut >= 0) {
+      seq.text = seq.text.slice(0, cut);
+      this.finish(seq, "stop");
+      return;
+    }
+    // Hold back what could still become a stop string, and an incomplete UTF-8 tail.
+    let safe = seq.text.length;
+    while (safe > seq.emitted && seq.text[safe - 1] === "\uFFFD") safe--;
+    for (const s of stops) {
+      for (let k = Math.min(s.length - 1, seq.text.length); k > 0; k--) {
+        if (seq.text.endsWith(s.slice(0, k))) {
+          safe = Math.min(safe, seq.text.length - k);
+          break;
+        }
+      }
+    }
+    if (safe > seq.emitted) {
+      seq.job.opts.onDelta?.({ index: seq.index, text: seq.text.slice(seq.emitted, safe) });
+      seq.emitted = safe;
+    }
+  }
+
+  private finish(seq: Seq, reason: "stop" | "length"): void {
+    seq.finish = reason;
+    seq.job.opts.onDelta?.({ index: seq.index, text: seq.text.slice(seq.emitted), finishReason: reason });
+    seq.emitted = seq.text.length;
+    if (seq.cache) disposeCache(seq.cache);
+    seq.cache = undefined;
+  }
+
+  private retireFinished(): void {
+    for (const job of new Set(this.active.map((s) => s.job))) {
+      if (job.seqs.every((s) => s.finish)) this.complete(job);
+    }
+  }
+
+  private release(job: Job): void {
+    job.done = true;
+    if (job.onAbort) job.opts.signal?.removeEventListener("abort", job.onAbort);
+    const qi = this.queue.indexOf(job);
+    if (qi >= 0) {
+      this.queue.splice(qi, 1);
+      return;
+    }
+    for (let i = this.active.length - 1; i >= 0; i--) if (this.active[i]!.job === job) this.active.splice(i, 1);
+    for (const s of job.seqs) if (s.cache) disposeCache(s.cache);
+    this.reservedTokens -= job.reserveTokens;
+    this.kick();
+  }
+
+  private complete(job: Job): void {
+    this.release(job);
+    const completionTokens = job.seqs.reduce((n, s) => n + s.generated.length, 0);
+    job.resolve({
+      choices: job.seqs.map((s) => ({ index: s.index, text: s.text, tokens: s.generated, finishReason: s.finish!, ...(s.logprobs ? { logprobs: s.logprobs } : {}) })),
+      promptTokens: job.req.prompt.length,
+      completionTokens,
+      ...(job.promptLogprobs ? { promptLogprobs: job.promptLogprobs } : {}),
+      ttftMs: (job.firstTokenAt ?? performance.now()) - job.submitted,
+    });
+  }
+
+  private cancel(job: Job, reason: unknown): void {
+    if (job.done) return;
+    this.release(job);
+    job.reject(reason);
+  }
+
+  private topLogprobs(row: Float32Array, k: number): Record<string, number> | null {
+    if (k <= 0) return null;
+    const lse = logSumExp(row);
+    const out: Record<string, number> = {};
+    // Distinct ids can print alike (lone non-ASCII bytes): keep the likeliest of each string.
+    let n = 0;
+    for (const id of topIds(row, row.length)) {
+      const s = this.tokenizer.decode([id]);
+      if (s in out) continue;
+      out[s] = row[id]! - lse;
+      if (++n === k) break;
+    }
+    return out;
+  }
+}
+
+function emptyLogprobs(): Logprobs {
+  return { tokens: [], token_logprobs: [], top_logprobs: [], text_offset: [] };
+}
+
+function cloneCache(c: KvCache): KvCache {
+  return { keys: c.keys.map((k) => tf.clone(k)), values: c.values.map((v) => tf.clone(v)), length: c.length };
+}
+
+function disposeCache(c: KvCache): void {
+  for (const t of c.keys) t.dispose();
+  for (const t of c.values) t.dispose();
+}
+
+function logSumExp(row: ArrayLike<number>): number {
+  let max = -Infinity;
+  for (let i = 0; i < row.length; i++) if (row[i]! > max) max = row[i]!;
+  let s = 0;
+  for (let i = 0; i < row.length; i++) s += Math.exp(row[i]! - max);
+  return max + Math.log(s);
+}
+
+/** Natural-log probability of `id` under the softmax of `row` (float64). */
+export function logprobOf(row: ArrayLike<number>, id: number): number {
+  return row[id]! - logSumExp(row);
+}
+
+function topIds(row: ArrayLike<number>, k: number): number[] {
+  return Array.from({ length: row.length }, (_, i) => i)
+    .sort((a, b) => row[b]! - row[a]! || a - b)
+    .slice(0, k);
+}
+
+/**
+ * Draws a token from logits: greedy at temperature 0 (ties: the lowest id), else softmax at
+ * `temperature` restricted to the `topK` likeliest and then to the smallest prefix whose
+ * probability reaches `topP`; one `rng.next()` per draw, in float64.
+ */
+export function sampleToken(row: ArrayLike<number>, temperature: number, topK: number | undefined, topP: number, rng: Rng): number {
+  if (temperature === 0) {
+    let best = 0;
+    for (let i = 1; i < row.length; i++) if (row[i]! > row[best]!) best = i;
+    return best;
+  }
+  const ids = topK !== undefined || topP < 1 ? topIds(row, topK ?? row.length) : Array.from({ length: row.length }, (_, i) => i);
+  let max = -Infinity;
+  for (const i of ids) if (row[i]! > max) max = row[i]!;
+  let weights = ids.map((i) => Math.exp((row[i]! - max) / temperature));
+  let kept = ids;
+  if (topP < 1) {
+    const total = weights.reduce((s, w) => s + w, 0);
+    let acc = 0;
+    let n = 0;
+    while (n < weights.length && acc < topP * total) acc += weights[n++]!;
+    kept = ids.slice(0, Math.max(1, n));
+    weights = weights.slice(0, kept.length);
+  }
+  let u = rng.next() * weights.reduce((s, w) => s + w, 0);
+  for (let j = 0; j < kept.length; j++) if ((u -= weights[j]!) < 0) return kept[j]!;
+  return kept[kept.length - 1]!;
+}

@@ -1,0 +1,483 @@
+// The OpenAI-compatible HTTP server over an InferenceEngine (Hono on node:http): routes, validation, SSE, queue limits, metrics.
+import { createAdaptorServer } from "@hono/node-server";
+import { Hono, type Context } from "hono";
+import { streamSSE } from "hono/streaming";
+import type { AddressInfo } from "node:net";
+import { randomUUID } from "node:crypto";
+import { z } from "zod";
+import { BUILTIN_CHAT_TEMPLATE, loadChatTemplate, type ChatTemplate } from "./chatTemplate.ts";
+import { EngineBusyError, EngineRequestError, InferenceEngine, type EngineOptions, type EngineRequest, type EngineResult, type Logprobs } from "./engine.ts";
+
+/** Options of {@link createInferenceServer}. */
+export interface InferenceServerOptions {
+  /** A `step-N` checkpoint or a folder of them (the newest complete one); loaded after the port is bound. */
+  checkpoint?: string;
+  /** An engine (or one being made) instead of `checkpoint`, e.g. in tests. */
+  engine?: InferenceEngine | Promise<InferenceEngine>;
+  /** HF tokenizer.json for non-byte checkpoints; its tokenizer_config.json's chat template is used. */
+  tokenizerJson?: string;
+  /** Default 127.0.0.1. */
+  host?: string;
+  /** Default 0 (any free port). */
+  port?: number;
+  /** The id `/v1/models` reports (default: the checkpoint path). */
+  modelId?: string;
+  /** Engine limits (batch, queue, KV budget). */
+  engineOptions?: EngineOptions;
+  /** Seconds a 429 tells the client to wait (default 1). */
+  retryAfterSeconds?: number;
+}
+
+/** A running server. */
+export interface InferenceServer {
+  /** `http://host:port` (no trailing slash; the OpenAI base URL is `${url}/v1`). */
+  readonly url: string;
+  readonly port: number;
+  /** Resolves when the model is loaded (rejects if loading failed; `/health` then answers 500). */
+  readonly ready: Promise<void>;
+  /** The engine, once loaded. */
+  engine(): InferenceEngine | undefined;
+  /** Stops accepting connections, cancels what runs and frees the model. */
+  close(): Promise<void>;
+}
+
+const StopSchema = z.union([z.string(), z.array(z.string()).max(4)]).nullish();
+const SamplingFields = {
+  model: z.string().optional(),
+  temperature: z.number().min(0).max(2).nullish(),
+  top_p: z.number().gt(0).max(1).nullish(),
+  top_k: z.number().int().min(1).nullish(),
+  n: z.number().int().min(1).max(128).nullish(),
+  seed: z.number().int().nullish(),
+  stop: StopSchema,
+  stream: z.boolean().nullish(),
+  user: z.string().optional(),
+};
+
+const CompletionBody = z.object({
+  ...SamplingFields,
+  prompt: z.union([z.string(), z.array(z.string()).min(1), z.array(z.number().int().nonnegative()).min(1)]),
+  max_tokens: z.number().int().min(0).nullish(),
+  echo: z.boolean().nullish(),
+  logprobs: z.number().int().min(0).max(20).nullish(),
+});
+
+const ContentSchema = z.union([z.string(), z.array(z.object({ type: z.literal("text"), text: z.string() }))]);
+const ChatBody = z.object({
+  ...SamplingFields,
+  messages: z.array(z.object({ role: z.enum(["system", "user", "assistant", "developer", "tool"]), content: ContentSchema.nullable() })).min(1),
+  max_tokens: z.number().int().min(1).nullish(),
+  max_completion_tokens: z.number().int().min(1).nullish(),
+  logprobs: z.boolean().nullish(),
+  top_logprobs: z.number().int().min(0).max(20).nullish(),
+});
+
+const TokenizeBody = z.union([z.object({ prompt: z.string(), model: z.string().optional() }), z.object({ messages: ChatBody.shape.messages, model: z.string().optional() })]);
+
+type OpenAiErrorType = "invalid_request_error" | "rate_limit_error" | "conflict_error" | "service_unavailable" | "server_error";
+
+class HttpError extends Error {
+  readonly status: 400 | 404 | 409 | 429 | 500 | 503;
+  readonly type: OpenAiErrorType;
+  readonly param: string | null;
+  readonly code: string | null;
+  constructor(status: HttpError["status"], message: string, type: OpenAiErrorType, param: string | null = null, code: string | null = null) {
+    super(message);
+    this.status = status;
+    this.type = type;
+    this.param = param;
+    this.code = code;
+  }
+}
+
+function errorBody(e: HttpError): { error: { message: string; type: string; param: string | null; code: string | null } } {
+  return { error: { message: e.message, type: e.type, param: e.param, code: e.code } };
+}
+
+const TTFT_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+// Prometheus text exposition, kept by hand (a handful of series).
+class Metrics {
+  readonly requests = new Map<string, number>();
+  readonly ttft = { counts: TTFT_BUCKETS.map(() => 0), sum: 0, count: 0 };
+  private readonly samples: { t: number; tokens: number }[] = [];
+
+  request(route: string, status: number): void {
+    const key = `route="${route}",status="${status}"`;
+    this.requests.set(key, (this.requests.get(key) ?? 0) + 1);
+  }
+
+  observeTtft(seconds: number): void {
+    TTFT_BUCKETS.forEach((b, i) => {
+      if (seconds <= b) this.ttft.counts[i]!++;
+    });
+    this.ttft.sum += seconds;
+    this.ttft.count++;
+  }
+
+  // Generated tokens per second over the last ~10 s of snapshots.
+  sample(tokens: number): void {
+    this.samples.push({ t: performance.now(), tokens });
+    while (this.samples.length > 11) this.samples.shift();
+  }
+
+  render(engine: InferenceEngine | undefined): string {
+    const lines: string[] = [];
+    const metric = (name: string, type: string, help: string, values: string[]) => lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`, ...values);
+    metric("levanter_serve_requests_total", "counter", "HTTP requests by route and status.", [...this.requests].map(([k, v]) => `levanter_serve_requests_total{${k}} ${v}`));
+    const s = engine?.stats();
+    metric("levanter_serve_queue_depth", "gauge", "Requests waiting for a batch slot.", [`levanter_serve_queue_depth ${s?.queued ?? 0}`]);
+    metric("levanter_serve_active_sequences", "gauge", "Sequences in the running batch.", [`levanter_serve_active_sequences ${s?.active ?? 0}`]);
+    metric("levanter_serve_generated_tokens_total", "counter", "Tokens generated.", [`levanter_serve_generated_tokens_total ${s?.generatedTokens ?? 0}`]);
+    metric("levanter_serve_prompt_tokens_total", "counter", "Prompt tokens prefilled.", [`levanter_serve_prompt_tokens_total ${s?.promptTokens ?? 0}`]);
+    const first = this.samples[0];
+    const last = this.samples[this.samples.length - 1];
+    const rate = first && last && last.t > first.t ? ((last.tokens - first.tokens) * 1000) / (last.t - first.t) : 0;
+    metric("levanter_serve_tokens_per_second", "gauge", "Generated tokens per second over the last 10 s.", [`levanter_serve_tokens_per_second ${rate}`]);
+    metric("levanter_serve_kv_cache_reserved_bytes", "gauge", "KV cache bytes reserved by running sequences.", [`levanter_serve_kv_cache_reserved_bytes ${s?.kvReservedBytes ?? 0}`]);
+    metric("levanter_serve_kv_cache_budget_bytes", "gauge", "KV cache memory budget.", [`levanter_serve_kv_cache_budget_bytes ${s?.kvBudgetBytes ?? 0}`]);
+    const h = this.ttft;
+    metric("levanter_serve_time_to_first_token_seconds", "histogram", "Seconds from submission to the first generated token.", [
+      ...TTFT_BUCKETS.map((b, i) => `levanter_serve_time_to_first_token_seconds_bucket{le="${b}"} ${h.counts[i]}`),
+      `levanter_serve_time_to_first_token_seconds_bucket{le="+Inf"} ${h.count}`,
+      `levanter_serve_time_to_first_token_seconds_sum ${h.sum}`,
+      `levanter_serve_time_to_first_token_seconds_count ${h.count}`,
+    ]);
+    return `${lines.join("\n")}\n`;
+  }
+}
+
+function shiftLogprobs(lp: Logprobs, by: number): Logprobs {
+  return { ...lp, text_offset: lp.text_offset.map((o) => o + by) };
+}
+
+function concatLogprobs(a: Logprobs, b: Logprobs): Logprobs {
+  return {
+    tokens: [...a.tokens, ...b.tokens],
+    token_logprobs: [...a.token_logprobs, ...b.token_logprobs],
+    top_logprobs: [...a.top_logprobs, ...b.top_logprobs],
+    text_offset: [...a.text_offset, ...b.text_offset],
+  };
+}
+
+function chatLogprobs(lp: Logprobs | undefined, top: number): { content: unknown[] } | null {
+  if (!lp) return null;
+  const bytes = (s: string) => [...Buffer.from(s, "utf8")];
+  return {
+    content: lp.tokens.map((token, i) => ({
+      token,
+      logprob: lp.token_logprobs[i],
+      bytes: bytes(token),
+      top_logprobs: top > 0 ? Object.entries(lp.top_logprobs[i] ?? {}).map(([t, l]) => ({ token: t, logprob: l, bytes: bytes(t) })) : [],
+    })),
+  };
+}
+
+/**
+ * Starts an OpenAI-compatible server: binds `host:port` first (so `/health` answers 503 while the
+ * model loads), then loads the checkpoint. Routes: `GET /health`, `GET /v1/models`,
+ * `POST /v1/completions`, `POST /v1/chat/completions`, `POST /tokenize`, `GET /metrics`.
+ *
+ * @example const server = await createInferenceServer({ checkpoint: "runs/tiny/checkpoints", port: 8000 }); await server.ready;
+ */
+export async function createInferenceServer(opts: InferenceServerOptions): Promise<InferenceServer> {
+  if (!opts.engine && !opts.checkpoint) throw new EngineRequestError("createInferenceServer: give checkpoint or engine", "checkpoint");
+  let engine: InferenceEngine | undefined;
+  let template: ChatTemplate = BUILTIN_CHAT_TEMPLATE;
+  let loadError: unknown;
+  const active = new Set<string>();
+  const metrics = new Metrics();
+  const retryAfter = String(opts.retryAfterSeconds ?? 1);
+  const created = Math.floor(Date.now() / 1000);
+  const app = new Hono();
+
+  const need = (): InferenceEngine => {
+    if (engine) return engine;
+    if (loadError) throw new HttpError(500, `the model failed to load: ${String((loadError as Error).message ?? loadError)}`, "server_error", null, "model_load_failed");
+    throw new HttpError(503, "the model is still loading", "service_unavailable", null, "model_loading");
+  };
+
+  const parse = async <S extends z.ZodType>(c: Context, schema: S): Promise<z.output<S>> => {
+    let body: unknown;
+    try {
+      body = await c.req.json();
+    } catch {
+      throw new HttpError(400, "the request body is not valid JSON", "invalid_request_error", null, "invalid_json");
+    }
+    const r = schema.safeParse(body);
+    if (!r.success) {
+      const issue = r.error.issues[0]!;
+      const param = issue.path.length ? issue.path.join(".") : null;
+      throw new HttpError(400, `${param ?? "body"}: ${issue.message}`, "invalid_request_error", param, "invalid_value");
+    }
+    return r.data;
+  };
+
+  const fail = (c: Context, route: string, e: unknown): Response => {
+    const err =
+      e instanceof HttpError
+        ? e
+        : e instanceof EngineBusyError
+          ? new HttpError(429, e.message, "rate_limit_error", null, "rate_limit_exceeded")
+          : e instanceof EngineRequestError
+            ? new HttpError(400, e.message, "invalid_request_error", e.param, "invalid_value")
+            : new HttpError(500, e instanceof Error ? e.message : String(e), "server_error");
+    metrics.request(route, err.status);
+    if (err.status === 429) c.header("Retry-After", retryAfter);
+    return c.json(errorBody(err), err.status);
+  };
+
+  // Claims x-request-id while the request runs; a second one with the same id is 409.
+  const claim = (c: Context): (() => void) => {
+    const id = c.req.header("x-request-id");
+    if (!id) return () => {};
+    if (active.has(id)) throw new HttpError(409, `x-request-id ${JSON.stringify(id)} is already active`, "conflict_error", null, "duplicate_request_id");
+    active.add(id);
+    return () => active.delete(id);
+  };
+
+  const stops = (s: string | string[] | null | undefined, extra: string[] = []): string[] => [...(s === undefined || s === null ? [] : typeof s === "string" ? [s] : s), ...extra];
+
+  app.get("/health", (c) => {
+    if (engine) return c.json({ status: "ok" });
+    if (loadError) return c.json({ status: "failed", error: String((loadError as Error).message ?? loadError) }, 500);
+    return c.json({ status: "loading" }, 503);
+  });
+
+  app.get("/v1/models", (c) => {
+    try {
+      const e = need();
+      metrics.request("/v1/models", 200);
+      return c.json({ object: "list", data: [{ id: e.modelId, object: "model", created, owned_by: "levanter", max_model_len: e.maxContext }] });
+    } catch (err) {
+      return fail(c, "/v1/models", err);
+    }
+  });
+
+  app.get("/metrics", (c) => c.text(metrics.render(engine), 200, { "content-type": "text/plain; version=0.0.4" }));
+
+  app.post("/tokenize", async (c) => {
+    try {
+      const e = need();
+      const body = await parse(c, TokenizeBody);
+      const text = "prompt" in body ? body.prompt : template.render(body.messages.map((m) => ({ role: m.role, content: flatten(m.content) })));
+      const tokens = e.tokenizer.encode(text);
+      metrics.request("/tokenize", 200);
+      return c.json({ tokens, count: tokens.length, max_model_len: e.maxContext });
+    } catch (err) {
+      return fail(c, "/tokenize", err);
+    }
+  });
+
+  // Runs one engine request per prompt; `onDelta(choiceIndex, text, finish)` streams.
+  const run = async (
+    e: InferenceEngine,
+    prompts: number[][],
+    base: Omit<EngineRequest, "prompt">,
+    signal: AbortSignal,
+    onDelta?: (index: number, text: string, finish?: string) => void,
+  ): Promise<EngineResult[]> => {
+    const n = base.n ?? 1;
+    const results = await Promise.all(
+      prompts.map((prompt, p) =>
+        e.submit({ ...base, prompt }, { signal, ...(onDelta ? { onDelta: (d) => onDelta(p * n + d.index, d.text, d.finishReason) } : {}) }),
+      ),
+    );
+    for (const r of results) metrics.observeTtft(r.ttftMs / 1000);
+    return results;
+  };
+
+  const linkedAbort = (c: Context): AbortController => {
+    const ac = new AbortController();
+    const s = c.req.raw.signal;
+    if (s.aborted) ac.abort(s.reason);
+    else s.addEventListener("abort", () => ac.abort(new Error("the client went away")), { once: true });
+    return ac;
+  };
+
+  app.post("/v1/completions", async (c) => {
+    const route = "/v1/completions";
+    let release = () => {};
+    try {
+      const e = need();
+      const body = await parse(c, CompletionBody);
+      release = claim(c);
+      const prompts: number[][] =
+        typeof body.prompt === "string"
+          ? [e.tokenizer.encode(body.prompt)]
+          : typeof body.prompt[0] === "number"
+            ? [body.prompt as number[]]
+            : (body.prompt as string[]).map((p) => e.tokenizer.encode(p));
+      const echo = body.echo ?? false;
+      const base: Omit<EngineRequest, "prompt"> = {
+        maxTokens: body.max_tokens ?? 16,
+        temperature: body.temperature ?? 1,
+        topP: body.top_p ?? 1,
+        n: body.n ?? 1,
+        echo,
+        stop: stops(body.stop),
+        ...(body.top_k ? { topK: body.top_k } : {}),
+        ...(body.seed !== null && body.seed !== undefined ? { seed: body.seed } : {}),
+        ...(body.logprobs !== null && body.logprobs !== undefined ? { logprobs: body.logprobs } : {}),
+      };
+      const id = `cmpl-${randomUUID()}`;
+      const model = e.modelId;
+      const ac = linkedAbort(c);
+      const promptText = prompts.map((p) => e.tokenizer.decode(p));
+      if (body.stream) {
+        e.assertAccepting();
+        metrics.request(route, 200);
+        return streamSSE(c, async (stream) => {
+          stream.onAbort(() => ac.abort(new Error("the client went away")));
+          let chain = Promise.resolve();
+          // A client gone mid-stream makes writes fail: its request is cancelled through the abort signal.
+          const send = (data: unknown) => (chain = chain.then(() => stream.writeSSE({ data: JSON.stringify(data) })).catch(() => {}));
+          const n = base.n ?? 1;
+          if (echo) promptText.forEach((t, p) => Array.from({ length: n }, (_, j) => send({ id, object: "text_completion", created, model, choices: [{ index: p * n + j, text: t, logprobs: null, finish_reason: null }] })));
+          try {
+            await run(e, prompts, base, ac.signal, (index, text, finish) => {
+              if (text || finish) send({ id, object: "text_completion", created, model, choices: [{ index, text, logprobs: null, finish_reason: finish ?? null }] });
+            });
+          } catch (err) {
+            if (!ac.signal.aborted) send(errorBody(err instanceof HttpError ? err : new HttpError(500, String((err as Error).message ?? err), "server_error")));
+          } finally {
+            release();
+          }
+          await chain;
+          await stream.writeSSE({ data: "[DONE]" }).catch(() => {});
+        });
+      }
+      try {
+        const results = await run(e, prompts, base, ac.signal);
+        const n = base.n ?? 1;
+        const choices = results.flatMap((r, p) =>
+          r.choices.map((ch) => {
+            let logprobs: Logprobs | null = ch.logprobs ?? null;
+            if (echo && logprobs && r.promptLogprobs) logprobs = concatLogprobs(r.promptLogprobs, shiftLogprobs(logprobs, promptText[p]!.length));
+            return { index: p * n + ch.index, text: echo ? promptText[p]! + ch.text : ch.text, logprobs, finish_reason: ch.finishReason };
+          }),
+        );
+        const promptTokens = results.reduce((s, r) => s + r.promptTokens, 0);
+        const completionTokens = results.reduce((s, r) => s + r.completionTokens, 0);
+        metrics.request(route, 200);
+        return c.json({ id, object: "text_completion", created: Math.floor(Date.now() / 1000), model, choices, usage: { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens } });
+      } finally {
+        release();
+      }
+    } catch (err) {
+      release();
+      return fail(c, route, err);
+    }
+  });
+
+  app.post("/v1/chat/completions", async (c) => {
+    const route = "/v1/chat/completions";
+    let release = () => {};
+    try {
+      const e = need();
+      const body = await parse(c, ChatBody);
+      release = claim(c);
+      const prompt = e.tokenizer.encode(template.render(body.messages.map((m) => ({ role: m.role, content: flatten(m.content) }))));
+      const top = body.top_logprobs ?? 0;
+      const base: Omit<EngineRequest, "prompt"> = {
+        maxTokens: body.max_completion_tokens ?? body.max_tokens ?? Math.max(0, e.maxContext - prompt.length),
+        temperature: body.temperature ?? 1,
+        topP: body.top_p ?? 1,
+        n: body.n ?? 1,
+        stop: stops(body.stop, template.stop),
+        ...(body.top_k ? { topK: body.top_k } : {}),
+        ...(body.seed !== null && body.seed !== undefined ? { seed: body.seed } : {}),
+        ...(body.logprobs ? { logprobs: top } : {}),
+      };
+      const id = `chatcmpl-${randomUUID()}`;
+      const model = e.modelId;
+      const ac = linkedAbort(c);
+      if (body.stream) {
+        e.assertAccepting();
+        metrics.request(route, 200);
+        return streamSSE(c, async (stream) => {
+          stream.onAbort(() => ac.abort(new Error("the client went away")));
+          let chain = Promise.resolve();
+          // A client gone mid-stream makes writes fail: its request is cancelled through the abort signal.
+          const send = (data: unknown) => (chain = chain.then(() => stream.writeSSE({ data: JSON.stringify(data) })).catch(() => {}));
+          const chunk = (index: number, delta: Record<string, string>, finish: string | null) => ({ id, object: "chat.completion.chunk", created, model, choices: [{ index, delta, logprobs: null, finish_reason: finish }] });
+          for (let i = 0; i < (base.n ?? 1); i++) send(chunk(i, { role: "assistant", content: "" }, null));
+          try {
+            await run(e, [prompt], base, ac.signal, (index, text, finish) => {
+              if (text) send(chunk(index, { content: text }, null));
+              if (finish) send(chunk(index, {}, finish));
+            });
+          } catch (err) {
+            if (!ac.signal.aborted) send(errorBody(err instanceof HttpError ? err : new HttpError(500, String((err as Error).message ?? err), "server_error")));
+          } finally {
+            release();
+          }
+          await chain;
+          await stream.writeSSE({ data: "[DONE]" }).catch(() => {});
+        });
+      }
+      try {
+        const [r] = await run(e, [prompt], base, ac.signal);
+        metrics.request(route, 200);
+        return c.json({
+          id,
+          object: "chat.completion",
+          created: Math.floor(Date.now() / 1000),
+          model,
+          choices: r!.choices.map((ch) => ({ index: ch.index, message: { role: "assistant", content: ch.text }, logprobs: chatLogprobs(ch.logprobs, top), finish_reason: ch.finishReason })),
+          usage: { prompt_tokens: r!.promptTokens, completion_tokens: r!.completionTokens, total_tokens: r!.promptTokens + r!.completionTokens },
+        });
+      } finally {
+        release();
+      }
+    } catch (err) {
+      release();
+      return fail(c, route, err);
+    }
+  });
+
+  app.notFound((c) => c.json(errorBody(new HttpError(404, `no route ${c.req.method} ${c.req.path}`, "invalid_request_error", null, "not_found")), 404));
+
+  const server = createAdaptorServer({ fetch: app.fetch });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(opts.port ?? 0, opts.host ?? "127.0.0.1", () => resolve());
+  });
+  const addr = server.address() as AddressInfo;
+  const host = addr.family === "IPv6" ? `[${addr.address}]` : addr.address;
+  const sampler = setInterval(() => metrics.sample(engine?.stats().generatedTokens ?? 0), 1000);
+  sampler.unref();
+
+  const ready = (async () => {
+    const e = await (opts.engine ?? InferenceEngine.load({ checkpoint: opts.checkpoint!, ...(opts.tokenizerJson ? { tokenizerJson: opts.tokenizerJson } : {}), ...(opts.modelId ? { modelId: opts.modelId } : {}), ...opts.engineOptions }));
+    template = await loadChatTemplate(opts.tokenizerJson);
+    engine = e;
+  })();
+  ready.catch((e: unknown) => {
+    loadError = e;
+  });
+
+  let closed = false;
+  return {
+    url: `http://${host}:${addr.port}`,
+    port: addr.port,
+    ready,
+    engine: () => engine,
+    close: async () => {
+      if (closed) return;
+      closed = true;
+      clearInterval(sampler);
+      await ready.catch(() => {});
+      engine?.close();
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        (server as { closeAllConnections?: () => void }).closeAllConnections?.();
+      });
+    },
+  };
+}
+
+function flatten(content: z.infer<typeof ContentSchema> | null): string {
+  if (content === null) return "";
+  return typeof content === "string" ? content : content.map((p) => p.text).join("");
+}
