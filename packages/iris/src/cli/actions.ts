@@ -80,6 +80,13 @@ export function realActions(io: CliIo): CliActions {
       return 0;
     },
 
+    async dbBackup(a) {
+      const { backupDb } = await import("../controller/db.ts");
+      const { bytes } = await backupDb(a.dbPath, a.out);
+      io.out(`iris: backed up ${a.dbPath} to ${a.out} (${bytes} bytes)\n`);
+      return 0;
+    },
+
     async worker(a) {
       const { Worker } = await import("../worker/worker.ts");
       const worker = await Worker.start({
