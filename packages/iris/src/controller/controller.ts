@@ -439,14 +439,18 @@ export class Controller {
       },
       PushLogs: (call, callback) => {
         if (!this.authorized(call)) return callback(UNAUTHENTICATED);
+        // A batch that cannot be stored fails the call: the worker retries it, then replaces it
+        // by a `[iris: N lines dropped …]` marker (never a silent loss).
+        let failure: Partial<grpc.StatusObject> | undefined;
         call.on("data", (req: { lines: { attemptUid: string; stream: string; line: string; timeMs: number; index?: number }[] }) => {
+          if (failure) return;
           try {
             s.appendLogs(req.lines);
           } catch (e) {
-            if (!this.stopped) console.error("iris controller: dropping log lines:", e);
+            failure = rpcError(e);
           }
         });
-        call.on("end", () => callback(null, {}));
+        call.on("end", () => (failure ? callback(failure) : callback(null, {})));
         call.on("error", () => undefined);
       },
     };

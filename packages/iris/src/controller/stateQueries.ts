@@ -135,17 +135,24 @@ export class StateQueries extends StateCore {
     });
   }
 
-  /** Log entries of a job instance after `afterSeq` (at most `limit`). */
-  readLogs(instanceId: string, afterSeq: number, taskIndex: number | undefined, limit = 1000): WireLogEntry[] {
+  /**
+   * Log entries of a job instance after `afterSeq`: at most `limit` lines and about `maxBytes`
+   * of text (at least one line), so that one StreamLogs message stays far below gRPC's limit.
+   */
+  readLogs(instanceId: string, afterSeq: number, taskIndex: number | undefined, limit = 1000, maxBytes = 1024 * 1024): WireLogEntry[] {
     const j = this.job(instanceId);
-    const rows = (
+    const rows =
       taskIndex === undefined
-        ? this.stmt("SELECT * FROM logs WHERE instance_id = ? AND seq > ? ORDER BY seq LIMIT ?").all(instanceId, afterSeq, limit)
-        : this.db
-            .prepare("SELECT * FROM logs WHERE instance_id = ? AND seq > ? AND idx = ? ORDER BY seq LIMIT ?")
-            .all(instanceId, afterSeq, taskIndex, limit)
-    ) as LogRow[];
-    return rows.map((r) => logEntryToWire(j.name, r));
+        ? this.stmt("SELECT * FROM logs WHERE instance_id = ? AND seq > ? ORDER BY seq LIMIT ?").iterate(instanceId, afterSeq, limit)
+        : this.stmt("SELECT * FROM logs WHERE instance_id = ? AND seq > ? AND idx = ? ORDER BY seq LIMIT ?").iterate(instanceId, afterSeq, taskIndex, limit);
+    const out: WireLogEntry[] = [];
+    let bytes = 0;
+    for (const r of rows as IterableIterator<LogRow>) {
+      out.push(logEntryToWire(j.name, r));
+      bytes += r.line.length * 3;
+      if (bytes >= maxBytes) break;
+    }
+    return out;
   }
 
   /** Whether a job instance has ended, and when (ms; 0 while running). */

@@ -4,6 +4,7 @@ import { IrisError } from "../errors.ts";
 import type { WorkerControlServiceClient } from "../internal/rpc.ts";
 import type { AttemptProcess } from "./attemptProcess.ts";
 import type { AttemptStore } from "./attemptStore.ts";
+import type { LogLimits } from "./logShipper.ts";
 
 /** Options of {@link Worker.start}. */
 export interface WorkerOptions {
@@ -46,6 +47,11 @@ export interface WorkerOptions {
   controllerSilenceMs?: number;
   /** Kill attempts whose processes exceed their job's memory request (OOM). Default true. */
   enforceMemoryLimits?: boolean;
+  /**
+   * Bounds of the log pipeline (batch and queue sizes; see `LogLimits`). The defaults suit
+   * production; tests scale them down.
+   */
+  logLimits?: Partial<LogLimits>;
   /** Receives what the worker does (quiet by default). */
   onEvent?: (event: WorkerEvent) => void;
 }
@@ -97,6 +103,10 @@ export interface LocalAttempt {
   logLines: number;
   /** Lines queued or in flight, not yet acknowledged. */
   unackedLines: number;
+  /** Index of the attempt's next log line sent (the controller drops resends below what it has). */
+  nextLogIndex: number;
+  /** Lines lost because the controller refused their batch (each loss is marked in the log). */
+  droppedLogLines: number;
   proc?: AttemptProcess;
   /** Why the worker is ending it (a stop intent's reason, SUPERSEDED, WORKER_STOPPING, CONTROLLER_SILENT). */
   stopReason?: string;
