@@ -68,8 +68,10 @@ export class StateQueries extends StateCore {
   specOf(instanceId: string): JobSpec {
     let s = this.specCache.get(instanceId);
     if (!s) {
-      s = JSON.parse(this.job(instanceId).spec) as JobSpec;
-      this.specCache.set(instanceId, s);
+      const j = this.job(instanceId);
+      s = JSON.parse(j.spec) as JobSpec;
+      // An ended job's spec is read rarely (its stops): not worth a place in the cache.
+      if (!isTerminalJobState(j.state)) this.specCache.set(instanceId, s, j.spec.length);
     }
     return s;
   }

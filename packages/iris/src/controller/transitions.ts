@@ -50,15 +50,16 @@ export class StateTransitions extends StateQueries {
         }
       }
       const instanceId = newInstanceId(now);
+      const specJson = JSON.stringify(spec);
       this.stmt("UPDATE jobs SET latest = 0 WHERE name = ?").run(spec.name);
       this.db
         .prepare(
           "INSERT INTO jobs (instance_id, name, latest, parent_instance_id, spec, state, submitted_at_ms) VALUES (?, ?, 1, ?, ?, 'PENDING', ?)",
         )
-        .run(instanceId, spec.name, parent?.instance_id ?? null, JSON.stringify(spec), now);
+        .run(instanceId, spec.name, parent?.instance_id ?? null, specJson, now);
       const ins = this.stmt("INSERT INTO tasks (instance_id, idx, state) VALUES (?, ?, 'PENDING')");
       for (let i = 0; i < spec.replicas; i++) ins.run(instanceId, i);
-      this.specCache.set(instanceId, spec);
+      this.specCache.set(instanceId, spec, specJson.length);
       this.touchJob(instanceId);
       this.needsSchedule = true;
       return { name: spec.name, instanceId };
@@ -84,6 +85,7 @@ export class StateTransitions extends StateQueries {
         .run(error, instanceId, t.idx);
     }
     this.stmt("UPDATE jobs SET state = ?, error = ?, finished_at_ms = ? WHERE instance_id = ?").run(state, error, now, instanceId);
+    this.specCache.delete(instanceId);
     this.touchJob(instanceId);
     this.endChildren(instanceId);
   }
