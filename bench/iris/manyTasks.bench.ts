@@ -51,13 +51,16 @@ console.log(`submitted ${JOBS} × ${REPLICAS} = ${JOBS * REPLICAS} tasks in ${(s
 const [jobs, listMs] = await timed(() => client.list());
 console.log(`ListJobs (all pages): ${jobs.length} jobs in ${listMs.toFixed(0)} ms, ${JSON.stringify(jobs).length} bytes of JSON; counts of the first: ${JSON.stringify(jobs[0]?.taskCounts)}`);
 
+const [full, getMs] = await timed(() => client.job("wide-1").status());
+console.log(`GetJob through the client (every page, no worker running): ${full.tasks.length} tasks in ${getMs.toFixed(0)} ms; ${mem()}`);
+
 const worker = await Worker.start({ controller: controller.address, cpuMillis: 4000, memoryBytes: 8 * 1024 ** 3, stateRoot: path.join(dir, "w") });
 await worker.registered;
 const [ran, runMs] = await timed(() => waitForSucceeded(client, "wide-0", 20, 300_000));
 console.log(`scheduling: ${ran} tasks of wide-0 finished ${(runMs / 1000).toFixed(1)} s after a worker registered; ${mem()}`);
 
-const [first, getMs] = await timed(() => client.job("wide-1").status());
-console.log(`GetJob through the client (every page): ${first.tasks.length} tasks in ${getMs.toFixed(0)} ms; ${mem()}`);
+const [during, getDuringMs] = await timed(() => client.job("wide-0").status());
+console.log(`GetJob through the client (every page, while tasks run): ${during.tasks.length} tasks in ${getDuringMs.toFixed(0)} ms; ${mem()}`);
 const [again, listAgainMs] = await timed(() => client.list());
 console.log(`ListJobs while running: ${again.length} jobs in ${listAgainMs.toFixed(0)} ms; wide-0: ${JSON.stringify(again[0]?.taskCounts)}`);
 

@@ -119,6 +119,10 @@ const MIGRATIONS: readonly string[] = [
   ALTER TABLE attempts ADD COLUMN error_code TEXT NOT NULL DEFAULT '';
   ALTER TABLE tasks ADD COLUMN error_code TEXT NOT NULL DEFAULT '';
   `,
+  // A job's tasks by state: ListJobs' counts and the scheduler's window of pending tasks.
+  `
+  CREATE INDEX tasks_by_job_state ON tasks (instance_id, state, idx);
+  `,
 ];
 
 /** Number of the newest migration. */

@@ -27,6 +27,9 @@ import {
   type WorkerRow,
 } from "./stateRows.ts";
 
+
+/** Pending tasks of one (non-gang) job a scheduling pass considers, lowest index first. */
+const SCHEDULE_WINDOW = 2000;
 /** The job, task, attempt and worker transitions of the controller state (see controllerState.ts). */
 export class StateTransitions extends StateQueries {
   // ---- jobs -----------------------------------------------------------------------------------
@@ -134,15 +137,16 @@ export class StateTransitions extends StateQueries {
     const j = this.job(instanceId);
     if (isTerminalJobState(j.state)) return;
     const spec = this.specOf(instanceId);
-    const tasks = this.tasksOf(instanceId);
-    const state = deriveJobState(
-      tasks.map((t) => t.state),
-      spec.maxTaskFailures,
-    );
+    // From the counts by state (an index lookup), not every task row: jobs have up to 100,000 tasks.
+    const states = Object.entries(this.taskCounts(instanceId)).flatMap(([st, n]) => Array<string>(n).fill(st));
+    const state = deriveJobState(states, spec.maxTaskFailures);
     if (state === j.state) return;
     this.touchJob(instanceId);
     if (isTerminalJobState(state)) {
-      const failed = tasks.find((t) => FAILED_TASK_STATES.has(t.state));
+      const failedStates = [...FAILED_TASK_STATES];
+      const failed = this.db
+        .prepare(`SELECT * FROM tasks WHERE instance_id = ? AND state IN (${failedStates.map(() => "?").join(", ")}) ORDER BY idx LIMIT 1`)
+        .get(instanceId, ...failedStates) as TaskRow | undefined;
       const error =
         state === "FAILED" && failed
           ? `task ${j.name}/${failed.idx} failed: ${failed.failure_kind}${failed.failure_kind === "APP_ERROR" ? `(${failed.error_code})` : failed.exit_code !== null ? `(${failed.exit_code})` : ""}${failed.error ? `: ${failed.error}` : ""}`
@@ -222,11 +226,21 @@ export class StateTransitions extends StateQueries {
     return this.tx(() => {
       const now = this.clock.now();
       const workerRows = this.stmt("SELECT * FROM workers WHERE state = 'ALIVE' AND healthy = 1").all() as WorkerRow[];
-      const pendingRows = this.db
-        .prepare(
-          "SELECT t.instance_id, t.idx, t.pending_reason, j.submitted_at_ms FROM tasks t JOIN jobs j ON j.instance_id = t.instance_id WHERE t.state = 'PENDING' AND j.state IN ('PENDING', 'RUNNING') ORDER BY j.submitted_at_ms, t.idx",
-        )
-        .all() as { instance_id: string; idx: number; pending_reason: string; submitted_at_ms: number }[];
+      // Each pass looks at no more than SCHEDULE_WINDOW pending tasks of a job (all of a gang's):
+      // a job of 100,000 tasks must not make every pass read and place all of them.
+      const pendingRows: { instance_id: string; idx: number; pending_reason: string; submitted_at_ms: number }[] = [];
+      const liveJobs = this.stmt("SELECT instance_id, submitted_at_ms FROM jobs WHERE state IN ('PENDING', 'RUNNING') ORDER BY submitted_at_ms").all() as {
+        instance_id: string;
+        submitted_at_ms: number;
+      }[];
+      const windowOf = this.stmt("SELECT idx, pending_reason FROM tasks WHERE instance_id = ? AND state = 'PENDING' ORDER BY idx LIMIT ?");
+      for (const j of liveJobs) {
+        const spec = this.specOf(j.instance_id);
+        const limit = spec.gang ? spec.replicas : SCHEDULE_WINDOW;
+        for (const t of windowOf.all(j.instance_id, limit) as { idx: number; pending_reason: string }[]) {
+          pendingRows.push({ instance_id: j.instance_id, idx: t.idx, pending_reason: t.pending_reason, submitted_at_ms: j.submitted_at_ms });
+        }
+      }
       if (pendingRows.length === 0) return 0;
       const used = new Map<string, SchedResources>();
       const held = this.db
