@@ -29,7 +29,7 @@ import {
 
 
 /** Pending tasks of one (non-gang) job a scheduling pass considers, lowest index first. */
-const SCHEDULE_WINDOW = 2000;
+const SCHEDULE_WINDOW = 500;
 /** The job, task, attempt and worker transitions of the controller state (see controllerState.ts). */
 export class StateTransitions extends StateQueries {
   // ---- jobs -----------------------------------------------------------------------------------
