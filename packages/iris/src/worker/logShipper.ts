@@ -6,23 +6,7 @@ import type { LogLine as WireLogLine } from "../internal/generated/iris/v1/LogLi
 import type { PushLogsRequest } from "../internal/generated/iris/v1/PushLogsRequest.ts";
 import { logLineToWire } from "../internal/codec.ts";
 import type { LogLine } from "./attemptProcess.ts";
-import { isTerminal, RPC_DEADLINE_MS, type LocalAttempt, type WorkerContext } from "./workerTypes.ts";
-
-/** The bounds of a worker's log pipeline (see {@link WorkerOptions.logLimits}). */
-export interface LogLimits {
-  /** Lines per PushLogs batch (default 2,000). */
-  batchLines: number;
-  /** UTF-8 bytes of line text per PushLogs batch (default 1 MiB; gRPC's limit is 64 MiB). */
-  batchBytes: number;
-  /** Lines queued before the attempts' pipes are paused (default 20,000). */
-  maxPendingLines: number;
-  /** Bytes queued before the attempts' pipes are paused (default 16 MiB). */
-  maxPendingBytes: number;
-  /** How long a line may wait for a batch to fill (default 20 ms). */
-  flushMs: number;
-  /** Tries of a batch the controller refuses (not UNAVAILABLE/DEADLINE_EXCEEDED) before it is dropped (default 3). */
-  refusedTries: number;
-}
+import { isTerminal, RPC_DEADLINE_MS, type LocalAttempt, type LogLimits, type WorkerContext } from "./workerTypes.ts";
 
 /** The default {@link LogLimits}. */
 export const DEFAULT_LOG_LIMITS: LogLimits = {

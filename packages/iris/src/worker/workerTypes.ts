@@ -4,7 +4,6 @@ import { IrisError } from "../errors.ts";
 import type { WorkerControlServiceClient } from "../internal/rpc.ts";
 import type { AttemptProcess } from "./attemptProcess.ts";
 import type { AttemptStore } from "./attemptStore.ts";
-import type { LogLimits } from "./logShipper.ts";
 
 /** Options of {@link Worker.start}. */
 export interface WorkerOptions {
@@ -67,6 +66,22 @@ export type WorkerEvent =
   | { type: "leftoverKilled"; attemptUid: string; pid: number }
   /** A dead worker's state directory under the state root, cleaned up by this one. */
   | { type: "deadWorkerSwept"; dir: string; ownerPid: number | undefined; killed: { attemptUid: string; pid: number }[] };
+
+/** The bounds of a worker's log pipeline (`WorkerOptions.logLimits`; defaults: `DEFAULT_LOG_LIMITS` in logShipper.ts). */
+export interface LogLimits {
+  /** Lines per PushLogs batch (default 2,000). */
+  batchLines: number;
+  /** UTF-8 bytes of line text per PushLogs batch (default 1 MiB; gRPC's limit is 64 MiB). */
+  batchBytes: number;
+  /** Lines queued before the attempts' pipes are paused (default 20,000). */
+  maxPendingLines: number;
+  /** Bytes queued before the attempts' pipes are paused (default 16 MiB). */
+  maxPendingBytes: number;
+  /** How long a line may wait for a batch to fill (default 20 ms). */
+  flushMs: number;
+  /** Tries of a batch the controller refuses (not UNAVAILABLE/DEADLINE_EXCEEDED) before it is dropped (default 3). */
+  refusedTries: number;
+}
 
 /** A worker's view of one of its attempts. */
 export interface LocalAttemptInfo {
