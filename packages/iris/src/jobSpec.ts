@@ -175,7 +175,15 @@ export interface JobStatus {
   instanceId: string;
   state: JobState;
   error?: string;
+  /**
+   * The tasks: all of them from `Job.status()`/`Job.wait()` (the client follows the pages), none
+   * from `IrisClient.list()` (summaries: see `taskCounts`).
+   */
   tasks: TaskStatus[];
+  /** The job's tasks counted by state (always all of them; set on every status the client returns). */
+  taskCounts?: Partial<Record<TaskState, number>>;
+  /** Number of tasks of the job (set on every status the client returns). */
+  numTasks?: number;
   submittedAtMs: number;
   finishedAtMs?: number;
 }

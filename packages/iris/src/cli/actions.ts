@@ -73,6 +73,9 @@ function reportPending(job: Job, io: CliIo): { stop(): void } {
 }
 
 /** The actions that start real components; `io` receives everything printed. */
+/** How many tasks of each live job `iris status` reads to list pending ones and their reasons. */
+const STATUS_TASKS_PER_JOB = 100;
+
 export function realActions(io: CliIo): CliActions {
   return {
     async controller(a) {
@@ -88,6 +91,13 @@ export function realActions(io: CliIo): CliActions {
       io.out(`iris controller listening on ${controller.address} (db ${a.dbPath}, auth ${a.token ? "on" : "off"})\n`);
       await untilSignal();
       await controller.stop();
+      return 0;
+    },
+
+    async dbBackup(a) {
+      const { backupDb } = await import("../controller/db.ts");
+      const { bytes } = await backupDb(a.dbPath, a.out);
+      io.out(`iris: backed up ${a.dbPath} to ${a.out} (${bytes} bytes)\n`);
       return 0;
     },
 
@@ -221,7 +231,13 @@ export function realActions(io: CliIo): CliActions {
 
     status: (a) =>
       withClient(a, async (client) => {
-        const [workers, jobs] = await Promise.all([client.listWorkers(), client.list()]);
+        const [workers, summaries] = await Promise.all([client.listWorkers(), client.list()]);
+        // ListJobs gives counts, not tasks: read the first pending tasks of the live jobs that have some.
+        const jobs = await Promise.all(
+          summaries.map((j) =>
+            (j.state === "PENDING" || j.state === "RUNNING") && (j.taskCounts?.PENDING ?? 0) > 0 ? client.job(j.name).status({ firstTasks: STATUS_TASKS_PER_JOB }) : j,
+          ),
+        );
         const summary = clusterSummary(workers, jobs);
         io.out(a.json ? `${JSON.stringify(summary, null, 2)}\n` : formatClusterSummary(summary));
         return 0;

@@ -55,6 +55,11 @@ describe("formatting", () => {
     expect(formatJobList([])).toBe("no jobs\n");
   });
 
+  it("lists job summaries (ListJobs pages carry counts, not tasks)", () => {
+    const out = formatJobList([job("RUNNING", [], { taskCounts: { RUNNING: 4000, PENDING: 96_000 }, numTasks: 100_000 })]);
+    expect(out.split("\n")[1]).toMatch(/^\/u\/j +RUNNING +4000 RUNNING, 96000 PENDING +2026/);
+  });
+
   it("lists endpoints with metadata", () => {
     expect(formatEndpoints([{ name: "/u/j/coord", address: "10.0.0.1:99", metadata: { rank: "0" } }])).toBe(
       "NAME        ADDRESS      METADATA\n/u/j/coord  10.0.0.1:99  rank=0\n",

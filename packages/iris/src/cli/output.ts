@@ -12,7 +12,9 @@ export function formatTable(header: string[], rows: string[][]): string {
 /** "2 RUNNING, 1 PENDING": task counts by state, in order of first appearance. */
 export function summarizeTasks(st: JobStatus): string {
   const counts = new Map<string, number>();
-  for (const t of st.tasks) counts.set(t.state, (counts.get(t.state) ?? 0) + 1);
+  if (st.taskCounts !== undefined && (st.tasks.length === 0 || st.tasks.length < (st.numTasks ?? 0))) {
+    for (const [s, n] of Object.entries(st.taskCounts)) if (n) counts.set(s, n);
+  } else for (const t of st.tasks) counts.set(t.state, (counts.get(t.state) ?? 0) + 1);
   return [...counts].map(([s, n]) => `${n} ${s}`).join(", ");
 }
 

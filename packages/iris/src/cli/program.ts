@@ -33,6 +33,12 @@ export interface ControllerArgs {
   schedulingTimeoutMs: number | undefined;
 }
 
+/** `iris db backup`. */
+export interface DbBackupArgs {
+  dbPath: string;
+  out: string;
+}
+
 /** `iris worker`. */
 export interface WorkerArgs extends ClientArgs {
   cpuMillis: number | undefined;
@@ -111,6 +117,7 @@ export interface CliActions {
   endpoints(a: EndpointsArgs): Promise<number>;
   workers(a: WorkersArgs): Promise<number>;
   status(a: StatusArgs): Promise<number>;
+  dbBackup(a: DbBackupArgs): Promise<number>;
 }
 
 /** Where the CLI writes (the process streams, or buffers in tests). */
@@ -177,7 +184,7 @@ export function buildProgram(
     .description("run a controller: serves the job API and the worker API on one gRPC port")
     .addOption(new Option("--port <port>", "port to listen on (0: any free port)").argParser(parseInteger(0, 65535)).default(7070))
     .option("--host <host>", "interface to bind", "0.0.0.0")
-    .requiredOption("--db <file>", "SQLite database file (created if missing)")
+    .requiredOption("--db <file>", "SQLite database file (a new one is created only when FILE does not exist)")
     .addOption(tokenOption())
     .addOption(new Option("--worker-timeout <seconds>", "a worker silent this long is lost (default 30)").argParser(parseSeconds))
     .addOption(schedulingTimeoutOption("a job that sets none"))
@@ -398,6 +405,15 @@ export function buildProgram(
     .addOption(controllerOption())
     .addOption(tokenOption())
     .action((o: { controller?: string; token?: string; json: boolean }) => run(() => actions.status({ ...clientArgs(o), json: o.json })));
+
+  program
+    .command("db")
+    .description("controller databases")
+    .command("backup")
+    .description("copy a controller database with SQLite's online backup (safe while the controller runs)")
+    .requiredOption("--db <file>", "the controller's SQLite database file (must exist)")
+    .requiredOption("--out <file>", "where to write the copy (must not exist)")
+    .action((o: { db: string; out: string }) => run(() => actions.dbBackup({ dbPath: o.db, out: o.out })));
 
   return program;
 }

@@ -24,6 +24,10 @@ export interface IrisClientOptions {
   scopeJob?: string | undefined;
 }
 
+/** Jobs per ListJobs page and tasks per task page the client asks for (the controllers' largest). */
+const PAGE_SIZE = 1000;
+const TASK_PAGE_SIZE = 10_000;
+
 const RETRYABLE: ReadonlySet<string> = new Set(["UNAVAILABLE", "CANCELLED", "INTERNAL", "UNKNOWN"]);
 
 function sleep(ms: number): Promise<void> {
@@ -51,10 +55,13 @@ export interface Job {
   readonly instanceId: string;
   /**
    * Resolves with the status at the first terminal state (any), following WatchJob; `onStatus`
-   * sees every status on the way (as tasks start and finish), the final one included.
+   * sees every status on the way (as tasks start and finish), the final one included. The
+   * resolved status lists every task; those `onStatus` sees list the first 1,000 (`taskCounts`
+   * counts them all).
    */
   wait(opts?: { timeoutMs?: number; onStatus?: (status: JobStatus) => void }): Promise<JobStatus>;
-  status(): Promise<JobStatus>;
+  /** The status with every task, or (`firstTasks`) with the first page of tasks only. */
+  status(opts?: { firstTasks?: number }): Promise<JobStatus>;
   /**
    * The tasks' return values: entry i is task i's module entrypoint return value as parsed JSON
    * (undefined where it returned none). Rejects with `FAILED_PRECONDITION` naming the job and its
@@ -121,11 +128,21 @@ export class IrisClient {
     return this.handle(this.resolveName(name), "");
   }
 
-  /** Latest submissions of the jobs at or below `prefix` (default: all). */
+  /**
+   * Latest submissions of the jobs at or below `prefix` (default: all), oldest first, as
+   * summaries: `taskCounts` and `numTasks` say how their tasks stand, `tasks` is empty
+   * (`job(name).status()` lists them). Follows ListJobs' pages.
+   */
   async list(opts: { prefix?: string } = {}): Promise<JobStatus[]> {
     const prefix = opts.prefix ? this.resolveName(opts.prefix) : "";
-    const r = await unary(this.rpc, "listJobs", { prefix });
-    return r.jobs.map(jobStatusFromWire);
+    const out: JobStatus[] = [];
+    let pageToken = "";
+    do {
+      const r = await unary(this.rpc, "listJobs", { prefix, pageSize: PAGE_SIZE, pageToken });
+      for (const j of r.jobs) out.push(jobStatusFromWire(j));
+      pageToken = r.nextPageToken;
+    } while (pageToken !== "");
+    return out;
   }
 
   /** Kills a job's tasks and its child jobs. */
@@ -217,8 +234,28 @@ class JobHandle implements Job {
     this.instanceId = instanceId;
   }
 
-  async status(): Promise<JobStatus> {
-    return jobStatusFromWire(await unary(this.client.rpc, "getJob", { name: this.name, instanceId: this.instanceId }));
+  /**
+   * The job's status with every task (the client follows the controller's task pages), or with
+   * only the first `firstTasks` tasks (one page, at most the controller's page limit).
+   */
+  async status(opts: { firstTasks?: number } = {}): Promise<JobStatus> {
+    if (opts.firstTasks !== undefined) {
+      return jobStatusFromWire(await unary(this.client.rpc, "getJob", { name: this.name, instanceId: this.instanceId, taskPageSize: opts.firstTasks }));
+    }
+    return this.#withAllTasks(await unary(this.client.rpc, "getJob", { name: this.name, instanceId: this.instanceId, taskPageSize: TASK_PAGE_SIZE }));
+  }
+
+  /** A status whose tasks are one page of several, completed with the other pages (ListTasks). */
+  async #withAllTasks(first: JobStatus__Output): Promise<JobStatus> {
+    if (first.nextTaskPageToken === "") return jobStatusFromWire(first);
+    const tasks = [...first.tasks];
+    let taskPageToken = first.nextTaskPageToken;
+    while (taskPageToken !== "") {
+      const r = await unary(this.client.rpc, "listTasks", { name: this.name, instanceId: first.instanceId, taskPageSize: TASK_PAGE_SIZE, taskPageToken });
+      tasks.push(...r.tasks);
+      taskPageToken = r.nextPageToken;
+    }
+    return jobStatusFromWire({ ...first, tasks, nextTaskPageToken: "" });
   }
 
   async terminate(): Promise<void> {
@@ -255,7 +292,7 @@ class JobHandle implements Job {
           delay = 100;
           opts.onStatus?.(jobStatusFromWire(st));
         }
-        if (last && isTerminalJobState(last.state)) return jobStatusFromWire(last);
+        if (last && isTerminalJobState(last.state)) return await this.#withAllTasks(last);
       } catch (e) {
         const err = toIrisError(e, callSite);
         if (err.code === "DEADLINE_EXCEEDED") {

@@ -53,6 +53,11 @@ function rpcError(e: unknown): Partial<grpc.StatusObject> {
   return { code: grpc.status.INTERNAL, details: e instanceof Error ? e.message : String(e) };
 }
 
+/** The task page a GetJobRequest asks for. */
+function taskPage(req: { taskPageSize: number; taskPageToken: string }): { pageSize: number; pageToken: string } {
+  return { pageSize: req.taskPageSize, pageToken: req.taskPageToken };
+}
+
 /** How long after a job ended log reads wait for its attempts' last lines. */
 const LOG_GRACE_MS = 3000;
 
@@ -287,9 +292,15 @@ export class Controller {
         const spec = normalizeJobSpec(jobSpecFromWire(req.spec), req.spec.name);
         return s.launchJob(spec);
       }),
-      GetJob: this.unary((req) => s.jobStatus(s.findJob(req.name, req.instanceId).instance_id)),
-      ListJobs: this.unary((req) => ({ jobs: s.listJobs(req.prefix).map((id) => s.jobStatus(id)) })),
-      ListTasks: this.unary((req) => ({ tasks: s.jobStatus(s.findJob(req.name, req.instanceId).instance_id).tasks })),
+      GetJob: this.unary((req) => s.jobStatus(s.findJob(req.name, req.instanceId).instance_id, taskPage(req))),
+      ListJobs: this.unary((req) => {
+        const page = s.listJobs(req.prefix, { pageSize: req.pageSize, pageToken: req.pageToken });
+        return { jobs: page.instanceIds.map((id) => s.jobSummary(id)), nextPageToken: page.nextPageToken };
+      }),
+      ListTasks: this.unary((req) => {
+        const st = s.jobStatus(s.findJob(req.name, req.instanceId).instance_id, taskPage(req));
+        return { tasks: st.tasks, nextPageToken: st.nextTaskPageToken };
+      }),
       TerminateJob: this.unary((req) => {
         s.terminateJob(req.name);
         return {};
@@ -310,7 +321,7 @@ export class Controller {
           if (done || this.stopped) return;
           let st: JobStatus;
           try {
-            st = s.jobStatus(instanceId);
+            st = s.jobStatus(instanceId, taskPage(call.request));
           } catch (e) {
             done = true;
             unlisten();
@@ -445,14 +456,18 @@ export class Controller {
       },
       PushLogs: (call, callback) => {
         if (!this.authorized(call)) return callback(UNAUTHENTICATED);
+        // A batch that cannot be stored fails the call: the worker retries it, then replaces it
+        // by a `[iris: N lines dropped …]` marker (never a silent loss).
+        let failure: Partial<grpc.StatusObject> | undefined;
         call.on("data", (req: { lines: { attemptUid: string; stream: string; line: string; timeMs: number; index?: number }[] }) => {
+          if (failure) return;
           try {
             s.appendLogs(req.lines);
           } catch (e) {
-            if (!this.stopped) console.error("iris controller: dropping log lines:", e);
+            failure = rpcError(e);
           }
         });
-        call.on("end", () => callback(null, {}));
+        call.on("end", () => (failure ? callback(failure) : callback(null, {})));
         call.on("error", () => undefined);
       },
     };

@@ -1,5 +1,8 @@
-// The controller's SQLite database: opening it (WAL, foreign keys) and numbered migrations.
+// The controller's SQLite database: opening it (refusing a damaged or emptied file, WAL, foreign
+// keys), numbered migrations, and online backups.
+import fs from "node:fs";
 import Database from "better-sqlite3";
+import { IrisError } from "../errors.ts";
 
 /** An open better-sqlite3 database. */
 export type Db = Database.Database;
@@ -116,20 +119,94 @@ const MIGRATIONS: readonly string[] = [
   ALTER TABLE attempts ADD COLUMN error_code TEXT NOT NULL DEFAULT '';
   ALTER TABLE tasks ADD COLUMN error_code TEXT NOT NULL DEFAULT '';
   `,
+  // A job's tasks by state: ListJobs' counts and the scheduler's window of pending tasks.
+  `
+  CREATE INDEX tasks_by_job_state ON tasks (instance_id, state, idx);
+  `,
 ];
 
 /** Number of the newest migration. */
 export const SCHEMA_VERSION = MIGRATIONS.length;
 
-/** Opens (creating if needed) a controller database and applies pending migrations. */
-export function openDb(file: string): Db {
-  const db = new Database(file);
-  db.pragma("journal_mode = WAL");
-  db.pragma("synchronous = NORMAL");
-  db.pragma("foreign_keys = ON");
-  db.pragma("busy_timeout = 5000");
-  migrate(db);
-  return db;
+/** Files bigger than this get SQLite's `quick_check` at start instead of the full `integrity_check`. */
+export const FULL_CHECK_MAX_BYTES = 256 * 1024 * 1024;
+
+/** Options of {@link openDb}. */
+export interface OpenDbOptions {
+  /** Create the file when it does not exist (default true); false: NOT_FOUND naming it. */
+  create?: boolean;
+  /** Open read-only (no migrations; used by `iris db backup`). */
+  readonly?: boolean;
+}
+
+/**
+ * Opens a controller database and applies pending migrations. A new database is created only
+ * when `file` does not exist; an existing file is checked first and refused with a `DATA_LOSS`
+ * IrisError naming it when it is empty (0 bytes: an emptied database would silently start an
+ * empty cluster), not a database, or fails SQLite's integrity check (`quick_check` above
+ * {@link FULL_CHECK_MAX_BYTES}).
+ */
+export function openDb(file: string, opts: OpenDbOptions = {}): Db {
+  let size: number | undefined;
+  try {
+    const st = fs.statSync(file);
+    if (!st.isFile()) throw new IrisError("FAILED_PRECONDITION", `database ${file}: not a regular file`);
+    size = st.size;
+  } catch (e) {
+    if (e instanceof IrisError) throw e;
+    if ((e as NodeJS.ErrnoException).code !== "ENOENT") throw new IrisError("FAILED_PRECONDITION", `database ${file}: ${(e as Error).message}`);
+  }
+  if (size === undefined && (opts.create === false || opts.readonly === true)) {
+    throw new IrisError("NOT_FOUND", `database ${file} does not exist`);
+  }
+  if (size === 0) {
+    throw new IrisError(
+      "DATA_LOSS",
+      `database ${file} is empty (0 bytes) but is not new: refusing to start an empty cluster on it (restore it from a backup, or delete the file to start a new cluster)`,
+    );
+  }
+  let db: Db | undefined;
+  try {
+    db = new Database(file, { fileMustExist: size !== undefined, readonly: opts.readonly === true });
+    if (size !== undefined) checkIntegrity(db, size > FULL_CHECK_MAX_BYTES ? "quick_check" : "integrity_check");
+    if (opts.readonly === true) return db;
+    db.pragma("journal_mode = WAL");
+    db.pragma("synchronous = NORMAL");
+    db.pragma("foreign_keys = ON");
+    db.pragma("busy_timeout = 5000");
+    migrate(db);
+    return db;
+  } catch (e) {
+    db?.close();
+    if (e instanceof IrisError) throw new IrisError(e.code, `database ${file}: ${e.message}`, { retryable: false });
+    throw new IrisError("DATA_LOSS", `database ${file} is damaged: ${(e as Error).message} (restore it from a backup)`, { retryable: false });
+  }
+}
+
+function checkIntegrity(db: Db, pragma: "quick_check" | "integrity_check"): void {
+  const rows = db.pragma(`${pragma}(20)`) as Record<string, string>[];
+  const problems = rows.map((r) => Object.values(r)[0]).filter((v) => v !== "ok");
+  if (problems.length > 0) {
+    throw new IrisError("DATA_LOSS", `failed SQLite's ${pragma}: ${problems.slice(0, 5).join("; ")}${problems.length > 5 ? "; …" : ""} (restore it from a backup)`);
+  }
+}
+
+/**
+ * Copies a controller database to `out` with SQLite's online backup (safe while a controller
+ * is running on it). `out` must not exist; the copy is integrity-checked.
+ */
+export async function backupDb(file: string, out: string): Promise<{ bytes: number }> {
+  if (fs.existsSync(out)) throw new IrisError("ALREADY_EXISTS", `backup ${out} already exists: refusing to overwrite it`);
+  const db = openDb(file, { readonly: true });
+  try {
+    await db.backup(out);
+  } catch (e) {
+    throw new IrisError("INTERNAL", `backup of database ${file} to ${out} failed: ${(e as Error).message}`);
+  } finally {
+    db.close();
+  }
+  openDb(out, { readonly: true }).close();
+  return { bytes: fs.statSync(out).size };
 }
 
 /** Applies the migrations newer than the database's `user_version`, each in its own transaction. */

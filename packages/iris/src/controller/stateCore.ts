@@ -1,8 +1,8 @@
 // The controller state's foundation: the database handle, prepared statements, one-transaction
 // helper (tx) and the change notifications fired after each commit; options and clock.
 import type BetterSqlite3 from "better-sqlite3";
-import type { JobSpec } from "../jobSpec.ts";
 import type { Db } from "./db.ts";
+import { SpecCache } from "./specCache.ts";
 import type { Clock, ControllerStateOptions, StateListener } from "./stateRows.ts";
 
 /** A prepared statement of the controller database. */
@@ -21,7 +21,8 @@ export class StateCore {
   protected readonly metricsLimit: number;
   protected readonly logLinesLimit: number;
   private readonly listener: StateListener;
-  protected readonly specCache = new Map<string, JobSpec>();
+  /** Parsed specs of jobs (bounded; a job's spec leaves it when the job ends). */
+  readonly specCache: SpecCache;
   protected dirtyJobs = new Set<string>();
   protected dirtyWorkers = new Set<string>();
   protected dirtyLogs = new Set<string>();
@@ -44,6 +45,7 @@ export class StateCore {
     this.metricsLimit = opts.metricsLimit ?? 10_000;
     this.logLinesLimit = opts.logLinesLimit ?? 1_000_000;
     this.listener = opts.listener ?? {};
+    this.specCache = new SpecCache(opts.specCacheLimits);
     this.inTransaction = db.transaction((fn: () => unknown) => fn());
     // A restarted controller gives every known-alive worker two timeouts to reconcile again
     // before declaring it lost (the database's last_seen is from before the restart, and the

@@ -27,6 +27,23 @@ import {
   type WorkerRow,
 } from "./stateRows.ts";
 
+/** Page sizes of ListJobs: the default (page_size 0) and the largest (bigger ones are clamped). */
+export const JOB_PAGE = { default: 100, max: 1000 } as const;
+/** Page sizes of a job's tasks (GetJob, WatchJob, ListTasks). */
+export const TASK_PAGE = { default: 1000, max: 10_000 } as const;
+
+/** A page request: size 0 means the default; a negative or fractional one is INVALID_ARGUMENT. */
+export interface PageRequest {
+  pageSize?: number;
+  pageToken?: string;
+}
+
+function pageSizeOf(n: number | undefined, limits: { default: number; max: number }, field: string): number {
+  const v = n ?? 0;
+  if (!Number.isInteger(v) || v < 0) throw new IrisError("INVALID_ARGUMENT", `${field}: expected a non-negative integer, got ${v}`);
+  return v === 0 ? limits.default : Math.min(v, limits.max);
+}
+
 /** The read queries of the controller state (see controllerState.ts for the whole). */
 export class StateQueries extends StateCore {
   // ---- reads ----------------------------------------------------------------------------------
@@ -51,8 +68,10 @@ export class StateQueries extends StateCore {
   specOf(instanceId: string): JobSpec {
     let s = this.specCache.get(instanceId);
     if (!s) {
-      s = JSON.parse(this.job(instanceId).spec) as JobSpec;
-      this.specCache.set(instanceId, s);
+      const j = this.job(instanceId);
+      s = JSON.parse(j.spec) as JobSpec;
+      // An ended job's spec is read rarely (its stops): not worth a place in the cache.
+      if (!isTerminalJobState(j.state)) this.specCache.set(instanceId, s, j.spec.length);
     }
     return s;
   }
@@ -77,26 +96,61 @@ export class StateQueries extends StateCore {
       .get(instanceId, idx, attempt) as AttemptRow | undefined;
   }
 
-  /** The wire status of one job instance. */
-  jobStatus(instanceId: string): JobStatus & { state: JobState } {
-    const j = this.job(instanceId);
-    const attempts = this.db
-      .prepare("SELECT * FROM attempts WHERE instance_id = ? ORDER BY idx, attempt")
-      .all(instanceId) as AttemptRow[];
-    return jobStatusToWire(j, this.tasksOf(instanceId), attempts);
+  /** A job's tasks counted by state. */
+  taskCounts(instanceId: string): Record<string, number> {
+    const rows = this.stmt("SELECT state, COUNT(*) AS n FROM tasks WHERE instance_id = ? GROUP BY state").all(instanceId) as { state: string; n: number }[];
+    return Object.fromEntries(rows.map((r) => [r.state, r.n]));
   }
 
-  /** Latest submissions of every job named `prefix` or below it. */
-  listJobs(prefix: string): string[] {
+  /**
+   * The wire status of one job instance with one page of its tasks (the first
+   * {@link TASK_PAGE}.default by default) and every task counted by state.
+   */
+  jobStatus(instanceId: string, page: PageRequest = {}): JobStatus & { state: JobState } {
+    const j = this.job(instanceId);
+    const size = pageSizeOf(page.pageSize, TASK_PAGE, "task_page_size");
+    const token = page.pageToken ?? "";
+    const from = token === "" ? 0 : /^t\d+$/.test(token) ? Number(token.slice(1)) : NaN;
+    if (!Number.isSafeInteger(from)) throw new IrisError("INVALID_ARGUMENT", `task_page_token: "${token}" is not a token this controller gave`);
+    const tasks = this.stmt("SELECT * FROM tasks WHERE instance_id = ? AND idx >= ? ORDER BY idx LIMIT ?").all(instanceId, from, size + 1) as TaskRow[];
+    const next = tasks.length > size ? `t${tasks.pop()!.idx}` : "";
+    const last = tasks.at(-1)?.idx ?? -1;
+    const attempts = this.stmt("SELECT * FROM attempts WHERE instance_id = ? AND idx >= ? AND idx <= ? ORDER BY idx, attempt").all(
+      instanceId,
+      from,
+      last,
+    ) as AttemptRow[];
+    return jobStatusToWire(j, tasks, attempts, { taskCounts: this.taskCounts(instanceId), nextTaskPageToken: next });
+  }
+
+  /** The wire status of one job instance as a summary: tasks counted by state, none listed. */
+  jobSummary(instanceId: string): JobStatus & { state: JobState } {
+    return jobStatusToWire(this.job(instanceId), [], [], { taskCounts: this.taskCounts(instanceId), nextTaskPageToken: "" });
+  }
+
+  /**
+   * One page of the latest submissions of every job named `prefix` or below it, oldest first
+   * (at most {@link JOB_PAGE}.max), and the token of the next page ("" after the last).
+   */
+  listJobs(prefix: string, page: PageRequest = {}): { instanceIds: string[]; nextPageToken: string } {
     const p = prefix.replace(/\/+$/, "");
-    const rows = (
-      p === ""
-        ? this.stmt("SELECT instance_id FROM jobs WHERE latest = 1 ORDER BY submitted_at_ms").all()
-        : this.db
-            .prepare("SELECT instance_id FROM jobs WHERE latest = 1 AND (name = ? OR substr(name, 1, ?) = ?) ORDER BY submitted_at_ms")
-            .all(p, p.length + 1, `${p}/`)
-    ) as { instance_id: string }[];
-    return rows.map((r) => r.instance_id);
+    const size = pageSizeOf(page.pageSize, JOB_PAGE, "page_size");
+    const token = page.pageToken ?? "";
+    const m = token === "" ? ["", "-1", ""] : /^j(\d+):(.*)$/.exec(token);
+    if (!m) throw new IrisError("INVALID_ARGUMENT", `page_token: "${token}" is not a token this controller gave`);
+    const after = Number(m[1]);
+    const afterId = m[2]!;
+    const rows = this.stmt(
+      `SELECT instance_id, submitted_at_ms FROM jobs WHERE latest = 1 AND (? = '' OR name = ? OR substr(name, 1, ?) = ?)
+       AND (submitted_at_ms > ? OR (submitted_at_ms = ? AND instance_id > ?)) ORDER BY submitted_at_ms, instance_id LIMIT ?`,
+    ).all(p, p, p.length + 1, `${p}/`, after, after, afterId, size + 1) as { instance_id: string; submitted_at_ms: number }[];
+    let nextPageToken = "";
+    if (rows.length > size) {
+      rows.pop();
+      const lastRow = rows.at(-1)!;
+      nextPageToken = `j${lastRow.submitted_at_ms}:${lastRow.instance_id}`;
+    }
+    return { instanceIds: rows.map((r) => r.instance_id), nextPageToken };
   }
 
   /** Whether a worker is registered and alive. */
@@ -135,17 +189,24 @@ export class StateQueries extends StateCore {
     });
   }
 
-  /** Log entries of a job instance after `afterSeq` (at most `limit`). */
-  readLogs(instanceId: string, afterSeq: number, taskIndex: number | undefined, limit = 1000): WireLogEntry[] {
+  /**
+   * Log entries of a job instance after `afterSeq`: at most `limit` lines and about `maxBytes`
+   * of text (at least one line), so that one StreamLogs message stays far below gRPC's limit.
+   */
+  readLogs(instanceId: string, afterSeq: number, taskIndex: number | undefined, limit = 1000, maxBytes = 1024 * 1024): WireLogEntry[] {
     const j = this.job(instanceId);
-    const rows = (
+    const rows =
       taskIndex === undefined
-        ? this.stmt("SELECT * FROM logs WHERE instance_id = ? AND seq > ? ORDER BY seq LIMIT ?").all(instanceId, afterSeq, limit)
-        : this.db
-            .prepare("SELECT * FROM logs WHERE instance_id = ? AND seq > ? AND idx = ? ORDER BY seq LIMIT ?")
-            .all(instanceId, afterSeq, taskIndex, limit)
-    ) as LogRow[];
-    return rows.map((r) => logEntryToWire(j.name, r));
+        ? this.stmt("SELECT * FROM logs WHERE instance_id = ? AND seq > ? ORDER BY seq LIMIT ?").iterate(instanceId, afterSeq, limit)
+        : this.stmt("SELECT * FROM logs WHERE instance_id = ? AND seq > ? AND idx = ? ORDER BY seq LIMIT ?").iterate(instanceId, afterSeq, taskIndex, limit);
+    const out: WireLogEntry[] = [];
+    let bytes = 0;
+    for (const r of rows as IterableIterator<LogRow>) {
+      out.push(logEntryToWire(j.name, r));
+      bytes += r.line.length * 3;
+      if (bytes >= maxBytes) break;
+    }
+    return out;
   }
 
   /** Whether a job instance has ended, and when (ms; 0 while running). */

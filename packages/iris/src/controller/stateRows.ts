@@ -33,6 +33,8 @@ export interface ControllerStateOptions {
   metricsLimit?: number;
   /** Log lines stored per attempt (default 1,000,000); later lines are dropped, with a notice. */
   logLinesLimit?: number;
+  /** Bounds of the parsed-spec cache (default 1,000 specs and 64 MiB of their JSON). */
+  specCacheLimits?: { entries?: number; bytes?: number };
   listener?: StateListener;
 }
 

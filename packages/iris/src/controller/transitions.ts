@@ -27,6 +27,9 @@ import {
   type WorkerRow,
 } from "./stateRows.ts";
 
+
+/** Pending tasks of one (non-gang) job a scheduling pass considers, lowest index first. */
+const SCHEDULE_WINDOW = 500;
 /** The job, task, attempt and worker transitions of the controller state (see controllerState.ts). */
 export class StateTransitions extends StateQueries {
   // ---- jobs -----------------------------------------------------------------------------------
@@ -50,15 +53,16 @@ export class StateTransitions extends StateQueries {
         }
       }
       const instanceId = newInstanceId(now);
+      const specJson = JSON.stringify(spec);
       this.stmt("UPDATE jobs SET latest = 0 WHERE name = ?").run(spec.name);
       this.db
         .prepare(
           "INSERT INTO jobs (instance_id, name, latest, parent_instance_id, spec, state, submitted_at_ms) VALUES (?, ?, 1, ?, ?, 'PENDING', ?)",
         )
-        .run(instanceId, spec.name, parent?.instance_id ?? null, JSON.stringify(spec), now);
+        .run(instanceId, spec.name, parent?.instance_id ?? null, specJson, now);
       const ins = this.stmt("INSERT INTO tasks (instance_id, idx, state) VALUES (?, ?, 'PENDING')");
       for (let i = 0; i < spec.replicas; i++) ins.run(instanceId, i);
-      this.specCache.set(instanceId, spec);
+      this.specCache.set(instanceId, spec, specJson.length);
       this.touchJob(instanceId);
       this.needsSchedule = true;
       return { name: spec.name, instanceId };
@@ -84,6 +88,7 @@ export class StateTransitions extends StateQueries {
         .run(error, instanceId, t.idx);
     }
     this.stmt("UPDATE jobs SET state = ?, error = ?, finished_at_ms = ? WHERE instance_id = ?").run(state, error, now, instanceId);
+    this.specCache.delete(instanceId);
     this.touchJob(instanceId);
     this.endChildren(instanceId);
   }
@@ -132,16 +137,17 @@ export class StateTransitions extends StateQueries {
     const j = this.job(instanceId);
     if (isTerminalJobState(j.state)) return;
     const spec = this.specOf(instanceId);
-    const tasks = this.tasksOf(instanceId);
-    const state = deriveJobState(
-      tasks.map((t) => t.state),
-      spec.maxTaskFailures,
-    );
+    // From the counts by state (an index lookup), not every task row: jobs have up to 100,000 tasks.
+    const states = Object.entries(this.taskCounts(instanceId)).flatMap(([st, n]) => Array<string>(n).fill(st));
+    const state = deriveJobState(states, spec.maxTaskFailures);
     if (state === j.state) return;
     this.touchJob(instanceId);
     if (isTerminalJobState(state)) {
-      const failed = tasks.find((t) => FAILED_TASK_STATES.has(t.state));
-      const unschedulable = tasks.find((t) => t.state === "UNSCHEDULABLE");
+      const failedStates = [...FAILED_TASK_STATES];
+      const failed = this.db
+        .prepare(`SELECT * FROM tasks WHERE instance_id = ? AND state IN (${failedStates.map(() => "?").join(", ")}) ORDER BY idx LIMIT 1`)
+        .get(instanceId, ...failedStates) as TaskRow | undefined;
+      const unschedulable = this.stmt("SELECT * FROM tasks WHERE instance_id = ? AND state = 'UNSCHEDULABLE' ORDER BY idx LIMIT 1").get(instanceId) as TaskRow | undefined;
       const error =
         state === "UNSCHEDULABLE" && unschedulable
           ? `task ${j.name}/${unschedulable.idx} is unschedulable: ${unschedulable.error}`
@@ -227,14 +233,26 @@ export class StateTransitions extends StateQueries {
       if (aliveRows.length > 0) this.noWorkersSinceMs = undefined;
       else this.noWorkersSinceMs ??= now;
       this.nextScheduleDeadlineMs = Infinity;
-      // A task waits since its job was submitted, or since its last attempt ended.
-      const pendingRows = this.db
-        .prepare(
-          `SELECT t.instance_id, t.idx, t.pending_reason, j.submitted_at_ms,
-             COALESCE((SELECT a.finished_at_ms FROM attempts a WHERE a.instance_id = t.instance_id AND a.idx = t.idx AND a.attempt = t.attempt), j.submitted_at_ms) AS waiting_since_ms
-           FROM tasks t JOIN jobs j ON j.instance_id = t.instance_id WHERE t.state = 'PENDING' AND j.state IN ('PENDING', 'RUNNING') ORDER BY j.submitted_at_ms, t.idx`,
-        )
-        .all() as { instance_id: string; idx: number; pending_reason: string; submitted_at_ms: number; waiting_since_ms: number }[];
+      // Each pass looks at no more than SCHEDULE_WINDOW pending tasks of a job (all of a gang's):
+      // a job of 100,000 tasks must not make every pass read and place all of them. A task waits
+      // since its job was submitted, or since its last attempt ended.
+      const pendingRows: { instance_id: string; idx: number; pending_reason: string; submitted_at_ms: number; waiting_since_ms: number }[] = [];
+      const liveJobs = this.stmt("SELECT instance_id, submitted_at_ms FROM jobs WHERE state IN ('PENDING', 'RUNNING') ORDER BY submitted_at_ms").all() as {
+        instance_id: string;
+        submitted_at_ms: number;
+      }[];
+      const windowOf = this.stmt(
+        `SELECT t.idx, t.pending_reason,
+           COALESCE((SELECT a.finished_at_ms FROM attempts a WHERE a.instance_id = t.instance_id AND a.idx = t.idx AND a.attempt = t.attempt), ?) AS waiting_since_ms
+         FROM tasks t WHERE t.instance_id = ? AND t.state = 'PENDING' ORDER BY t.idx LIMIT ?`,
+      );
+      for (const j of liveJobs) {
+        const spec = this.specOf(j.instance_id);
+        const limit = spec.gang ? spec.replicas : SCHEDULE_WINDOW;
+        for (const t of windowOf.all(j.submitted_at_ms, j.instance_id, limit) as { idx: number; pending_reason: string; waiting_since_ms: number }[]) {
+          pendingRows.push({ instance_id: j.instance_id, idx: t.idx, pending_reason: t.pending_reason, submitted_at_ms: j.submitted_at_ms, waiting_since_ms: t.waiting_since_ms });
+        }
+      }
       if (pendingRows.length === 0) return 0;
       const used = new Map<string, SchedResources>();
       const held = this.db

@@ -181,6 +181,8 @@ export function jobStatusFromWire(j: WireJobStatus): JobStatus {
     instanceId: j.instanceId,
     state: j.state as JobState,
     tasks: j.tasks.map(taskStatusFromWire),
+    taskCounts: { ...j.taskCounts },
+    numTasks: j.numTasks,
     submittedAtMs: j.submittedAtMs,
   };
   if (j.error) out.error = j.error;
@@ -198,7 +200,12 @@ export function endpointFromWire(e: WireEndpoint): Endpoint {
 // ---- controller rows → wire (the controller's side of statuses, desired sets, logs, …) ------------
 
 /** A job instance's rows as its wire JobStatus (results only for SUCCEEDED tasks/attempts). */
-export function jobStatusToWire(j: JobRow, taskRows: readonly TaskRow[], attempts: readonly AttemptRow[]): WireJobStatusIn & { state: JobState } {
+export function jobStatusToWire(
+  j: JobRow,
+  taskRows: readonly TaskRow[],
+  attempts: readonly AttemptRow[],
+  page: { taskCounts: Record<string, number>; nextTaskPageToken: string } = { taskCounts: countStates(taskRows), nextTaskPageToken: "" },
+): WireJobStatusIn & { state: JobState } {
   const byTask = new Map<number, AttemptRow[]>();
   for (const a of attempts) {
     const l = byTask.get(a.idx) ?? [];
@@ -248,8 +255,17 @@ export function jobStatusToWire(j: JobRow, taskRows: readonly TaskRow[], attempt
     submittedAtMs: j.submitted_at_ms,
     finishedAtMs: j.finished_at_ms,
     version: j.version,
+    taskCounts: page.taskCounts,
+    numTasks: Object.values(page.taskCounts).reduce((a, b) => a + b, 0),
+    nextTaskPageToken: page.nextTaskPageToken,
     spec: undefined,
   } as WireJobStatusIn & { state: JobState };
+}
+
+function countStates(rows: readonly { state: string }[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const r of rows) out[r.state] = (out[r.state] ?? 0) + 1;
+  return out;
 }
 
 /** The RunAttempt of one attempt: everything its worker needs to start it. */

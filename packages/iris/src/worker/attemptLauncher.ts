@@ -76,6 +76,8 @@ export class AttemptLauncher {
       finishedAtMs: 0,
       logLines: 0,
       unackedLines: 0,
+      nextLogIndex: 0,
+      droppedLogLines: 0,
     };
     this.#ctx.attempts.set(local.uid, local);
     let outcome: AttemptOutcome;
@@ -137,6 +139,7 @@ export class AttemptLauncher {
         ...(this.#ctx.opts.killGraceMs === undefined ? {} : { killGraceMs: this.#ctx.opts.killGraceMs }),
         ...(memoryBytes > 0 && this.#ctx.opts.enforceMemoryLimits !== false ? { memoryLimitBytes: memoryBytes } : {}),
         onLine: (line) => this.#shipper.queue(local, line),
+        backpressure: () => this.#shipper.backpressure(),
       });
       local.proc = proc;
       if (direct && proc.pid !== undefined) {

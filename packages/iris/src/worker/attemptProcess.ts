@@ -1,7 +1,6 @@
 // One attempt's process: spawned in its own process group, its output read line by line, stopped
 // (SIGTERM then SIGKILL), limits enforced, its end classified once.
 import { spawn, type ChildProcess } from "node:child_process";
-import readline from "node:readline";
 import type { Readable } from "node:stream";
 import { classifyExit, type AttemptOutcome } from "./attemptOutcome.ts";
 import { cgroupOomKills, signalGroup, watchGroupRss } from "./processGroup.ts";
@@ -29,8 +28,16 @@ export interface AttemptProcessOptions {
   memoryPollMs?: number;
   /** Open an IPC channel (the iris task runner uses it to watch its worker and report launch errors). */
   ipc?: boolean;
-  /** Receives every stdout/stderr line, in order per stream. */
+  /**
+   * Receives every stdout/stderr line, in order per stream (lines longer than
+   * {@link MAX_LINE_BYTES} of UTF-8 arrive in pieces).
+   */
   onLine?: (line: LogLine) => void;
+  /**
+   * Backpressure: asked after each chunk read; a promise pauses reading (so the attempt's writes
+   * block once its pipe is full) until it resolves.
+   */
+  backpressure?: () => Promise<void> | undefined;
 }
 
 /** Message the task runner sends over IPC when the command it supervises could not be started. */
@@ -39,11 +46,18 @@ export interface LaunchFailedMessage {
   message: string;
 }
 
-/** Longer lines are split, so that one runaway line cannot hold the log pipeline hostage. */
-const MAX_LINE_CHARS = 64 * 1024;
+/**
+ * Longer lines are split into pieces of at most this many bytes (cut at a UTF-8 character
+ * boundary), so that one runaway line can neither hold the log pipeline hostage nor be held
+ * whole in the worker's memory.
+ */
+export const MAX_LINE_BYTES = 64 * 1024;
 /** How many stderr lines are kept for classification and error messages. */
 const STDERR_TAIL_LINES = 30;
-/** After the main process exits, how long its pipes may stay open (held by an escaped grandchild). */
+/**
+ * After the main process exits, how long its pipes may stay open and silent (held by an escaped
+ * grandchild); time spent paused by backpressure does not count.
+ */
 const DRAIN_AFTER_EXIT_MS = 2000;
 
 /**
@@ -122,14 +136,15 @@ export class AttemptProcess {
         this.#stderrTail.push(line);
         if (this.#stderrTail.length > STDERR_TAIL_LINES) this.#stderrTail.shift();
       }
-      if (opts.onLine === undefined) return;
-      const timeMs = Date.now();
-      for (let i = 0; i === 0 || i < line.length; i += MAX_LINE_CHARS) {
-        opts.onLine({ stream, line: line.slice(i, i + MAX_LINE_CHARS), timeMs });
-      }
+      opts.onLine?.({ stream, line, timeMs: Date.now() });
     };
     const oomKillsAtStart = cgroupOomKills();
-    const drained = [readLines(child.stdout, (l) => emit("stdout", l)), readLines(child.stderr, (l) => emit("stderr", l))];
+    const reading: ReadState = { paused: 0, lastActivityMs: Date.now() };
+    const gate = opts.backpressure ?? (() => undefined);
+    const drained = [
+      readLines(child.stdout, (l) => emit("stdout", l), gate, reading),
+      readLines(child.stderr, (l) => emit("stderr", l), gate, reading),
+    ];
 
     child.on("message", (msg: unknown) => {
       if (isLaunchFailed(msg)) this.#launchError = new Error(msg.message);
@@ -170,10 +185,12 @@ export class AttemptProcess {
     clearTimeout(this.#killTimer);
     // Whatever the main process left behind in its group ends with it.
     if (this.pid !== undefined) signalGroup(this.pid, "SIGKILL");
-    await Promise.race([
-      Promise.all(drained),
-      new Promise((resolve) => setTimeout(resolve, DRAIN_AFTER_EXIT_MS).unref()),
-    ]);
+    // Read to the end, unless the pipes stay open and silent (an escaped grandchild holds them).
+    const allRead = Promise.all(drained).then(() => true);
+    reading.lastActivityMs = Date.now();
+    while (!(await Promise.race([allRead, new Promise<false>((resolve) => setTimeout(() => resolve(false), 100).unref())]))) {
+      if (reading.paused === 0 && Date.now() - reading.lastActivityMs > DRAIN_AFTER_EXIT_MS) break;
+    }
     child.stdout?.destroy();
     child.stderr?.destroy();
     if (child.connected) child.disconnect();
@@ -202,12 +219,90 @@ function isLaunchFailed(msg: unknown): msg is LaunchFailedMessage {
   );
 }
 
-function readLines(stream: Readable | null, onLine: (line: string) => void): Promise<void> {
+/** Shared by an attempt's two readers: how many are paused, and when either last moved. */
+interface ReadState {
+  paused: number;
+  lastActivityMs: number;
+}
+
+/** The end of the longest prefix of `buf[0, limit)` that does not cut a UTF-8 character. */
+function utf8Cut(buf: Buffer, limit: number): number {
+  let cut = limit;
+  // Back up over continuation bytes (10xxxxxx) to the start of the character that crosses `limit`.
+  while (cut > limit - 3 && cut > 0 && cut < buf.length && (buf[cut]! & 0xc0) === 0x80) cut--;
+  return cut > 0 ? cut : limit;
+}
+
+/**
+ * Splits a stream into lines at "\n" (a trailing "\r" dropped), in linear time and bounded memory:
+ * a line longer than {@link MAX_LINE_BYTES} is emitted in pieces as it arrives.
+ */
+function readLines(
+  stream: Readable | null,
+  onLine: (line: string) => void,
+  gate: () => Promise<void> | undefined,
+  state: ReadState,
+): Promise<void> {
   if (stream === null) return Promise.resolve();
   return new Promise((resolve) => {
-    const rl = readline.createInterface({ input: stream, crlfDelay: Infinity });
-    rl.on("line", onLine);
-    rl.once("close", () => resolve());
-    stream.once("error", () => rl.close());
+    let parts: Buffer[] = [];
+    let partLen = 0;
+    const emit = (buf: Buffer): void => {
+      const end = buf.length > 0 && buf[buf.length - 1] === 13 ? buf.length - 1 : buf.length;
+      onLine(buf.toString("utf8", 0, end));
+    };
+    const append = (b: Buffer): void => {
+      if (b.length === 0) return;
+      parts.push(b);
+      partLen += b.length;
+      if (partLen <= MAX_LINE_BYTES) return;
+      let whole = Buffer.concat(parts, partLen);
+      while (whole.length > MAX_LINE_BYTES) {
+        const cut = utf8Cut(whole, MAX_LINE_BYTES);
+        emit(whole.subarray(0, cut));
+        whole = whole.subarray(cut);
+      }
+      parts = [whole];
+      partLen = whole.length;
+    };
+    const endLine = (): void => {
+      emit(parts.length === 1 ? parts[0]! : Buffer.concat(parts, partLen));
+      parts = [];
+      partLen = 0;
+    };
+    stream.on("data", (chunk: Buffer) => {
+      state.lastActivityMs = Date.now();
+      let start = 0;
+      for (;;) {
+        const nl = chunk.indexOf(10, start);
+        if (nl === -1) {
+          append(chunk.subarray(start));
+          break;
+        }
+        append(chunk.subarray(start, nl));
+        endLine();
+        start = nl + 1;
+      }
+      const wait = gate();
+      if (wait !== undefined) {
+        stream.pause();
+        state.paused++;
+        void wait.then(() => {
+          state.paused--;
+          state.lastActivityMs = Date.now();
+          stream.resume();
+        });
+      }
+    });
+    let done = false;
+    const finish = (): void => {
+      if (done) return;
+      done = true;
+      if (partLen > 0) endLine();
+      resolve();
+    };
+    stream.once("end", finish);
+    stream.once("close", finish);
+    stream.once("error", finish);
   });
 }

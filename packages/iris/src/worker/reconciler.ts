@@ -280,6 +280,8 @@ export class Reconciler {
       finishedAtMs: Date.now(),
       logLines: 0,
       unackedLines: 0,
+      nextLogIndex: 0,
+      droppedLogLines: 0,
     });
   }
 

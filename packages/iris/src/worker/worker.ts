@@ -50,6 +50,16 @@ export class Worker {
    */
   readonly done: Promise<void>;
 
+  /** Log lines lost because the controller refused their batch (each loss is marked in the log). */
+  get droppedLogLines(): number {
+    return this.#shipper.droppedLines;
+  }
+
+  /** Lines and bytes of output waiting in this worker's log queue (bounded: see `logLimits`). */
+  get queuedLogs(): { lines: number; bytes: number } {
+    return this.#shipper.queued;
+  }
+
   #opts: WorkerOptions;
   #ctx: WorkerContext;
   #ownsStateDir: boolean;
@@ -189,6 +199,8 @@ export class Worker {
     // A no-op once registered.
     this.#failRegistered(this.#fatal ?? new IrisError("FAILED_PRECONDITION", "the worker was stopped before it registered"));
     this.#reconciler.interrupt();
+    // Readers paused by log backpressure read their attempts' pipes to the end now.
+    this.#shipper.unpause();
     await this.#loopDone;
     // Each attempt ends and is classified; then its last lines go out (a bounded wait: the
     // controller may be gone), and the last report says how they all ended.

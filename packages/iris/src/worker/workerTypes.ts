@@ -46,6 +46,11 @@ export interface WorkerOptions {
   controllerSilenceMs?: number;
   /** Kill attempts whose processes exceed their job's memory request (OOM). Default true. */
   enforceMemoryLimits?: boolean;
+  /**
+   * Bounds of the log pipeline (batch and queue sizes; see `LogLimits`). The defaults suit
+   * production; tests scale them down.
+   */
+  logLimits?: Partial<LogLimits>;
   /** Receives what the worker does (quiet by default). */
   onEvent?: (event: WorkerEvent) => void;
 }
@@ -61,6 +66,22 @@ export type WorkerEvent =
   | { type: "leftoverKilled"; attemptUid: string; pid: number }
   /** A dead worker's state directory under the state root, cleaned up by this one. */
   | { type: "deadWorkerSwept"; dir: string; ownerPid: number | undefined; killed: { attemptUid: string; pid: number }[] };
+
+/** The bounds of a worker's log pipeline (`WorkerOptions.logLimits`; defaults: `DEFAULT_LOG_LIMITS` in logShipper.ts). */
+export interface LogLimits {
+  /** Lines per PushLogs batch (default 2,000). */
+  batchLines: number;
+  /** UTF-8 bytes of line text per PushLogs batch (default 1 MiB; gRPC's limit is 64 MiB). */
+  batchBytes: number;
+  /** Lines queued before the attempts' pipes are paused (default 20,000). */
+  maxPendingLines: number;
+  /** Bytes queued before the attempts' pipes are paused (default 16 MiB). */
+  maxPendingBytes: number;
+  /** How long a line may wait for a batch to fill (default 20 ms). */
+  flushMs: number;
+  /** Tries of a batch the controller refuses (not UNAVAILABLE/DEADLINE_EXCEEDED) before it is dropped (default 3). */
+  refusedTries: number;
+}
 
 /** A worker's view of one of its attempts. */
 export interface LocalAttemptInfo {
@@ -97,6 +118,10 @@ export interface LocalAttempt {
   logLines: number;
   /** Lines queued or in flight, not yet acknowledged. */
   unackedLines: number;
+  /** Index of the attempt's next log line sent (the controller drops resends below what it has). */
+  nextLogIndex: number;
+  /** Lines lost because the controller refused their batch (each loss is marked in the log). */
+  droppedLogLines: number;
   proc?: AttemptProcess;
   /** Why the worker is ending it (a stop intent's reason, SUPERSEDED, WORKER_STOPPING, CONTROLLER_SILENT). */
   stopReason?: string;

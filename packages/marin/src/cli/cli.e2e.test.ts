@@ -189,7 +189,8 @@ describe("marin CLI (real processes)", () => {
       expect(mismatch.stdout).toMatch(/Changed \(planned → now\): input: outputOf\(demo\/b-\w+\) → outputOf\(demo\/b-\w+\)/);
       // A deterministic failure: the task ends APP_ERROR with marin's code after one attempt, never retried.
       expect(mismatch.stdout).toMatch(/APP_ERROR\(FINGERPRINT_MISMATCH\): step demo\/remote/);
-      const failedJob = (await cluster.client.list()).find((j) => j.name.includes("marin-demo.remote-") && j.state === "FAILED");
+      const failedName = (await cluster.client.list()).find((j) => j.name.includes("marin-demo.remote-") && j.state === "FAILED")?.name;
+      const failedJob = failedName === undefined ? undefined : await cluster.client.job(failedName).status();
       expect(failedJob?.tasks[0]?.errorCode).toBe("FINGERPRINT_MISMATCH");
       expect(failedJob?.tasks[0]?.attempts.map((a) => a.failureKind)).toEqual(["APP_ERROR"]);
 

@@ -90,7 +90,7 @@ describe("iris backend (LocalCluster)", () => {
     expect((err as ZephyrError).message).toMatch(/b\.jsonl:2: malformed JSON line/);
     const jobs = (await cluster.client.list()).filter((j) => path.basename(j.name).startsWith("zbad-"));
     expect(jobs).toHaveLength(1);
-    const failed = jobs[0].tasks.find((t) => t.index === 1)!;
+    const failed = (await cluster.client.job(jobs[0].name).status()).tasks.find((t) => t.index === 1)!;
     expect(failed).toMatchObject({ state: "FAILED", failureKind: "APP_ERROR", errorCode: "BAD_RECORD" });
     expect(failed.attempts).toHaveLength(1);
     expect(failed.error).toBe((err as ZephyrError).message);

@@ -22,6 +22,8 @@ export class FakeController {
   readonly registrations: string[] = [];
   readonly lines: LogLine__Output[] = [];
   reconciles = 0;
+  /** When set, a PushLogs batch it answers with a status is refused (nothing of it is recorded). */
+  refuseLogs: ((lines: LogLine__Output[]) => Partial<grpc.StatusObject> | undefined) | undefined;
   /** When set, Reconcile fails with NOT_FOUND once (the controller "forgot" the worker). */
   forgetWorkerOnce = false;
   #server: grpc.Server;
@@ -68,8 +70,12 @@ export class FakeController {
       },
       PushLogs(call, cb) {
         if (!authorized(call)) return cb(denied);
-        call.on("data", (req: { lines: LogLine__Output[] }) => ref.self!.lines.push(...req.lines));
-        call.on("end", () => cb(null, {}));
+        let refused: Partial<grpc.StatusObject> | undefined;
+        call.on("data", (req: { lines: LogLine__Output[] }) => {
+          refused ??= ref.self!.refuseLogs?.(req.lines);
+          if (refused === undefined) ref.self!.lines.push(...req.lines);
+        });
+        call.on("end", () => (refused ? cb(refused) : cb(null, {})));
         call.on("error", () => undefined);
       },
     };

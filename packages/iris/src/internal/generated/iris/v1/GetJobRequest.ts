@@ -7,6 +7,12 @@ export interface GetJobRequest {
    * A specific submission of that name; "" means the latest.
    */
   'instanceId'?: (string);
+  /**
+   * Tasks come in pages (GetJob, WatchJob, ListTasks): at most task_page_size of them (0: 1,000;
+   * at most 10,000), from task_page_token (JobStatus.next_task_page_token; "" = the first page).
+   */
+  'taskPageSize'?: (number);
+  'taskPageToken'?: (string);
 }
 
 export interface GetJobRequest__Output {
@@ -15,4 +21,10 @@ export interface GetJobRequest__Output {
    * A specific submission of that name; "" means the latest.
    */
   'instanceId': (string);
+  /**
+   * Tasks come in pages (GetJob, WatchJob, ListTasks): at most task_page_size of them (0: 1,000;
+   * at most 10,000), from task_page_token (JobStatus.next_task_page_token; "" = the first page).
+   */
+  'taskPageSize': (number);
+  'taskPageToken': (string);
 }

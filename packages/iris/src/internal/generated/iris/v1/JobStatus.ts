@@ -23,6 +23,18 @@ export interface JobStatus {
    * Bumped on every change of the job or its tasks; WatchJob sends each new version once.
    */
   'version'?: (number | string | Long);
+  /**
+   * The job's tasks counted by state (all of them, whatever page `tasks` holds).
+   */
+  'taskCounts'?: ({[key: string]: number});
+  /**
+   * Number of tasks of the job.
+   */
+  'numTasks'?: (number);
+  /**
+   * When `tasks` is one page of several: the token of the next (GetJobRequest.task_page_token).
+   */
+  'nextTaskPageToken'?: (string);
 }
 
 export interface JobStatus__Output {
@@ -44,4 +56,16 @@ export interface JobStatus__Output {
    * Bumped on every change of the job or its tasks; WatchJob sends each new version once.
    */
   'version': (number);
+  /**
+   * The job's tasks counted by state (all of them, whatever page `tasks` holds).
+   */
+  'taskCounts': ({[key: string]: number});
+  /**
+   * Number of tasks of the job.
+   */
+  'numTasks': (number);
+  /**
+   * When `tasks` is one page of several: the token of the next (GetJobRequest.task_page_token).
+   */
+  'nextTaskPageToken': (string);
 }

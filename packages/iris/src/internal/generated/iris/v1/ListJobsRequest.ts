@@ -7,6 +7,13 @@ export interface ListJobsRequest {
    * of each name only.
    */
   'prefix'?: (string);
+  /**
+   * At most page_size jobs (0: 100; at most 1,000), oldest submission first, from page_token
+   * (ListJobsResponse.next_page_token; "" = the first page). Each job is a summary: its tasks are
+   * counted by state in JobStatus.task_counts, `tasks` is empty (GetJob pages through them).
+   */
+  'pageSize'?: (number);
+  'pageToken'?: (string);
 }
 
 export interface ListJobsRequest__Output {
@@ -15,4 +22,11 @@ export interface ListJobsRequest__Output {
    * of each name only.
    */
   'prefix': (string);
+  /**
+   * At most page_size jobs (0: 100; at most 1,000), oldest submission first, from page_token
+   * (ListJobsResponse.next_page_token; "" = the first page). Each job is a summary: its tasks are
+   * counted by state in JobStatus.task_counts, `tasks` is empty (GetJob pages through them).
+   */
+  'pageSize': (number);
+  'pageToken': (string);
 }
