@@ -8,6 +8,7 @@ import * as tf from "@tensorflow/tfjs";
 import { GemmPool } from "./gemmPool.ts";
 import type { MatmulExports } from "./gemmPool.ts";
 import { MATMUL_WASM_BASE64 } from "./matmulWasm.ts";
+import { geometry } from "./matmulGeometry.ts";
 
 interface WasmBackendInternals {
   wasm: { asm: Record<string, unknown>; _malloc(bytes: number): number; _free(ptr: number): void };
@@ -55,7 +56,6 @@ function heapOf(be: WasmBackendInternals): { memory: WebAssembly.Memory; ex: Mat
   return h;
 }
 
-const sameShape = (a: readonly number[], b: readonly number[]) => a.length === b.length && a.every((x, i) => x === b[i]);
 
 /**
  * Replaces wasm's BatchMatMul with one that runs float32 products on matmul.wat, split over the
@@ -68,24 +68,12 @@ export function installFastBatchMatMul(): void {
   const kernelFunc: tf.KernelFunc = (args) => {
     const { a, b } = args.inputs as { a: tf.TensorInfo; b: tf.TensorInfo };
     const { transposeA, transposeB } = args.attrs as unknown as { transposeA: boolean; transposeB: boolean };
-    const ra = a.shape.length;
-    const rb = b.shape.length;
-    if (a.dtype !== "float32" || b.dtype !== "float32" || ra < 2 || rb < 2) return orig.kernelFunc(args);
-    const batchA = a.shape.slice(0, -2);
-    const batchB = b.shape.slice(0, -2);
-    const nA = tf.util.sizeFromShape(batchA);
-    const nB = tf.util.sizeFromShape(batchB);
-    let outBatch: number[];
-    if (sameShape(batchA, batchB)) outBatch = batchA;
-    else if (nA === 1 && ra <= rb) outBatch = batchB;
-    else if (nB === 1 && rb <= ra) outBatch = batchA;
-    else return orig.kernelFunc(args);
-    const m = transposeA ? a.shape[ra - 1]! : a.shape[ra - 2]!;
-    const k = transposeA ? a.shape[ra - 2]! : a.shape[ra - 1]!;
-    const kb = transposeB ? b.shape[rb - 1]! : b.shape[rb - 2]!;
-    const n = transposeB ? b.shape[rb - 2]! : b.shape[rb - 1]!;
-    if (k !== kb) return orig.kernelFunc(args); // its error message names the shapes
-    const batches = tf.util.sizeFromShape(outBatch);
+    const g = geometry(a, b, transposeA, transposeB);
+    if (!g) return orig.kernelFunc(args); // its error message names the shapes
+    const { outBatch, batches, m, n, k } = g;
+    // Batch counts of A and B as the pool sees them: 1 when broadcast from one matrix.
+    const nA = g.strideA === 0 ? 1 : batches;
+    const nB = g.strideB === 0 ? 1 : batches;
     const pooled = pool !== undefined && 2 * batches * m * k * n >= POOL_MIN_FLOPS;
     const be = args.backend as unknown as WasmBackendInternals;
     const heap = heapOf(be);

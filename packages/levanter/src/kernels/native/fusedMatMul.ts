@@ -3,7 +3,7 @@
 // kernel registered before.
 import * as tf from "@tensorflow/tfjs";
 import { NATIVE_ACT, type NativeAddon } from "./addon.ts";
-import { geometry, sameShape } from "./batchMatMul.ts";
+import { geometry, sameShape } from "../matmulGeometry.ts";
 import { offsetOf, wasmMemory, type WasmBackendInternals } from "./heap.ts";
 
 /** The native _FusedMatMul kernel function (bias broadcast over rows or batches; no prelu). */
