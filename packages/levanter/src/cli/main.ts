@@ -201,5 +201,5 @@ export async function main(argv: string[] = process.argv): Promise<void> {
   }
 }
 
-// Run when this file is the program (also through a bin symlink: node_modules/.bin/levanter).
+// Run when this file is the program (from source; the installed bin, bin/levanter.mjs, calls main()).
 if (process.argv[1] && import.meta.url === pathToFileURL(realpathSync(process.argv[1])).href) await main();
