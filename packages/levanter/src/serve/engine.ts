@@ -1,4 +1,5 @@
 // The inference engine: one loaded model, per-sequence KV caches under a memory budget, continuous batching, per-request sampling.
+// Over 500 lines: admission, the decode loop and sampling share one mutable batch state (slots, caches, queues); split apart, each piece would reach into the others' fields.
 import * as tf from "@tensorflow/tfjs";
 import { selectBackend } from "../backend.ts";
 import type { Tokenizer } from "../data/tokenizer.ts";
