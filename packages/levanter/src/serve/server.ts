@@ -327,24 +327,12 @@ export async function createInferenceServer(opts: InferenceServerOptions): Promi
       if (body.stream) {
         e.assertAccepting();
         metrics.request(route, 200);
-        return streamSSE(c, async (stream) => {
-          stream.onAbort(() => ac.abort(new Error("the client went away")));
-          let chain = Promise.resolve();
-          // A client gone mid-stream makes writes fail: its request is cancelled through the abort signal.
-          const send = (data: unknown) => (chain = chain.then(() => stream.writeSSE({ data: JSON.stringify(data) })).catch(() => {}));
+        return streamEvents(c, ac, release, async (send) => {
           const n = base.n ?? 1;
           if (echo) promptText.forEach((t, p) => Array.from({ length: n }, (_, j) => send({ id, object: "text_completion", created, model, choices: [{ index: p * n + j, text: t, logprobs: null, finish_reason: null }] })));
-          try {
-            await run(e, prompts, base, ac.signal, (index, text, finish) => {
-              if (text || finish) send({ id, object: "text_completion", created, model, choices: [{ index, text, logprobs: null, finish_reason: finish ?? null }] });
-            });
-          } catch (err) {
-            if (!ac.signal.aborted) send(errorBody(err instanceof HttpError ? err : new HttpError(500, String((err as Error).message ?? err), "server_error")));
-          } finally {
-            release();
-          }
-          await chain;
-          await stream.writeSSE({ data: "[DONE]" }).catch(() => {});
+          await run(e, prompts, base, ac.signal, (index, text, finish) => {
+            if (text || finish) send({ id, object: "text_completion", created, model, choices: [{ index, text, logprobs: null, finish_reason: finish ?? null }] });
+          });
         });
       }
       try {
@@ -395,25 +383,13 @@ export async function createInferenceServer(opts: InferenceServerOptions): Promi
       if (body.stream) {
         e.assertAccepting();
         metrics.request(route, 200);
-        return streamSSE(c, async (stream) => {
-          stream.onAbort(() => ac.abort(new Error("the client went away")));
-          let chain = Promise.resolve();
-          // A client gone mid-stream makes writes fail: its request is cancelled through the abort signal.
-          const send = (data: unknown) => (chain = chain.then(() => stream.writeSSE({ data: JSON.stringify(data) })).catch(() => {}));
+        return streamEvents(c, ac, release, async (send) => {
           const chunk = (index: number, delta: Record<string, string>, finish: string | null) => ({ id, object: "chat.completion.chunk", created, model, choices: [{ index, delta, logprobs: null, finish_reason: finish }] });
           for (let i = 0; i < (base.n ?? 1); i++) send(chunk(i, { role: "assistant", content: "" }, null));
-          try {
-            await run(e, [prompt], base, ac.signal, (index, text, finish) => {
-              if (text) send(chunk(index, { content: text }, null));
-              if (finish) send(chunk(index, {}, finish));
-            });
-          } catch (err) {
-            if (!ac.signal.aborted) send(errorBody(err instanceof HttpError ? err : new HttpError(500, String((err as Error).message ?? err), "server_error")));
-          } finally {
-            release();
-          }
-          await chain;
-          await stream.writeSSE({ data: "[DONE]" }).catch(() => {});
+          await run(e, [prompt], base, ac.signal, (index, text, finish) => {
+            if (text) send(chunk(index, { content: text }, null));
+            if (finish) send(chunk(index, {}, finish));
+          });
         });
       }
       try {
@@ -480,4 +456,27 @@ export async function createInferenceServer(opts: InferenceServerOptions): Promi
 function flatten(content: z.infer<typeof ContentSchema> | null): string {
   if (content === null) return "";
   return typeof content === "string" ? content : content.map((p) => p.text).join("");
+}
+
+/**
+ * An SSE response: `produce` sends events (JSON) in order; an error it throws becomes one error event
+ * (unless the client went away), `release` frees the request's queue place, and the stream ends
+ * with `data: [DONE]`. A client gone mid-stream aborts `ac`, which cancels the request.
+ */
+function streamEvents(c: Context, ac: AbortController, release: () => void, produce: (send: (data: unknown) => void) => Promise<void>): Response {
+  return streamSSE(c, async (stream) => {
+    stream.onAbort(() => ac.abort(new Error("the client went away")));
+    let chain = Promise.resolve();
+    // A client gone mid-stream makes writes fail: its request is cancelled through the abort signal.
+    const send = (data: unknown): void => void (chain = chain.then(() => stream.writeSSE({ data: JSON.stringify(data) })).catch(() => {}));
+    try {
+      await produce(send);
+    } catch (err) {
+      if (!ac.signal.aborted) send(errorBody(err instanceof HttpError ? err : new HttpError(500, String((err as Error).message ?? err), "server_error")));
+    } finally {
+      release();
+    }
+    await chain;
+    await stream.writeSSE({ data: "[DONE]" }).catch(() => {});
+  });
 }
