@@ -2,13 +2,17 @@
 // liveness/scheduling tick, and the streams (WatchJob, StreamLogs, WatchAssignments).
 import * as grpc from "@grpc/grpc-js";
 import { mkdirSync } from "node:fs";
-import http from "node:http";
+import type http from "node:http";
 import path from "node:path";
 import { IrisError, grpcStatusOf } from "../errors.ts";
 import type { ControllerServiceHandlers } from "../internal/generated/iris/v1/ControllerService.ts";
 import type { WorkerControlServiceHandlers } from "../internal/generated/iris/v1/WorkerControlService.ts";
 import type { JobStatus } from "../internal/generated/iris/v1/JobStatus.ts";
-import { isAuthorized, loadIrisProto } from "../internal/rpc.ts";
+import { loadIrisProto } from "../internal/rpc.ts";
+import { principalOfCall, singleTokenAuthenticator } from "./auth.ts";
+import type { Authenticator } from "./auth.ts";
+import { serveHttp } from "./httpFace.ts";
+import type { HttpRoute } from "./httpFace.ts";
 import { capacityFromWire, jobSpecFromWire } from "../internal/codec.ts";
 import { isTerminalJobState, normalizeJobSpec } from "../jobSpec.ts";
 import { ControllerState } from "./controllerState.ts";
@@ -81,7 +85,9 @@ export class Controller {
   readonly state: ControllerState;
   private readonly server: grpc.Server;
   private readonly db: Db;
-  private readonly token: string | undefined;
+  private readonly auth: Authenticator;
+  /** Extra HTTP routes tried before the API (endpoint proxy, dashboard). */
+  private readonly httpRoutes: HttpRoute[] = [];
   private readonly timer: NodeJS.Timeout;
   private readonly jobListeners = new Map<string, Set<Listener>>();
   private readonly logListeners = new Map<string, Set<Listener>>();
@@ -96,7 +102,7 @@ export class Controller {
     this.state = state;
     this.port = port;
     this.address = `${host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host}:${port}`;
-    this.token = token;
+    this.auth = singleTokenAuthenticator(token);
     this.timer = setInterval(() => this.tick(), tickMs);
     this.timer.unref();
   }
@@ -197,7 +203,7 @@ export class Controller {
   }
 
   private authorized(call: { metadata: grpc.Metadata }): boolean {
-    return isAuthorized(call.metadata, this.token);
+    return principalOfCall(this.auth, call.metadata) !== undefined;
   }
 
   // Wraps a synchronous unary handler: auth first, IrisError → status.
@@ -212,58 +218,9 @@ export class Controller {
     };
   }
 
-  // The HTTP face: the unary ControllerService handlers over JSON, and Prometheus metrics.
+  // The HTTP face (httpFace.ts): the unary handlers over JSON, Prometheus metrics, extra routes.
   private async serveHttp(host: string, port: number, handlers: ControllerServiceHandlers): Promise<void> {
-    const service = loadIrisProto().ControllerService.service;
-    const unaryNames = Object.entries(service)
-      .filter(([, d]) => !d.requestStream && !d.responseStream)
-      .map(([name]) => name);
-    const server = http.createServer((req, res) => {
-      const reply = (code: number, body: unknown, type = "application/json"): void => {
-        res.writeHead(code, { "content-type": type });
-        res.end(type === "application/json" ? JSON.stringify(body) : String(body));
-      };
-      const url = new URL(req.url ?? "/", "http://x");
-      if (req.method === "GET" && url.pathname === "/metrics") {
-        const metadata = new grpc.Metadata();
-        if (req.headers.authorization) metadata.set("authorization", req.headers.authorization);
-        if (!isAuthorized(metadata, this.token)) return reply(401, "UNAUTHENTICATED", "text/plain");
-        return reply(200, this.prometheusText(), "text/plain; version=0.0.4");
-      }
-      const m = /^\/api\/([A-Za-z]+)$/.exec(url.pathname);
-      if (req.method !== "POST" || !m || !unaryNames.includes(m[1]!)) {
-        return reply(404, { code: "NOT_FOUND", message: `no route ${req.method} ${url.pathname}; POST /api/<${unaryNames.join("|")}> or GET /metrics` });
-      }
-      let body = "";
-      req.on("data", (d: Buffer) => (body += d.toString()));
-      req.on("end", () => {
-        let request: unknown;
-        try {
-          // Through protobuf and back: the handler sees exactly what a gRPC call would decode
-          // (defaults filled, unknown fields dropped, types checked).
-          const def = service[m[1]! as keyof typeof service];
-          request = def.requestDeserialize(def.requestSerialize(body.trim() === "" ? {} : JSON.parse(body)));
-        } catch (e) {
-          return reply(400, { code: "INVALID_ARGUMENT", message: `body: expected the JSON of the ${m[1]} request (${(e as Error).message})` });
-        }
-        const metadata = new grpc.Metadata();
-        if (req.headers.authorization) metadata.set("authorization", req.headers.authorization);
-        const handler = handlers[m[1]!] as grpc.handleUnaryCall<unknown, unknown>;
-        handler({ request, metadata } as grpc.ServerUnaryCall<unknown, unknown>, (err, value) => {
-          if (err) {
-            const code = (err as Partial<grpc.StatusObject>).code ?? grpc.status.INTERNAL;
-            const httpStatus =
-              code === grpc.status.UNAUTHENTICATED ? 401 : code === grpc.status.NOT_FOUND ? 404 : code === grpc.status.INVALID_ARGUMENT ? 400 : 500;
-            return reply(httpStatus, { code: grpc.status[code], message: (err as Partial<grpc.StatusObject>).details ?? String(err) });
-          }
-          reply(200, value);
-        });
-      });
-    });
-    await new Promise<void>((resolve, reject) => {
-      server.once("error", reject);
-      server.listen(port, host, () => resolve());
-    });
+    const server = await serveHttp({ host, port, handlers, auth: this.auth, metricsText: () => this.prometheusText(), routes: this.httpRoutes });
     const addr = server.address() as { port: number };
     this.http = server;
     this.httpAddress = `${host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host}:${addr.port}`;
