@@ -12,6 +12,30 @@ export interface Principal {
   /** The user the caller acts for (job names are placed under it). */
   user: string;
   role: Role;
+  /** Task tokens only: the full name of the attempt's job; the token acts within that job's tree. */
+  job?: string;
+}
+
+/** Whether `name` is `root` or below it (`/u/a` covers `/u/a` and `/u/a/b`, not `/u/ab`). */
+export function inTree(root: string, name: string): boolean {
+  return name === root || name.startsWith(root.endsWith("/") ? root : `${root}/`);
+}
+
+/**
+ * Whether a caller may terminate or change job `jobName` (a full `/user/job…` name): admins any;
+ * users jobs under `/<user>`; task tokens their own job's tree; workers none.
+ */
+export function mayControlJob(p: Principal, jobName: string): boolean {
+  switch (p.role) {
+    case "admin":
+      return true;
+    case "user":
+      return inTree(`/${p.user}`, jobName);
+    case "task":
+      return p.job !== undefined && inTree(p.job, jobName);
+    default:
+      return false;
+  }
 }
 
 /** Maps credentials to a Principal; `enabled` is false when the cluster has no auth at all. */
