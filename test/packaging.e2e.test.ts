@@ -15,9 +15,12 @@ const PACKAGES = ["iris", "levanter", "zephyr", "marin"] as const;
 let scratch: string;
 let project: string;
 
-/** The environment of a user's shell: no workspace source condition, no vitest leftovers. */
+/**
+ * The environment of a user's shell: no workspace source condition, no vitest leftovers
+ * (`npm_config_jobs: max`: node-gyp compiles the native dependencies on every core).
+ */
 function userEnv(): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env, NODE_OPTIONS: "", npm_config_audit: "false", npm_config_fund: "false", npm_config_update_notifier: "false" };
+  const env: NodeJS.ProcessEnv = { ...process.env, NODE_OPTIONS: "", npm_config_audit: "false", npm_config_fund: "false", npm_config_update_notifier: "false", npm_config_jobs: "max" };
   for (const k of Object.keys(env)) if (k.startsWith("VITEST") || k === "TSX_TSCONFIG_PATH") delete env[k];
   return env;
 }
