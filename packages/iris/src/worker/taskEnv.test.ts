@@ -37,7 +37,7 @@ describe("buildTaskEnv", () => {
       IRIS_ATTEMPT: "3",
       IRIS_WORKER_ID: "w-1",
       IRIS_ADVERTISE_HOST: "127.0.0.1",
-      IRIS_JOB_ENV: "{}",
+      IRIS_JOB_ENV_KEYS: "[]",
       IRIS_PORT_COORDINATOR: "40001",
       IRIS_PORT_HTTP_API: "40002",
     });
@@ -64,11 +64,19 @@ describe("parseJobEnv", () => {
     expect(parseJobEnv(env)).toEqual({ TEAM: "blue", IRIS_X: "y" });
   });
 
+  it("names the job's variables instead of copying their values, and leaves out those iris overrides", () => {
+    const big = "x".repeat(100_000);
+    const env = buildTaskEnv(identity, { BIG: big, IRIS_TASK_ID: "forged" }, {});
+    expect(env.IRIS_JOB_ENV_KEYS).toBe('["BIG"]');
+    expect(Object.values(env).filter((v) => v.includes(big))).toHaveLength(1);
+    expect(parseJobEnv(env)).toEqual({ BIG: big });
+  });
+
   it("is empty when the variable is absent or malformed", () => {
     expect(parseJobEnv({})).toEqual({});
-    expect(parseJobEnv({ IRIS_JOB_ENV: "[1]" })).toEqual({});
-    expect(parseJobEnv({ IRIS_JOB_ENV: "{nope" })).toEqual({});
-    expect(parseJobEnv({ IRIS_JOB_ENV: '{"A":"1","B":2}' })).toEqual({ A: "1" });
+    expect(parseJobEnv({ IRIS_JOB_ENV_KEYS: "{}" })).toEqual({});
+    expect(parseJobEnv({ IRIS_JOB_ENV_KEYS: "[nope" })).toEqual({});
+    expect(parseJobEnv({ IRIS_JOB_ENV_KEYS: '["A", 2, "MISSING"]', A: "1" })).toEqual({ A: "1" });
   });
 });
 

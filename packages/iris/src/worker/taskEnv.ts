@@ -57,26 +57,36 @@ export function buildTaskEnv(
   env.IRIS_ATTEMPT = String(identity.attempt);
   env.IRIS_WORKER_ID = identity.workerId;
   env.IRIS_ADVERTISE_HOST = identity.advertiseHost;
-  // The job's own env, for child jobs to inherit (getIrisCtx().submitChild).
-  env.IRIS_JOB_ENV = JSON.stringify(jobEnv);
   for (const [name, port] of Object.entries(identity.ports)) env[portEnvName(name)] = String(port);
+  // The names of the job's own env variables (those iris did not override), for child jobs to
+  // inherit (getIrisCtx().submitChild): names only, as the values are already in this env — a
+  // copy of the values would double a big env and could pass the OS limit (E2BIG).
+  env.IRIS_JOB_ENV_KEYS = JSON.stringify(Object.keys(jobEnv).filter((k) => env[k] === jobEnv[k]));
   return env;
 }
 
 /**
- * The env the current job was submitted with (`IRIS_JOB_ENV`, set by the worker), which child
- * jobs inherit; `{}` when absent or unreadable.
+ * The env the current job was submitted with, which child jobs inherit: the variables named by
+ * `IRIS_JOB_ENV_KEYS` (set by the worker), with their values in this environment; `{}` when absent
+ * or unreadable.
  */
 export function parseJobEnv(env: Readonly<Record<string, string | undefined>> = process.env): Record<string, string> {
-  const raw = env.IRIS_JOB_ENV;
+  const raw = env.IRIS_JOB_ENV_KEYS;
   if (raw === undefined || raw === "") return {};
+  let names: unknown;
   try {
-    const parsed: unknown = JSON.parse(raw);
-    if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) return {};
-    return Object.fromEntries(Object.entries(parsed).filter((e): e is [string, string] => typeof e[1] === "string"));
+    names = JSON.parse(raw);
   } catch {
     return {};
   }
+  if (!Array.isArray(names)) return {};
+  const out: Record<string, string> = {};
+  for (const k of names) {
+    if (typeof k !== "string") continue;
+    const v = env[k];
+    if (v !== undefined) out[k] = v;
+  }
+  return out;
 }
 
 /**
