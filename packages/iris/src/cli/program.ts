@@ -499,6 +499,9 @@ export async function runCli(argv: readonly string[], actions: CliActions, io: C
 export function unreachableMessage(e: IrisError, address: string | undefined): string | undefined {
   if (e.code !== "UNAVAILABLE" || address === undefined) return undefined;
   const m = e.message;
+  // A TLS failure (untrusted certificate, TLS on one side only) is printed as it is: its message
+  // says what to do (--tls-ca / IRIS_TLS_CA).
+  if (/certificate|SSL|TLS|handshake/i.test(m)) return undefined;
   const why = /ECONNREFUSED/.test(m)
     ? "connection refused"
     : /ENOTFOUND|EAI_AGAIN|DNS resolution failed|Name resolution failed/i.test(m)
