@@ -43,7 +43,7 @@ class Iris {
 function listeningAddresses(port: number): string[] {
   const out: string[] = [];
   for (const file of ["/proc/net/tcp", "/proc/net/tcp6"]) {
-    let text = "";
+    let text: string;
     try {
       text = fs.readFileSync(file, "utf8");
     } catch {

@@ -394,7 +394,7 @@ describe("iris bounded, strict input (no workers: nothing fuzzed ever runs)", ()
           // gRPC: the fuzzed object as the wire message, when protobufjs can encode it at all
           // (what it cannot encode never leaves the client).
           try {
-            launchDef.requestSerialize({ spec: specs[i] });
+            launchDef.requestSerialize({ spec: specs[i] as never });
           } catch {
             unencodable++;
             continue;
