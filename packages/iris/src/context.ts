@@ -41,7 +41,7 @@ export interface EndpointResolver {
  * controller's address, the token and the raw port map, which the members below wrap) and what
  * it can do.
  */
-export interface IrisContext extends Omit<TaskIdentity, "controllerAddress" | "authToken" | "ports"> {
+export interface IrisContext extends Omit<TaskIdentity, "controllerAddress" | "authToken" | "tlsCa" | "ports"> {
   /** A client of the controller this task runs under (created on first use). */
   readonly client: IrisClient;
   /** The port allocated for `name` (the job must have requested it in `ports`). */
@@ -74,11 +74,12 @@ export function createIrisContext(
   const irisClient = (): IrisClient =>
     (client ??= IrisClient.connect(identity.controllerAddress, {
       token: identity.authToken,
+      tlsCa: identity.tlsCa,
       scopeJob: identity.jobId,
       ...(user === undefined || user === "" ? {} : { user }),
     }));
 
-  const { controllerAddress: _address, authToken: _token, ports: _ports, ...who } = identity;
+  const { controllerAddress: _address, authToken: _token, tlsCa: _tlsCa, ports: _ports, ...who } = identity;
   return {
     ...who,
     get client(): IrisClient {

@@ -8,14 +8,94 @@ const PORT_NAME = /^[A-Za-z][A-Za-z0-9_]*$/;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const SEGMENT = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
 
-const nonNegInt = z.number().int().nonnegative();
+const nonNegInt = z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER);
+
+/**
+ * The documented bounds of what the controller accepts (see the iris README's security section).
+ * Over a bound: INVALID_ARGUMENT naming the field, or RESOURCE_EXHAUSTED for whole-message sizes
+ * and quotas.
+ */
+export const LIMITS = {
+  /** Bytes of a job spec's JSON (RESOURCE_EXHAUSTED above). */
+  specBytes: 1024 * 1024,
+  /** Tasks of one job. */
+  replicas: 100_000,
+  /** Named ports of one job. */
+  portsPerJob: 64,
+  /** Variables of a job's env, and their bytes (names + values). */
+  envEntries: 1000,
+  envBytes: 256 * 1024,
+  /** Entries of a command's argv, and their bytes. */
+  argvEntries: 10_000,
+  argvBytes: 256 * 1024,
+  /** Bytes of a module entrypoint's args JSON, and its nesting depth (arrays and objects). */
+  argsBytes: 512 * 1024,
+  argsDepth: 64,
+  /** Characters of a full job or endpoint name, and of one segment. */
+  nameChars: 512,
+  segmentChars: 128,
+  /** Constraints of a job, and values of an IN constraint; device kinds per job. */
+  constraints: 100,
+  constraintValues: 1000,
+  devices: 16,
+  /** Characters of other strings in a spec (constraint keys/values, module paths, cwd, …). */
+  stringChars: 4096,
+  /** Live endpoints one owner (a job, or a user outside any job) may hold (RESOURCE_EXHAUSTED). */
+  endpointsPerOwner: 1000,
+  /** Endpoint metadata entries and bytes; characters of an endpoint address. */
+  metadataEntries: 64,
+  metadataBytes: 16 * 1024,
+  addressChars: 1024,
+  /** A status text's characters and a status report's metrics. */
+  statusTextChars: 64 * 1024,
+  metricsPerReport: 1000,
+  /** Bytes of an HTTP API request body (RESOURCE_EXHAUSTED / 413 above; read only after auth). */
+  httpBodyBytes: 2 * 1024 * 1024,
+  /** Bytes of one gRPC message the controller receives. */
+  rpcMessageBytes: 16 * 1024 * 1024,
+} as const;
+
+const boundedString = z.string().max(LIMITS.stringChars);
+
+function utf8Bytes(s: string): number {
+  return Buffer.byteLength(s, "utf8");
+}
+
+/**
+ * The nesting depth of JSON text (arrays and objects), counted without parsing it, so that a
+ * value nested millions deep is refused before anything recurses over it.
+ */
+export function jsonDepth(text: string): number {
+  let depth = 0;
+  let max = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 92) i++;
+      else if (c === 34) inString = false;
+    } else if (c === 34) inString = true;
+    else if (c === 91 || c === 123) {
+      if (++depth > max) max = depth;
+    } else if (c === 93 || c === 125) depth--;
+  }
+  return max;
+}
+
+/** The depth of a JS value (arrays and objects), giving up once past `limit`. */
+function valueDepthOver(v: unknown, limit: number, depth = 0): boolean {
+  if (typeof v !== "object" || v === null) return false;
+  if (depth + 1 > limit) return true;
+  for (const x of Array.isArray(v) ? v : Object.values(v)) if (valueDepthOver(x, limit, depth + 1)) return true;
+  return false;
+}
 
 const constraintSchema = z
-  .object({
-    key: z.string().min(1),
+  .strictObject({
+    key: boundedString.min(1),
     op: z.enum(["EQ", "NE", "EXISTS", "IN", "GT", "LT"]),
-    value: z.string().optional(),
-    values: z.array(z.string()).optional(),
+    value: boundedString.optional(),
+    values: z.array(boundedString).max(LIMITS.constraintValues).optional(),
   })
   .superRefine((c, ctx) => {
     if ((c.op === "EQ" || c.op === "NE" || c.op === "GT" || c.op === "LT") && c.value === undefined) {
@@ -30,17 +110,27 @@ const constraintSchema = z
   });
 
 const entrypointSchema = z.union([
-  z.strictObject({ command: z.array(z.string()).min(1, "expected a non-empty argv"), cwd: z.string().optional() }),
   z.strictObject({
-    module: z.string().refine((m) => m.startsWith("file:") || m.startsWith("/"), "expected a file: URL or an absolute path"),
-    export: z.string().min(1),
-    args: z.unknown().optional(),
+    command: z
+      .array(z.string())
+      .min(1, "expected a non-empty argv")
+      .max(LIMITS.argvEntries, `expected at most ${LIMITS.argvEntries} arguments`)
+      .refine((a) => a.reduce((n, x) => n + utf8Bytes(x), 0) <= LIMITS.argvBytes, `expected at most ${LIMITS.argvBytes} bytes of arguments`),
+    cwd: boundedString.optional(),
+  }),
+  z.strictObject({
+    module: boundedString.refine((m) => m.startsWith("file:") || m.startsWith("/"), "expected a file: URL or an absolute path"),
+    export: boundedString.min(1),
+    args: z
+      .unknown()
+      .refine((v) => !valueDepthOver(v, LIMITS.argsDepth), `expected a value nested at most ${LIMITS.argsDepth} deep`)
+      .optional(),
   }),
 ]);
 
 /** The zod schema of {@link JobSpecInput}. */
 export const jobSpecInputSchema = z.strictObject({
-  name: z.string().min(1).optional(),
+  name: z.string().min(1).max(LIMITS.nameChars).optional(),
   entrypoint: entrypointSchema,
   replicas: z.number().int().min(1).max(100_000).optional(),
   gang: z.boolean().optional(),
@@ -48,20 +138,31 @@ export const jobSpecInputSchema = z.strictObject({
     .strictObject({
       cpuMillis: nonNegInt.optional(),
       memoryBytes: nonNegInt.optional(),
-      devices: z.array(z.strictObject({ kind: z.string().min(1), count: z.number().int().positive() })).optional(),
+      devices: z
+        .array(z.strictObject({ kind: boundedString.min(1), count: z.number().int().positive().max(1_000_000) }))
+        .max(LIMITS.devices)
+        .optional(),
     })
     .optional(),
-  constraints: z.array(constraintSchema).optional(),
-  env: z.record(z.string().regex(ENV_NAME, "expected an environment variable name"), z.string()).optional(),
+  constraints: z.array(constraintSchema).max(LIMITS.constraints).optional(),
+  env: z
+    .record(z.string().max(LIMITS.stringChars).regex(ENV_NAME, "expected an environment variable name"), z.string())
+    .refine((e) => Object.keys(e).length <= LIMITS.envEntries, `expected at most ${LIMITS.envEntries} variables`)
+    .refine(
+      (e) => Object.entries(e).reduce((n, [k, v]) => n + utf8Bytes(k) + utf8Bytes(v), 0) <= LIMITS.envBytes,
+      `expected at most ${LIMITS.envBytes} bytes of names and values`,
+    )
+    .optional(),
   ports: z
-    .array(z.string().regex(PORT_NAME, "expected a port name (letters, digits, _)"))
+    .array(z.string().max(64).regex(PORT_NAME, "expected a port name (letters, digits, _)"))
+    .max(LIMITS.portsPerJob, `expected at most ${LIMITS.portsPerJob} ports`)
     .refine((p) => new Set(p.map((n) => n.toUpperCase())).size === p.length, "expected distinct port names")
     .optional(),
   timeoutMs: nonNegInt.optional(),
   maxRetriesFailure: nonNegInt.optional(),
   maxRetriesPreemption: nonNegInt.optional(),
   maxTaskFailures: nonNegInt.optional(),
-  priority: z.number().int().optional(),
+  priority: z.number().int().min(-1_000_000).max(1_000_000).optional(),
   schedulingTimeoutMs: nonNegInt.optional(),
 });
 
@@ -253,14 +354,47 @@ export function formatIssues(issues: readonly z.core.$ZodIssue[], prefix = ""): 
  * no purely numeric segment after the user (those name tasks).
  */
 export function checkJobName(name: string): string | undefined {
+  if (name.length > LIMITS.nameChars) return `name: expected at most ${LIMITS.nameChars} characters, got ${name.length}`;
   if (!name.startsWith("/")) return `name: expected a full name starting with "/", got "${name}"`;
   const segs = name.slice(1).split("/");
   if (segs.length < 2) return `name: expected /<user>/<job>, got "${name}"`;
   for (const [i, s] of segs.entries()) {
+    if (s.length > LIMITS.segmentChars) return `name: segment "${s.slice(0, 20)}…" is longer than ${LIMITS.segmentChars} characters`;
     if (!SEGMENT.test(s)) return `name: invalid segment "${s}" in "${name}" (letters, digits, . _ -)`;
     if (i > 0 && /^\d+$/.test(s)) return `name: segment "${s}" in "${name}" may not be a number (numbers name tasks)`;
   }
   return undefined;
+}
+
+/**
+ * Checks a full endpoint name (`/user/root/name…`): at most {@link LIMITS.nameChars} characters,
+ * segments of letters, digits, `.`, `_`, `-` (and `:`); an error text or undefined.
+ */
+export function checkEndpointName(name: string): string | undefined {
+  if (name.length > LIMITS.nameChars) return `endpoint name: expected at most ${LIMITS.nameChars} characters, got ${name.length}`;
+  const segs = name.slice(1).split("/");
+  if (!name.startsWith("/") || segs.length < 2) return `endpoint name: expected /<user>/<job>/<name>, got "${name}"`;
+  for (const s of segs) {
+    if (s.length > LIMITS.segmentChars || !ENDPOINT_SEGMENT.test(s)) return `endpoint name: invalid segment "${s.slice(0, 40)}" (letters, digits, . _ - :, at most ${LIMITS.segmentChars})`;
+  }
+  return undefined;
+}
+
+const ENDPOINT_SEGMENT = /^[A-Za-z0-9][A-Za-z0-9._:-]*$/;
+
+/** Checks the sizes of an endpoint registration (name, address, metadata): INVALID_ARGUMENT. */
+export function checkEndpointRequest(req: { name: string; address: string; metadata: Record<string, string> }): void {
+  const bad = (m: string): never => {
+    throw new IrisError("INVALID_ARGUMENT", m);
+  };
+  if (!req.name) bad("endpoint name: expected a non-empty name");
+  if (req.name.length > LIMITS.nameChars) bad(`endpoint name: expected at most ${LIMITS.nameChars} characters, got ${req.name.length}`);
+  if (!req.address) bad("endpoint address: expected a non-empty address");
+  if (req.address.length > LIMITS.addressChars) bad(`endpoint address: expected at most ${LIMITS.addressChars} characters, got ${req.address.length}`);
+  const entries = Object.entries(req.metadata);
+  if (entries.length > LIMITS.metadataEntries) bad(`endpoint metadata: expected at most ${LIMITS.metadataEntries} entries, got ${entries.length}`);
+  const bytes = entries.reduce((n, [k, v]) => n + utf8Bytes(k) + utf8Bytes(v), 0);
+  if (bytes > LIMITS.metadataBytes) bad(`endpoint metadata: expected at most ${LIMITS.metadataBytes} bytes, got ${bytes}`);
 }
 
 /** Validates a spec and applies defaults; `name` must already be the full name. */
@@ -271,7 +405,7 @@ export function normalizeJobSpec(input: unknown, fullName: string): JobSpec {
   if (nameErr) throw new IrisError("INVALID_ARGUMENT", `invalid job spec: ${nameErr}`);
   const s = r.data;
   const ep = s.entrypoint;
-  return {
+  const spec: JobSpec = {
     name: fullName,
     entrypoint: "command" in ep ? { command: ep.command, ...(ep.cwd ? { cwd: ep.cwd } : {}) } : { module: ep.module, export: ep.export, ...(ep.args !== undefined ? { args: ep.args } : {}) },
     replicas: s.replicas ?? 1,
@@ -291,4 +425,7 @@ export function normalizeJobSpec(input: unknown, fullName: string): JobSpec {
     priority: s.priority ?? 0,
     ...(s.schedulingTimeoutMs !== undefined ? { schedulingTimeoutMs: s.schedulingTimeoutMs } : {}),
   };
+  const bytes = utf8Bytes(JSON.stringify(spec));
+  if (bytes > LIMITS.specBytes) throw new IrisError("RESOURCE_EXHAUSTED", `invalid job spec: ${bytes} bytes of JSON, more than the limit of ${LIMITS.specBytes}`);
+  return spec;
 }

@@ -3,7 +3,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { IrisClient } from "./client/irisClient.ts";
+import { IrisClient, defaultIrisUser } from "./client/irisClient.ts";
 import { Controller } from "./controller/controller.ts";
 import { Worker } from "./worker/worker.ts";
 
@@ -98,7 +98,8 @@ export class LocalCluster {
       if (tmpDir) rmSync(tmpDir, { recursive: true, force: true });
       throw e;
     }
-    const client = IrisClient.connect(controller.address, { token: opts.token });
+    // The client names jobs itself (under IRIS_USER or the OS user), with or without a token.
+    const client = IrisClient.connect(controller.address, { token: opts.token, user: defaultIrisUser() });
     return new LocalCluster(controller, workers, client, tmpDir);
   }
 

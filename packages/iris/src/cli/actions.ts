@@ -34,7 +34,7 @@ function untilSignal(): Promise<NodeJS.Signals> {
 
 async function withClient<T>(a: ClientArgs, fn: (client: IrisClient) => Promise<T>): Promise<T> {
   const { IrisClient } = await import("../client/irisClient.ts");
-  const client = IrisClient.connect(a.controller, { token: a.token });
+  const client = IrisClient.connect(a.controller, { token: a.token, tlsCa: a.tlsCa });
   try {
     return await fn(client);
   } finally {
@@ -79,16 +79,32 @@ const STATUS_TASKS_PER_JOB = 100;
 export function realActions(io: CliIo): CliActions {
   return {
     async controller(a) {
-      const { Controller } = await import("../controller/controller.ts");
+      const { Controller, bindRefusal } = await import("../controller/controller.ts");
+      const authOn = Boolean(a.token) || Boolean(a.authFile);
+      // Safe by default: a non-loopback bind with auth off refuses to start (exit 2).
+      const refusal = bindRefusal(a.host, authOn, a.insecure === true);
+      if (refusal !== undefined) {
+        io.err(`iris controller: ${refusal}\n`);
+        return 2;
+      }
+      const fs = await import("node:fs");
       const controller = await Controller.start({
         port: a.port,
         host: a.host,
         dbPath: a.dbPath,
         token: a.token,
+        ...(a.authFile ? { authFile: a.authFile } : {}),
+        ...(a.insecure ? { insecure: true } : {}),
+        ...(a.tlsCert && a.tlsKey ? { tls: { cert: fs.readFileSync(a.tlsCert), key: fs.readFileSync(a.tlsKey) } } : {}),
+        log: (line) => io.err(`${line}\n`),
         ...(a.workerTimeoutMs !== undefined ? { workerTimeoutMs: a.workerTimeoutMs } : {}),
         ...(a.schedulingTimeoutMs !== undefined ? { schedulingTimeoutMs: a.schedulingTimeoutMs } : {}),
       });
-      io.out(`iris controller listening on ${controller.address} (db ${a.dbPath}, auth ${a.token ? "on" : "off"})\n`);
+      const all = a.host === "0.0.0.0" || a.host === "::";
+      io.out(
+        `iris controller listening on ${all ? `${a.host}:${controller.port}` : controller.address}${all ? ` (all interfaces; dial ${controller.address} here)` : ""} ` +
+          `(db ${a.dbPath}, auth ${authOn ? "on" : "off"}, tls ${a.tlsCert ? "on" : "off"})\n`,
+      );
       await untilSignal();
       await controller.stop();
       return 0;
@@ -106,6 +122,7 @@ export function realActions(io: CliIo): CliActions {
       const worker = await Worker.start({
         controller: a.controller,
         ...(a.token ? { token: a.token } : {}),
+        ...(a.tlsCa ? { tlsCa: a.tlsCa } : {}),
         ...(a.cpuMillis !== undefined ? { cpuMillis: a.cpuMillis } : {}),
         ...(a.memoryBytes !== undefined ? { memoryBytes: a.memoryBytes } : {}),
         attributes: a.attributes,

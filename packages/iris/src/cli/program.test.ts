@@ -43,7 +43,7 @@ describe("iris CLI parsing", () => {
     const r = await cli(["controller", "--port", "0", "--db", "/tmp/x.sqlite", "--token", "s3cret", "--worker-timeout", "2.5"]);
     expect(r.code).toBe(0);
     expect(r.calls).toEqual([
-      { action: "controller", args: { port: 0, host: "0.0.0.0", dbPath: "/tmp/x.sqlite", token: "s3cret", workerTimeoutMs: 2500 } },
+      { action: "controller", args: { port: 0, host: "127.0.0.1", dbPath: "/tmp/x.sqlite", token: "s3cret", workerTimeoutMs: 2500 } },
     ]);
   });
 

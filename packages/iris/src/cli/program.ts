@@ -20,14 +20,24 @@ import {
 export interface ClientArgs {
   controller: string;
   token: string | undefined;
+  /** TLS: the CA file the controller's certificate chains to (`--tls-ca`, `IRIS_TLS_CA`). */
+  tlsCa?: string | undefined;
 }
 
 /** `iris controller`. */
 export interface ControllerArgs {
   port: number;
+  /** Interface to bind (default 127.0.0.1). */
   host: string;
   dbPath: string;
   token: string | undefined;
+  /** `--auth-file`: YAML identities (see the iris README's security section). */
+  authFile?: string | undefined;
+  /** `--insecure`: allow a non-loopback bind with auth off (warns). */
+  insecure?: boolean;
+  /** `--tls-cert` / `--tls-key`: PEM files; TLS for gRPC and HTTP. */
+  tlsCert?: string | undefined;
+  tlsKey?: string | undefined;
   workerTimeoutMs: number | undefined;
   /** With no worker registered, a task waits this long before it is UNSCHEDULABLE (default 5 min). */
   schedulingTimeoutMs: number | undefined;
@@ -129,6 +139,9 @@ export interface CliIo {
 const tokenOption = (): Option =>
   new Option("--token <token>", "bearer token for the controller").env("IRIS_AUTH_TOKEN");
 
+const tlsCaOption = (): Option =>
+  new Option("--tls-ca <file>", "TLS: CA certificate (PEM) the controller's certificate must chain to").env("IRIS_TLS_CA");
+
 const controllerOption = (): Option =>
   new Option("--controller <address>", "controller address host:port").env("IRIS_CONTROLLER_ADDRESS");
 
@@ -148,11 +161,11 @@ const schedulingTimeoutOption = (what: string): Option =>
     (v: string) => (Number(v.trim()) === 0 && v.trim() !== "" ? 0 : parseSeconds(v)),
   );
 
-function clientArgsOf(opts: { controller?: string; token?: string }): ClientArgs {
+function clientArgsOf(opts: { controller?: string; token?: string; tlsCa?: string }): ClientArgs {
   if (!opts.controller) {
     throw new CommanderError(1, "iris.missingController", "error: --controller <address> is required (or set IRIS_CONTROLLER_ADDRESS)");
   }
-  return { controller: opts.controller, token: opts.token || undefined };
+  return { controller: opts.controller, token: opts.token || undefined, ...(opts.tlsCa ? { tlsCa: opts.tlsCa } : {}) };
 }
 
 /**
@@ -165,7 +178,7 @@ export function buildProgram(
   setExitCode: (code: number) => void,
   onController: (address: string) => void = () => {},
 ): Command {
-  const clientArgs = (opts: { controller?: string; token?: string }): ClientArgs => {
+  const clientArgs = (opts: { controller?: string; token?: string; tlsCa?: string }): ClientArgs => {
     const a = clientArgsOf(opts);
     onController(a.controller);
     return a;
@@ -183,28 +196,52 @@ export function buildProgram(
     .command("controller")
     .description("run a controller: serves the job API and the worker API on one gRPC port")
     .addOption(new Option("--port <port>", "port to listen on (0: any free port)").argParser(parseInteger(0, 65535)).default(7070))
-    .option("--host <host>", "interface to bind", "0.0.0.0")
+    .option("--host <host>", "interface to bind (a non-loopback one needs --token or --auth-file, or --insecure)", "127.0.0.1")
     .requiredOption("--db <file>", "SQLite database file (a new one is created only when FILE does not exist)")
-    .addOption(tokenOption())
+    .addOption(new Option("--token <token>", "shorthand for one admin identity (user admin)").env("IRIS_AUTH_TOKEN"))
+    .option("--auth-file <file>", "identities: YAML tokens: [{ user, role: admin|user|worker, sha256 }] (reloaded on change)")
+    .option("--insecure", "allow listening on a non-loopback address with auth off (logs a warning)", false)
+    .option("--tls-cert <file>", "TLS certificate chain (PEM) for gRPC and HTTP; needs --tls-key")
+    .option("--tls-key <file>", "TLS private key (PEM)")
     .addOption(new Option("--worker-timeout <seconds>", "a worker silent this long is lost (default 30)").argParser(parseSeconds))
     .addOption(schedulingTimeoutOption("a job that sets none"))
-    .action((o: { port: number; host: string; db: string; token?: string; workerTimeout?: number; schedulingTimeout?: number }) =>
-      run(() =>
+    .action(
+      (o: {
+        port: number;
+        host: string;
+        db: string;
+        token?: string;
+        authFile?: string;
+        insecure: boolean;
+        tlsCert?: string;
+        tlsKey?: string;
+        workerTimeout?: number;
+        schedulingTimeout?: number;
+      }) => {
+        if ((o.tlsCert === undefined) !== (o.tlsKey === undefined)) {
+          throw new CommanderError(1, "iris.tls", "error: --tls-cert and --tls-key go together");
+        }
+        return run(() =>
         actions.controller({
           port: o.port,
           host: o.host,
           dbPath: o.db,
           token: o.token || undefined,
+          ...(o.authFile ? { authFile: o.authFile } : {}),
+          ...(o.insecure ? { insecure: true } : {}),
+          ...(o.tlsCert ? { tlsCert: o.tlsCert, tlsKey: o.tlsKey } : {}),
           workerTimeoutMs: o.workerTimeout,
           schedulingTimeoutMs: o.schedulingTimeout,
         }),
-      ),
+        );
+      },
     );
 
   program
     .command("worker")
     .description("run a worker: registers with the controller and runs the attempts it is assigned")
     .addOption(controllerOption())
+    .addOption(tlsCaOption())
     .addOption(tokenOption())
     .addOption(new Option("--cpu <cores>", "CPU offered, in cores (0.5) or millicores (500m); default: all").argParser(parseCpu))
     .addOption(new Option("--memory <size>", "memory offered (2G, 512M, bytes); default: all").argParser(parseSize))
@@ -261,6 +298,7 @@ export function buildProgram(
     .argument("[command...]", "the program and its arguments (after --)")
     .passThroughOptions()
     .addOption(controllerOption())
+    .addOption(tlsCaOption())
     .addOption(tokenOption())
     .option("--name <name>", "job name: NAME (→ /<user>/NAME) or /user/name; default: generated")
     .addOption(new Option("--replicas <n>", "number of tasks").argParser(parseInteger(1)))
@@ -342,6 +380,7 @@ export function buildProgram(
     .addOption(new Option("--state <state>", `only jobs in this state (${JOB_STATES.join(", ")})`).argParser(parseJobState))
     .option("--json", "print JSON", false)
     .addOption(controllerOption())
+    .addOption(tlsCaOption())
     .addOption(tokenOption())
     .action((o: { controller?: string; token?: string; prefix?: string; state?: JobState; json: boolean }) =>
       run(() => actions.jobList({ ...clientArgs(o), prefix: o.prefix, state: o.state, json: o.json })),
@@ -353,6 +392,7 @@ export function buildProgram(
     .argument("<name>", "NAME or /user/name")
     .option("--json", "print JSON", false)
     .addOption(controllerOption())
+    .addOption(tlsCaOption())
     .addOption(tokenOption())
     .action((name: string, o: { controller?: string; token?: string; json: boolean }) =>
       run(() => actions.jobStatus({ ...clientArgs(o), name, json: o.json })),
@@ -364,6 +404,7 @@ export function buildProgram(
     .argument("<name>", "NAME or /user/name")
     .option("-f, --follow", "stream new lines until the job finishes", false)
     .addOption(controllerOption())
+    .addOption(tlsCaOption())
     .addOption(tokenOption())
     .action((name: string, o: { controller?: string; token?: string; follow: boolean }) =>
       run(() => actions.jobLogs({ ...clientArgs(o), name, follow: o.follow })),
@@ -374,6 +415,7 @@ export function buildProgram(
     .description("terminate a job and, recursively, its child jobs")
     .argument("<name>", "NAME or /user/name")
     .addOption(controllerOption())
+    .addOption(tlsCaOption())
     .addOption(tokenOption())
     .action((name: string, o: { controller?: string; token?: string }) =>
       run(() => actions.jobKill({ ...clientArgs(o), name, json: false })),
@@ -385,6 +427,7 @@ export function buildProgram(
     .argument("[prefix]", "only names starting with this")
     .option("--json", "print JSON", false)
     .addOption(controllerOption())
+    .addOption(tlsCaOption())
     .addOption(tokenOption())
     .action((prefix: string | undefined, o: { controller?: string; token?: string; json: boolean }) =>
       run(() => actions.endpoints({ ...clientArgs(o), prefix, json: o.json })),
@@ -395,6 +438,7 @@ export function buildProgram(
     .description("list the workers registered with the controller")
     .option("--json", "print JSON", false)
     .addOption(controllerOption())
+    .addOption(tlsCaOption())
     .addOption(tokenOption())
     .action((o: { controller?: string; token?: string; json: boolean }) => run(() => actions.workers({ ...clientArgs(o), json: o.json })));
 
@@ -403,6 +447,7 @@ export function buildProgram(
     .description("a summary of the cluster: workers, cores and memory used and free, jobs by state, pending tasks and why")
     .option("--json", "print JSON", false)
     .addOption(controllerOption())
+    .addOption(tlsCaOption())
     .addOption(tokenOption())
     .action((o: { controller?: string; token?: string; json: boolean }) => run(() => actions.status({ ...clientArgs(o), json: o.json })));
 
@@ -454,6 +499,9 @@ export async function runCli(argv: readonly string[], actions: CliActions, io: C
 export function unreachableMessage(e: IrisError, address: string | undefined): string | undefined {
   if (e.code !== "UNAVAILABLE" || address === undefined) return undefined;
   const m = e.message;
+  // A TLS failure (untrusted certificate, TLS on one side only) is printed as it is: its message
+  // says what to do (--tls-ca / IRIS_TLS_CA).
+  if (/certificate|SSL|TLS|handshake/i.test(m)) return undefined;
   const why = /ECONNREFUSED/.test(m)
     ? "connection refused"
     : /ENOTFOUND|EAI_AGAIN|DNS resolution failed|Name resolution failed/i.test(m)

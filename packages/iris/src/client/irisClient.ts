@@ -9,7 +9,7 @@ import type { LogBatch__Output } from "../internal/generated/iris/v1/LogBatch.ts
 import { createControllerClient, toIrisError, unary } from "../internal/rpc.ts";
 import type { ControllerServiceClient } from "../internal/rpc.ts";
 import { endpointFromWire, jobSpecToWire, jobStatusFromWire, logEntryFromWire, metricPointFromWire, workerSummaryFromWire } from "../internal/codec.ts";
-import { isTerminalJobState } from "../jobSpec.ts";
+import { formatIssues, isTerminalJobState, jobSpecInputSchema } from "../jobSpec.ts";
 import type { Endpoint, JobSpecInput, JobStatus, LogEntry, MetricPoint, WorkerSummary } from "../jobSpec.ts";
 
 export type { WorkerSummary } from "../jobSpec.ts";
@@ -18,8 +18,14 @@ export type { WorkerSummary } from "../jobSpec.ts";
 export interface IrisClientOptions {
   /** Bearer token (default: none). */
   token?: string | undefined;
-  /** User for bare job names (default: IRIS_USER, else the OS user). */
+  /**
+   * User for bare job names (default: IRIS_USER, else the OS user). With a `token` and neither
+   * this nor IRIS_USER, bare names go to the controller as they are and it places them under the
+   * token's user.
+   */
   user?: string | undefined;
+  /** TLS: the CA (PEM file path or PEM text) the controller's certificate chains to; default `IRIS_TLS_CA`. */
+  tlsCa?: string | undefined;
   /** Job whose root scopes relative endpoint names (default: IRIS_JOB_ID, set inside tasks). */
   scopeJob?: string | undefined;
 }
@@ -83,17 +89,21 @@ export interface Job {
  */
 export class IrisClient {
   readonly address: string;
-  /** The user bare names resolve under. */
+  /** The user bare names resolve under (unless the controller places them: see IrisClientOptions.user). */
   readonly user: string;
+  /** Whether bare names are sent as they are, for the controller to place under the token's user. */
+  private readonly serverPlacesNames: boolean;
   readonly scopeJob: string;
   /** The underlying generated gRPC client (for tools that need an RPC not wrapped here). */
   readonly rpc: ControllerServiceClient;
 
   private constructor(address: string, opts: IrisClientOptions) {
     this.address = address;
-    this.user = opts.user ?? defaultIrisUser();
+    const claimed = opts.user ?? (process.env.IRIS_USER || undefined);
+    this.serverPlacesNames = claimed === undefined && opts.token !== undefined && opts.token !== "";
+    this.user = claimed ?? defaultIrisUser();
     this.scopeJob = opts.scopeJob ?? process.env.IRIS_JOB_ID ?? "";
-    this.rpc = createControllerClient(address, { token: opts.token });
+    this.rpc = createControllerClient(address, { token: opts.token, tlsCa: opts.tlsCa });
   }
 
   /** Connects (lazily: the first call dials) to the controller at `address` ("host:port"). */
@@ -101,9 +111,12 @@ export class IrisClient {
     return new IrisClient(address, opts);
   }
 
-  /** The full name of `name`: as given when it starts with "/", else "/<user>/<name>". */
+  /**
+   * The full name of `name`: as given when it starts with "/", else "/<user>/<name>" (or, when the
+   * controller places bare names, as given).
+   */
   resolveName(name: string): string {
-    return name.startsWith("/") ? name : `/${this.user}/${name}`;
+    return name.startsWith("/") || this.serverPlacesNames ? name : `/${this.user}/${name}`;
   }
 
   /**
@@ -112,9 +125,12 @@ export class IrisClient {
    */
   async submit(spec: JobSpecInput): Promise<Job> {
     const callSite = new Error("call site");
-    const name = spec.name
-      ? this.resolveName(spec.name)
-      : `/${this.user}/job-${Date.now().toString(36)}-${randomBytes(3).toString("hex")}`;
+    // Values the wire would coerce (a NaN cpu becomes 0, "yes" becomes true) are refused here.
+    const checked = jobSpecInputSchema.safeParse(spec);
+    const issues = checked.success ? [] : checked.error.issues.filter((i) => i.code !== "unrecognized_keys");
+    if (issues.length > 0) throw new IrisError("INVALID_ARGUMENT", `invalid job spec: ${formatIssues(issues)}`);
+    const generated = `job-${Date.now().toString(36)}-${randomBytes(3).toString("hex")}`;
+    const name = this.resolveName(spec.name ? spec.name : generated);
     try {
       const r = await unary(this.rpc, "launchJob", { spec: jobSpecToWire(spec, name) });
       return this.handle(r.name, r.instanceId);

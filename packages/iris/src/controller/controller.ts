@@ -9,8 +9,10 @@ import type { ControllerServiceHandlers } from "../internal/generated/iris/v1/Co
 import type { WorkerControlServiceHandlers } from "../internal/generated/iris/v1/WorkerControlService.ts";
 import type { JobStatus } from "../internal/generated/iris/v1/JobStatus.ts";
 import { loadIrisProto } from "../internal/rpc.ts";
-import { principalOfCall, singleTokenAuthenticator } from "./auth.ts";
-import type { Authenticator } from "./auth.ts";
+import { TaskTokens, checkMaySubmit, createAuthenticator, mayCall, mayControlJob, placeJobName, principalOfCall } from "./auth.ts";
+import type { Authenticator, Principal } from "./auth.ts";
+import { LIMITS } from "../jobSpec.ts";
+import { parseTaskId } from "./stateRows.ts";
 import { serveHttp } from "./httpFace.ts";
 import type { HttpRoute } from "./httpFace.ts";
 import { capacityFromWire, jobSpecFromWire } from "../internal/codec.ts";
@@ -24,11 +26,24 @@ import type { Db } from "./db.ts";
 export interface ControllerOptions {
   /** Port to listen on (0 = any free port). */
   port?: number;
-  /** Interface to bind (default "0.0.0.0"; LocalCluster uses "127.0.0.1"). */
+  /**
+   * Interface to bind (default "127.0.0.1"). A non-loopback address without auth (no `token`, no
+   * `authFile`) is refused with FAILED_PRECONDITION unless `insecure` is set.
+   */
   host?: string;
+  /** Allows a non-loopback bind without auth; logs a warning at start and on every worker registration. */
+  insecure?: boolean;
+  /** An auth file (YAML `tokens: [{ user, role, sha256 }]`), reloaded on change; see auth.ts. */
+  authFile?: string | undefined;
+  /** TLS for gRPC and HTTP: PEM certificate chain and private key (default: plaintext). */
+  tls?: { cert: string | Buffer; key: string | Buffer } | undefined;
+  /** How long an endpoint registered outside any attempt lives (default 10 min). */
+  endpointTtlMs?: number;
+  /** Where warnings go (default: stderr). */
+  log?: (line: string) => void;
   /** SQLite database file (created with its directory if missing). */
   dbPath: string;
-  /** Bearer token every RPC must carry; undefined/"" = auth off. */
+  /** The `--token` shorthand: one admin identity (user `admin`); undefined/"" and no authFile = auth off. */
   token?: string | undefined;
   /** A worker silent for this long is lost and its attempts retried elsewhere (default 30 s). */
   workerTimeoutMs?: number;
@@ -67,6 +82,27 @@ const LOG_GRACE_MS = 3000;
 
 const UNAUTHENTICATED = { code: grpc.status.UNAUTHENTICATED, details: "missing or invalid bearer token" };
 
+function denied(message: string): IrisError {
+  return new IrisError("PERMISSION_DENIED", message);
+}
+
+/**
+ * Why the controller must not listen on `host` (a non-loopback address with auth off and no
+ * `insecure`), or undefined when it may.
+ */
+export function bindRefusal(host: string, authOn: boolean, insecure: boolean): string | undefined {
+  if (authOn || insecure || isLoopbackHost(host)) return undefined;
+  return (
+    `refusing to listen on ${host} with auth off: anyone who can reach it could run commands as this user. ` +
+    `Give --token or --auth-file, bind 127.0.0.1, or pass --insecure to run it open anyway`
+  );
+}
+
+/** Whether `host` is a loopback address (what the controller may bind without auth). */
+export function isLoopbackHost(host: string): boolean {
+  return host === "localhost" || host === "::1" || host === "[::1]" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
+}
+
 /**
  * The iris controller: owns the cluster state (one SQLite file) and serves ControllerService
  * (clients) and WorkerControlService (workers) on one gRPC port.
@@ -85,7 +121,11 @@ export class Controller {
   readonly state: ControllerState;
   private readonly server: grpc.Server;
   private readonly db: Db;
-  private readonly auth: Authenticator;
+  /** Who is calling (every face asks it: gRPC, the HTTP API, extra routes). */
+  readonly auth: Authenticator;
+  private readonly taskTokens: TaskTokens | undefined;
+  private readonly log: (line: string) => void;
+  private readonly insecure: boolean;
   /** Extra HTTP routes tried before the API (endpoint proxy, dashboard). */
   private readonly httpRoutes: HttpRoute[] = [];
   private readonly timer: NodeJS.Timeout;
@@ -96,13 +136,24 @@ export class Controller {
   private scheduleQueued = false;
   private stopped = false;
 
-  private constructor(server: grpc.Server, db: Db, state: ControllerState, port: number, host: string, token: string | undefined, tickMs: number) {
+  private constructor(
+    server: grpc.Server,
+    db: Db,
+    state: ControllerState,
+    port: number,
+    host: string,
+    auth: { auth: Authenticator; taskTokens: TaskTokens | undefined; insecure: boolean; log: (line: string) => void },
+    tickMs: number,
+  ) {
     this.server = server;
     this.db = db;
     this.state = state;
     this.port = port;
     this.address = `${host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host}:${port}`;
-    this.auth = singleTokenAuthenticator(token);
+    this.auth = auth.auth;
+    this.taskTokens = auth.taskTokens;
+    this.insecure = auth.insecure;
+    this.log = auth.log;
     this.timer = setInterval(() => this.tick(), tickMs);
     this.timer.unref();
   }
@@ -118,6 +169,7 @@ export class Controller {
       workerTimeoutMs,
       ...(opts.schedulingTimeoutMs !== undefined ? { schedulingTimeoutMs: opts.schedulingTimeoutMs } : {}),
       ...(opts.metricsLimit !== undefined ? { metricsLimit: opts.metricsLimit } : {}),
+      ...(opts.endpointTtlMs !== undefined ? { endpointTtlMs: opts.endpointTtlMs } : {}),
       ...(opts.clock ? { clock: opts.clock } : {}),
       listener: {
         jobChanged: (id) => ref.self?.onJobChanged(id),
@@ -125,18 +177,39 @@ export class Controller {
         logsAppended: (id) => ref.self?.fire(ref.self.logListeners, id),
       },
     });
-    const server = new grpc.Server({ "grpc.max_receive_message_length": 64 * 1024 * 1024 });
-    const host = opts.host ?? "0.0.0.0";
-    const port = await new Promise<number>((resolve, reject) =>
-      server.bindAsync(`${host}:${opts.port ?? 0}`, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
-    );
-    const token = opts.token || undefined;
-    const self = new Controller(server, db, state, port, host, token, Math.max(50, Math.min(500, Math.floor(workerTimeoutMs / 4))));
+    const host = opts.host ?? "127.0.0.1";
+    const log = opts.log ?? ((l: string) => process.stderr.write(`${l}\n`));
+    let auth: Authenticator;
+    let taskTokens: TaskTokens | undefined;
+    try {
+      const authOn = Boolean(opts.token) || Boolean(opts.authFile);
+      if (authOn) taskTokens = new TaskTokens(state.taskTokenSecret(), (uid) => state.attemptForToken(uid));
+      auth = createAuthenticator({ token: opts.token, authFile: opts.authFile, taskTokens, log });
+      const refusal = bindRefusal(host, auth.enabled, opts.insecure === true);
+      if (refusal !== undefined) throw new IrisError("FAILED_PRECONDITION", refusal);
+    } catch (e) {
+      db.close();
+      throw e;
+    }
+    const insecure = opts.insecure === true && !auth.enabled;
+    if (insecure) log(`iris controller: WARNING: auth is off (--insecure) on ${host}: anyone who can reach this port can run commands as this user`);
+    const server = new grpc.Server({ "grpc.max_receive_message_length": LIMITS.rpcMessageBytes });
+    const creds = opts.tls
+      ? grpc.ServerCredentials.createSsl(null, [{ cert_chain: Buffer.from(opts.tls.cert), private_key: Buffer.from(opts.tls.key) }], false)
+      : grpc.ServerCredentials.createInsecure();
+    let port: number;
+    try {
+      port = await new Promise<number>((resolve, reject) => server.bindAsync(`${host}:${opts.port ?? 0}`, creds, (err, p) => (err ? reject(err) : resolve(p))));
+    } catch (e) {
+      db.close();
+      throw e;
+    }
+    const self = new Controller(server, db, state, port, host, { auth, taskTokens, insecure, log }, Math.max(50, Math.min(500, Math.floor(workerTimeoutMs / 4))));
     const proto = loadIrisProto();
     const handlers = self.controllerHandlers();
     server.addService(proto.ControllerService.service, handlers);
     server.addService(proto.WorkerControlService.service, self.workerHandlers(reconcileIntervalMs, workerTimeoutMs));
-    if (opts.httpPort !== undefined) await self.serveHttp(host, opts.httpPort, handlers);
+    if (opts.httpPort !== undefined) await self.serveHttp(host, opts.httpPort, handlers, opts.tls);
     ref.self = self;
     self.scheduleSoon();
     return self;
@@ -159,6 +232,7 @@ export class Controller {
     if (this.stopped) return;
     try {
       this.state.checkWorkers();
+      this.state.expireEndpoints();
       this.state.schedulePass();
     } catch (e) {
       if (!this.stopped) console.error("iris controller: tick failed:", e);
@@ -202,16 +276,21 @@ export class Controller {
     };
   }
 
-  private authorized(call: { metadata: grpc.Metadata }): boolean {
-    return principalOfCall(this.auth, call.metadata) !== undefined;
+  // The caller of `method`, or the status to fail the call with (unknown token; role not allowed).
+  private authorize(call: { metadata: grpc.Metadata }, method: string): Principal | Partial<grpc.StatusObject> {
+    const p = principalOfCall(this.auth, call.metadata);
+    if (!p) return UNAUTHENTICATED;
+    if (!mayCall(p, method)) return { code: grpc.status.PERMISSION_DENIED, details: `a ${p.role} token may not call ${method}` };
+    return p;
   }
 
-  // Wraps a synchronous unary handler: auth first, IrisError → status.
-  private unary<Req, Res>(fn: (req: Req) => Res): grpc.handleUnaryCall<Req, Res> {
+  // Wraps a synchronous unary handler: auth and the role table first, IrisError → status.
+  private unary<Req, Res>(method: string, fn: (req: Req, p: Principal) => Res): grpc.handleUnaryCall<Req, Res> {
     return (call, callback) => {
-      if (!this.authorized(call)) return callback(UNAUTHENTICATED);
+      const p = this.authorize(call, method);
+      if (!("role" in p)) return callback(p);
       try {
-        callback(null, fn(call.request));
+        callback(null, fn(call.request, p));
       } catch (e) {
         callback(rpcError(e));
       }
@@ -219,8 +298,8 @@ export class Controller {
   }
 
   // The HTTP face (httpFace.ts): the unary handlers over JSON, Prometheus metrics, extra routes.
-  private async serveHttp(host: string, port: number, handlers: ControllerServiceHandlers): Promise<void> {
-    const server = await serveHttp({ host, port, handlers, auth: this.auth, metricsText: () => this.prometheusText(), routes: this.httpRoutes });
+  private async serveHttp(host: string, port: number, handlers: ControllerServiceHandlers, tls: ControllerOptions["tls"]): Promise<void> {
+    const server = await serveHttp({ host, port, handlers, auth: this.auth, metricsText: () => this.prometheusText(), routes: this.httpRoutes, ...(tls ? { tls } : {}) });
     const addr = server.address() as { port: number };
     this.http = server;
     this.httpAddress = `${host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host}:${addr.port}`;
@@ -244,29 +323,37 @@ export class Controller {
   private controllerHandlers(): ControllerServiceHandlers {
     const s = this.state;
     return {
-      LaunchJob: this.unary((req) => {
+      LaunchJob: this.unary("LaunchJob", (req, p) => {
         if (!req.spec) throw new IrisError("INVALID_ARGUMENT", "invalid job spec: spec: required");
-        const spec = normalizeJobSpec(jobSpecFromWire(req.spec), req.spec.name);
+        // The job's user is the caller's: a bare name goes under the token's user, and a name
+        // under someone else's root is refused before the spec is even looked at.
+        const name = placeJobName(p, req.spec.name || `job-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`);
+        if (name.length > LIMITS.nameChars) throw new IrisError("INVALID_ARGUMENT", `invalid job spec: name: expected at most ${LIMITS.nameChars} characters`);
+        checkMaySubmit(p, name);
+        const spec = normalizeJobSpec(jobSpecFromWire(req.spec), name);
         return s.launchJob(spec);
       }),
-      GetJob: this.unary((req) => s.jobStatus(s.findJob(req.name, req.instanceId).instance_id, taskPage(req))),
-      ListJobs: this.unary((req) => {
-        const page = s.listJobs(req.prefix, { pageSize: req.pageSize, pageToken: req.pageToken });
+      GetJob: this.unary("GetJob", (req, p) => s.jobStatus(s.findJob(placeJobName(p, req.name), req.instanceId).instance_id, taskPage(req))),
+      ListJobs: this.unary("ListJobs", (req, p) => {
+        const page = s.listJobs(req.prefix === "" ? "" : placeJobName(p, req.prefix), { pageSize: req.pageSize, pageToken: req.pageToken });
         return { jobs: page.instanceIds.map((id) => s.jobSummary(id)), nextPageToken: page.nextPageToken };
       }),
-      ListTasks: this.unary((req) => {
-        const st = s.jobStatus(s.findJob(req.name, req.instanceId).instance_id, taskPage(req));
+      ListTasks: this.unary("ListTasks", (req, p) => {
+        const st = s.jobStatus(s.findJob(placeJobName(p, req.name), req.instanceId).instance_id, taskPage(req));
         return { tasks: st.tasks, nextPageToken: st.nextTaskPageToken };
       }),
-      TerminateJob: this.unary((req) => {
-        s.terminateJob(req.name);
+      TerminateJob: this.unary("TerminateJob", (req, p) => {
+        const name = placeJobName(p, req.name);
+        if (!mayControlJob(p, name)) throw denied(`${p.role} ${p.user} may not terminate ${name}: it belongs to someone else`);
+        s.terminateJob(name);
         return {};
       }),
       WatchJob: (call) => {
-        if (!this.authorized(call)) return void call.emit("error", UNAUTHENTICATED);
+        const p = this.authorize(call, "WatchJob");
+        if (!("role" in p)) return void call.emit("error", p);
         let instanceId: string;
         try {
-          instanceId = s.findJob(call.request.name, call.request.instanceId).instance_id;
+          instanceId = s.findJob(placeJobName(p, call.request.name), call.request.instanceId).instance_id;
         } catch (e) {
           return void call.emit("error", rpcError(e));
         }
@@ -307,11 +394,12 @@ export class Controller {
         send();
       },
       StreamLogs: (call) => {
-        if (!this.authorized(call)) return void call.emit("error", UNAUTHENTICATED);
+        const p = this.authorize(call, "StreamLogs");
+        if (!("role" in p)) return void call.emit("error", p);
         const req = call.request;
         let instanceId: string;
         try {
-          instanceId = s.findJob(req.name, req.instanceId).instance_id;
+          instanceId = s.findJob(placeJobName(p, req.name), req.instanceId).instance_id;
         } catch (e) {
           return void call.emit("error", rpcError(e));
         }
@@ -363,28 +451,36 @@ export class Controller {
         call.on("cancelled", finish);
         pump();
       },
-      RegisterEndpoint: this.unary((req) =>
-        s.registerEndpoint({ name: req.name, address: req.address, metadata: req.metadata, attemptId: req.attemptId, scopeJob: req.scopeJob }),
+      RegisterEndpoint: this.unary("RegisterEndpoint", (req, p) =>
+        s.registerEndpoint({ name: req.name, address: req.address, metadata: req.metadata, attemptId: req.attemptId, scopeJob: req.scopeJob }, p),
       ),
-      UnregisterEndpoint: this.unary((req) => {
-        s.unregisterEndpoint(req.endpointId);
+      UnregisterEndpoint: this.unary("UnregisterEndpoint", (req, p) => {
+        s.unregisterEndpoint(req.endpointId, p);
         return {};
       }),
-      ResolveEndpoint: this.unary((req) => s.resolveEndpoint(req.name, req.scopeJob)),
-      ListEndpoints: this.unary((req) => ({ endpoints: s.listEndpoints(req.prefix, req.scopeJob) })),
-      ReportTaskStatus: this.unary((req) => {
+      ResolveEndpoint: this.unary("ResolveEndpoint", (req) => s.resolveEndpoint(req.name, req.scopeJob)),
+      ListEndpoints: this.unary("ListEndpoints", (req) => ({ endpoints: s.listEndpoints(req.prefix, req.scopeJob) })),
+      ReportTaskStatus: this.unary("ReportTaskStatus", (req, p) => {
+        const { jobName } = parseTaskId(req.taskId);
+        if (!mayControlJob(p, jobName)) throw denied(`${p.role} ${p.user} may not report the status of ${req.taskId}`);
+        if (req.statusText.length > LIMITS.statusTextChars) {
+          throw new IrisError("INVALID_ARGUMENT", `status text: expected at most ${LIMITS.statusTextChars} characters, got ${req.statusText.length}`);
+        }
+        const metricCount = Object.keys(req.metrics).length;
+        if (metricCount > LIMITS.metricsPerReport) throw new IrisError("INVALID_ARGUMENT", `metrics: expected at most ${LIMITS.metricsPerReport} entries, got ${metricCount}`);
         s.reportTaskStatus(req.taskId, req.attempt, req.statusText, req.metrics);
         return {};
       }),
-      GetTaskMetrics: this.unary((req) => s.taskMetrics(req.taskId, req.attempt)),
-      ListWorkers: this.unary(() => ({ workers: s.listWorkers() })),
+      GetTaskMetrics: this.unary("GetTaskMetrics", (req) => s.taskMetrics(req.taskId, req.attempt)),
+      ListWorkers: this.unary("ListWorkers", () => ({ workers: s.listWorkers() })),
     };
   }
 
   private workerHandlers(reconcileIntervalMs: number, workerTimeoutMs: number): WorkerControlServiceHandlers {
     const s = this.state;
     return {
-      RegisterWorker: this.unary((req) => {
+      RegisterWorker: this.unary("RegisterWorker", (req) => {
+        if (this.insecure) this.log(`iris controller: WARNING: worker ${req.workerId || "(new)"} at ${req.host || "?"} registered on a controller with auth off (--insecure)`);
         const workerId = s.registerWorker({
           workerId: req.workerId,
           host: req.host,
@@ -394,9 +490,15 @@ export class Controller {
         this.scheduleSoon();
         return { workerId, reconcileIntervalMs, workerTimeoutMs };
       }),
-      Reconcile: this.unary((req) => s.reconcile(req.workerId, req.observed, { healthy: req.health ? req.health.healthy : true })),
+      Reconcile: this.unary("Reconcile", (req) => {
+        const r = s.reconcile(req.workerId, req.observed, { healthy: req.health ? req.health.healthy : true });
+        // Each attempt gets its own token (never the worker's): minted here, on every desired set.
+        const tokens = this.taskTokens;
+        return tokens ? { ...r, run: r.run.map((a) => ({ ...a, taskToken: tokens.mint(String(a.attemptUid)) })) } : r;
+      }),
       WatchAssignments: (call) => {
-        if (!this.authorized(call)) return void call.emit("error", UNAUTHENTICATED);
+        const p = this.authorize(call, "WatchAssignments");
+        if (!("role" in p)) return void call.emit("error", p);
         const id = call.request.workerId;
         if (!s.isWorkerAlive(id)) {
           return void call.emit("error", { code: grpc.status.NOT_FOUND, details: `worker ${id} is not registered: register again` });
@@ -412,7 +514,8 @@ export class Controller {
         call.write({ generation: ++this.generation });
       },
       PushLogs: (call, callback) => {
-        if (!this.authorized(call)) return callback(UNAUTHENTICATED);
+        const p = this.authorize(call, "PushLogs");
+        if (!("role" in p)) return callback(p);
         // A batch that cannot be stored fails the call: the worker retries it, then replaces it
         // by a `[iris: N lines dropped …]` marker (never a silent loss).
         let failure: Partial<grpc.StatusObject> | undefined;

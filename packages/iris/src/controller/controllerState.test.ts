@@ -337,18 +337,19 @@ describe("ControllerState", () => {
   });
 
   it("keeps no spec of an ended job, and bounds the specs of running ones (entries and bytes)", () => {
-    const bigEnv = { PAD: "x".repeat(1024 * 1024) };
+    // Env is capped at LIMITS.envBytes (256 KiB): 250 KiB specs, a cache of 1 MiB holds 4.
+    const bigEnv = { PAD: "x".repeat(250 * 1024) };
     for (let i = 0; i < 40; i++) {
       const { name } = launch(`/u/big${i}`, { env: bigEnv });
       s.terminateJob(name);
     }
     expect(s.specCache.size).toEqual({ entries: 0, bytes: 0 });
-    const bounded = new ControllerState(db, { clock, specCacheLimits: { entries: 1000, bytes: 5 * 1024 * 1024 } });
+    const bounded = new ControllerState(db, { clock, specCacheLimits: { entries: 1000, bytes: 1024 * 1024 } });
     for (let i = 0; i < 20; i++) bounded.launchJob(normalizeJobSpec({ entrypoint: { command: ["true"] }, env: bigEnv }, `/u/live${i}`));
-    expect(bounded.specCache.size.bytes).toBeLessThanOrEqual(5 * 1024 * 1024);
+    expect(bounded.specCache.size.bytes).toBeLessThanOrEqual(1024 * 1024);
     expect(bounded.specCache.size.entries).toBe(4);
     // An evicted spec is read back from the database when needed.
     const first = bounded.findJob("/u/live0").instance_id;
-    expect(bounded.specOf(first).env.PAD).toHaveLength(1024 * 1024);
+    expect(bounded.specOf(first).env.PAD).toHaveLength(250 * 1024);
   });
 });

@@ -123,6 +123,15 @@ const MIGRATIONS: readonly string[] = [
   `
   CREATE INDEX tasks_by_job_state ON tasks (instance_id, state, idx);
   `,
+  // Security: the controller's secrets (task-token key) and endpoint ownership. An endpoint's
+  // owner_job is the job tree that registered it, or `/<user>` for a user outside any job;
+  // expires_at_ms is set on unleased registrations (NULL: leased to an attempt).
+  `
+  CREATE TABLE controller_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+  ALTER TABLE endpoints ADD COLUMN owner_job TEXT;
+  ALTER TABLE endpoints ADD COLUMN expires_at_ms INTEGER;
+  CREATE INDEX endpoints_by_owner ON endpoints (owner_job);
+  `,
 ];
 
 /** Number of the newest migration. */

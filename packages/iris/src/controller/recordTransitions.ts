@@ -1,11 +1,13 @@
 // The controller state's record-keeping transitions: log lines pushed by workers (bounded per
 // attempt, resends dropped), endpoint registrations leased to attempts, status texts and metrics.
-import { randomUUID } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 import { IrisError } from "../errors.ts";
 import type { Endpoint as WireEndpoint } from "../internal/generated/iris/v1/Endpoint.ts";
 import { registeredEndpointToWire } from "../internal/codec.ts";
 import { StateTransitions } from "./transitions.ts";
-import { LIVE_ATTEMPT_STATES, parseAttemptId, type AttemptRow } from "./stateRows.ts";
+import { LIMITS, checkEndpointRequest, checkEndpointName } from "../jobSpec.ts";
+import { LOCAL_ADMIN, inTree, mayControlJob, type Principal } from "./auth.ts";
+import { LIVE_ATTEMPT_STATES, parseAttemptId, rootJobOf, type AttemptRow, type EndpointRow } from "./stateRows.ts";
 
 /** The log, endpoint and metrics writes of the controller state (see controllerState.ts). */
 export class StateRecordTransitions extends StateTransitions {
@@ -59,44 +61,104 @@ export class StateRecordTransitions extends StateTransitions {
     });
   }
 
-  /** Registers an endpoint, leased to `attemptId` when given (stale attempts are refused). */
-  registerEndpoint(req: { name: string; address: string; metadata: Record<string, string>; attemptId: string; scopeJob: string }): WireEndpoint {
+  /**
+   * Registers an endpoint, leased to `attemptId` when given (stale attempts are refused). `by` is
+   * the caller (default: an admin outside any job): a task's registration is leased to its own
+   * attempt and owned by its job; a user's or admin's outside any job is owned by `/<user>` and
+   * expires after `endpointTtlMs`. Nobody may register a name held by an owner they may not
+   * control (PERMISSION_DENIED), nor names outside their tree.
+   */
+  registerEndpoint(
+    req: { name: string; address: string; metadata: Record<string, string>; attemptId: string; scopeJob: string },
+    by: Principal = LOCAL_ADMIN,
+  ): WireEndpoint {
     return this.tx(() => {
-      if (!req.name) throw new IrisError("INVALID_ARGUMENT", "endpoint name: expected a non-empty name");
-      if (!req.address) throw new IrisError("INVALID_ARGUMENT", "endpoint address: expected a non-empty address");
-      let lease: AttemptRow | undefined;
+      checkEndpointRequest(req);
+      let attemptId = req.attemptId;
       let scope = req.scopeJob;
-      if (req.attemptId) {
-        const p = parseAttemptId(req.attemptId);
+      if (by.role === "task") {
+        if (attemptId !== "" && attemptId !== by.attempt) {
+          throw new IrisError("PERMISSION_DENIED", `a task token of attempt ${by.attempt ?? "?"} may not register endpoints for attempt ${attemptId}`);
+        }
+        attemptId = by.attempt ?? "";
+        scope = by.job ?? "";
+      }
+      let lease: AttemptRow | undefined;
+      let leaseJob: string | undefined;
+      if (attemptId) {
+        const p = parseAttemptId(attemptId);
         const j = this.findJob(p.jobName);
         lease = this.attemptOf(j.instance_id, p.index, p.attempt);
-        if (!lease) throw new IrisError("NOT_FOUND", `no attempt ${req.attemptId}`);
+        if (!lease) throw new IrisError("NOT_FOUND", `no attempt ${attemptId}`);
         if (!LIVE_ATTEMPT_STATES.includes(lease.state)) {
-          throw new IrisError("FAILED_PRECONDITION", `attempt ${req.attemptId} already ended (${lease.state})`);
+          throw new IrisError("FAILED_PRECONDITION", `attempt ${attemptId} already ended (${lease.state})`);
         }
+        if (!mayControlJob(by, p.jobName)) throw new IrisError("PERMISSION_DENIED", `${by.role} ${by.user} may not register endpoints for attempt ${attemptId} of ${p.jobName}`);
+        leaseJob = p.jobName;
         scope = scope || p.jobName;
       }
       const full = this.endpointName(req.name, scope);
+      const nameErr = checkEndpointName(full);
+      if (nameErr) throw new IrisError("INVALID_ARGUMENT", nameErr);
+      // The owner: the leasing job, else the caller's user root.
+      const owner = leaseJob ?? `/${by.user}`;
+      // Where the caller may put names: a task anywhere under its root job (relative names live
+      // there); a user under /<user>; an admin anywhere.
+      const mayName = by.role === "admin" || (by.role === "task" ? by.job !== undefined && inTree(rootJobOf(by.job), full) : inTree(`/${by.user}`, full));
+      if (!mayName) throw new IrisError("PERMISSION_DENIED", `${by.role} ${by.user} may not register ${full}: it is outside ${by.role === "task" ? rootJobOf(by.job ?? "") : `/${by.user}`}`);
+      const now = this.clock.now();
+      const holders = this.stmt("SELECT * FROM endpoints WHERE name = ? AND (expires_at_ms IS NULL OR expires_at_ms > ?)").all(full, now) as EndpointRow[];
+      for (const h of holders) {
+        const holder = this.endpointOwner(h);
+        if (!mayControlJob(by, holder)) throw new IrisError("PERMISSION_DENIED", `endpoint ${full} belongs to ${holder}: ${by.role} ${by.user} may not replace it`);
+      }
+      const count = (this.stmt("SELECT COUNT(*) AS n FROM endpoints WHERE owner_job = ? AND (expires_at_ms IS NULL OR expires_at_ms > ?)").get(owner, now) as { n: number }).n;
+      if (count >= LIMITS.endpointsPerOwner) {
+        throw new IrisError("RESOURCE_EXHAUSTED", `${owner} already holds ${count} endpoints (at most ${LIMITS.endpointsPerOwner}): unregister some first`);
+      }
       if (lease) {
         // A newer attempt of the same task replaces older registrations of the name; so does a
         // re-registration by the same attempt.
         this.db
           .prepare("DELETE FROM endpoints WHERE name = ? AND instance_id = ? AND idx = ? AND attempt <= ?")
           .run(full, lease.instance_id, lease.idx, lease.attempt);
+      } else {
+        // Registering again renews: the owner's earlier unleased registration of the name goes.
+        this.stmt("DELETE FROM endpoints WHERE name = ? AND owner_job = ? AND attempt_uid IS NULL").run(full, owner);
       }
       const id = randomUUID();
       this.db
-        .prepare("INSERT INTO endpoints (id, name, address, metadata, attempt_uid, instance_id, idx, attempt, created_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")
-        .run(id, full, req.address, JSON.stringify(req.metadata), lease?.uid ?? null, lease?.instance_id ?? null, lease?.idx ?? null, lease?.attempt ?? null, this.clock.now());
-      return registeredEndpointToWire(id, full, req);
+        .prepare(
+          "INSERT INTO endpoints (id, name, address, metadata, attempt_uid, instance_id, idx, attempt, created_at_ms, owner_job, expires_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .run(id, full, req.address, JSON.stringify(req.metadata), lease?.uid ?? null, lease?.instance_id ?? null, lease?.idx ?? null, lease?.attempt ?? null, now, owner, lease ? null : now + this.endpointTtlMs);
+      return registeredEndpointToWire(id, full, { ...req, attemptId });
     });
   }
 
-  /** Removes an endpoint (no-op when already gone). */
-  unregisterEndpoint(endpointId: string): void {
+  /** Removes an endpoint (no-op when already gone); PERMISSION_DENIED unless `by` may control its owner. */
+  unregisterEndpoint(endpointId: string, by: Principal = LOCAL_ADMIN): void {
     this.tx(() => {
+      const row = this.stmt("SELECT * FROM endpoints WHERE id = ?").get(endpointId) as EndpointRow | undefined;
+      if (!row) return;
+      const owner = this.endpointOwner(row);
+      if (!mayControlJob(by, owner)) throw new IrisError("PERMISSION_DENIED", `endpoint ${row.name} belongs to ${owner}: ${by.role} ${by.user} may not remove it`);
       this.stmt("DELETE FROM endpoints WHERE id = ?").run(endpointId);
     });
+  }
+
+  /** The controller's task-token key: created on first use, kept in the database (tokens survive restarts). */
+  taskTokenSecret(): Buffer {
+    return this.tx(() => {
+      this.stmt("INSERT OR IGNORE INTO controller_meta (key, value) VALUES ('task_token_secret', ?)").run(randomBytes(32).toString("hex"));
+      const row = this.stmt("SELECT value FROM controller_meta WHERE key = 'task_token_secret'").get() as { value: string };
+      return Buffer.from(row.value, "hex");
+    });
+  }
+
+  /** Drops unleased endpoints whose time is up; returns how many. */
+  expireEndpoints(): number {
+    return this.tx(() => Number(this.stmt("DELETE FROM endpoints WHERE expires_at_ms IS NOT NULL AND expires_at_ms <= ?").run(this.clock.now()).changes));
   }
 
   /** Records a status text and (when given) one metrics point for an attempt. */

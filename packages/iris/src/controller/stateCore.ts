@@ -20,6 +20,8 @@ export class StateCore {
   protected readonly clock: Clock;
   protected readonly metricsLimit: number;
   protected readonly logLinesLimit: number;
+  /** How long an unleased endpoint registration lives (see ControllerStateOptions). */
+  readonly endpointTtlMs: number;
   private readonly listener: StateListener;
   /** Parsed specs of jobs (bounded; a job's spec leaves it when the job ends). */
   readonly specCache: SpecCache;
@@ -44,6 +46,7 @@ export class StateCore {
     this.schedulingTimeoutMs = opts.schedulingTimeoutMs ?? 300_000;
     this.metricsLimit = opts.metricsLimit ?? 10_000;
     this.logLinesLimit = opts.logLinesLimit ?? 1_000_000;
+    this.endpointTtlMs = opts.endpointTtlMs ?? 600_000;
     this.listener = opts.listener ?? {};
     this.specCache = new SpecCache(opts.specCacheLimits);
     this.inTransaction = db.transaction((fn: () => unknown) => fn());

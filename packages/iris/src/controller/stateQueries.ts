@@ -225,6 +225,14 @@ export class StateQueries extends StateCore {
     return pending.n === 0;
   }
 
+  /** The job name, attempt id and liveness of an attempt (what a task token stands for). */
+  attemptForToken(uid: string): { jobName: string; attemptId: string; live: boolean } | undefined {
+    const a = this.attemptByUid(uid);
+    if (!a) return undefined;
+    const j = this.job(a.instance_id);
+    return { jobName: j.name, attemptId: `${j.name}/${a.idx}:${a.attempt}`, live: LIVE_ATTEMPT_STATES.includes(a.state) };
+  }
+
   // ---- endpoints ------------------------------------------------------------------------------
 
   /** The full name of an endpoint: as given when it starts with "/", else under the root job. */
@@ -234,8 +242,17 @@ export class StateQueries extends StateCore {
     return `${rootJobOf(scopeJob)}/${name}`;
   }
 
+  /** Who owns an endpoint row (rows from before ownership: the leasing job, else the root job). */
+  endpointOwner(r: EndpointRow): string {
+    if (r.owner_job) return r.owner_job;
+    return r.instance_id ? this.job(r.instance_id).name : rootJobOf(r.name);
+  }
+
   protected endpointRows(where: string, ...args: unknown[]): WireEndpoint[] {
-    const rows = this.stmt(`SELECT * FROM endpoints WHERE ${where} ORDER BY created_at_ms DESC`).all(...args) as EndpointRow[];
+    const rows = this.stmt(`SELECT * FROM endpoints WHERE (${where}) AND (expires_at_ms IS NULL OR expires_at_ms > ?) ORDER BY created_at_ms DESC`).all(
+      ...args,
+      this.clock.now(),
+    ) as EndpointRow[];
     return rows.map((r) => endpointToWire(r, r.instance_id ? `${this.job(r.instance_id).name}/${r.idx}:${r.attempt}` : ""));
   }
 

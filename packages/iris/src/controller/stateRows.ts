@@ -33,6 +33,8 @@ export interface ControllerStateOptions {
   metricsLimit?: number;
   /** Log lines stored per attempt (default 1,000,000); later lines are dropped, with a notice. */
   logLinesLimit?: number;
+  /** How long an endpoint registered outside any attempt lives (default 10 min; registering again renews). */
+  endpointTtlMs?: number;
   /** Bounds of the parsed-spec cache (default 1,000 specs and 64 MiB of their JSON). */
   specCacheLimits?: { entries?: number; bytes?: number };
   listener?: StateListener;
@@ -115,6 +117,14 @@ export interface EndpointRow {
   instance_id: string | null;
   idx: number | null;
   attempt: number | null;
+  /**
+   * Who owns the name: the full name of the registering job (a task's registration), or
+   * `/<user>` (a user's registration outside any job). NULL only on rows from before ownership.
+   * Changing it takes `mayControlJob(principal, owner_job)`.
+   */
+  owner_job: string | null;
+  /** When an unleased registration expires (ms since the epoch); NULL for leased ones. */
+  expires_at_ms: number | null;
 }
 
 /** A row of `logs`. */

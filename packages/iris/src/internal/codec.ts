@@ -3,6 +3,7 @@
 // client, the controller and the worker all convert through here; none validates (the controller
 // validates a decoded spec once, with zod: normalizeJobSpec).
 import { IrisError } from "../errors.ts";
+import { LIMITS, jsonDepth } from "../jobSpec.ts";
 import type { Endpoint, Entrypoint, JobSpec, JobSpecInput, JobState, JobStatus, LogEntry, MetricPoint, TaskStatus, WorkerSummary } from "../jobSpec.ts";
 import type { LocalAttempt } from "../worker/workerTypes.ts";
 import type { AttemptObservation as WireObservation } from "./generated/iris/v1/AttemptObservation.ts";
@@ -56,6 +57,12 @@ export function entrypointFromWire(w: WireEntrypointOut | null | undefined): Ent
   if (w?.command) return { command: w.command.argv, ...(w.command.cwd ? { cwd: w.command.cwd } : {}) };
   if (w?.module) {
     const m = w.module;
+    if (m.argsJson.length > LIMITS.argsBytes) {
+      throw new IrisError("INVALID_ARGUMENT", `invalid job spec: entrypoint.args: expected at most ${LIMITS.argsBytes} bytes of JSON, got ${m.argsJson.length}`);
+    }
+    if (jsonDepth(m.argsJson) > LIMITS.argsDepth) {
+      throw new IrisError("INVALID_ARGUMENT", `invalid job spec: entrypoint.args: expected a value nested at most ${LIMITS.argsDepth} deep`);
+    }
     let args: unknown;
     try {
       args = m.argsJson === "" ? undefined : (JSON.parse(m.argsJson) as unknown);
@@ -268,7 +275,7 @@ function countStates(rows: readonly { state: string }[]): Record<string, number>
   return out;
 }
 
-/** The RunAttempt of one attempt: everything its worker needs to start it. */
+/** The RunAttempt of one attempt: everything its worker needs to start it (the controller adds `taskToken`). */
 export function runAttemptToWire(j: JobRow, spec: JobSpec, a: AttemptRow): WireRunAttempt {
   return {
     attemptUid: a.uid,

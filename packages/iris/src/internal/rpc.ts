@@ -2,6 +2,7 @@
 // bearer token attached, server-side token checks, and gRPC errors turned into IrisErrors.
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
+import fs from "node:fs";
 import path from "node:path";
 import { IrisError, irisCodeOf } from "../errors.ts";
 import type { ProtoGrpcType as ControllerProto } from "./generated/controller.ts";
@@ -34,6 +35,29 @@ export function loadIrisProto(): IrisProto {
 export interface RpcClientOptions {
   /** Bearer token sent as `authorization: Bearer <token>` on every call. */
   token?: string | undefined;
+  /**
+   * TLS: the CA certificate (a PEM file path, or the PEM text itself) the controller's certificate
+   * must chain to. Default: `IRIS_TLS_CA` when set, else plaintext.
+   */
+  tlsCa?: string | undefined;
+}
+
+/**
+ * The channel credentials of a client: TLS trusting `tlsCa` (a PEM file or PEM text; default
+ * `IRIS_TLS_CA`), plaintext when there is none. An unreadable CA file is INVALID_ARGUMENT.
+ */
+export function channelCredentials(tlsCa: string | undefined = process.env.IRIS_TLS_CA): grpc.ChannelCredentials {
+  if (tlsCa === undefined || tlsCa === "") return grpc.credentials.createInsecure();
+  let pem: Buffer;
+  if (tlsCa.includes("-----BEGIN")) pem = Buffer.from(tlsCa);
+  else {
+    try {
+      pem = fs.readFileSync(tlsCa);
+    } catch (e) {
+      throw new IrisError("INVALID_ARGUMENT", `TLS CA ${tlsCa}: ${(e as Error).message}`);
+    }
+  }
+  return grpc.credentials.createSsl(pem);
 }
 
 // Every call gets the token through an interceptor: grpc-js sends call credentials only on
@@ -63,13 +87,13 @@ function clientOptions(opts: RpcClientOptions): grpc.ClientOptions {
 /** A client of the controller's client-facing service (`iris.v1.ControllerService`). */
 export function createControllerClient(address: string, opts: RpcClientOptions = {}): ControllerServiceClient {
   const { ControllerService } = loadIrisProto();
-  return new ControllerService(address, grpc.credentials.createInsecure(), clientOptions(opts));
+  return new ControllerService(address, channelCredentials(opts.tlsCa), clientOptions(opts));
 }
 
 /** A client of the controller's worker-facing service (`iris.v1.WorkerControlService`). */
 export function createWorkerControlClient(address: string, opts: RpcClientOptions = {}): WorkerControlServiceClient {
   const { WorkerControlService } = loadIrisProto();
-  return new WorkerControlService(address, grpc.credentials.createInsecure(), clientOptions(opts));
+  return new WorkerControlService(address, channelCredentials(opts.tlsCa), clientOptions(opts));
 }
 
 /**
@@ -96,7 +120,12 @@ export function toIrisError(err: unknown, callSite?: Error): IrisError {
   if (err instanceof IrisError) return err;
   const e = err as Partial<grpc.ServiceError> | undefined;
   const code = typeof e?.code === "number" ? irisCodeOf(e.code) : "UNKNOWN";
-  const message = typeof e?.details === "string" && e.details !== "" ? e.details : String((err as Error)?.message ?? err);
+  let message = typeof e?.details === "string" && e.details !== "" ? e.details : String((err as Error)?.message ?? err);
+  if (code === "UNAVAILABLE" && /certificate|SSL|TLS|handshake|wrong version number/i.test(message)) {
+    message +=
+      " (TLS: the controller's certificate is not trusted by this client, or one side speaks TLS and the other does not; " +
+      "give the CA that signed it with --tls-ca or IRIS_TLS_CA)";
+  }
   const out = new IrisError(code, message, { cause: err });
   if (callSite?.stack) out.stack = `IrisError: ${code}: ${message}\n${callSite.stack.split("\n").slice(1).join("\n")}`;
   return out;

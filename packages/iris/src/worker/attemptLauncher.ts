@@ -27,6 +27,7 @@ export class AttemptLauncher {
   /** Ends the command attempts' groups if this process dies (see groupReaper.mjs). */
   #reaper: GroupReaper;
   #advertiseHost: string;
+  #tlsCa: string | undefined;
   /** Each resolves once its attempt has ended and been classified. */
   #starting = new Set<Promise<void>>();
 
@@ -35,6 +36,7 @@ export class AttemptLauncher {
     this.#shipper = shipper;
     this.#reaper = reaper;
     this.#advertiseHost = ctx.opts.advertiseHost ?? DEFAULT_ADVERTISE_HOST;
+    this.#tlsCa = ctx.opts.tlsCa ?? (process.env.IRIS_TLS_CA || undefined);
   }
 
   /** Starts an attempt in the background; it is tracked until it has ended. */
@@ -98,7 +100,9 @@ export class AttemptLauncher {
       const env = buildTaskEnv(
         {
           controllerAddress: this.#ctx.opts.controller,
-          ...(this.#ctx.opts.token === undefined ? {} : { authToken: this.#ctx.opts.token }),
+          // The attempt's own token from the controller, never the worker's.
+          ...(spec.taskToken ? { authToken: spec.taskToken } : {}),
+          ...(this.#tlsCa === undefined ? {} : { tlsCa: this.#tlsCa }),
           jobId: spec.jobId,
           taskId: spec.taskId,
           taskIndex: spec.taskIndex,

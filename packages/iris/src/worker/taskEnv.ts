@@ -8,7 +8,10 @@ export const DEFAULT_ADVERTISE_HOST = "127.0.0.1";
 /** Who a task is: everything the worker tells an attempt through its `IRIS_*` environment. */
 export interface TaskIdentity {
   controllerAddress: string;
+  /** The attempt's task token (`IRIS_AUTH_TOKEN`), when the controller has auth on. */
   authToken?: string;
+  /** TLS: the CA the controller's certificate chains to (`IRIS_TLS_CA`: a PEM file path or PEM text). */
+  tlsCa?: string;
   /** `/user/job` */
   jobId: string;
   /** `/user/job/3` */
@@ -50,6 +53,7 @@ export function buildTaskEnv(
   env.IRIS_CONTROLLER_ADDRESS = identity.controllerAddress;
   if (identity.authToken !== undefined && identity.authToken !== "") env.IRIS_AUTH_TOKEN = identity.authToken;
   else delete env.IRIS_AUTH_TOKEN;
+  if (identity.tlsCa !== undefined && identity.tlsCa !== "") env.IRIS_TLS_CA = identity.tlsCa;
   env.IRIS_JOB_ID = identity.jobId;
   env.IRIS_TASK_ID = identity.taskId;
   env.IRIS_TASK_INDEX = String(identity.taskIndex);
@@ -121,9 +125,11 @@ export function parseTaskEnv(env: Readonly<Record<string, string | undefined>> =
     ports[k.slice("IRIS_PORT_".length)] = port;
   }
   const token = env.IRIS_AUTH_TOKEN;
+  const tlsCa = env.IRIS_TLS_CA;
   return {
     controllerAddress: text("IRIS_CONTROLLER_ADDRESS"),
     ...(token !== undefined && token !== "" ? { authToken: token } : {}),
+    ...(tlsCa !== undefined && tlsCa !== "" ? { tlsCa } : {}),
     jobId: text("IRIS_JOB_ID"),
     taskId: text("IRIS_TASK_ID"),
     taskIndex: int("IRIS_TASK_INDEX", 0),

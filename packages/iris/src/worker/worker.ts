@@ -10,7 +10,7 @@ import os from "node:os";
 import path from "node:path";
 import * as grpc from "@grpc/grpc-js";
 import { IrisError } from "../errors.ts";
-import { loadIrisProto, type WorkerControlServiceClient } from "../internal/rpc.ts";
+import { channelCredentials, loadIrisProto, type WorkerControlServiceClient } from "../internal/rpc.ts";
 import { AttemptLauncher, ORPHAN_GRACE_MS } from "./attemptLauncher.ts";
 import { AttemptStore } from "./attemptStore.ts";
 import { GroupReaper } from "./groupReaper.ts";
@@ -86,7 +86,7 @@ export class Worker {
     this.#ctx = {
       id,
       opts,
-      client: workerControlClient(opts.controller, opts.token),
+      client: workerControlClient(opts.controller, opts.token, opts.tlsCa),
       store: new AttemptStore(stateDir),
       attempts: new Map(),
       stopping: false,
@@ -229,7 +229,7 @@ export class Worker {
  * grpc-js otherwise backs off up to 2 minutes between connection attempts, and calls made in
  * between fail at once, so a controller back from an outage would go unnoticed for that long.
  */
-function workerControlClient(address: string, token: string | undefined): WorkerControlServiceClient {
+function workerControlClient(address: string, token: string | undefined, tlsCa: string | undefined): WorkerControlServiceClient {
   const { WorkerControlService } = loadIrisProto();
   const bearer: grpc.Interceptor = (options, nextCall) =>
     new grpc.InterceptingCall(nextCall(options), {
@@ -238,7 +238,7 @@ function workerControlClient(address: string, token: string | undefined): Worker
         next(metadata, listener);
       },
     });
-  return new WorkerControlService(address, grpc.credentials.createInsecure(), {
+  return new WorkerControlService(address, channelCredentials(tlsCa), {
     interceptors: token !== undefined && token !== "" ? [bearer] : [],
     "grpc.initial_reconnect_backoff_ms": REGISTER_BACKOFF_START_MS,
     "grpc.max_reconnect_backoff_ms": REGISTER_BACKOFF_MAX_MS,

@@ -9,8 +9,13 @@ import type { AttemptStore } from "./attemptStore.ts";
 export interface WorkerOptions {
   /** The controller's address, `host:port`. */
   controller: string;
-  /** Bearer token for the controller; passed on to tasks as `IRIS_AUTH_TOKEN`. */
+  /**
+   * Bearer token for the controller (a worker or admin identity). Never handed to tasks: each
+   * attempt gets its own task token from the controller as `IRIS_AUTH_TOKEN`.
+   */
   token?: string;
+  /** TLS: the CA (PEM file or text) the controller's certificate chains to; default `IRIS_TLS_CA`. Passed on to tasks. */
+  tlsCa?: string;
   /** CPU capacity offered to the scheduler, in millicores. Default: one core per CPU. */
   cpuMillis?: number;
   /** Memory capacity offered to the scheduler, in bytes. Default: the machine's memory. */

@@ -23,6 +23,11 @@ export interface RunAttempt {
   'ports'?: (string)[];
   'resources'?: (_iris_v1_Resources | null);
   'timeoutMs'?: (number | string | Long);
+  /**
+   * The attempt's own token (set when the controller has auth on): the worker hands it to the
+   * task as IRIS_AUTH_TOKEN, never its own. Valid while the attempt runs, scoped to its job tree.
+   */
+  'taskToken'?: (string);
 }
 
 /**
@@ -44,4 +49,9 @@ export interface RunAttempt__Output {
   'ports': (string)[];
   'resources': (_iris_v1_Resources__Output | null);
   'timeoutMs': (number);
+  /**
+   * The attempt's own token (set when the controller has auth on): the worker hands it to the
+   * task as IRIS_AUTH_TOKEN, never its own. Valid while the attempt runs, scoped to its job tree.
+   */
+  'taskToken': (string);
 }
