@@ -87,8 +87,10 @@ export function realActions(io: CliIo): CliActions {
         token: a.token,
         ...(a.workerTimeoutMs !== undefined ? { workerTimeoutMs: a.workerTimeoutMs } : {}),
         ...(a.schedulingTimeoutMs !== undefined ? { schedulingTimeoutMs: a.schedulingTimeoutMs } : {}),
+        ...(a.httpPort !== undefined ? { httpPort: a.httpPort } : {}),
       });
       io.out(`iris controller listening on ${controller.address} (db ${a.dbPath}, auth ${a.token ? "on" : "off"})\n`);
+      if (controller.httpAddress) io.out(`iris controller HTTP (API, /metrics, /proxy) on http://${controller.httpAddress}\n`);
       await untilSignal();
       await controller.stop();
       return 0;
@@ -219,6 +221,13 @@ export function realActions(io: CliIo): CliActions {
       withClient(a, async (client) => {
         const endpoints = await client.listEndpoints(a.prefix ?? "");
         io.out(a.json ? `${JSON.stringify(endpoints, null, 2)}\n` : formatEndpoints(endpoints));
+        return 0;
+      }),
+
+    endpointToken: (a) =>
+      withClient(a, async (client) => {
+        const cap = await client.mintEndpointToken(a.name, a.ttlSeconds !== undefined ? { ttlSeconds: a.ttlSeconds } : {});
+        io.out(a.json ? `${JSON.stringify(cap, null, 2)}\n` : `${cap.url}\n(endpoint ${cap.name}, expires ${new Date(cap.expiresAtMs).toISOString()})\n`);
         return 0;
       }),
 

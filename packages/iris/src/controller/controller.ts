@@ -11,6 +11,7 @@ import type { JobStatus } from "../internal/generated/iris/v1/JobStatus.ts";
 import { loadIrisProto } from "../internal/rpc.ts";
 import { principalOfCall, singleTokenAuthenticator } from "./auth.ts";
 import type { Authenticator } from "./auth.ts";
+import { EndpointProxy } from "./endpointProxy.ts";
 import { serveHttp } from "./httpFace.ts";
 import type { HttpRoute } from "./httpFace.ts";
 import { capacityFromWire, jobSpecFromWire } from "../internal/codec.ts";
@@ -88,6 +89,8 @@ export class Controller {
   private readonly auth: Authenticator;
   /** Extra HTTP routes tried before the API (endpoint proxy, dashboard). */
   private readonly httpRoutes: HttpRoute[] = [];
+  /** `/proxy/<endpoint>/…` and capability URLs (endpointProxy.ts). */
+  private readonly endpointProxy: EndpointProxy;
   private readonly timer: NodeJS.Timeout;
   private readonly jobListeners = new Map<string, Set<Listener>>();
   private readonly logListeners = new Map<string, Set<Listener>>();
@@ -96,13 +99,27 @@ export class Controller {
   private scheduleQueued = false;
   private stopped = false;
 
-  private constructor(server: grpc.Server, db: Db, state: ControllerState, port: number, host: string, token: string | undefined, tickMs: number) {
+  private constructor(server: grpc.Server, db: Db, state: ControllerState, port: number, host: string, token: string | undefined, tickMs: number, now: () => number = Date.now) {
     this.server = server;
     this.db = db;
     this.state = state;
     this.port = port;
     this.address = `${host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host}:${port}`;
     this.auth = singleTokenAuthenticator(token);
+    this.endpointProxy = new EndpointProxy({
+      auth: this.auth,
+      resolve: (full) => state.resolveEndpoint(full, ""),
+      exists: (full) => {
+        try {
+          return state.resolveEndpoint(full, "") !== undefined;
+        } catch {
+          return false;
+        }
+      },
+      httpAddress: () => this.httpAddress,
+      now,
+    });
+    this.httpRoutes.push(this.endpointProxy.route);
     this.timer = setInterval(() => this.tick(), tickMs);
     this.timer.unref();
   }
@@ -131,7 +148,7 @@ export class Controller {
       server.bindAsync(`${host}:${opts.port ?? 0}`, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
     );
     const token = opts.token || undefined;
-    const self = new Controller(server, db, state, port, host, token, Math.max(50, Math.min(500, Math.floor(workerTimeoutMs / 4))));
+    const self = new Controller(server, db, state, port, host, token, Math.max(50, Math.min(500, Math.floor(workerTimeoutMs / 4))), opts.clock ? () => opts.clock!.now() : Date.now);
     const proto = loadIrisProto();
     const handlers = self.controllerHandlers();
     server.addService(proto.ControllerService.service, handlers);
@@ -372,6 +389,16 @@ export class Controller {
       }),
       ResolveEndpoint: this.unary((req) => s.resolveEndpoint(req.name, req.scopeJob)),
       ListEndpoints: this.unary((req) => ({ endpoints: s.listEndpoints(req.prefix, req.scopeJob) })),
+      MintEndpointToken: (call, callback) => {
+        const principal = principalOfCall(this.auth, call.metadata);
+        if (!principal) return callback(UNAUTHENTICATED);
+        try {
+          const endpoint = s.resolveEndpoint(call.request.name, call.request.scopeJob);
+          callback(null, this.endpointProxy.mint(principal, endpoint, call.request.ttlSeconds));
+        } catch (e) {
+          callback(rpcError(e));
+        }
+      },
       ReportTaskStatus: this.unary((req) => {
         s.reportTaskStatus(req.taskId, req.attempt, req.statusText, req.metrics);
         return {};
