@@ -10,7 +10,8 @@ import type { WorkerControlServiceHandlers } from "../internal/generated/iris/v1
 import type { JobStatus } from "../internal/generated/iris/v1/JobStatus.ts";
 import { loadIrisProto } from "../internal/rpc.ts";
 import { principalOfCall, singleTokenAuthenticator } from "./auth.ts";
-import type { Authenticator } from "./auth.ts";
+import type { Authenticator, Principal } from "./auth.ts";
+import type { EndpointCapability } from "../jobSpec.ts";
 import { EndpointProxy } from "./endpointProxy.ts";
 import { serveHttp } from "./httpFace.ts";
 import type { HttpRoute } from "./httpFace.ts";
@@ -168,6 +169,15 @@ export class Controller {
     this.http?.closeAllConnections();
     this.http?.close();
     this.db.close();
+  }
+
+  /**
+   * A capability URL for endpoint `name` (full, or relative to `scopeJob`'s root) minted for
+   * `principal` — what the MintEndpointToken RPC does, for server-side callers (the dashboard).
+   * PERMISSION_DENIED unless the principal may control the endpoint's owner job.
+   */
+  mintEndpointCapability(principal: Principal, name: string, ttlSeconds = 0, scopeJob = ""): EndpointCapability {
+    return this.endpointProxy.mint(principal, this.state.resolveEndpoint(name, scopeJob), ttlSeconds);
   }
 
   // ---- internals ------------------------------------------------------------------------------
