@@ -14,18 +14,29 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const repoRoot = path.resolve(here, "../../../..");
 const cli = path.join(here, "main.ts");
 const marinIndex = path.resolve(here, "../index.ts");
+const shardingIndex = path.resolve(repoRoot, "packages/levanter/src/sharding/index.ts");
 const sh = promisify(exec);
 
 // One "training" step whose output is a copy of a prepared checkpoint folder.
+// With MARIN_TEST_EVAL, also a validation cache and evaluateViaService over both.
 const fixture = `
 import { cp } from "node:fs/promises";
 import path from "node:path";
-import { defineStep, runIfMain } from ${JSON.stringify(marinIndex)};
+import { defineStep, evaluateViaService, outputOf, runIfMain } from ${JSON.stringify(marinIndex)};
+import { finalizeTokenCache, writeTokenCacheShard } from ${JSON.stringify(shardingIndex)};
 export default function build() {
-  return [defineStep({ name: "tiny/train", config: { model: "tiny" }, fn: async (ctx) => {
+  const train = defineStep({ name: "tiny/train", config: { model: "tiny" }, fn: async (ctx) => {
     await cp(process.env.CKPT_SRC, path.join(ctx.outputPath, "checkpoints"), { recursive: true });
     return {};
-  } })];
+  } });
+  if (!process.env.MARIN_TEST_EVAL) return [train];
+  const data = defineStep({ name: "tiny/data", config: { docs: 12 }, fn: async (ctx) => {
+    const docs = Array.from({ length: ctx.config.docs }, (_, d) => Array.from(Buffer.from("document " + d + " of the quick brown fox")));
+    await writeTokenCacheShard(ctx.outputPath, 0, docs, { tokenizer: "byte", vocabSize: 257 });
+    await finalizeTokenCache(ctx.outputPath);
+    return {};
+  } });
+  return [evaluateViaService({ name: "tiny/eval", checkpoints: outputOf(train, "checkpoints"), data: outputOf(data), batchSize: 2, maxBatches: 2 })];
 }
 await runIfMain(import.meta.url, build);
 `;
@@ -78,5 +89,19 @@ describe("marin serve", () => {
     } finally {
       child.kill("SIGKILL");
     }
+  }, 120_000);
+
+  it("evaluateViaService runs as a step: its own iris job, the server a child job of it", async () => {
+    const prefix = path.join(tmp, "out");
+    const r = await sh(`node --import tsx ${cli} run ${script} --prefix ${prefix}`, { cwd: repoRoot, env: { ...env(), MARIN_TEST_EVAL: "1" } });
+    expect(r.stdout).toMatch(/tiny\/eval\s+ran\s/);
+    const evalDir = (await fs.readdir(path.join(prefix, "tiny"))).find((d) => d.startsWith("eval-"))!;
+    const result = JSON.parse(await fs.readFile(path.join(prefix, "tiny", evalDir, "eval.json"), "utf8")) as { loss: number; bpb: number; tokens: number; window: number };
+    expect(result.window).toBe(32);
+    expect(result.tokens).toBe(2 * 2 * 31);
+    // A random model over 257 byte ids: about ln 257 = 5.55 nats per token.
+    expect(result.loss).toBeGreaterThan(4.5);
+    expect(result.loss).toBeLessThan(7);
+    expect(result.bpb).toBeCloseTo(result.loss / Math.LN2, 6);
   }, 120_000);
 });
