@@ -108,7 +108,8 @@ export class Controller {
     this.address = `${host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host}:${port}`;
     this.auth = singleTokenAuthenticator(token);
     this.endpointProxy = new EndpointProxy({
-      auth: this.auth,
+      // Asks the controller's authenticator at request time (whatever it is by then).
+      auth: { fromAuthorization: (h) => this.auth.fromAuthorization(h) },
       resolve: (full) => state.resolveEndpoint(full, ""),
       exists: (full) => {
         try {

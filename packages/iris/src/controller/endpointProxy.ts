@@ -22,7 +22,8 @@ export const CAPABILITY_TTL_S = { default: 3600, min: 60, max: 86_400 } as const
 
 /** What the proxy needs from the controller. */
 export interface EndpointProxyOptions {
-  auth: Authenticator;
+  /** The controller's authenticator (only `fromAuthorization` is asked). */
+  auth: Pick<Authenticator, "fromAuthorization">;
   /** The endpoint of a full name (throws IrisError NOT_FOUND when there is none). */
   resolve: (fullName: string) => WireEndpoint;
   /** Whether an endpoint of that full name exists (for longest-prefix matching of proxy paths). */
