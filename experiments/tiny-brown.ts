@@ -52,6 +52,8 @@ export default function build() {
     prompts: ["The jury said", "In the morning"],
     maxTokens: 80,
     temperature: 0.8,
+    // Sampled through the inference service (levanter's server as a child iris job).
+    viaService: true,
   });
   return [evaluation, samples];
 }

@@ -312,6 +312,18 @@ export interface Endpoint {
   metadata: Record<string, string>;
 }
 
+/** A capability URL for one endpoint (`IrisClient.mintEndpointToken`, the MintEndpointToken RPC). */
+export interface EndpointCapability {
+  /** The endpoint's full name the token is bound to. */
+  name: string;
+  token: string;
+  /** `http://<controller http>/cap/<token>`: append the service's path (`/v1/models`). */
+  url: string;
+  /** `/cap/<token>`: the same, relative to the controller's HTTP address. */
+  path: string;
+  expiresAtMs: number;
+}
+
 /** A worker as `IrisClient.listWorkers()` shows it. */
 export interface WorkerSummary {
   workerId: string;

@@ -51,3 +51,11 @@ export { evaluateLmStep } from "./steps/evaluateLmStep.ts";
 export type { EvaluateLmStepOptions } from "./steps/evaluateLmStep.ts";
 export { generateText } from "./steps/generateText.ts";
 export type { GenerateTextOptions } from "./steps/generateText.ts";
+export { evaluateViaService } from "./steps/evaluateViaService.ts";
+export type { EvaluateViaServiceOptions } from "./steps/evaluateViaService.ts";
+
+// Serving a checkpoint (an iris job behind the endpoint serve/<name>).
+export { remoteInference } from "./inference/remoteInference.ts";
+export type { InferenceSession, RemoteInferenceOptions } from "./inference/remoteInference.ts";
+export { scoreViaService } from "./inference/scoreViaService.ts";
+export type { ScoreViaServiceOptions, ServiceScore } from "./inference/scoreViaService.ts";

@@ -99,12 +99,14 @@ export function realActions(io: CliIo): CliActions {
         log: (line) => io.err(`${line}\n`),
         ...(a.workerTimeoutMs !== undefined ? { workerTimeoutMs: a.workerTimeoutMs } : {}),
         ...(a.schedulingTimeoutMs !== undefined ? { schedulingTimeoutMs: a.schedulingTimeoutMs } : {}),
+        ...(a.httpPort !== undefined ? { httpPort: a.httpPort } : {}),
       });
       const all = a.host === "0.0.0.0" || a.host === "::";
       io.out(
         `iris controller listening on ${all ? `${a.host}:${controller.port}` : controller.address}${all ? ` (all interfaces; dial ${controller.address} here)` : ""} ` +
           `(db ${a.dbPath}, auth ${authOn ? "on" : "off"}, tls ${a.tlsCert ? "on" : "off"})\n`,
       );
+      if (controller.httpAddress) io.out(`iris controller HTTP (API, /metrics, /proxy) on ${a.tlsCert ? "https" : "http"}://${controller.httpAddress}\n`);
       await untilSignal();
       await controller.stop();
       return 0;
@@ -236,6 +238,13 @@ export function realActions(io: CliIo): CliActions {
       withClient(a, async (client) => {
         const endpoints = await client.listEndpoints(a.prefix ?? "");
         io.out(a.json ? `${JSON.stringify(endpoints, null, 2)}\n` : formatEndpoints(endpoints));
+        return 0;
+      }),
+
+    endpointToken: (a) =>
+      withClient(a, async (client) => {
+        const cap = await client.mintEndpointToken(a.name, a.ttlSeconds !== undefined ? { ttlSeconds: a.ttlSeconds } : {});
+        io.out(a.json ? `${JSON.stringify(cap, null, 2)}\n` : `${cap.url}\n(endpoint ${cap.name}, expires ${new Date(cap.expiresAtMs).toISOString()})\n`);
         return 0;
       }),
 

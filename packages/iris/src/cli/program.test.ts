@@ -173,6 +173,11 @@ describe("iris CLI parsing", () => {
     expect((await cli(["endpoints", "/u/job/", ...env])).args).toMatchObject({ prefix: "/u/job/" });
     expect((await cli(["endpoints", ...env])).args).toMatchObject({ prefix: undefined });
     expect((await cli(["workers", "--json", ...env])).calls).toEqual([{ action: "workers", args: { controller: "c:1", token: undefined, json: true } }]);
+    expect((await cli(["endpoint", "token", "/u/job/serve/m", "--ttl", "120", ...env])).calls).toEqual([
+      { action: "endpointToken", args: { controller: "c:1", token: undefined, name: "/u/job/serve/m", ttlSeconds: 120, json: false } },
+    ]);
+    expect((await cli(["endpoint", "token", "/u/job/serve/m", ...env])).args).toMatchObject({ ttlSeconds: undefined });
+    expect((await cli(["controller", "--db", "/tmp/x.sqlite", "--http-port", "0"])).args).toMatchObject({ httpPort: 0 });
   });
 
   it("returns the action's exit code", async () => {

@@ -41,6 +41,8 @@ export interface ControllerArgs {
   workerTimeoutMs: number | undefined;
   /** With no worker registered, a task waits this long before it is UNSCHEDULABLE (default 5 min). */
   schedulingTimeoutMs: number | undefined;
+  /** Also serve HTTP (API, /metrics, the endpoint proxy) on this port; undefined = none. */
+  httpPort?: number | undefined;
 }
 
 /** `iris db backup`. */
@@ -109,6 +111,13 @@ export interface EndpointsArgs extends ClientArgs {
   json: boolean;
 }
 
+/** `iris endpoint token`. */
+export interface EndpointTokenArgs extends ClientArgs {
+  name: string;
+  ttlSeconds: number | undefined;
+  json: boolean;
+}
+
 /** `iris workers`. */
 export interface WorkersArgs extends ClientArgs {
   json: boolean;
@@ -125,6 +134,7 @@ export interface CliActions {
   jobLogs(a: JobLogsArgs): Promise<number>;
   jobKill(a: JobNameArgs): Promise<number>;
   endpoints(a: EndpointsArgs): Promise<number>;
+  endpointToken(a: EndpointTokenArgs): Promise<number>;
   workers(a: WorkersArgs): Promise<number>;
   status(a: StatusArgs): Promise<number>;
   dbBackup(a: DbBackupArgs): Promise<number>;
@@ -205,6 +215,7 @@ export function buildProgram(
     .option("--tls-key <file>", "TLS private key (PEM)")
     .addOption(new Option("--worker-timeout <seconds>", "a worker silent this long is lost (default 30)").argParser(parseSeconds))
     .addOption(schedulingTimeoutOption("a job that sets none"))
+    .addOption(new Option("--http-port <port>", "also serve HTTP (API, /metrics, the endpoint proxy /proxy and /cap) on this port (0: any free port)").argParser(parseInteger(0, 65535)))
     .action(
       (o: {
         port: number;
@@ -217,6 +228,7 @@ export function buildProgram(
         tlsKey?: string;
         workerTimeout?: number;
         schedulingTimeout?: number;
+        httpPort?: number;
       }) => {
         if ((o.tlsCert === undefined) !== (o.tlsKey === undefined)) {
           throw new CommanderError(1, "iris.tls", "error: --tls-cert and --tls-key go together");
@@ -232,6 +244,7 @@ export function buildProgram(
           ...(o.tlsCert ? { tlsCert: o.tlsCert, tlsKey: o.tlsKey } : {}),
           workerTimeoutMs: o.workerTimeout,
           schedulingTimeoutMs: o.schedulingTimeout,
+          ...(o.httpPort !== undefined ? { httpPort: o.httpPort } : {}),
         }),
         );
       },
@@ -431,6 +444,19 @@ export function buildProgram(
     .addOption(tokenOption())
     .action((prefix: string | undefined, o: { controller?: string; token?: string; json: boolean }) =>
       run(() => actions.endpoints({ ...clientArgs(o), prefix, json: o.json })),
+    );
+
+  const endpoint = program.command("endpoint").description("one registered endpoint");
+  endpoint
+    .command("token")
+    .description("mint a time-limited capability URL for an endpoint (only its owner may): reach the service through the controller's HTTP proxy without the cluster token")
+    .argument("<name>", "endpoint name (full, /user/job/name)")
+    .addOption(new Option("--ttl <seconds>", "lifetime in seconds (default 3600; clamped to 60..86400)").argParser(parseSeconds))
+    .option("--json", "print JSON", false)
+    .addOption(controllerOption())
+    .addOption(tokenOption())
+    .action((name: string, o: { controller?: string; token?: string; ttl?: number; json: boolean }) =>
+      run(() => actions.endpointToken({ ...clientArgs(o), name, ttlSeconds: o.ttl === undefined ? undefined : o.ttl / 1000, json: o.json })),
     );
 
   program

@@ -10,7 +10,7 @@ import { createControllerClient, toIrisError, unary } from "../internal/rpc.ts";
 import type { ControllerServiceClient } from "../internal/rpc.ts";
 import { endpointFromWire, jobSpecToWire, jobStatusFromWire, logEntryFromWire, metricPointFromWire, workerSummaryFromWire } from "../internal/codec.ts";
 import { formatIssues, isTerminalJobState, jobSpecInputSchema } from "../jobSpec.ts";
-import type { Endpoint, JobSpecInput, JobStatus, LogEntry, MetricPoint, WorkerSummary } from "../jobSpec.ts";
+import type { Endpoint, EndpointCapability, JobSpecInput, JobStatus, LogEntry, MetricPoint, WorkerSummary } from "../jobSpec.ts";
 
 export type { WorkerSummary } from "../jobSpec.ts";
 
@@ -221,6 +221,16 @@ export class IrisClient {
   async listEndpoints(prefix = ""): Promise<Endpoint[]> {
     const r = await unary(this.rpc, "listEndpoints", { prefix, scopeJob: this.scopeJob });
     return r.endpoints.map(endpointFromWire);
+  }
+
+  /**
+   * A time-limited capability URL for one endpoint (only its owner job tree may mint one):
+   * `url` + the service's path reaches it through the controller's HTTP proxy without the
+   * cluster token. `ttlSeconds` defaults to 1 h and is clamped to [60 s, 24 h].
+   */
+  async mintEndpointToken(name: string, opts: { ttlSeconds?: number } = {}): Promise<EndpointCapability> {
+    const r = await unary(this.rpc, "mintEndpointToken", { name, scopeJob: this.scopeJob, ttlSeconds: opts.ttlSeconds ?? 0 });
+    return { name: r.name, token: r.token, url: r.url, path: r.path, expiresAtMs: Number(r.expiresAtMs) };
   }
 
   /** Registered workers and their load. */

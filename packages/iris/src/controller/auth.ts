@@ -74,6 +74,7 @@ export const RPC_ROLES: Readonly<Record<string, readonly Role[]>> = (() => {
     ReportTaskStatus: CLIENT,
     GetTaskMetrics: CLIENT,
     ListWorkers: CLIENT,
+    MintEndpointToken: CLIENT,
     // WorkerControlService.
     RegisterWorker: WORKER,
     Reconcile: WORKER,
@@ -81,6 +82,7 @@ export const RPC_ROLES: Readonly<Record<string, readonly Role[]>> = (() => {
     PushLogs: WORKER,
     // HTTP-only reads.
     "GET /metrics": ["admin", "user"],
+    "HTTP /proxy": CLIENT,
   };
 })();
 

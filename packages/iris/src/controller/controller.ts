@@ -11,6 +11,8 @@ import type { JobStatus } from "../internal/generated/iris/v1/JobStatus.ts";
 import { loadIrisProto } from "../internal/rpc.ts";
 import { TaskTokens, checkMaySubmit, createAuthenticator, mayCall, mayControlJob, placeJobName, principalOfCall } from "./auth.ts";
 import type { Authenticator, Principal } from "./auth.ts";
+import type { EndpointCapability } from "../jobSpec.ts";
+import { EndpointProxy } from "./endpointProxy.ts";
 import { LIMITS } from "../jobSpec.ts";
 import { parseTaskId } from "./stateRows.ts";
 import { serveHttp } from "./httpFace.ts";
@@ -128,6 +130,8 @@ export class Controller {
   private readonly insecure: boolean;
   /** Extra HTTP routes tried before the API (endpoint proxy, dashboard). */
   private readonly httpRoutes: HttpRoute[] = [];
+  /** `/proxy/<endpoint>/…` and capability URLs (endpointProxy.ts). */
+  private readonly endpointProxy: EndpointProxy;
   private readonly timer: NodeJS.Timeout;
   private readonly jobListeners = new Map<string, Set<Listener>>();
   private readonly logListeners = new Map<string, Set<Listener>>();
@@ -144,6 +148,7 @@ export class Controller {
     host: string,
     auth: { auth: Authenticator; taskTokens: TaskTokens | undefined; insecure: boolean; log: (line: string) => void },
     tickMs: number,
+    now: () => number = Date.now,
   ) {
     this.server = server;
     this.db = db;
@@ -154,6 +159,22 @@ export class Controller {
     this.taskTokens = auth.taskTokens;
     this.insecure = auth.insecure;
     this.log = auth.log;
+    this.endpointProxy = new EndpointProxy({
+      // Asks the controller's authenticator at request time (whatever it is by then).
+      auth: { fromAuthorization: (h) => this.auth.fromAuthorization(h) },
+      resolve: (full) => state.resolveEndpoint(full, ""),
+      ownerOf: (endpoint) => state.endpointOwnerOf(String(endpoint.name)),
+      exists: (full) => {
+        try {
+          return state.resolveEndpoint(full, "") !== undefined;
+        } catch {
+          return false;
+        }
+      },
+      httpAddress: () => this.httpAddress,
+      now,
+    });
+    this.httpRoutes.push(this.endpointProxy.route);
     this.timer = setInterval(() => this.tick(), tickMs);
     this.timer.unref();
   }
@@ -204,7 +225,7 @@ export class Controller {
       db.close();
       throw e;
     }
-    const self = new Controller(server, db, state, port, host, { auth, taskTokens, insecure, log }, Math.max(50, Math.min(500, Math.floor(workerTimeoutMs / 4))));
+    const self = new Controller(server, db, state, port, host, { auth, taskTokens, insecure, log }, Math.max(50, Math.min(500, Math.floor(workerTimeoutMs / 4))), opts.clock ? () => opts.clock!.now() : Date.now);
     const proto = loadIrisProto();
     const handlers = self.controllerHandlers();
     server.addService(proto.ControllerService.service, handlers);
@@ -224,6 +245,15 @@ export class Controller {
     this.http?.closeAllConnections();
     this.http?.close();
     this.db.close();
+  }
+
+  /**
+   * A capability URL for endpoint `name` (full, or relative to `scopeJob`'s root) minted for
+   * `principal` — what the MintEndpointToken RPC does, for server-side callers (the dashboard).
+   * PERMISSION_DENIED unless the principal may control the endpoint's owner job.
+   */
+  mintEndpointCapability(principal: Principal, name: string, ttlSeconds = 0, scopeJob = ""): EndpointCapability {
+    return this.endpointProxy.mint(principal, this.state.resolveEndpoint(name, scopeJob), ttlSeconds);
   }
 
   // ---- internals ------------------------------------------------------------------------------
@@ -460,6 +490,7 @@ export class Controller {
       }),
       ResolveEndpoint: this.unary("ResolveEndpoint", (req) => s.resolveEndpoint(req.name, req.scopeJob)),
       ListEndpoints: this.unary("ListEndpoints", (req) => ({ endpoints: s.listEndpoints(req.prefix, req.scopeJob) })),
+      MintEndpointToken: this.unary("MintEndpointToken", (req, p) => this.endpointProxy.mint(p, s.resolveEndpoint(req.name, req.scopeJob), req.ttlSeconds)),
       ReportTaskStatus: this.unary("ReportTaskStatus", (req, p) => {
         const { jobName } = parseTaskId(req.taskId);
         if (!mayControlJob(p, jobName)) throw denied(`${p.role} ${p.user} may not report the status of ${req.taskId}`);

@@ -248,6 +248,15 @@ export class StateQueries extends StateCore {
     return r.instance_id ? this.job(r.instance_id).name : rootJobOf(r.name);
   }
 
+  /** The owner job of the newest endpoint of a full name; NOT_FOUND if none. */
+  endpointOwnerOf(fullName: string): string {
+    const r = this.stmt("SELECT * FROM endpoints WHERE name = ? AND (expires_at_ms IS NULL OR expires_at_ms > ?) ORDER BY created_at_ms DESC LIMIT 1").get(fullName, this.clock.now()) as
+      | EndpointRow
+      | undefined;
+    if (!r) throw new IrisError("NOT_FOUND", `no endpoint named ${fullName}`);
+    return this.endpointOwner(r);
+  }
+
   protected endpointRows(where: string, ...args: unknown[]): WireEndpoint[] {
     const rows = this.stmt(`SELECT * FROM endpoints WHERE (${where}) AND (expires_at_ms IS NULL OR expires_at_ms > ?) ORDER BY created_at_ms DESC`).all(
       ...args,

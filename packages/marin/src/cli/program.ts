@@ -134,6 +134,34 @@ export function buildProgram(io: { out: (s: string) => void; setExitCode: (c: nu
       }
     });
   program
+    .command("serve")
+    .argument("<script>", "experiment script")
+    .argument("<step>", "a training step (its newest checkpoint is served)")
+    .option("--prefix <dir>", "where outputs live (default: $MARIN_PREFIX or ./marin-out)")
+    .option("--cluster <addr>", "serve on this iris controller (default: an embedded local cluster)")
+    .addOption(new Option("--replicas <n>", "server instances").argParser(positiveInt).default(1))
+    .addOption(new Option("--http-port <port>", "the embedded controller's HTTP port (proxy, capability URLs; default: any free port)").argParser(positiveInt))
+    .addOption(new Option("--ttl <seconds>", "capability URL lifetime (default 3600; 60..86400)").argParser(positiveInt))
+    .addOption(new Option("--startup-timeout <seconds>", "how long the server may take to be ready (default 300)").argParser(positiveInt))
+    .description("serve a step's newest checkpoint over an OpenAI-compatible API (an iris job); prints the URL, a capability URL and a curl example; Ctrl-C stops it (exit 0)")
+    .action(async (script: string, step: string, flags: { prefix?: string; cluster?: string; replicas: number; httpPort?: number; ttl?: number; startupTimeout?: number }) => {
+      const { graph } = await loadGraph(script, flags);
+      const { serveStep } = await import("./serveCommand.ts");
+      io.setExitCode(
+        await serveStep({
+          graph,
+          step,
+          cluster: flags.cluster,
+          replicas: flags.replicas,
+          httpPort: flags.httpPort ?? 0,
+          ttlSeconds: flags.ttl,
+          startupTimeoutMs: flags.startupTimeout === undefined ? undefined : flags.startupTimeout * 1000,
+          out: io.out,
+        }),
+      );
+    });
+
+  program
     .command("runs")
     .option("--prefix <dir>", "where outputs live (default: $MARIN_PREFIX or ./marin-out)")
     .description("list the runs at a prefix: id, start, state, steps ran/skipped/failed/cancelled")

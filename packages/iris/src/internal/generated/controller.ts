@@ -25,6 +25,8 @@ import type { ListWorkersResponse as _iris_v1_ListWorkersResponse, ListWorkersRe
 import type { LogBatch as _iris_v1_LogBatch, LogBatch__Output as _iris_v1_LogBatch__Output } from './iris/v1/LogBatch.ts';
 import type { LogEntry as _iris_v1_LogEntry, LogEntry__Output as _iris_v1_LogEntry__Output } from './iris/v1/LogEntry.ts';
 import type { MetricPoint as _iris_v1_MetricPoint, MetricPoint__Output as _iris_v1_MetricPoint__Output } from './iris/v1/MetricPoint.ts';
+import type { MintEndpointTokenRequest as _iris_v1_MintEndpointTokenRequest, MintEndpointTokenRequest__Output as _iris_v1_MintEndpointTokenRequest__Output } from './iris/v1/MintEndpointTokenRequest.ts';
+import type { MintEndpointTokenResponse as _iris_v1_MintEndpointTokenResponse, MintEndpointTokenResponse__Output as _iris_v1_MintEndpointTokenResponse__Output } from './iris/v1/MintEndpointTokenResponse.ts';
 import type { ModuleEntrypoint as _iris_v1_ModuleEntrypoint, ModuleEntrypoint__Output as _iris_v1_ModuleEntrypoint__Output } from './iris/v1/ModuleEntrypoint.ts';
 import type { RegisterEndpointRequest as _iris_v1_RegisterEndpointRequest, RegisterEndpointRequest__Output as _iris_v1_RegisterEndpointRequest__Output } from './iris/v1/RegisterEndpointRequest.ts';
 import type { ReportTaskStatusRequest as _iris_v1_ReportTaskStatusRequest, ReportTaskStatusRequest__Output as _iris_v1_ReportTaskStatusRequest__Output } from './iris/v1/ReportTaskStatusRequest.ts';
@@ -70,6 +72,8 @@ export interface ProtoGrpcType {
       LogBatch: MessageTypeDefinition<_iris_v1_LogBatch, _iris_v1_LogBatch__Output>
       LogEntry: MessageTypeDefinition<_iris_v1_LogEntry, _iris_v1_LogEntry__Output>
       MetricPoint: MessageTypeDefinition<_iris_v1_MetricPoint, _iris_v1_MetricPoint__Output>
+      MintEndpointTokenRequest: MessageTypeDefinition<_iris_v1_MintEndpointTokenRequest, _iris_v1_MintEndpointTokenRequest__Output>
+      MintEndpointTokenResponse: MessageTypeDefinition<_iris_v1_MintEndpointTokenResponse, _iris_v1_MintEndpointTokenResponse__Output>
       ModuleEntrypoint: MessageTypeDefinition<_iris_v1_ModuleEntrypoint, _iris_v1_ModuleEntrypoint__Output>
       RegisterEndpointRequest: MessageTypeDefinition<_iris_v1_RegisterEndpointRequest, _iris_v1_RegisterEndpointRequest__Output>
       ReportTaskStatusRequest: MessageTypeDefinition<_iris_v1_ReportTaskStatusRequest, _iris_v1_ReportTaskStatusRequest__Output>

@@ -17,6 +17,8 @@ import type { ListTasksResponse as _iris_v1_ListTasksResponse, ListTasksResponse
 import type { ListWorkersRequest as _iris_v1_ListWorkersRequest, ListWorkersRequest__Output as _iris_v1_ListWorkersRequest__Output } from '../../iris/v1/ListWorkersRequest.ts';
 import type { ListWorkersResponse as _iris_v1_ListWorkersResponse, ListWorkersResponse__Output as _iris_v1_ListWorkersResponse__Output } from '../../iris/v1/ListWorkersResponse.ts';
 import type { LogBatch as _iris_v1_LogBatch, LogBatch__Output as _iris_v1_LogBatch__Output } from '../../iris/v1/LogBatch.ts';
+import type { MintEndpointTokenRequest as _iris_v1_MintEndpointTokenRequest, MintEndpointTokenRequest__Output as _iris_v1_MintEndpointTokenRequest__Output } from '../../iris/v1/MintEndpointTokenRequest.ts';
+import type { MintEndpointTokenResponse as _iris_v1_MintEndpointTokenResponse, MintEndpointTokenResponse__Output as _iris_v1_MintEndpointTokenResponse__Output } from '../../iris/v1/MintEndpointTokenResponse.ts';
 import type { RegisterEndpointRequest as _iris_v1_RegisterEndpointRequest, RegisterEndpointRequest__Output as _iris_v1_RegisterEndpointRequest__Output } from '../../iris/v1/RegisterEndpointRequest.ts';
 import type { ReportTaskStatusRequest as _iris_v1_ReportTaskStatusRequest, ReportTaskStatusRequest__Output as _iris_v1_ReportTaskStatusRequest__Output } from '../../iris/v1/ReportTaskStatusRequest.ts';
 import type { ReportTaskStatusResponse as _iris_v1_ReportTaskStatusResponse, ReportTaskStatusResponse__Output as _iris_v1_ReportTaskStatusResponse__Output } from '../../iris/v1/ReportTaskStatusResponse.ts';
@@ -98,6 +100,25 @@ export interface ControllerServiceClient extends grpc.Client {
   listWorkers(argument: _iris_v1_ListWorkersRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_iris_v1_ListWorkersResponse__Output>): grpc.ClientUnaryCall;
   listWorkers(argument: _iris_v1_ListWorkersRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_iris_v1_ListWorkersResponse__Output>): grpc.ClientUnaryCall;
   listWorkers(argument: _iris_v1_ListWorkersRequest, callback: grpc.requestCallback<_iris_v1_ListWorkersResponse__Output>): grpc.ClientUnaryCall;
+  
+  /**
+   * A time-limited capability URL for one endpoint, served by the controller's HTTP proxy
+   * (`/cap/<token>/<path>`; see the iris README). Only the endpoint's owner may mint one
+   * (PERMISSION_DENIED otherwise); FAILED_PRECONDITION when the controller has no HTTP port.
+   */
+  MintEndpointToken(argument: _iris_v1_MintEndpointTokenRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_iris_v1_MintEndpointTokenResponse__Output>): grpc.ClientUnaryCall;
+  MintEndpointToken(argument: _iris_v1_MintEndpointTokenRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_iris_v1_MintEndpointTokenResponse__Output>): grpc.ClientUnaryCall;
+  MintEndpointToken(argument: _iris_v1_MintEndpointTokenRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_iris_v1_MintEndpointTokenResponse__Output>): grpc.ClientUnaryCall;
+  MintEndpointToken(argument: _iris_v1_MintEndpointTokenRequest, callback: grpc.requestCallback<_iris_v1_MintEndpointTokenResponse__Output>): grpc.ClientUnaryCall;
+  /**
+   * A time-limited capability URL for one endpoint, served by the controller's HTTP proxy
+   * (`/cap/<token>/<path>`; see the iris README). Only the endpoint's owner may mint one
+   * (PERMISSION_DENIED otherwise); FAILED_PRECONDITION when the controller has no HTTP port.
+   */
+  mintEndpointToken(argument: _iris_v1_MintEndpointTokenRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_iris_v1_MintEndpointTokenResponse__Output>): grpc.ClientUnaryCall;
+  mintEndpointToken(argument: _iris_v1_MintEndpointTokenRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_iris_v1_MintEndpointTokenResponse__Output>): grpc.ClientUnaryCall;
+  mintEndpointToken(argument: _iris_v1_MintEndpointTokenRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_iris_v1_MintEndpointTokenResponse__Output>): grpc.ClientUnaryCall;
+  mintEndpointToken(argument: _iris_v1_MintEndpointTokenRequest, callback: grpc.requestCallback<_iris_v1_MintEndpointTokenResponse__Output>): grpc.ClientUnaryCall;
   
   RegisterEndpoint(argument: _iris_v1_RegisterEndpointRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_iris_v1_Endpoint__Output>): grpc.ClientUnaryCall;
   RegisterEndpoint(argument: _iris_v1_RegisterEndpointRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_iris_v1_Endpoint__Output>): grpc.ClientUnaryCall;
@@ -201,6 +222,13 @@ export interface ControllerServiceHandlers extends grpc.UntypedServiceImplementa
   
   ListWorkers: grpc.handleUnaryCall<_iris_v1_ListWorkersRequest__Output, _iris_v1_ListWorkersResponse>;
   
+  /**
+   * A time-limited capability URL for one endpoint, served by the controller's HTTP proxy
+   * (`/cap/<token>/<path>`; see the iris README). Only the endpoint's owner may mint one
+   * (PERMISSION_DENIED otherwise); FAILED_PRECONDITION when the controller has no HTTP port.
+   */
+  MintEndpointToken: grpc.handleUnaryCall<_iris_v1_MintEndpointTokenRequest__Output, _iris_v1_MintEndpointTokenResponse>;
+  
   RegisterEndpoint: grpc.handleUnaryCall<_iris_v1_RegisterEndpointRequest__Output, _iris_v1_Endpoint>;
   
   ReportTaskStatus: grpc.handleUnaryCall<_iris_v1_ReportTaskStatusRequest__Output, _iris_v1_ReportTaskStatusResponse>;
@@ -238,6 +266,7 @@ export interface ControllerServiceDefinition extends grpc.ServiceDefinition {
   ListJobs: MethodDefinition<_iris_v1_ListJobsRequest, _iris_v1_ListJobsResponse, _iris_v1_ListJobsRequest__Output, _iris_v1_ListJobsResponse__Output>
   ListTasks: MethodDefinition<_iris_v1_GetJobRequest, _iris_v1_ListTasksResponse, _iris_v1_GetJobRequest__Output, _iris_v1_ListTasksResponse__Output>
   ListWorkers: MethodDefinition<_iris_v1_ListWorkersRequest, _iris_v1_ListWorkersResponse, _iris_v1_ListWorkersRequest__Output, _iris_v1_ListWorkersResponse__Output>
+  MintEndpointToken: MethodDefinition<_iris_v1_MintEndpointTokenRequest, _iris_v1_MintEndpointTokenResponse, _iris_v1_MintEndpointTokenRequest__Output, _iris_v1_MintEndpointTokenResponse__Output>
   RegisterEndpoint: MethodDefinition<_iris_v1_RegisterEndpointRequest, _iris_v1_Endpoint, _iris_v1_RegisterEndpointRequest__Output, _iris_v1_Endpoint__Output>
   ReportTaskStatus: MethodDefinition<_iris_v1_ReportTaskStatusRequest, _iris_v1_ReportTaskStatusResponse, _iris_v1_ReportTaskStatusRequest__Output, _iris_v1_ReportTaskStatusResponse__Output>
   ResolveEndpoint: MethodDefinition<_iris_v1_ResolveEndpointRequest, _iris_v1_Endpoint, _iris_v1_ResolveEndpointRequest__Output, _iris_v1_Endpoint__Output>

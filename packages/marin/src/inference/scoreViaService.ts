@@ -1,0 +1,91 @@
+// Scoring a validation token cache through an inference service: each window is one
+// `/v1/completions` request with `echo` + `logprobs` and `max_tokens: 0` (the prompt's own logprobs).
+import { MarinError } from "../errors.ts";
+
+/** Options of {@link scoreViaService}. */
+export interface ScoreViaServiceOptions {
+  /** OpenAI base URL (`…/v1`). */
+  baseUrl: string;
+  model: string;
+  /** A token cache (levanter layout). */
+  data: string;
+  /** HF tokenizer.json, for caches not made by the byte tokenizer (bits per byte need its byte counts). */
+  tokenizerJson?: string;
+  /** Windows per batch (as evaluateLm's `batchSize`; `maxBatches` counts these). */
+  batchSize?: number;
+  maxBatches?: number;
+  /** Requests in flight at once (default 8). */
+  concurrency?: number;
+}
+
+/** What {@link scoreViaService} measured. */
+export interface ServiceScore {
+  /** Mean next-token loss (nats per target token). */
+  loss: number;
+  bpb: number;
+  tokens: number;
+  /** Tokens per window: the service's context (`max_model_len`); each window scores `window − 1` targets. */
+  window: number;
+}
+
+interface CompletionBody {
+  choices?: { logprobs?: { token_logprobs?: (number | null)[] } | null }[];
+  error?: { message?: string };
+}
+
+/**
+ * Loss and bits per byte of the served model on a token cache. The windows are levanter's
+ * validation windows for `seqLen = max_model_len − 1` (a window of `max_model_len` tokens is the
+ * longest prompt the server takes), so the result equals
+ * `evaluateLm(model, new ValidationBatches(cache, { seqLen: max_model_len − 1, batchSize }), …)`
+ * up to float rounding (tested to 1e-5).
+ */
+export async function scoreViaService(opts: ScoreViaServiceOptions): Promise<ServiceScore> {
+  const { TokenCacheReader } = await import("@marin/levanter/sharding");
+  const { ValidationBatches, bitsPerByte, tokenizerNamed } = await import("@marin/levanter");
+  const modelsRes = await fetch(`${opts.baseUrl}/models`);
+  if (!modelsRes.ok) throw new MarinError("STEP_FAILED", `${opts.baseUrl}/models answered ${modelsRes.status}`);
+  const models = (await modelsRes.json()) as { data?: { id: string; max_model_len?: number }[] };
+  const window = models.data?.find((m) => m.id === opts.model)?.max_model_len ?? models.data?.[0]?.max_model_len;
+  if (!window || window < 2) throw new MarinError("STEP_FAILED", `${opts.baseUrl}/models: no max_model_len ≥ 2 for model ${opts.model}`);
+  const cache = await TokenCacheReader.open(opts.data);
+  try {
+    const tokenizer = await tokenizerNamed(cache.ledger.tokenizer, opts.tokenizerJson);
+    const batches = new ValidationBatches(cache, { seqLen: window - 1, batchSize: opts.batchSize ?? 16 });
+    const limit = Math.min(batches.numBatches, opts.maxBatches ?? Infinity);
+    const prompts: { prompt: number[]; targets: Int32Array }[] = [];
+    let bytes = 0;
+    for (let b = 0; b < limit; b++) {
+      const batch = batches.batch(b);
+      const L = batch.seqLen;
+      for (let r = 0; r < batch.size; r++) {
+        const targets = batch.targets.subarray(r * L, (r + 1) * L);
+        prompts.push({ prompt: [batch.inputs[r * L]!, ...targets], targets });
+      }
+      bytes += tokenizer.countBytes(batch.targets);
+    }
+    let nats = 0;
+    let tokens = 0;
+    let next = 0;
+    const worker = async (): Promise<void> => {
+      while (next < prompts.length) {
+        const { prompt, targets } = prompts[next++]!;
+        const res = await fetch(`${opts.baseUrl}/completions`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ model: opts.model, prompt, max_tokens: 0, echo: true, logprobs: 0 }),
+        });
+        const body = (await res.json()) as CompletionBody;
+        const lps = body.choices?.[0]?.logprobs?.token_logprobs;
+        if (!res.ok || !lps) throw new MarinError("STEP_FAILED", `${opts.baseUrl}/completions answered ${res.status}: ${body.error?.message ?? "no logprobs.token_logprobs"}`);
+        if (lps.length !== targets.length + 1) throw new MarinError("STEP_FAILED", `${opts.baseUrl}/completions: ${lps.length} prompt logprobs for a prompt of ${targets.length + 1} tokens`);
+        for (let k = 1; k < lps.length; k++) nats -= lps[k]!;
+        tokens += targets.length;
+      }
+    };
+    await Promise.all(Array.from({ length: Math.max(1, opts.concurrency ?? 8) }, worker));
+    return { loss: tokens ? nats / tokens : Number.NaN, bpb: bitsPerByte(nats, bytes), tokens, window };
+  } finally {
+    cache.close();
+  }
+}
