@@ -457,6 +457,8 @@ export class InferenceEngine {
       seq.job.opts.onDelta?.({ index: seq.index, text: seq.text.slice(seq.emitted, safe) });
       seq.emitted = safe;
     }
+    // At its limit now: finish without running a step whose logits nobody samples.
+    if (!seq.job.done && (seq.generated.length >= req.maxTokens || seq.generated.length >= room)) this.finish(seq, "length");
   }
 
   private finish(seq: Seq, reason: "stop" | "length"): void {
