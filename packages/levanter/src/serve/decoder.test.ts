@@ -21,18 +21,21 @@ describe("BatchDecoder", () => {
     await selectBackend({ force: "wasm" });
   });
 
-  const variants: [string, ModelConfigInput][] = [
-    ["learned positions, layer norm, gelu, untied", {}],
-    ["rope, rms norm, swiglu, tied", { positions: "rope", norm: "rms", activation: "swiglu", tieEmbeddings: true }],
-    ["learned positions, biases, tied", { useBias: true, tieEmbeddings: true }],
+  const variants: [string, ModelConfigInput, "packed" | "tfjs"][] = [
+    ["learned positions, layer norm, gelu, untied", {}, "packed"],
+    ["rope, rms norm, swiglu, tied", { positions: "rope", norm: "rms", activation: "swiglu", tieEmbeddings: true }, "packed"],
+    ["learned positions, biases, tied", { useBias: true, tieEmbeddings: true }, "packed"],
+    ["rope, biases, swiglu, untied", { positions: "rope", useBias: true, activation: "swiglu" }, "tfjs"],
+    ["learned positions, biases, gelu, tied", { useBias: true, tieEmbeddings: true }, "tfjs"],
   ];
-  for (const [name, extra] of variants) {
-    it(`chunked prompts and batched decode rows give the full forward's logits (${name})`, () => {
+  for (const [name, extra, projections] of variants) {
+    it(`chunked prompts and batched decode rows give the full forward's logits (${name}, ${projections} projections)`, () => {
       const model = TransformerLm.init(resolveModelConfig(ModelConfigSchema.parse({ ...TINY, ...extra }), 257), new Rng(5));
       // Biases and norm scales start as zeros and ones: perturb them so that their use is checked.
       let seed = 0;
       for (const [name, param] of model.params) if (/\/(bias|scale)$/.test(name)) param.assign(tf.tidy(() => param.add(tf.randomNormal(param.shape, 0, 0.3, "float32", ++seed))));
-      const dec = new BatchDecoder(model);
+      const dec = new BatchDecoder(model, { projections });
+      expect(dec.projections).toBe(projections);
       const pool = new KvPool(dec.layout, 1 << 20);
       try {
         const a = byteTokenizer.encode("The cat sat on the mat");

@@ -5,6 +5,7 @@ import { nativeGelu } from "../kernels/native/gelu.ts";
 import type { ResolvedModelConfig } from "../models/modelConfig.ts";
 import type { TransformerLm } from "../models/transformer.ts";
 import type { KvLayout, SeqKv } from "./kvPool.ts";
+import { PackedGemm, type PackedWeight, type WeightSource } from "./packedGemm.ts";
 
 /** One token of one sequence in a {@link BatchDecoder.step}. */
 export interface DecodeRow {
@@ -17,8 +18,18 @@ export interface DecodeRow {
   logits: boolean;
 }
 
+/** Options of a {@link BatchDecoder}. */
+export interface BatchDecoderOptions {
+  /**
+   * Where the projections run: `packed` (default) — matmul.wat on weights packed once, no tfjs op
+   * per step; `tfjs` — one tf.matMul each (the fallback where WebAssembly SIMD is unavailable).
+   */
+  projections?: "packed" | "tfjs";
+}
+
 interface Linear {
   kernel: tf.Tensor2D;
+  packed?: PackedWeight;
   /** The bias as values (JS-side projections) and as the model's tensor (tfjs chains). */
   bias?: Float32Array;
   biasTensor?: tf.Tensor;
@@ -41,11 +52,11 @@ interface Layer {
 
 /**
  * Runs a {@link TransformerLm}'s inference forward for a batch of rows of any sequences at any
- * positions: the projections are one rank-2 matMul each over all rows (tfjs: wasm's or the native
- * GEMM), everything else — norms, rotary positions, attention over each sequence's
- * preallocated KV buffer, activations, residuals — runs in JS on Float32Arrays. A step costs a
- * fixed number of tfjs calls (3 per projection) whatever the batch, and rows of a sequence
- * written in one step see each other causally (prompt chunks). The values are the model's (same
+ * positions: the projections are one rank-2 product each over all rows (matmul.wat on weights
+ * packed once, see {@link PackedGemm}; or tf.matMul), everything else — norms, rotary positions,
+ * attention over each sequence's preallocated KV buffer, activations, residuals — runs in JS on
+ * Float32Arrays. A step runs no tfjs op at all (packed) or 3 per projection (tfjs), whatever
+ * the batch, and rows of a sequence written in one step see each other causally (prompt chunks). The values are the model's (same
  * formulas, float64 accumulation); the model is only read.
  */
 export class BatchDecoder {
@@ -59,8 +70,11 @@ export class BatchDecoder {
   /** The tied head's `[D, V]` transpose (owned here; the untied head is the model's). */
   private readonly ownedHead: tf.Tensor2D | undefined;
   private readonly rope: { cos: Float32Array; sin: Float32Array } | undefined;
+  private readonly gemm: PackedGemm | undefined;
+  /** Where the projections run (see {@link BatchDecoderOptions}). */
+  readonly projections: "packed" | "tfjs";
 
-  constructor(model: TransformerLm) {
+  constructor(model: TransformerLm, opts: BatchDecoderOptions = {}) {
     const cfg = model.config;
     this.config = cfg;
     this.layout = { nLayers: cfg.nLayers, nHeads: cfg.nHeads, headDim: cfg.dModel / cfg.nHeads };
@@ -99,6 +113,21 @@ export class BatchDecoder {
       this.head = linear("head");
     }
     this.rope = cfg.positions === "rope" ? ropeTables(cfg) : undefined;
+    const linears = [...this.layers.flatMap((l) => [l.qkv, l.out, ...(l.gate ? [l.gate] : []), l.up, l.down]), this.head];
+    const made =
+      opts.projections === "tfjs"
+        ? undefined
+        : PackedGemm.create(
+            linears.map((lin): WeightSource => {
+              const [k, n] = lin.kernel.shape;
+              // The tied head is embed/tokens [V, D] read transposed.
+              if (lin === this.head && cfg.tieEmbeddings) return { values: this.tokEmbed, k, n, sbk: 1, sbj: k };
+              return { values: lin.kernel.dataSync() as Float32Array, k, n, sbk: n, sbj: 1 };
+            }),
+          );
+    this.gemm = made?.gemm;
+    this.projections = made ? "packed" : "tfjs";
+    if (made) linears.forEach((lin, i) => (lin.packed = made.packed[i]!));
   }
 
   /**
@@ -141,7 +170,7 @@ export class BatchDecoder {
   // `x [n, din] · kernel (+ bias)`: one upload, one matMul, one read back.
   private linear(lin: Linear, x: Float32Array, n: number): Float32Array {
     const [din, dout] = lin.kernel.shape;
-    const y = readBack(() => tf.matMul(tf.tensor2d(x, [n, din]), lin.kernel));
+    const y = this.gemm && lin.packed ? this.gemm.run(lin.packed, x, n) : readBack(() => tf.matMul(tf.tensor2d(x, [n, din]), lin.kernel));
     if (lin.bias) for (let i = 0; i < n; i++) for (let j = 0; j < dout; j++) y[i * dout + j]! += lin.bias[j]!;
     return y;
   }
@@ -149,6 +178,20 @@ export class BatchDecoder {
   // The MLP on normed rows `h [n, D]` as one tfjs chain (the model's own activation ops, vectorised
   // by the backend): one upload, one read back.
   private mlp(layer: Layer, h: Float32Array, n: number): Float32Array {
+    if (this.gemm) {
+      // Packed projections: the activation in JS (float64, the model's formulas).
+      const up = this.linear(layer.up, h, n);
+      if (layer.gate) {
+        const g = this.linear(layer.gate, h, n);
+        for (let i = 0; i < up.length; i++) up[i] = (g[i]! / (1 + Math.exp(-g[i]!))) * up[i]!;
+      } else {
+        for (let i = 0; i < up.length; i++) {
+          const z = up[i]!;
+          up[i] = z / (1 + Math.exp(-GELU_C2 * (z + 0.044715 * z * z * z)));
+        }
+      }
+      return this.linear(layer.down, up, n);
+    }
     const lin = (l: Linear, t: tf.Tensor2D): tf.Tensor2D => {
       const y: tf.Tensor2D = tf.matMul(t, l.kernel);
       return l.biasTensor ? (y.add(l.biasTensor) as tf.Tensor2D) : y;
@@ -300,10 +343,10 @@ function axpy(acc: Float32Array, w: number, b: Float32Array, bo: number, n: numb
   for (; j < n; j++) acc[j]! += w * b[bo + j]!;
 }
 
-// GPT-2's tanh GELU with the model's own ops (0.5·(1 + tanh u) = sigmoid 2u; x·x·x, not pow).
+// GPT-2's tanh GELU as the model computes it: x·sigmoid(c2·(x + 0.044715·x³)) (0.5·(1 + tanh u) = sigmoid 2u).
+const GELU_C2 = 2 * Math.sqrt(2 / Math.PI);
 function gelu(x: tf.Tensor2D): tf.Tensor2D {
-  const c2 = 2 * Math.sqrt(2 / Math.PI);
-  return x.mul(tf.sigmoid(x.add(x.mul(x).mul(x).mul(0.044715)).mul(c2))) as tf.Tensor2D;
+  return x.mul(tf.sigmoid(x.add(x.mul(x).mul(x).mul(0.044715)).mul(GELU_C2))) as tf.Tensor2D;
 }
 
 // The model's rotary tables (float32, as its tensors hold them), one angle per (position, pair).
