@@ -561,7 +561,18 @@ export function sampleToken(row: ArrayLike<number>, temperature: number, topK: n
     for (let i = 1; i < row.length; i++) if (row[i]! > row[best]!) best = i;
     return best;
   }
-  const ids = topK !== undefined || topP < 1 ? topIds(row, topK ?? row.length) : Array.from({ length: row.length }, (_, i) => i);
+  if (topK === undefined && topP >= 1) {
+    // The whole vocabulary: the same float64 arithmetic as below, without id and weight arrays.
+    let max = -Infinity;
+    for (let i = 0; i < row.length; i++) if (row[i]! > max) max = row[i]!;
+    const w = new Float64Array(row.length);
+    let total = 0;
+    for (let i = 0; i < row.length; i++) total += w[i] = Math.exp((row[i]! - max) / temperature);
+    let u = rng.next() * total;
+    for (let j = 0; j < w.length; j++) if ((u -= w[j]!) < 0) return j;
+    return row.length - 1;
+  }
+  const ids = topIds(row, topK ?? row.length);
   let max = -Infinity;
   for (const i of ids) if (row[i]! > max) max = row[i]!;
   let weights = ids.map((i) => Math.exp((row[i]! - max) / temperature));
