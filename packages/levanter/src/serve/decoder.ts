@@ -252,9 +252,24 @@ export class BatchDecoder {
     });
     const out = new Float32Array(n * d);
     const scale = 1 / Math.sqrt(dh);
+    // A sequence with GEMM_ROWS rows or more here (a prompt chunk) attends through two products
+    // per head; the others row by row in JS. Which path a row takes depends only on its own
+    // sequence's rows in the step (the engine fixes a prompt's chunks by the prompt alone).
+    const groups = new Map<SeqKv, number[]>();
+    rows.forEach((r, i) => {
+      const g = groups.get(r.kv);
+      if (g) g.push(i);
+      else groups.set(r.kv, [i]);
+    });
+    const single: number[] = [];
+    for (const [kv, idx] of groups) {
+      if (this.gemm && idx.length >= GEMM_ROWS) this.attendGroup(l, kv, idx, rows, q, out);
+      else single.push(...idx);
+    }
     let scores = new Float64Array(0);
     const acc = new Float32Array(dh);
-    rows.forEach((r, i) => {
+    single.forEach((i) => {
+      const r = rows[i]!;
       const len = r.pos + 1;
       if (scores.length < len) scores = new Float64Array(Math.max(len, 2 * scores.length));
       const buf = r.kv.data;
@@ -279,6 +294,37 @@ export class BatchDecoder {
       }
     });
     return out;
+  }
+
+  // Attention of one sequence's rows `idx` (queries in `q`) on matmul.wat: per head, scores
+  // Q·Kᵀ over positions 0..max pos, a causal softmax per row in JS, then P·V into `out`.
+  private attendGroup(l: number, kv: SeqKv, idx: number[], rows: DecodeRow[], q: Float32Array, out: Float32Array): void {
+    const { dModel: d } = this.config;
+    const { nHeads: nh, headDim: dh } = this.layout;
+    const m = idx.length;
+    const len = Math.max(...idx.map((i) => rows[i]!.pos)) + 1;
+    const scale = 1 / Math.sqrt(dh);
+    const qh = new Float32Array(m * dh);
+    const p = new Float32Array(m * len);
+    for (let h = 0; h < nh; h++) {
+      idx.forEach((i, r) => qh.set(q.subarray(i * d + h * dh, i * d + (h + 1) * dh), r * dh));
+      const ko = kv.offset(this.layout, l, 0, h);
+      const vo = kv.offset(this.layout, l, 1, h);
+      // Kᵀ[j, t] = K[t·dh + j]: sbk 1, sbj dh.
+      const sc = this.gemm!.product(qh, m, kv.data.subarray(ko, ko + len * dh), dh, len, 1, dh);
+      p.fill(0);
+      idx.forEach((i, r) => {
+        const upto = rows[i]!.pos + 1;
+        const o = r * len;
+        let max = -Infinity;
+        for (let t = 0; t < upto; t++) if (sc[o + t]! * scale > max) max = sc[o + t]! * scale;
+        let total = 0;
+        for (let t = 0; t < upto; t++) total += p[o + t] = Math.exp(sc[o + t]! * scale - max);
+        for (let t = 0; t < upto; t++) p[o + t]! /= total;
+      });
+      const att = this.gemm!.product(p, m, kv.data.subarray(vo, vo + len * dh), len, dh, dh, 1);
+      idx.forEach((i, r) => out.set(att.subarray(r * dh, (r + 1) * dh), i * d + h * dh));
+    }
   }
 
   // Rotate-half RoPE in place on the nHeads·headDim values at `x[o..]` for position `pos`.
@@ -309,6 +355,9 @@ function readBack(f: () => tf.Tensor): Float32Array {
     t.dispose();
   }
 }
+
+/** Rows of one sequence in a step from which its attention runs as products (a prompt chunk). */
+export const GEMM_ROWS = 8;
 
 function addInto(x: Float32Array, y: Float32Array): void {
   for (let i = 0; i < x.length; i++) x[i]! += y[i]!;

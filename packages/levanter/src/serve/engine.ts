@@ -346,22 +346,25 @@ export class InferenceEngine {
     }
   }
 
-  // One batched forward: the next token of every started sequence, then prompt tokens of the
-  // joining requests (FIFO, `prefillChunk` at most); samples from the logits it returns.
+  // One batched forward: the next token of every started sequence, then prompt chunks of the
+  // joining requests; samples from the logits it returns.
   private step(): void {
     const decoding = this.active.filter((s) => s.started && !s.finish);
     const rows: DecodeRow[] = decoding.map((s) => ({ kv: s.kv!, token: s.generated[s.generated.length - 1]!, pos: s.kv!.length, logits: true }));
     const chunks: { job: Job; from: number; to: number; scoring: boolean }[] = [];
-    let budget = this.prefillChunk;
+    // A prompt's chunks are fixed by the prompt alone ([0, C), [C, 2C), …; C = prefillChunk), so
+    // its rows compute the same values whatever else joins; a step takes whole chunks, FIFO, up
+    // to C tokens (at least one chunk).
+    let used = 0;
     for (const job of this.prefilling) {
-      if (budget <= 0) break;
       const from = job.prefilled;
-      const to = Math.min(job.prompt.length, from + budget);
+      const to = Math.min(job.prompt.length, from + this.prefillChunk);
+      if (used > 0 && used + (to - from) > this.prefillChunk) break;
       const scoring = job.promptLogprobs !== undefined;
       const kv = job.seqs[0]!.kv!;
       for (let i = from; i < to; i++) rows.push({ kv, token: job.prompt[i]!, pos: i, logits: scoring || i === job.prompt.length - 1 });
       chunks.push({ job, from, to, scoring });
-      budget -= to - from;
+      used += to - from;
     }
     if (rows.length === 0) return;
     const all = this.decoder.step(rows);

@@ -79,15 +79,35 @@ export class PackedGemm {
     return { gemm: new PackedGemm(memory, ex, align16(at)), packed };
   }
 
-  /** `x [m, w.k] · w` as a new `[m, w.n]` array. */
-  run(w: PackedWeight, x: Float32Array, m: number): Float32Array {
-    const a = this.scratch;
-    const c = align16(a + m * w.k * 4);
-    const end = c + m * w.n * 4;
+  /**
+   * `a [m, k] · B` for a B given as values (`B[kk, j] = b[kk·sbk + j·sbj]`, k×n), packed for this
+   * product only: attention's Q·Kᵀ and P·V. A new `[m, n]` array.
+   */
+  product(a: Float32Array, m: number, b: Float32Array, k: number, n: number, sbk: number, sbj: number): Float32Array {
+    const pa = this.scratch;
+    const pb = align16(pa + m * k * 4);
+    const pp = align16(pb + b.length * 4);
+    const pc = align16(pp + panelBytes(k, n));
+    this.reserve(pc + m * n * 4);
+    this.heap.set(a.subarray(0, m * k), pa / 4);
+    this.heap.set(b, pb / 4);
+    this.ex.pack(pb, pp, k, n, sbk, sbj);
+    this.ex.matmul(pa, pp, pc, m, k, n, k, 1);
+    return this.heap.slice(pc / 4, pc / 4 + m * n);
+  }
+
+  private reserve(end: number): void {
     if (end > this.memory.buffer.byteLength) {
       this.memory.grow(Math.ceil((end - this.memory.buffer.byteLength) / PAGE));
       this.heap = new Float32Array(this.memory.buffer);
     }
+  }
+
+  /** `x [m, w.k] · w` as a new `[m, w.n]` array. */
+  run(w: PackedWeight, x: Float32Array, m: number): Float32Array {
+    const a = this.scratch;
+    const c = align16(a + m * w.k * 4);
+    this.reserve(c + m * w.n * 4);
     this.heap.set(x.subarray(0, m * w.k), a / 4);
     this.ex.matmul(a, w.offset, c, m, w.k, w.n, w.k, 1);
     return this.heap.slice(c / 4, c / 4 + m * w.n);
