@@ -193,7 +193,7 @@ describe("InferenceEngine", () => {
       const lb = b.promptLogprobs!.token_logprobs;
       expect(lb.length).toBe(prompt.length);
       expect(lb[0]).toBeNull();
-      // Chunks of 3 attend row by row, whole prompts through products: equal to float32 rounding.
+      // Equal to float32 rounding (the chunks' softmax rows are the same; their products too).
       for (let i = 1; i < prompt.length; i++) expect(lb[i]).toBeCloseTo(la[i]!, 4);
       // 47 prompt tokens at 3 a step, then 11 decode steps (the first token comes from the prefill).
       expect(prompt.length).toBe(47);
