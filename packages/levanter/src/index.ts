@@ -74,7 +74,7 @@ export type { ArrayDtype, CheckpointMetadata, CheckpointPayload, FoundCheckpoint
 export { EngineBusyError, EngineRequestError, InferenceEngine, logprobOf, sampleToken } from "./serve/engine.ts";
 export type { EngineChoice, EngineDelta, EngineOptions, EngineRequest, EngineResult, EngineStats, Logprobs, SubmitOptions } from "./serve/engine.ts";
 export { BatchDecoder } from "./serve/decoder.ts";
-export type { DecodeRow } from "./serve/decoder.ts";
+export type { BatchDecoderOptions, DecodeRow } from "./serve/decoder.ts";
 export { KvBudgetError, KvPool, SeqKv } from "./serve/kvPool.ts";
 export type { KvLayout } from "./serve/kvPool.ts";
 export { createInferenceServer } from "./serve/server.ts";
