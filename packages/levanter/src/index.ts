@@ -73,6 +73,10 @@ export type { ArrayDtype, CheckpointMetadata, CheckpointPayload, FoundCheckpoint
 // --- serving (inference engine + OpenAI-compatible server) ---
 export { EngineBusyError, EngineRequestError, InferenceEngine, logprobOf, sampleToken } from "./serve/engine.ts";
 export type { EngineChoice, EngineDelta, EngineOptions, EngineRequest, EngineResult, EngineStats, Logprobs, SubmitOptions } from "./serve/engine.ts";
+export { BatchDecoder } from "./serve/decoder.ts";
+export type { BatchDecoderOptions, DecodeRow } from "./serve/decoder.ts";
+export { KvBudgetError, KvPool, SeqKv } from "./serve/kvPool.ts";
+export type { KvLayout } from "./serve/kvPool.ts";
 export { createInferenceServer } from "./serve/server.ts";
 export type { InferenceServer, InferenceServerOptions } from "./serve/server.ts";
 export { BUILTIN_CHAT_TEMPLATE, loadChatTemplate } from "./serve/chatTemplate.ts";

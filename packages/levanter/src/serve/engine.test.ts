@@ -1,4 +1,4 @@
-// InferenceEngine: cached decode vs full recomputation, seeded sampling in a busy batch, cancellation, prompt scoring.
+// InferenceEngine: cached decode vs full recomputation, seeded sampling in a busy batch, cancellation, the KV budget, chunked prefill, prompt scoring.
 import * as tf from "@tensorflow/tfjs";
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
@@ -142,6 +142,67 @@ describe("InferenceEngine", () => {
       engine.resume();
     } finally {
       engine.close();
+    }
+  });
+
+  it("admits only what the preallocated KV buffers' budget holds, and frees every buffer", async () => {
+    // Per token: 2 (keys, values) × 2 layers × 32 × 4 bytes = 512; each request below needs
+    // min(prompt 3 + 20, 64) = 23 positions per sample, so 100 positions fit 4 single samples.
+    const engine = await InferenceEngine.load({ checkpoint: dir, kvBudgetBytes: 100 * 512 });
+    try {
+      let maxActive = 0;
+      let maxBytes = 0;
+      const probe = () => {
+        const s = engine.stats();
+        maxActive = Math.max(maxActive, s.active);
+        maxBytes = Math.max(maxBytes, s.kvReservedBytes);
+        expect(s.kvReservedBytes).toBeLessThanOrEqual(s.kvBudgetBytes);
+      };
+      const reqs = Array.from({ length: 7 }, (_, i) => engine.submit({ prompt: byteTokenizer.encode(`r${i}!`), maxTokens: 20, temperature: 1, seed: i }, { onDelta: probe }));
+      const done = await Promise.all(reqs);
+      expect(done.every((r) => r.choices[0]!.finishReason !== undefined)).toBe(true);
+      expect(maxActive).toBe(4);
+      expect(maxBytes).toBeGreaterThan(0);
+      expect(maxBytes).toBeLessThanOrEqual(4 * 23 * 512);
+      expect(engine.stats()).toMatchObject({ active: 0, queued: 0, kvReservedBytes: 0 });
+      // Two samples of 23 positions each never fit a budget of 40: refused up front, naming the field.
+      const small = await InferenceEngine.load({ checkpoint: dir, kvBudgetBytes: 40 * 512 });
+      try {
+        await expect(small.submit({ prompt: [1, 2, 3], maxTokens: 20, n: 2 })).rejects.toMatchObject({ name: "EngineRequestError", param: "max_tokens" });
+      } finally {
+        small.close();
+      }
+    } finally {
+      engine.close();
+    }
+  });
+
+  it("a prompt prefilled in small chunks beside running decoders gives the same tokens and scores", async () => {
+    const whole = await InferenceEngine.load({ checkpoint: dir });
+    const chunked = await InferenceEngine.load({ checkpoint: dir, prefillChunk: 3 });
+    try {
+      const prompt = byteTokenizer.encode("A longer prompt, prefilled three tokens a step.");
+      const req = { prompt, maxTokens: 12, temperature: 0.8, seed: 11, echo: true, logprobs: 1 };
+      const a = await whole.submit(req);
+      // In the chunked engine, a decoder is already running when the long prompt joins.
+      const running = chunked.submit({ prompt: byteTokenizer.encode("x"), maxTokens: 40, temperature: 1, seed: 3 });
+      const b = await chunked.submit(req);
+      await running;
+      expect(b.choices[0]!.tokens).toEqual(a.choices[0]!.tokens);
+      const la = a.promptLogprobs!.token_logprobs;
+      const lb = b.promptLogprobs!.token_logprobs;
+      expect(lb.length).toBe(prompt.length);
+      expect(lb[0]).toBeNull();
+      // Equal to float32 rounding (the chunks' softmax rows are the same; their products too).
+      for (let i = 1; i < prompt.length; i++) expect(lb[i]).toBeCloseTo(la[i]!, 4);
+      // 47 prompt tokens at 3 a step, then 11 decode steps (the first token comes from the prefill).
+      expect(prompt.length).toBe(47);
+      expect(a.choices[0]!.tokens.length).toBe(12);
+      expect(whole.stats().decodeSteps).toBe(1 + 11);
+      expect(chunked.stats().decodeSteps).toBeGreaterThanOrEqual(16 + 11);
+    } finally {
+      whole.close();
+      chunked.close();
     }
   });
 

@@ -1,13 +1,17 @@
-// The inference engine: one loaded model, per-sequence KV caches under a memory budget, continuous batching, per-request sampling.
-// Over 500 lines: admission, the decode loop and sampling share one mutable batch state (slots, caches, queues); split apart, each piece would reach into the others' fields.
-import * as tf from "@tensorflow/tfjs";
+// The inference engine: one loaded model, preallocated per-sequence KV buffers under a memory budget, continuous batching with chunked prefill, per-request sampling.
+// Over 500 lines: admission, the step loop and the per-token bookkeeping (stops, deltas, logprobs) share one mutable batch state (slots, buffers, queues); split apart, each piece would reach into the others' fields. The forward pass (decoder.ts), the KV buffers (kvPool.ts) and the sampling math (sampling.ts) live beside it.
 import { selectBackend } from "../backend.ts";
 import type { Tokenizer } from "../data/tokenizer.ts";
 import { LevanterError } from "../errors.ts";
-import type { KvCache, TransformerLm } from "../models/transformer.ts";
+import type { TransformerLm } from "../models/transformer.ts";
 import { Rng } from "../rng.ts";
 import { tokenizerNamed } from "../trainer/evaluate.ts";
 import { loadModelFromCheckpoint } from "../trainer/trainState.ts";
+import { BatchDecoder, type DecodeRow } from "./decoder.ts";
+import { KvPool, type SeqKv } from "./kvPool.ts";
+import { logSumExp, logprobOf, sampleToken, topIds } from "./sampling.ts";
+
+export { logprobOf, sampleToken } from "./sampling.ts";
 
 /** Limits of an {@link InferenceEngine}. */
 export interface EngineOptions {
@@ -15,8 +19,10 @@ export interface EngineOptions {
   maxBatch?: number;
   /** Requests waiting for a slot at most (default 256); beyond it {@link submit} throws {@link EngineBusyError}. */
   maxQueue?: number;
-  /** Bytes the KV caches may hold together (default 512 MiB); each sequence reserves `min(prompt + max_tokens, seqLen)` tokens. */
+  /** Bytes the KV caches may hold together (default 512 MiB); each sequence's buffer holds `min(prompt + max_tokens, seqLen)` tokens, allocated when it is admitted. */
   kvBudgetBytes?: number;
+  /** Prompt tokens prefilled per step at most (default 256), beside the running sequences' decode tokens: a long prompt joins over several steps instead of stalling them. */
+  prefillChunk?: number;
 }
 
 /** What one completion asks for (token ids in, OpenAI's sampling semantics). */
@@ -109,8 +115,10 @@ export interface EngineStats {
   queued: number;
   generatedTokens: number;
   promptTokens: number;
+  /** Bytes of the KV buffers allocated now (each admitted sequence's, until it leaves). */
   kvReservedBytes: number;
   kvBudgetBytes: number;
+  /** Batched forward steps run (each decodes every running sequence and prefills up to `prefillChunk` prompt tokens). */
   decodeSteps: number;
 }
 
@@ -119,7 +127,12 @@ interface Job {
   opts: SubmitOptions;
   submitted: number;
   firstTokenAt?: number;
-  reserveTokens: number;
+  /** Positions of each sample's KV buffer. */
+  capacity: number;
+  /** The tokens prefilled (the prompt, or the end-of-document token for an empty one). */
+  prompt: number[];
+  /** Prompt tokens prefilled so far (into the first sample's buffer; copied to the others at the end). */
+  prefilled: number;
   seqs: Seq[];
   done: boolean;
   promptLogprobs?: Logprobs;
@@ -132,7 +145,9 @@ interface Seq {
   job: Job;
   index: number;
   rng: Rng;
-  cache?: KvCache;
+  kv?: SeqKv;
+  /** Its prompt is prefilled and its first token sampled: it decodes from now on. */
+  started: boolean;
   generated: number[];
   text: string;
   emitted: number;
@@ -143,10 +158,12 @@ interface Seq {
 }
 
 /**
- * Serves completions from one model: prefill, then batched incremental decoding with a KV cache
- * per sequence. Requests join the running batch between decode steps and leave it when done or
- * cancelled (continuous batching). All compute runs on the calling thread, one step at a time,
- * yielding to the event loop between steps.
+ * Serves completions from one model: each step is one batched forward over the next token of
+ * every running sequence plus up to `prefillChunk` prompt tokens of joining requests, against a
+ * preallocated KV buffer per sequence (written in place; no copies per token). Requests join the
+ * batch between steps and leave it when done or cancelled (continuous batching), freeing their
+ * buffers. All compute runs on the calling thread, one step at a time, yielding to the event loop
+ * between steps.
  */
 export class InferenceEngine {
   readonly model: TransformerLm;
@@ -157,11 +174,15 @@ export class InferenceEngine {
   readonly maxContext: number;
   private readonly maxBatch: number;
   private readonly maxQueue: number;
+  private readonly prefillChunk: number;
   private readonly kvBudgetBytes: number;
   private readonly kvBytesPerToken: number;
+  private readonly decoder: BatchDecoder;
+  private readonly pool: KvPool;
   private readonly queue: Job[] = [];
   private readonly active: Seq[] = [];
-  private reservedTokens = 0;
+  /** Admitted jobs whose prompt is not fully prefilled, in admission order. */
+  private readonly prefilling: Job[] = [];
   private running = false;
   private paused = false;
   private closed = false;
@@ -174,9 +195,13 @@ export class InferenceEngine {
     this.maxContext = model.config.seqLen;
     this.maxBatch = opts.maxBatch ?? 32;
     this.maxQueue = opts.maxQueue ?? 256;
+    this.prefillChunk = opts.prefillChunk ?? 256;
     this.kvBudgetBytes = opts.kvBudgetBytes ?? 512 * 2 ** 20;
-    this.kvBytesPerToken = 2 * model.config.nLayers * model.config.dModel * 4;
     if (!(this.maxBatch >= 1) || !(this.maxQueue >= 0)) throw new LevanterError("INVALID_CONFIG", `maxBatch/maxQueue: expected ≥ 1 / ≥ 0, got ${this.maxBatch}/${this.maxQueue}`);
+    if (!(this.prefillChunk >= 1)) throw new LevanterError("INVALID_CONFIG", `prefillChunk: expected ≥ 1, got ${this.prefillChunk}`);
+    this.decoder = new BatchDecoder(model);
+    this.pool = new KvPool(this.decoder.layout, this.kvBudgetBytes);
+    this.kvBytesPerToken = this.pool.bytesPerToken;
   }
 
   /** Loads a checkpoint (a `step-N` directory or a folder of them: the newest complete one) and its tokenizer, once. */
@@ -198,7 +223,7 @@ export class InferenceEngine {
       active: this.active.length,
       queued: this.queue.length,
       ...this.counters,
-      kvReservedBytes: this.reservedTokens * this.kvBytesPerToken,
+      kvReservedBytes: this.pool.allocatedBytes,
       kvBudgetBytes: this.kvBudgetBytes,
     };
   }
@@ -231,15 +256,15 @@ export class InferenceEngine {
       return Promise.reject(new EngineRequestError(`the prompt has ${req.prompt.length} tokens; this model's context is ${this.maxContext}`, "prompt"));
     }
     if (req.n > this.maxBatch) return Promise.reject(new EngineRequestError(`n: at most ${this.maxBatch} samples per request`, "n"));
-    const promptLen = Math.max(1, req.prompt.length);
-    const reserveTokens = req.n * Math.min(promptLen + req.maxTokens, this.maxContext);
-    if (reserveTokens * this.kvBytesPerToken > this.kvBudgetBytes) {
-      return Promise.reject(new EngineRequestError(`the request needs ${reserveTokens} cached tokens, more than the KV budget holds`, "max_tokens"));
+    const prompt = req.prompt.length > 0 ? req.prompt : [this.tokenizer.eosId];
+    const capacity = Math.min(prompt.length + req.maxTokens, this.maxContext);
+    if (req.n * capacity * this.kvBytesPerToken > this.kvBudgetBytes) {
+      return Promise.reject(new EngineRequestError(`the request needs ${req.n * capacity} cached tokens, more than the KV budget holds`, "max_tokens"));
     }
     if (this.queue.length >= this.maxQueue) return Promise.reject(new EngineBusyError(`the queue is full (${this.maxQueue} waiting)`));
     if (opts.signal?.aborted) return Promise.reject(opts.signal.reason);
     return new Promise<EngineResult>((resolve, reject) => {
-      const job: Job = { req, opts, submitted: performance.now(), reserveTokens, seqs: [], done: false, resolve, reject };
+      const job: Job = { req, opts, submitted: performance.now(), capacity, prompt, prefilled: 0, seqs: [], done: false, resolve, reject };
       if (opts.signal) {
         job.onAbort = () => this.cancel(job, opts.signal!.reason);
         opts.signal.addEventListener("abort", job.onAbort, { once: true });
@@ -253,6 +278,7 @@ export class InferenceEngine {
   close(): void {
     this.closed = true;
     for (const job of [...this.queue, ...new Set(this.active.map((s) => s.job))]) this.cancel(job, new EngineBusyError("the engine closed"));
+    this.decoder.dispose();
     this.model.dispose();
   }
 
@@ -278,96 +304,110 @@ export class InferenceEngine {
     }
   }
 
-  // Moves queued requests (FIFO) into the batch while slots and KV budget allow; prefills them.
+  // Moves queued requests (FIFO) into the batch while slots and the KV budget allow: allocates
+  // each sample's buffer; the prompt is prefilled by the coming steps.
   private admit(): void {
     while (this.queue.length > 0) {
       const job = this.queue[0]!;
-      const budget = Math.floor(this.kvBudgetBytes / this.kvBytesPerToken);
-      if (this.active.length + job.req.n > this.maxBatch || this.reservedTokens + job.reserveTokens > budget) return;
+      const { req } = job;
+      if (this.active.length + req.n > this.maxBatch || !this.pool.fits(Array.from({ length: req.n }, () => job.capacity))) return;
       this.queue.shift();
-      this.reservedTokens += job.reserveTokens;
-      this.prefill(job);
-    }
-  }
-
-  private prefill(job: Job): void {
-    const { req } = job;
-    const prompt = req.prompt.length > 0 ? req.prompt : [this.tokenizer.eosId];
-    this.counters.promptTokens += req.prompt.length;
-    const { logits, cache } = this.model.extend(prompt);
-    const v = this.model.config.vocabSize;
-    let all: Float32Array;
-    try {
-      all = logits.dataSync() as Float32Array;
-    } finally {
-      logits.dispose();
-    }
-    if (req.echo && req.logprobs !== undefined) {
-      const lp = emptyLogprobs();
-      let offset = 0;
-      req.prompt.forEach((id, i) => {
-        const s = this.tokenizer.decode([id]);
-        lp.tokens.push(s);
-        lp.text_offset.push(offset);
-        offset += s.length;
-        if (i === 0) {
+      this.counters.promptTokens += req.prompt.length;
+      const seed = req.seed ?? Math.floor(Math.random() * 2 ** 32);
+      for (let i = 0; i < req.n; i++) {
+        const seq: Seq = {
+          job,
+          index: i,
+          rng: new Rng((seed + i) >>> 0),
+          kv: this.pool.allocate(job.capacity),
+          started: false,
+          generated: [],
+          text: "",
+          emitted: 0,
+          ...(req.logprobs !== undefined ? { logprobs: emptyLogprobs() } : {}),
+        };
+        job.seqs.push(seq);
+        this.active.push(seq);
+      }
+      if (req.echo && req.logprobs !== undefined) {
+        // Tokens and offsets now; each prompt token's logprob as the step that scores it runs.
+        const lp = emptyLogprobs();
+        let offset = 0;
+        for (const id of req.prompt) {
+          const s = this.tokenizer.decode([id]);
+          lp.tokens.push(s);
+          lp.text_offset.push(offset);
+          offset += s.length;
+        }
+        if (req.prompt.length > 0) {
           lp.token_logprobs.push(null);
           lp.top_logprobs.push(null);
-        } else {
-          const row = all.subarray((i - 1) * v, i * v);
-          lp.token_logprobs.push(logprobOf(row, id));
-          lp.top_logprobs.push(this.topLogprobs(row, req.logprobs!));
         }
-      });
-      job.promptLogprobs = lp;
+        job.promptLogprobs = lp;
+      }
+      this.prefilling.push(job);
     }
-    const last = all.slice((prompt.length - 1) * v, prompt.length * v);
-    const seed = req.seed ?? Math.floor(Math.random() * 2 ** 32);
-    for (let i = 0; i < req.n; i++) {
-      const seq: Seq = {
-        job,
-        index: i,
-        rng: new Rng((seed + i) >>> 0),
-        cache: i === 0 ? cache : cloneCache(cache),
-        generated: [],
-        text: "",
-        emitted: 0,
-        next: last,
-        ...(req.logprobs !== undefined ? { logprobs: emptyLogprobs() } : {}),
-      };
-      job.seqs.push(seq);
-      this.active.push(seq);
+  }
+
+  // One batched forward: the next token of every started sequence, then prompt chunks of the
+  // joining requests; samples from the logits it returns.
+  private step(): void {
+    const decoding = this.active.filter((s) => s.started && !s.finish);
+    const rows: DecodeRow[] = decoding.map((s) => ({ kv: s.kv!, token: s.generated[s.generated.length - 1]!, pos: s.kv!.length, logits: true }));
+    const chunks: { job: Job; from: number; to: number; scoring: boolean }[] = [];
+    // A prompt's chunks are fixed by the prompt alone ([0, C), [C, 2C), …; C = prefillChunk), so
+    // its rows compute the same values whatever else joins; a step takes whole chunks, FIFO, up
+    // to C tokens (at least one chunk).
+    let used = 0;
+    for (const job of this.prefilling) {
+      const from = job.prefilled;
+      const to = Math.min(job.prompt.length, from + this.prefillChunk);
+      if (used > 0 && used + (to - from) > this.prefillChunk) break;
+      const scoring = job.promptLogprobs !== undefined;
+      const kv = job.seqs[0]!.kv!;
+      for (let i = from; i < to; i++) rows.push({ kv, token: job.prompt[i]!, pos: i, logits: scoring || i === job.prompt.length - 1 });
+      chunks.push({ job, from, to, scoring });
+      used += to - from;
     }
-    // Sample each sequence's first token now (its logits came from the prefill).
-    for (const seq of job.seqs) if (!job.done) this.sampleInto(seq);
-    if (req.maxTokens === 0) job.firstTokenAt ??= performance.now();
+    if (rows.length === 0) return;
+    const all = this.decoder.step(rows);
+    this.counters.decodeSteps++;
+    const v = this.model.config.vocabSize;
+    let k = 0;
+    const take = () => all.slice(k * v, ++k * v);
+    for (const s of decoding) s.next = take();
+    for (const { job, from, to, scoring } of chunks) {
+      let last: Float32Array | undefined;
+      for (let i = from; i < to; i++) {
+        if (!scoring && i !== job.prompt.length - 1) continue;
+        const row = take();
+        // Row i's logits score prompt token i + 1 (the last row's sample the first new token).
+        if (scoring && i + 1 < job.req.prompt.length) {
+          job.promptLogprobs!.token_logprobs.push(logprobOf(row, job.req.prompt[i + 1]!));
+          job.promptLogprobs!.top_logprobs.push(this.topLogprobs(row, job.req.logprobs!));
+        }
+        if (i === job.prompt.length - 1) last = row;
+      }
+      job.prefilled = to;
+      if (last) this.startSamples(job, last);
+    }
+    // A delta callback may cancel its request (and free its buffers) while others still sample.
+    for (const s of decoding) if (!s.job.done) this.sampleInto(s);
     this.retireFinished();
   }
 
-  // One decode step over every running sequence that needs more tokens.
-  private step(): void {
-    const live = this.active.filter((s) => !s.finish);
-    if (live.length === 0) return;
-    const { logits, caches } = this.model.decodeStep(
-      live.map((s) => s.generated[s.generated.length - 1]!),
-      live.map((s) => s.cache!),
-    );
-    this.counters.decodeSteps++;
-    let all: Float32Array;
-    try {
-      all = logits.dataSync() as Float32Array;
-    } finally {
-      logits.dispose();
+  // The prompt is prefilled (into the first sample's buffer): shares it with the other samples
+  // and samples each one's first token from the last prompt row's logits.
+  private startSamples(job: Job, last: Float32Array): void {
+    this.prefilling.splice(this.prefilling.indexOf(job), 1);
+    const first = job.seqs[0]!.kv!;
+    for (const seq of job.seqs) {
+      if (seq.kv !== first) this.pool.copyInto(first, seq.kv!);
+      seq.next = last;
+      seq.started = true;
     }
-    const v = this.model.config.vocabSize;
-    live.forEach((s, b) => {
-      disposeCache(s.cache!);
-      s.cache = caches[b]!;
-      s.next = all.slice(b * v, (b + 1) * v);
-    });
-    // A delta callback may cancel its request (and free its caches) while others still sample.
-    for (const s of live) if (!s.job.done) this.sampleInto(s);
-    this.retireFinished();
+    for (const seq of job.seqs) if (!job.done) this.sampleInto(seq);
+    if (job.req.maxTokens === 0) job.firstTokenAt ??= performance.now();
   }
 
   // Samples one token into `seq` from `seq.next`, or marks it finished.
@@ -423,14 +463,16 @@ export class InferenceEngine {
       seq.job.opts.onDelta?.({ index: seq.index, text: seq.text.slice(seq.emitted, safe) });
       seq.emitted = safe;
     }
+    // At its limit now: finish without running a step whose logits nobody samples.
+    if (!seq.job.done && (seq.generated.length >= req.maxTokens || seq.generated.length >= room)) this.finish(seq, "length");
   }
 
   private finish(seq: Seq, reason: "stop" | "length"): void {
     seq.finish = reason;
     seq.job.opts.onDelta?.({ index: seq.index, text: seq.text.slice(seq.emitted), finishReason: reason });
     seq.emitted = seq.text.length;
-    if (seq.cache) disposeCache(seq.cache);
-    seq.cache = undefined;
+    if (seq.kv) this.pool.free(seq.kv);
+    seq.kv = undefined;
   }
 
   private retireFinished(): void {
@@ -448,8 +490,12 @@ export class InferenceEngine {
       return;
     }
     for (let i = this.active.length - 1; i >= 0; i--) if (this.active[i]!.job === job) this.active.splice(i, 1);
-    for (const s of job.seqs) if (s.cache) disposeCache(s.cache);
-    this.reservedTokens -= job.reserveTokens;
+    const pi = this.prefilling.indexOf(job);
+    if (pi >= 0) this.prefilling.splice(pi, 1);
+    for (const s of job.seqs) {
+      if (s.kv) this.pool.free(s.kv);
+      s.kv = undefined;
+    }
     this.kick();
   }
 
@@ -489,61 +535,4 @@ export class InferenceEngine {
 
 function emptyLogprobs(): Logprobs {
   return { tokens: [], token_logprobs: [], top_logprobs: [], text_offset: [] };
-}
-
-function cloneCache(c: KvCache): KvCache {
-  return { keys: c.keys.map((k) => tf.clone(k)), values: c.values.map((v) => tf.clone(v)), length: c.length };
-}
-
-function disposeCache(c: KvCache): void {
-  for (const t of c.keys) t.dispose();
-  for (const t of c.values) t.dispose();
-}
-
-function logSumExp(row: ArrayLike<number>): number {
-  let max = -Infinity;
-  for (let i = 0; i < row.length; i++) if (row[i]! > max) max = row[i]!;
-  let s = 0;
-  for (let i = 0; i < row.length; i++) s += Math.exp(row[i]! - max);
-  return max + Math.log(s);
-}
-
-/** Natural-log probability of `id` under the softmax of `row` (float64). */
-export function logprobOf(row: ArrayLike<number>, id: number): number {
-  return row[id]! - logSumExp(row);
-}
-
-function topIds(row: ArrayLike<number>, k: number): number[] {
-  return Array.from({ length: row.length }, (_, i) => i)
-    .sort((a, b) => row[b]! - row[a]! || a - b)
-    .slice(0, k);
-}
-
-/**
- * Draws a token from logits: greedy at temperature 0 (ties: the lowest id), else softmax at
- * `temperature` restricted to the `topK` likeliest and then to the smallest prefix whose
- * probability reaches `topP`; one `rng.next()` per draw, in float64.
- */
-export function sampleToken(row: ArrayLike<number>, temperature: number, topK: number | undefined, topP: number, rng: Rng): number {
-  if (temperature === 0) {
-    let best = 0;
-    for (let i = 1; i < row.length; i++) if (row[i]! > row[best]!) best = i;
-    return best;
-  }
-  const ids = topK !== undefined || topP < 1 ? topIds(row, topK ?? row.length) : Array.from({ length: row.length }, (_, i) => i);
-  let max = -Infinity;
-  for (const i of ids) if (row[i]! > max) max = row[i]!;
-  let weights = ids.map((i) => Math.exp((row[i]! - max) / temperature));
-  let kept = ids;
-  if (topP < 1) {
-    const total = weights.reduce((s, w) => s + w, 0);
-    let acc = 0;
-    let n = 0;
-    while (n < weights.length && acc < topP * total) acc += weights[n++]!;
-    kept = ids.slice(0, Math.max(1, n));
-    weights = weights.slice(0, kept.length);
-  }
-  let u = rng.next() * weights.reduce((s, w) => s + w, 0);
-  for (let j = 0; j < kept.length; j++) if ((u -= weights[j]!) < 0) return kept[j]!;
-  return kept[kept.length - 1]!;
 }
