@@ -104,7 +104,9 @@ describe("task results and APP_ERROR (LocalCluster)", () => {
     expect(cli.code).toBe(1);
     expect(cli.stdout.split("\n")[0]).toMatch(/\/cli-refuse$/);
     expect(cli.stderr).toMatch(/cli-refuse FAILED: task \S+\/0 failed: APP_ERROR\(INVALID_ARGUMENT\): refused: from the CLI/);
-    const st = await client.job("cli-refuse").status();
+    // With a token the controller places the bare name under the token's user (the shorthand's
+    // is "admin"): follow the name the CLI printed.
+    const st = await client.job(cli.stdout.split("\n")[0]!).status();
     expect(st.tasks[0]!.attempts).toHaveLength(1);
   });
 

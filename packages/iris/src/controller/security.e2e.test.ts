@@ -219,6 +219,15 @@ describe("iris security (auth file, roles, task tokens, endpoints)", () => {
     expect(await u1.listEndpoints("/u1/manual/")).toEqual([]);
   });
 
+  it("reloads the auth file when it changes", async () => {
+    const file = path.join(dir, "auth.yaml");
+    const u3 = connect("user-three-token-0123456789");
+    expect(await codeOf(u3.list())).toBe("UNAUTHENTICATED");
+    fs.appendFileSync(file, `  - { user: u3, role: user, sha256: ${sha256Hex("user-three-token-0123456789")} }\n`);
+    await waitFor("the new identity to be accepted", async () => (await codeOf(u3.list())) === "OK", { timeoutMs: 10_000, intervalMs: 100 });
+    expect(await codeOf(u1.list())).toBe("OK");
+  });
+
   it("bounds endpoint registrations: metadata size and endpoints per job", async () => {
     const t = await tokenJob(u1, "many-endpoints");
     const task = connect(t.token, "u1");
