@@ -226,6 +226,24 @@ describe("InferenceEngine", () => {
     }
   });
 
+  it("scores a prompt one token longer than the context (a whole training window), and no longer", async () => {
+    const engine = await InferenceEngine.load({ checkpoint: dir });
+    try {
+      const T = engine.maxContext;
+      const ids = Array.from({ length: T + 1 }, (_, i) => byteTokenizer.encode("abcdefgh ")[i % 9]!);
+      const r = await engine.submit({ prompt: ids, maxTokens: 0, echo: true, logprobs: 1 });
+      const lp = r.promptLogprobs!.token_logprobs;
+      expect(lp).toHaveLength(T + 1);
+      // The model sees the first T tokens; their logits score tokens 1..T.
+      const full = fullLogits(engine.model, ids.slice(0, T));
+      for (const i of [1, Math.floor(T / 2), T]) expect(lp[i]).toBeCloseTo(logprobOf(full.subarray((i - 1) * 257, i * 257), ids[i]!), 4);
+      await expect(engine.submit({ prompt: [...ids, ids[0]!], maxTokens: 0, echo: true, logprobs: 1 })).rejects.toThrow(/context is \d+; a prompt scored with echo and max_tokens 0 may have/);
+      await expect(engine.submit({ prompt: ids, maxTokens: 1 })).rejects.toThrow(/context is/);
+    } finally {
+      engine.close();
+    }
+  });
+
   it("stops before a stop string and at the context limit", async () => {
     const engine = await InferenceEngine.load({ checkpoint: dir });
     try {

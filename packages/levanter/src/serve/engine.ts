@@ -252,11 +252,16 @@ export class InferenceEngine {
   submit(request: EngineRequest, opts: SubmitOptions = {}): Promise<EngineResult> {
     if (this.closed) return Promise.reject(new EngineBusyError("the engine is closed"));
     const req = { ...request, temperature: request.temperature ?? 1, topP: request.topP ?? 1, n: request.n ?? 1, echo: request.echo ?? false };
-    if (req.prompt.length > this.maxContext) {
-      return Promise.reject(new EngineRequestError(`the prompt has ${req.prompt.length} tokens; this model's context is ${this.maxContext}`, "prompt"));
+    // Scoring only (echo, no new tokens): the last prompt token is a target, never an input, so
+    // a prompt may be one token longer than the context — a training window of seqLen targets.
+    const scoreOnly = req.echo && req.maxTokens === 0;
+    const limit = scoreOnly ? this.maxContext + 1 : this.maxContext;
+    if (req.prompt.length > limit) {
+      const what = scoreOnly ? `; a prompt scored with echo and max_tokens 0 may have ${limit}` : "";
+      return Promise.reject(new EngineRequestError(`the prompt has ${req.prompt.length} tokens; this model's context is ${this.maxContext}${what}`, "prompt"));
     }
     if (req.n > this.maxBatch) return Promise.reject(new EngineRequestError(`n: at most ${this.maxBatch} samples per request`, "n"));
-    const prompt = req.prompt.length > 0 ? req.prompt : [this.tokenizer.eosId];
+    const prompt = req.prompt.length === 0 ? [this.tokenizer.eosId] : scoreOnly && req.prompt.length > 1 ? req.prompt.slice(0, -1) : req.prompt;
     const capacity = Math.min(prompt.length + req.maxTokens, this.maxContext);
     if (req.n * capacity * this.kvBytesPerToken > this.kvBudgetBytes) {
       return Promise.reject(new EngineRequestError(`the request needs ${req.n * capacity} cached tokens, more than the KV budget holds`, "max_tokens"));

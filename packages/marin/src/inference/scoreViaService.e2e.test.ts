@@ -38,10 +38,10 @@ describe("scoreViaService", () => {
     const reader = await TokenCacheReader.open(cache);
     const { model } = await loadModelFromCheckpoint(ckpt);
     try {
-      const local = evaluateLm(model, new ValidationBatches(reader, { seqLen: 31, batchSize: 4 }), byteTokenizer, 5);
+      const local = evaluateLm(model, new ValidationBatches(reader, { seqLen: 32, batchSize: 4 }), byteTokenizer, 5);
       expect(served.window).toBe(32);
       expect(served.tokens).toBe(local.tokens);
-      expect(served.tokens).toBe(5 * 4 * 31);
+      expect(served.tokens).toBe(5 * 4 * 32);
       expect(Math.abs(served.loss - local.loss)).toBeLessThan(1e-5);
       expect(Math.abs(served.bpb - local.bpb)).toBeLessThan(1e-5);
       // A random model of 257 byte ids: about ln 257 nats per token.

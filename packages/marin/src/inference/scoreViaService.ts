@@ -24,7 +24,7 @@ export interface ServiceScore {
   loss: number;
   bpb: number;
   tokens: number;
-  /** Tokens per window: the service's context (`max_model_len`); each window scores `window − 1` targets. */
+  /** Targets per window: the service's context (`max_model_len`); each prompt is `window + 1` tokens. */
   window: number;
 }
 
@@ -35,10 +35,10 @@ interface CompletionBody {
 
 /**
  * Loss and bits per byte of the served model on a token cache. The windows are levanter's
- * validation windows for `seqLen = max_model_len − 1` (a window of `max_model_len` tokens is the
- * longest prompt the server takes), so the result equals
- * `evaluateLm(model, new ValidationBatches(cache, { seqLen: max_model_len − 1, batchSize }), …)`
- * up to float rounding (tested to 1e-5).
+ * validation windows for `seqLen = max_model_len` (each prompt is a window's first input and its
+ * `max_model_len` targets; the server scores a prompt one token longer than its context when
+ * `echo` is on and `max_tokens` is 0), so the result equals `evaluateLm` on the same checkpoint
+ * and data up to float rounding (tested to 1e-5).
  */
 export async function scoreViaService(opts: ScoreViaServiceOptions): Promise<ServiceScore> {
   const { TokenCacheReader } = await import("@marin/levanter/sharding");
@@ -47,11 +47,11 @@ export async function scoreViaService(opts: ScoreViaServiceOptions): Promise<Ser
   if (!modelsRes.ok) throw new MarinError("STEP_FAILED", `${opts.baseUrl}/models answered ${modelsRes.status}`);
   const models = (await modelsRes.json()) as { data?: { id: string; max_model_len?: number }[] };
   const window = models.data?.find((m) => m.id === opts.model)?.max_model_len ?? models.data?.[0]?.max_model_len;
-  if (!window || window < 2) throw new MarinError("STEP_FAILED", `${opts.baseUrl}/models: no max_model_len ≥ 2 for model ${opts.model}`);
+  if (!window || window < 1) throw new MarinError("STEP_FAILED", `${opts.baseUrl}/models: no max_model_len ≥ 1 for model ${opts.model}`);
   const cache = await TokenCacheReader.open(opts.data);
   try {
     const tokenizer = await tokenizerNamed(cache.ledger.tokenizer, opts.tokenizerJson);
-    const batches = new ValidationBatches(cache, { seqLen: window - 1, batchSize: opts.batchSize ?? 16 });
+    const batches = new ValidationBatches(cache, { seqLen: window, batchSize: opts.batchSize ?? 16 });
     const limit = Math.min(batches.numBatches, opts.maxBatches ?? Infinity);
     const prompts: { prompt: number[]; targets: Int32Array }[] = [];
     let bytes = 0;

@@ -38,8 +38,8 @@ export interface EvaluateViaServiceOptions {
 /**
  * Loss (nats/token) and bits per byte of the final checkpoint on a validation cache, scored by
  * the inference service (`echo` + `logprobs`, `max_tokens: 0`) in windows of the model's context;
- * writes `eval.json`. The loss equals levanter's `evaluateLm` over validation windows of
- * `seqLen − 1` targets (see `scoreViaService`).
+ * writes `eval.json`. The loss equals levanter's `evaluateLm` on the same checkpoint and data
+ * (see `scoreViaService`).
  */
 export function evaluateViaService(opts: EvaluateViaServiceOptions): Step<any> {
   checkOptions(
