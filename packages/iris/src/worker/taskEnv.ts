@@ -46,7 +46,10 @@ export function buildTaskEnv(
   for (const [k, v] of Object.entries(baseEnv)) {
     if (v !== undefined && !k.startsWith("IRIS_")) env[k] = v;
   }
-  Object.assign(env, jobEnv);
+  // IRIS_GANG_SECRET comes from the controller with the job's env, but is this attempt's alone:
+  // set like the other IRIS_* values, and never passed on to child jobs through IRIS_JOB_ENV.
+  const { IRIS_GANG_SECRET: gangSecret, ...ownEnv } = jobEnv;
+  Object.assign(env, ownEnv);
   env.IRIS_CONTROLLER_ADDRESS = identity.controllerAddress;
   if (identity.authToken !== undefined && identity.authToken !== "") env.IRIS_AUTH_TOKEN = identity.authToken;
   else delete env.IRIS_AUTH_TOKEN;
@@ -58,8 +61,9 @@ export function buildTaskEnv(
   env.IRIS_WORKER_ID = identity.workerId;
   env.IRIS_ADVERTISE_HOST = identity.advertiseHost;
   // The job's own env, for child jobs to inherit (getIrisCtx().submitChild).
-  env.IRIS_JOB_ENV = JSON.stringify(jobEnv);
+  env.IRIS_JOB_ENV = JSON.stringify(ownEnv);
   for (const [name, port] of Object.entries(identity.ports)) env[portEnvName(name)] = String(port);
+  if (gangSecret !== undefined && gangSecret !== "") env.IRIS_GANG_SECRET = gangSecret;
   return env;
 }
 
