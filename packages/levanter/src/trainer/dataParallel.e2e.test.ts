@@ -4,16 +4,13 @@ import { LocalCluster } from "@marin/iris";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { syntheticDocuments, writeByteCache } from "../internal/testCorpus.ts";
 import { submitTrainGang } from "./gangJob.ts";
 import type { TrainLmConfigInput } from "./trainerConfig.ts";
 
-const fixtures = path.join(path.dirname(fileURLToPath(import.meta.url)), "../internal/fixtures/irisTasks.ts");
-
-/** Every file of a checkpoint but metadata.json (which holds the save time), as bytes by name. */
-export function checkpointBytes(dir: string): Record<string, string> {
+// Every file of a checkpoint but metadata.json (which holds the save time), as bytes by name.
+function checkpointBytes(dir: string): Record<string, string> {
   const out: Record<string, string> = {};
   for (const name of readdirSync(dir).sort()) if (name !== "metadata.json") out[name] = readFileSync(path.join(dir, name)).toString("base64");
   return out;
