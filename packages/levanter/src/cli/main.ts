@@ -12,10 +12,10 @@ import { serveCommand } from "../serve/serveCommand.ts";
 import { evaluateCheckpoint, tokenizerNamed } from "../trainer/evaluate.ts";
 import { loadTrainLmConfig } from "../trainer/configFile.ts";
 import { pauseAfterStepHook } from "../trainer/pauseAfterStep.ts";
+import { runTrainGang } from "../trainer/gangJob.ts";
 import { trainLm } from "../trainer/trainLm.ts";
 import { encodeDocument } from "../data/tokenizer.ts";
 import { finalizeTokenCache, writeTokenCacheShard } from "../sharding/tokenCacheWriter.ts";
-import { trainGang } from "./trainGang.ts";
 import { TrainProgress, type ProgressMode } from "./trainOutput.ts";
 import { stripWordTags } from "./wordTags.ts";
 
@@ -79,7 +79,7 @@ export function buildProgram(): Command {
         const ranks = opts.ranks ?? 1;
         if (ranks < 1) throw new LevanterError("INVALID_CONFIG", `--ranks: expected a positive integer, got ${ranks}`);
         const token = process.env.IRIS_AUTH_TOKEN;
-        const r = await trainGang(config, ranks, { ...(opts.cluster !== undefined ? { cluster: opts.cluster } : {}), ...(token ? { token } : {}) });
+        const r = await runTrainGang(config, ranks, { logOut: process.stderr, ...(opts.cluster !== undefined ? { cluster: opts.cluster } : {}), ...(token ? { token } : {}) });
         process.stdout.write(`${JSON.stringify(r)}\n`);
         if (r.state !== "SUCCEEDED") process.exitCode = 1;
         return;
