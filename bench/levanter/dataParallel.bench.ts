@@ -15,7 +15,8 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { submitTrainGang } from "../../packages/levanter/src/trainer/gangJob.ts";
-import { syntheticDocuments, writeByteCache } from "../../packages/levanter/src/internal/testCorpus.ts";
+import { byteTokenizer, encodeDocument } from "@marin/levanter";
+import { finalizeTokenCache, writeTokenCacheShard } from "@marin/levanter/sharding";
 import { loadNativeAddon } from "../../packages/levanter/src/kernels/native/addon.ts";
 import { allReduceExactMean } from "../../packages/levanter/src/parallel/collectives.ts";
 import { formGang, type Gang } from "../../packages/levanter/src/parallel/gang.ts";
@@ -127,11 +128,10 @@ if (only.includes("transport")) {
 if (only.includes("allreduce")) {
   console.log("\n(2) exact all-reduce, 2 processes on loopback (float32 gradient bytes; algorithm bandwidth = bytes / time)");
   const secret = "bench";
-  let address = "";
   let announce: (a: string) => void = () => {};
   const registered = new Promise<string>((r) => (announce = r));
   const forming = formGang({ rank: 0, world: 2, secret, host: "127.0.0.1", port: 0, rendezvous: { register: async (a) => (announce(a), async () => {}), resolve: async () => "" } });
-  address = await registered;
+  const address = await registered;
   const child = spawn(process.execPath, ["--import", "tsx", fileURLToPath(import.meta.url), "--allreduce-rank1", address], { stdio: "inherit", env: { ...process.env, BENCH_SECRET: secret } });
   const gang: Gang = await forming;
   for (const bytes of SIZES) {
@@ -159,7 +159,10 @@ if (only.includes("train")) {
   const models = { small: { nLayers: 2, dModel: 128, nHeads: 4, seqLen: 64 }, large: { nLayers: 4, dModel: 256, nHeads: 8, seqLen: 64 } } as const;
   const BATCH = 16;
   const dir = mkdtempSync(path.join(os.tmpdir(), "bench-dp-"));
-  await writeByteCache(path.join(dir, "cache"), syntheticDocuments(400, 40));
+  // Byte tokens of a repeated pangram: throughput does not depend on the text.
+  const docs = Array.from({ length: 400 }, (_, i) => `${i}: the quick brown fox jumps over the lazy dog. `.repeat(6));
+  await writeTokenCacheShard(path.join(dir, "cache"), 0, docs.map((d) => encodeDocument(byteTokenizer, d)), { tokenizer: byteTokenizer.name, vocabSize: byteTokenizer.vocabSize });
+  await finalizeTokenCache(path.join(dir, "cache"));
   const cluster = await LocalCluster.start({ workers: 2, workerCpuMillis: 1000 });
   console.log(`\n(3) trainLm tokens/s (global batch ${BATCH} × 64, backend ${backend}, 1 thread per rank; median of the steps after the first 2)`);
   const tps: Record<string, number> = {};
