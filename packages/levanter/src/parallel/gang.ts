@@ -236,7 +236,12 @@ export async function formGang(opts: GangOptions): Promise<Gang> {
             joined.set(r, JSON.parse(f.payload.toString("utf8")) as string);
             onChange();
           };
-          link.onError = () => links.delete(r);
+          const drop = () => {
+            links.delete(r);
+            joined.delete(r);
+          };
+          link.onError = drop;
+          link.socket.once("close", drop);
           link.resume();
         }
         onChange();
