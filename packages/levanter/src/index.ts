@@ -20,6 +20,8 @@ export type { OptimizerConfig, OptimizerConfigInput } from "./optim/optimizerCon
 export { lrSchedule } from "./optim/schedule.ts";
 export type { LrSchedule } from "./optim/schedule.ts";
 export { trainLm } from "./trainer/trainLm.ts";
+export { runTrainGang, submitTrainGang, trainGangSpec } from "./trainer/gangJob.ts";
+export type { GangTrainResult, RunTrainGangOptions, TrainGangOptions } from "./trainer/gangJob.ts";
 export type { TrainStepInfo, TrainHook, TrainLmOptions, TrainLmResult } from "./trainer/trainLm.ts";
 export {
   DataConfigSchema,

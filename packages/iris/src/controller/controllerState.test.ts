@@ -168,6 +168,12 @@ describe("ControllerState", () => {
     s.schedulePass();
     const again = [...runSet("w1"), ...runSet("w2")];
     expect(again.map((r) => r.attempt)).toEqual([2, 2]);
+    // Every member of a round gets the same IRIS_GANG_SECRET; the rerun gets a new one.
+    const secret = (r: { env?: Record<string, string> }) => r.env?.IRIS_GANG_SECRET;
+    expect(secret(a)).toMatch(/^[0-9a-f]{64}$/);
+    expect(secret(b)).toBe(secret(a));
+    expect(secret(again[0]!)).toBe(secret(again[1]!));
+    expect(secret(again[0]!)).not.toBe(secret(a));
   });
 
   it("charges one preemption when a worker running several gang members is lost", () => {

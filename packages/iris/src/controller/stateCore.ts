@@ -1,5 +1,6 @@
 // The controller state's foundation: the database handle, prepared statements, one-transaction
 // helper (tx) and the change notifications fired after each commit; options and clock.
+import { randomBytes } from "node:crypto";
 import type BetterSqlite3 from "better-sqlite3";
 import type { Db } from "./db.ts";
 import { SpecCache } from "./specCache.ts";
@@ -38,6 +39,9 @@ export class StateCore {
   // waiting task's scheduling timeout runs out: a pass then runs even if nothing else changed.
   protected noWorkersSinceMs: number | undefined;
   protected nextScheduleDeadlineMs = Infinity;
+  // Key of the per-attempt gang secrets (IRIS_GANG_SECRET), per controller process: a gang round
+  // dispatched across a controller restart gets mismatched secrets, fails its barrier and retries.
+  protected readonly gangKey = randomBytes(32);
 
   constructor(db: Db, opts: ControllerStateOptions = {}) {
     this.db = db;

@@ -1,5 +1,6 @@
 // The controller state's read queries: jobs, tasks and attempts as rows and as wire statuses, a
 // worker's desired set, workers, logs, endpoints and metrics. Nothing here writes the database.
+import { createHmac } from "node:crypto";
 import { IrisError } from "../errors.ts";
 import type { JobStatus } from "../internal/generated/iris/v1/JobStatus.ts";
 import type { RunAttempt } from "../internal/generated/iris/v1/RunAttempt.ts";
@@ -171,7 +172,12 @@ export class StateQueries extends StateCore {
         stop.push({ attemptUid: a.uid, reason: a.stop_reason || "KILLED" });
         continue;
       }
-      run.push(runAttemptToWire(this.job(a.instance_id), this.specOf(a.instance_id), a));
+      const spec = this.specOf(a.instance_id);
+      const wire = runAttemptToWire(this.job(a.instance_id), spec, a);
+      // A gang's members authenticate each other with a secret only this round of the gang gets:
+      // the same for every member of one attempt round, new for each retry (see taskEnv.ts).
+      if (spec.gang && spec.replicas > 1) wire.env = { ...wire.env, IRIS_GANG_SECRET: createHmac("sha256", this.gangKey).update(`${a.instance_id}:${a.attempt}`).digest("hex") };
+      run.push(wire);
     }
     return { run, stop };
   }

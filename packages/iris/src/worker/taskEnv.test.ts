@@ -56,6 +56,13 @@ describe("buildTaskEnv", () => {
     // Without a token of its own the worker passes none: neither its env's nor the job's.
     expect(env.IRIS_AUTH_TOKEN).toBeUndefined();
   });
+
+  it("sets the controller's IRIS_GANG_SECRET for this attempt, and never hands it on to child jobs", () => {
+    const env = buildTaskEnv(identity, { A: "job", IRIS_GANG_SECRET: "round-3" }, {});
+    expect(env.IRIS_GANG_SECRET).toBe("round-3");
+    expect(parseJobEnv(env)).toEqual({ A: "job" });
+    expect(buildTaskEnv(identity, {}, { IRIS_GANG_SECRET: "inherited" }).IRIS_GANG_SECRET).toBeUndefined();
+  });
 });
 
 describe("parseJobEnv", () => {

@@ -49,7 +49,10 @@ export function buildTaskEnv(
   for (const [k, v] of Object.entries(baseEnv)) {
     if (v !== undefined && !k.startsWith("IRIS_")) env[k] = v;
   }
-  Object.assign(env, jobEnv);
+  // IRIS_GANG_SECRET comes from the controller with the job's env, but is this attempt's alone:
+  // set like the other IRIS_* values, and never passed on to child jobs (not in IRIS_JOB_ENV_KEYS).
+  const { IRIS_GANG_SECRET: gangSecret, ...ownEnv } = jobEnv;
+  Object.assign(env, ownEnv);
   env.IRIS_CONTROLLER_ADDRESS = identity.controllerAddress;
   if (identity.authToken !== undefined && identity.authToken !== "") env.IRIS_AUTH_TOKEN = identity.authToken;
   else delete env.IRIS_AUTH_TOKEN;
@@ -65,7 +68,8 @@ export function buildTaskEnv(
   // The names of the job's own env variables (those iris did not override), for child jobs to
   // inherit (getIrisCtx().submitChild): names only, as the values are already in this env — a
   // copy of the values would double a big env and could pass the OS limit (E2BIG).
-  env.IRIS_JOB_ENV_KEYS = JSON.stringify(Object.keys(jobEnv).filter((k) => env[k] === jobEnv[k]));
+  env.IRIS_JOB_ENV_KEYS = JSON.stringify(Object.keys(ownEnv).filter((k) => env[k] === ownEnv[k]));
+  if (gangSecret !== undefined && gangSecret !== "") env.IRIS_GANG_SECRET = gangSecret;
   return env;
 }
 

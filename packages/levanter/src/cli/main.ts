@@ -12,6 +12,7 @@ import { serveCommand } from "../serve/serveCommand.ts";
 import { evaluateCheckpoint, tokenizerNamed } from "../trainer/evaluate.ts";
 import { loadTrainLmConfig } from "../trainer/configFile.ts";
 import { pauseAfterStepHook } from "../trainer/pauseAfterStep.ts";
+import { runTrainGang } from "../trainer/gangJob.ts";
 import { trainLm } from "../trainer/trainLm.ts";
 import { encodeDocument } from "../data/tokenizer.ts";
 import { finalizeTokenCache, writeTokenCacheShard } from "../sharding/tokenCacheWriter.ts";
@@ -67,11 +68,22 @@ export function buildProgram(): Command {
         .choices(["auto", "bar", "lines", "none"])
         .default("auto"),
     )
+    .option("--ranks <n>", "train data parallel on n ranks: an iris gang on an embedded local cluster (or on --cluster); same bits for any n", int)
+    .option("--cluster <address>", "with --ranks: submit the gang to this iris controller (token from IRIS_AUTH_TOKEN) instead of an embedded local cluster")
     .option("--require-checkpoint", "fail unless the run resumes from a checkpoint, and on a checkpoint whose metadata.json is damaged (= --trainer.requireCheckpoint=true)")
     .argument("[overrides...]", "config overrides, e.g. --trainer.numTrainSteps=100")
     .allowUnknownOption()
-    .action(async (overrides: string[], opts: { config: string; logFormat: "human" | "json"; progress: "auto" | ProgressMode; requireCheckpoint?: boolean }) => {
+    .action(async (overrides: string[], opts: { config: string; logFormat: "human" | "json"; progress: "auto" | ProgressMode; requireCheckpoint?: boolean; ranks?: number; cluster?: string }) => {
       const config = loadTrainLmConfig(opts.config, [...overrides, ...(opts.requireCheckpoint ? ["--trainer.requireCheckpoint=true"] : [])]);
+      if (opts.ranks !== undefined || opts.cluster !== undefined) {
+        const ranks = opts.ranks ?? 1;
+        if (ranks < 1) throw new LevanterError("INVALID_CONFIG", `--ranks: expected a positive integer, got ${ranks}`);
+        const token = process.env.IRIS_AUTH_TOKEN;
+        const r = await runTrainGang(config, ranks, { logOut: process.stderr, ...(opts.cluster !== undefined ? { cluster: opts.cluster } : {}), ...(token ? { token } : {}) });
+        process.stdout.write(`${JSON.stringify(r)}\n`);
+        if (r.state !== "SUCCEEDED") process.exitCode = 1;
+        return;
+      }
       // Test-only fault injection (LEVANTER_PAUSE_AFTER_STEP): stop at an exact step.
       const pause = pauseAfterStepHook();
       if (opts.logFormat === "json") {

@@ -24,6 +24,17 @@ export interface LogRecord {
 export type LogSink = (record: LogRecord, line: string) => void;
 
 let sink: LogSink | undefined;
+let context: Record<string, unknown> = {};
+
+/**
+ * Fields every later record carries (a data-parallel rank sets `{ rank }`); returns the previous
+ * ones, to restore.
+ */
+export function setLogContext(fields: Record<string, unknown>): Record<string, unknown> {
+  const prev = context;
+  context = fields;
+  return prev;
+}
 
 /**
  * Routes records to `next` instead of stderr (the CLI's human mode sends them to a file and
@@ -38,7 +49,7 @@ export function setLogSink(next: LogSink | undefined): LogSink | undefined {
 /** Writes one structured record (`{time, level, msg, ...fields}`) to stderr (or the sink) when its level passes LEVANTER_LOG. */
 export function log(level: LogLevel, msg: string, fields: Record<string, unknown> = {}): void {
   if (ORDER[level] < threshold()) return;
-  const record: LogRecord = { time: new Date().toISOString(), level, pkg: "levanter", msg, ...fields };
+  const record: LogRecord = { time: new Date().toISOString(), level, pkg: "levanter", msg, ...context, ...fields };
   const line = JSON.stringify(record);
   if (sink) sink(record, line);
   else process.stderr.write(`${line}\n`);

@@ -15,7 +15,8 @@ import { AdamW } from "../optim/adamw.ts";
 import { lrSchedule } from "../optim/schedule.ts";
 import { TokenCacheReader } from "../sharding/tokenCacheReader.ts";
 import { evaluateLm, tokenizerNamed, type EvalResult } from "./evaluate.ts";
-import { computeGradients } from "./gradients.ts";
+import { initializeDistributed, type Distributed } from "../distributed.ts";
+import { dataParallelGradients } from "./gradients.ts";
 import { checkContinuesRun, runDifferences, runIdentity } from "./runIdentity.ts";
 import { formatStatus, StatusReporter, type StatusSink } from "./status.ts";
 import { assignParams, readTrainCheckpoint, saveTrainState } from "./trainState.ts";
@@ -50,6 +51,11 @@ export interface TrainLmOptions {
   statusSink?: StatusSink;
   /** Save a checkpoint and stop at the next step boundary when this fires (default: on SIGTERM). */
   signal?: AbortSignal;
+  /**
+   * The data-parallel gang to train in (default: joined by itself inside an iris job with
+   * `IRIS_NUM_TASKS > 1`, else one rank). Only rank 0 writes trackers, checkpoints and status.
+   */
+  distributed?: Distributed;
 }
 
 /** The outcome of {@link trainLm}. */
@@ -66,6 +72,9 @@ export interface TrainLmResult {
   parameterCount: number;
   checkpoint?: string;
   backend: BackendSelection;
+  /** This process's data-parallel rank and the number of ranks. */
+  rank: number;
+  world: number;
 }
 
 /**
@@ -85,6 +94,8 @@ export async function trainLm(input: TrainLmConfig | TrainLmConfigInput, options
   const validation = dc.validationCache ? await TokenCacheReader.open(dc.validationCache) : undefined;
   const readers = [reader, ...(validation ? [validation] : [])];
   let model: TransformerLm | undefined;
+  let dist: Distributed | undefined;
+  const ownDist = options.distributed === undefined;
   let optimizer: AdamW | undefined;
   const abort = new AbortController();
   const onSigterm = () => abort.abort(new Error("SIGTERM"));
@@ -94,10 +105,20 @@ export async function trainLm(input: TrainLmConfig | TrainLmConfigInput, options
   if (options.signal?.aborted) onAbort();
   else options.signal?.addEventListener("abort", onAbort, { once: true });
   try {
+    dist = options.distributed ?? (await initializeDistributed());
+    const { rank, world } = dist;
+    const lead = rank === 0;
+    const microBatches = tc.microBatches ?? (tc.microBatchSize ? tc.batchSize / tc.microBatchSize : world);
+    if (microBatches < world || tc.batchSize % microBatches !== 0) {
+      throw new LevanterError(
+        "INVALID_CONFIG",
+        `trainer.microBatches: ${microBatches} micro-batches of a batch of ${tc.batchSize} cannot be spread over ${world} ranks (need a divisor of batchSize, at least one per rank)`,
+      );
+    }
     const tokenizer = await tokenizerFor(reader.ledger.tokenizer, dc.tokenizerJson);
     const modelConfig = resolveModelConfig(config.model, reader.ledger.vocabSize);
     const seqLen = modelConfig.seqLen;
-    if (backend.name === "wasm") checkWasmMemory(modelConfig, tc.microBatchSize ?? tc.batchSize);
+    if (backend.name === "wasm") checkWasmMemory(modelConfig, tc.batchSize / microBatches);
     const rng = new Rng(tc.seed);
     model = TransformerLm.init(modelConfig, rng);
     const noDecay = config.optimizer.noDecay?.map((r) => new RegExp(r));
@@ -142,21 +163,28 @@ export async function trainLm(input: TrainLmConfig | TrainLmConfigInput, options
       }
     }
 
+    // Every rank read the same checkpoint (rank 0 writes, all read): check they agree on where to start.
+    const starts = await dist.allGather(startStep);
+    if (starts.some((s) => s !== startStep)) {
+      throw new LevanterError("DISTRIBUTED", `ranks resumed from different steps (${starts.map((s, r) => `rank ${r}: ${s}`).join(", ")}); is ${checkpointer.basePath} shared by every rank?`);
+    }
+
     const trackers: Tracker[] = [];
-    if (tc.trackers.includes("console")) trackers.push(new ConsoleTracker(tc.numTrainSteps, startStep));
-    if (tc.trackers.includes("jsonl")) trackers.push(new JsonlTracker(path.join(tc.runDir, "metrics.jsonl")));
-    if (tc.trackers.includes("tensorboard")) trackers.push(new TensorBoardTracker(path.join(tc.runDir, "tensorboard")));
+    if (lead && tc.trackers.includes("console")) trackers.push(new ConsoleTracker(tc.numTrainSteps, startStep));
+    if (lead && tc.trackers.includes("jsonl")) trackers.push(new JsonlTracker(path.join(tc.runDir, "metrics.jsonl")));
+    if (lead && tc.trackers.includes("tensorboard")) trackers.push(new TensorBoardTracker(path.join(tc.runDir, "tensorboard")));
     const tracker = new CompositeTracker(trackers);
-    const sink = options.statusSink ?? (await irisStatusSink());
+    const sink = lead ? (options.statusSink ?? (await irisStatusSink())) : undefined;
     const reporter = sink ? new StatusReporter(sink, tc.statusIntervalSeconds * 1000) : undefined;
 
     const schedule = lrSchedule(config.optimizer, tc.numTrainSteps);
     const flopsPerToken = trainingFlopsPerToken(modelConfig);
     const tokensPerStep = tc.batchSize * seqLen;
-    const hooks = options.hooks ?? [];
-    log("info", "training", { parameters: model.parameterCount(), startStep, totalSteps: tc.numTrainSteps, backend: backend.name });
+    const hooks = lead ? (options.hooks ?? []) : [];
+    log("info", "training", { parameters: model.parameterCount(), startStep, totalSteps: tc.numTrainSteps, backend: backend.name, world, microBatches });
 
     const save = async (step: number, force: boolean) => {
+      if (!lead) return undefined;
       const saved = await checkpointer.onStep(
         step,
         (dir, isTemporary) =>
@@ -175,7 +203,7 @@ export async function trainLm(input: TrainLmConfig | TrainLmConfigInput, options
       return saved;
     };
     const runEval = (): EvalResult | undefined =>
-      validation
+      lead && validation
         ? evaluateLm(model!, new ValidationBatches(validation, { seqLen, batchSize: tc.batchSize }), tokenizer, tc.maxEvalBatches)
         : undefined;
 
@@ -185,11 +213,15 @@ export async function trainLm(input: TrainLmConfig | TrainLmConfigInput, options
     let secondsPerStep: number | undefined;
     let skippedSteps = 0;
     let step = startStep;
-    for (; step < tc.numTrainSteps && !abort.signal.aborted; step++) {
+    // A gang stops together: a stop request on any rank is voted with the step's statistics.
+    let stopVoted = false;
+    const stopping = () => (world === 1 ? abort.signal.aborted : stopVoted);
+    for (; step < tc.numTrainSteps && !stopping(); step++) {
       const t0 = performance.now();
       const batch = loader.batch(step);
       const lr = schedule(step);
-      const { loss, grads } = computeGradients(model, batch.inputs, batch.targets, batch.size, tc.microBatchSize ?? batch.size);
+      const { loss, grads, stop } = await dataParallelGradients(model, batch.inputs, batch.targets, batch.size, microBatches, dist.gang, { stopRequested: abort.signal.aborted });
+      stopVoted = stop;
       let gradNorm: number;
       try {
         gradNorm = optimizer.globalNorm(grads);
@@ -234,7 +266,7 @@ export async function trainLm(input: TrainLmConfig | TrainLmConfigInput, options
         formatStatus({ step: done, totalSteps: tc.numTrainSteps, loss, tokensPerSecond: tps, mfu: metrics["throughput/mfu"]!, secondsPerStep }),
         { step: done, ...metrics },
       );
-      if (done < tc.numTrainSteps && !abort.signal.aborted) await save(done, false);
+      if (done < tc.numTrainSteps && !stopping()) await save(done, false);
     }
 
     // The end (or a stop request): a permanent checkpoint of the last step, final hooks, reports.
@@ -261,11 +293,14 @@ export async function trainLm(input: TrainLmConfig | TrainLmConfigInput, options
       parameterCount: model.parameterCount(),
       checkpoint: path.join(checkpointer.basePath, `step-${step}`),
       backend,
+      rank,
+      world,
     };
   } finally {
     process.off("SIGTERM", onSigterm);
     options.signal?.removeEventListener("abort", onAbort);
     model?.dispose();
+    if (ownDist) await dist?.close();
     optimizer?.dispose();
     for (const r of readers) r.close();
   }

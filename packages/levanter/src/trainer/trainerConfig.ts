@@ -30,6 +30,12 @@ export const TrainerConfigSchema = z
     batchSize: z.number().int().positive().default(16),
     /** Sequences per forward/backward pass; smaller than `batchSize` accumulates gradients. */
     microBatchSize: z.number().int().positive().optional(),
+    /**
+     * Micro-batches the global batch is split into (default `batchSize / microBatchSize`, else the
+     * number of data-parallel ranks). A step's gradient is defined by its micro-batches alone,
+     * summed exactly: the same micro-batches give the same bits on any number of ranks (≤ this).
+     */
+    microBatches: z.number().int().positive().optional(),
     /** Evaluate every this many steps (and at the end); needs `data.validationCache`. */
     stepsPerEval: z.number().int().positive().default(1000),
     maxEvalBatches: z.number().int().positive().optional(),
@@ -65,6 +71,14 @@ export const TrainerConfigSchema = z
   .refine((t) => t.microBatchSize === undefined || t.batchSize % t.microBatchSize === 0, {
     message: "batchSize must be a multiple of microBatchSize",
     path: ["microBatchSize"],
+  })
+  .refine((t) => t.microBatches === undefined || t.batchSize % t.microBatches === 0, {
+    message: "batchSize must be a multiple of microBatches",
+    path: ["microBatches"],
+  })
+  .refine((t) => t.microBatches === undefined || t.microBatchSize === undefined || t.microBatches * t.microBatchSize === t.batchSize, {
+    message: "microBatches × microBatchSize must equal batchSize",
+    path: ["microBatches"],
   })
   .refine((t) => t.resume || !t.requireCheckpoint, { message: "requireCheckpoint needs resume: true", path: ["requireCheckpoint"] });
 

@@ -37,6 +37,14 @@ describe("trainLmStep config", () => {
     expect(two.outputPath).toBe(one.outputPath);
   });
 
+  it("leaves ranks out of the step's identity (levanter gives the same bits on any number of ranks)", () => {
+    const make = (ranks?: number) =>
+      resolveGraph([trainLmStep({ data: outputOf(data), model: { dModel: 32, nHeads: 4 }, trainer: { numTrainSteps: 10, batchSize: 8, microBatches: 4 }, ...(ranks ? { ranks } : {}) })], prefix).byName.get("train")!;
+    expect(make(2).outputPath).toBe(make().outputPath);
+    expect((make(2).config as { ranks: number }).ranks).toBe(2);
+    expect(resolveError({ ranks: 0 })).toMatch(/ranks/);
+  });
+
   it("names a misspelled trainer key with a suggestion, without a spurious missing-field error", () => {
     const msg = resolveError({ trainer: { numTrainStep: 20 } as never });
     expect(msg).toContain("unknown key trainer.numTrainStep (did you mean numTrainSteps?)");

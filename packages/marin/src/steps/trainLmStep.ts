@@ -12,6 +12,8 @@ export interface TrainLmTrainerOptions {
   numTrainSteps: number;
   batchSize?: number;
   microBatchSize?: number;
+  /** Micro-batches per step (levanter's `trainer.microBatches`): fix it to get the same bits for any `ranks`. */
+  microBatches?: number;
   seed?: number;
   stepsPerEval?: number;
   maxEvalBatches?: number;
@@ -30,6 +32,12 @@ export interface TrainLmStepOptions {
   trainer: TrainLmTrainerOptions;
   /** Resources of the iris job (default one core). */
   resources?: StepResources;
+  /**
+   * Data-parallel ranks (default 1; not part of identity: levanter gives the same bits for any
+   * number of ranks with the same `trainer.microBatches`). Above 1 the step trains in an iris gang:
+   * a child job of the step's iris job, or an embedded local cluster when the step runs in-process.
+   */
+  ranks?: number;
   /** Force a tfjs backend (not part of identity). */
   backend?: "tensorflow-gpu" | "tensorflow" | "wasm" | "cpu";
 }
@@ -96,6 +104,7 @@ export const trainLmStepConfigSchema = z
         numTrainSteps: posInt,
         batchSize: posInt,
         microBatchSize: posInt.optional(),
+        microBatches: posInt.optional(),
         seed: z.number().int().nonnegative(),
         stepsPerEval: posInt,
         maxEvalBatches: posInt.optional(),
@@ -108,6 +117,7 @@ export const trainLmStepConfigSchema = z
       }),
     backend: z.enum(["tensorflow-gpu", "tensorflow", "wasm", "cpu"]).nullable(),
     threads: z.number().int().positive(),
+    ranks: posInt,
   })
   .strict();
 
@@ -123,7 +133,7 @@ export function trainLmStep(opts: TrainLmStepOptions): Step<any> {
   const shape = trainLmStepConfigSchema.shape;
   checkOptions(
     "trainLmStep",
-    { name: true, data: true, model: leavesOf(shape.model), optimizer: leavesOf(shape.optimizer), trainer: leavesOf(shape.trainer), resources: RESOURCE_KEYS, backend: true },
+    { name: true, data: true, model: leavesOf(shape.model), optimizer: leavesOf(shape.optimizer), trainer: leavesOf(shape.trainer), resources: RESOURCE_KEYS, backend: true, ranks: true },
     opts,
   );
   const t = opts.trainer;
@@ -143,6 +153,7 @@ export function trainLmStep(opts: TrainLmStepOptions): Step<any> {
         numTrainSteps: t.numTrainSteps,
         batchSize: t.batchSize ?? 16,
         ...(t.microBatchSize !== undefined ? { microBatchSize: t.microBatchSize } : {}),
+        ...(t.microBatches !== undefined ? { microBatches: t.microBatches } : {}),
         seed: t.seed ?? 0,
         stepsPerEval: t.stepsPerEval ?? t.numTrainSteps,
         ...(t.maxEvalBatches !== undefined ? { maxEvalBatches: t.maxEvalBatches } : {}),
@@ -151,20 +162,21 @@ export function trainLmStep(opts: TrainLmStepOptions): Step<any> {
       backend: ignore(opts.backend ?? null),
       // The job's cores run wasm's matMul pool (bitwise the same for any count: not versioned).
       threads: ignore(Math.max(1, Math.floor((resources.cpuMillis ?? 1000) / 1000))),
+      ranks: ignore(opts.ranks ?? 1),
     },
     fn: async (ctx) => {
       const cfg = ctx.config as {
         data: string;
         model: ModelConfigInput;
         optimizer: OptimizerConfigInput;
-        trainer: Required<Omit<TrainLmTrainerOptions, "microBatchSize" | "maxEvalBatches">> & Pick<TrainLmTrainerOptions, "microBatchSize" | "maxEvalBatches">;
+        trainer: Required<Omit<TrainLmTrainerOptions, "microBatchSize" | "microBatches" | "maxEvalBatches">> & Pick<TrainLmTrainerOptions, "microBatchSize" | "microBatches" | "maxEvalBatches">;
         backend: TrainLmStepOptions["backend"] | null;
         threads: number;
+        ranks: number;
       };
       const { checkpointIntervalSeconds, ...trainer } = cfg.trainer;
-      const { trainLm: levanterTrainLm } = await import("@marin/levanter");
-      const result = await levanterTrainLm(
-        {
+      const { trainLm: levanterTrainLm, runTrainGang } = await import("@marin/levanter");
+      const levanterConfig = {
           model: cfg.model,
           data: { trainCache: path.join(cfg.data, TRAIN_CACHE), validationCache: path.join(cfg.data, VALIDATION_CACHE) },
           optimizer: cfg.optimizer,
@@ -175,9 +187,17 @@ export function trainLmStep(opts: TrainLmStepOptions): Step<any> {
             checkpointer: { basePath: path.join(ctx.outputPath, CHECKPOINTS), saveIntervalSeconds: checkpointIntervalSeconds, keep: null },
             resume: true,
             ...(cfg.backend ? { backend: cfg.backend } : {}),
-            threads: cfg.threads,
+            threads: cfg.ranks > 1 ? 1 : cfg.threads,
           },
-        },
+        } satisfies Parameters<typeof levanterTrainLm>[0];
+      if (cfg.ranks > 1) {
+        const gang = await runTrainGang(levanterConfig, cfg.ranks, { signal: ctx.signal });
+        if (gang.state !== "SUCCEEDED" || !gang.result) throw new Error(`the ${cfg.ranks}-rank training gang ${gang.job} ended ${gang.state}${gang.error ? `: ${gang.error}` : ""}`);
+        const r = gang.result;
+        return { steps: r.step, ranks: cfg.ranks, ...(r.resumedFrom !== undefined ? { resumedFrom: r.resumedFrom } : {}), ...(r.finalLoss !== undefined ? { finalTrainLoss: r.finalLoss } : {}), parameters: r.parameterCount };
+      }
+      const result = await levanterTrainLm(
+        levanterConfig,
         // Progress (step/total, loss, tok/s, ETA) to the live view: in an iris job through the task's status report.
         { signal: ctx.signal, statusSink: async (text, metrics) => ctx.reportStatus(text, metrics) },
       );

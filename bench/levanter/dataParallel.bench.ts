@@ -1,0 +1,222 @@
+// Data parallelism: (1) the transport choice — raw TCP with levanter's framing vs a gRPC bidi
+// stream, ping-pong latency and one-way throughput at a few sizes; (2) the exact all-reduce
+// (reduce-scatter + all-gather over the gang's mesh) between 2 processes on loopback, 1 KiB–64 MiB
+// of float32 gradient; (3) trainLm tokens/s on 1 and 2 ranks (one thread each, iris gang on an
+// embedded LocalCluster) for the two reference models, and PyTorch (torchPeer.py) at 2 threads
+// on the same model in the same run when /usr/bin/python3 has torch.
+//
+// Usage: pnpm bench levanter/dataParallel [-- --backend wasm|native --steps N --no-torch --only transport,allreduce,train]
+import * as grpc from "@grpc/grpc-js";
+import { LocalCluster } from "@marin/iris";
+import { spawn, spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { submitTrainGang } from "../../packages/levanter/src/trainer/gangJob.ts";
+import { byteTokenizer, encodeDocument } from "@marin/levanter";
+import { finalizeTokenCache, writeTokenCacheShard } from "@marin/levanter/sharding";
+import { loadNativeAddon } from "../../packages/levanter/src/kernels/native/addon.ts";
+import { allReduceExactMean } from "../../packages/levanter/src/parallel/collectives.ts";
+import { formGang, type Gang } from "../../packages/levanter/src/parallel/gang.ts";
+import { Kind, Link } from "../../packages/levanter/src/parallel/wire.ts";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const args = process.argv.slice(2);
+const arg = (name: string) => {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 ? args[i + 1] : undefined;
+};
+process.env.LEVANTER_LOG ??= "warn";
+const SIZES = [1024, 16 * 1024, 256 * 1024, 4 * 2 ** 20, 16 * 2 ** 20, 64 * 2 ** 20];
+const fmt = (b: number) => (b >= 2 ** 20 ? `${b / 2 ** 20} MiB` : `${b / 1024} KiB`);
+
+// ---- child mode: rank 1 of the all-reduce benchmark ------------------------------------------
+if (args[0] === "--allreduce-rank1") {
+  const gang = await formGang({ rank: 1, world: 2, secret: process.env.BENCH_SECRET!, host: "127.0.0.1", port: 0, rendezvous: { register: async () => async () => {}, resolve: async () => args[1]! } });
+  for (const bytes of SIZES) {
+    const n = bytes / 4;
+    for (let i = 0; i < repsFor(bytes) + 1; i++) await allReduceExactMean(gang, new Float64Array(n), [{ offset: 0, length: n, s: 0 }], 2);
+  }
+  await gang.close();
+  process.exit(0);
+}
+
+function repsFor(bytes: number): number {
+  return bytes <= 256 * 1024 ? 50 : bytes <= 4 * 2 ** 20 ? 10 : 3;
+}
+
+const only = arg("only")?.split(",") ?? ["transport", "allreduce", "train"];
+console.log(`load average ${os.loadavg().map((l) => l.toFixed(2)).join(" ")} on ${os.cpus().length} cores (${os.cpus()[0]?.model ?? "?"})`);
+
+// ---- (1) transport: TCP framing vs gRPC stream (client and server in this process) ----------
+async function tcpPair(): Promise<{ send: (b: Buffer) => void; acks: () => number; close: () => void }> {
+  let acks = 0;
+  const server = net.createServer((s) => {
+    const l = new Link(s, "server");
+    l.authenticated = true;
+    l.onFrame = () => l.send(Kind.GATHER, 0, 0);
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  const sock = await new Promise<net.Socket>((r) => {
+    const s = net.connect((server.address() as net.AddressInfo).port, "127.0.0.1", () => r(s));
+  });
+  const client = new Link(sock, "client");
+  client.authenticated = true;
+  client.onFrame = () => acks++;
+  return { send: (b) => client.send(Kind.REDUCE, 0, 0, b), acks: () => acks, close: () => (sock.destroy(), server.close()) };
+}
+
+async function grpcPair(): Promise<{ send: (b: Buffer) => void; acks: () => number; close: () => void }> {
+  const id = (b: Buffer) => b;
+  const def = { exchange: { path: "/bench.Bench/Exchange", requestStream: true, responseStream: true, requestSerialize: id, requestDeserialize: id, responseSerialize: id, responseDeserialize: id, originalName: "exchange" } };
+  const opts = { "grpc.max_receive_message_length": -1, "grpc.max_send_message_length": -1 };
+  const server = new grpc.Server(opts);
+  server.addService(def as unknown as grpc.ServiceDefinition, {
+    exchange: (call: grpc.ServerDuplexStream<Buffer, Buffer>) => call.on("data", () => call.write(Buffer.alloc(0))),
+  });
+  const port = await new Promise<number>((r, j) => server.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (e, p) => (e ? j(e) : r(p))));
+  const Client = grpc.makeGenericClientConstructor(def as unknown as grpc.ServiceDefinition, "Bench");
+  const client = new Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure(), opts) as unknown as { exchange: () => grpc.ClientDuplexStream<Buffer, Buffer>; close: () => void };
+  const call = client.exchange();
+  let acks = 0;
+  call.on("data", () => acks++);
+  call.on("error", () => {});
+  return { send: (b) => void call.write(b), acks: () => acks, close: () => (call.end(), client.close(), server.forceShutdown()) };
+}
+
+async function until(cond: () => boolean): Promise<void> {
+  while (!cond()) await new Promise((r) => setImmediate(r));
+}
+
+async function measureTransport(name: string, make: () => Promise<{ send: (b: Buffer) => void; acks: () => number; close: () => void }>): Promise<Map<number, { latUs: number; gbps: number }>> {
+  const p = await make();
+  const out = new Map<number, { latUs: number; gbps: number }>();
+  for (const bytes of [1024, 64 * 1024, 2 ** 20, 16 * 2 ** 20]) {
+    const buf = Buffer.alloc(bytes, 7);
+    const reps = bytes <= 64 * 1024 ? 200 : bytes <= 2 ** 20 ? 30 : 6;
+    // ping-pong: one message, wait for its ack
+    let t0 = performance.now();
+    for (let i = 0; i < reps; i++) {
+      const want = p.acks() + 1;
+      p.send(buf);
+      await until(() => p.acks() >= want);
+    }
+    const latUs = ((performance.now() - t0) / reps) * 1000;
+    // streaming: reps messages back to back, then wait for the last ack
+    const start = p.acks();
+    t0 = performance.now();
+    for (let i = 0; i < reps; i++) p.send(buf);
+    await until(() => p.acks() >= start + reps);
+    const gbps = (bytes * reps) / ((performance.now() - t0) / 1000) / 1e9;
+    out.set(bytes, { latUs, gbps });
+    console.log(`${name.padEnd(5)} ${fmt(bytes).padStart(7)}  round trip ${latUs.toFixed(0).padStart(7)} µs  stream ${gbps.toFixed(2).padStart(6)} GB/s`);
+  }
+  p.close();
+  return out;
+}
+
+if (only.includes("transport")) {
+  console.log("\n(1) transport, one process (client and server share its thread): round trip of one message, streamed throughput");
+  const tcp = await measureTransport("tcp", tcpPair);
+  const g = await measureTransport("grpc", grpcPair);
+  for (const [b, t] of tcp) console.log(`  ${fmt(b).padStart(7)}: tcp/grpc throughput ${(t.gbps / g.get(b)!.gbps).toFixed(2)}×, grpc/tcp latency ${(g.get(b)!.latUs / t.latUs).toFixed(2)}×`);
+}
+
+// ---- (2) the exact all-reduce between 2 processes -------------------------------------------
+if (only.includes("allreduce")) {
+  console.log("\n(2) exact all-reduce, 2 processes on loopback (float32 gradient bytes; algorithm bandwidth = bytes / time)");
+  const secret = "bench";
+  let announce: (a: string) => void = () => {};
+  const registered = new Promise<string>((r) => (announce = r));
+  const forming = formGang({ rank: 0, world: 2, secret, host: "127.0.0.1", port: 0, rendezvous: { register: async (a) => (announce(a), async () => {}), resolve: async () => "" } });
+  const address = await registered;
+  const child = spawn(process.execPath, ["--import", "tsx", fileURLToPath(import.meta.url), "--allreduce-rank1", address], { stdio: "inherit", env: { ...process.env, BENCH_SECRET: secret } });
+  const gang: Gang = await forming;
+  for (const bytes of SIZES) {
+    const n = bytes / 4;
+    const seg = [{ offset: 0, length: n, s: 0 }];
+    await allReduceExactMean(gang, new Float64Array(n), seg, 2); // warm-up
+    const reps = repsFor(bytes);
+    let total = 0;
+    for (let i = 0; i < reps; i++) {
+      const partial = new Float64Array(n);
+      const t0 = performance.now();
+      await allReduceExactMean(gang, partial, seg, 2);
+      total += performance.now() - t0;
+    }
+    const ms = total / reps;
+    console.log(`allreduce ${fmt(bytes).padStart(7)}  ${ms.toFixed(3).padStart(9)} ms  ${(bytes / (ms / 1000) / 1e9).toFixed(2).padStart(6)} GB/s`);
+  }
+  await new Promise<void>((r) => child.on("exit", () => r()));
+  await gang.close();
+}
+
+// ---- (3) trainLm tokens/s on 1 and 2 ranks, and PyTorch at 2 threads ------------------------
+if (only.includes("train")) {
+  const backend = arg("backend") ?? (loadNativeAddon().ok ? "native" : "wasm");
+  const models = { small: { nLayers: 2, dModel: 128, nHeads: 4, seqLen: 64 }, large: { nLayers: 4, dModel: 256, nHeads: 8, seqLen: 64 } } as const;
+  const BATCH = 16;
+  const dir = mkdtempSync(path.join(os.tmpdir(), "bench-dp-"));
+  // Byte tokens of a repeated pangram: throughput does not depend on the text.
+  const docs = Array.from({ length: 400 }, (_, i) => `${i}: the quick brown fox jumps over the lazy dog. `.repeat(6));
+  await writeTokenCacheShard(path.join(dir, "cache"), 0, docs.map((d) => encodeDocument(byteTokenizer, d)), { tokenizer: byteTokenizer.name, vocabSize: byteTokenizer.vocabSize });
+  await finalizeTokenCache(path.join(dir, "cache"));
+  const cluster = await LocalCluster.start({ workers: 2, workerCpuMillis: 1000 });
+  console.log(`\n(3) trainLm tokens/s (global batch ${BATCH} × 64, backend ${backend}, 1 thread per rank; median of the steps after the first 2)`);
+  const tps: Record<string, number> = {};
+  try {
+    for (const [label, m] of Object.entries(models)) {
+      const steps = Number(arg("steps") ?? (label === "small" ? 12 : 8));
+      for (const [ranks, microBatches] of [[1, 1], [1, 2], [2, 2]] as const) {
+        const runDir = path.join(dir, `${label}-${ranks}-${microBatches}`);
+        const job = await submitTrainGang(
+          cluster.client,
+          { model: m, data: { trainCache: path.join(dir, "cache") }, trainer: { numTrainSteps: steps, batchSize: BATCH, microBatches, runDir, trackers: ["jsonl"], backend: backend as "wasm", threads: 1, checkpointer: { saveIntervalSeconds: null, keep: null } } },
+          ranks,
+          { name: `bench-${label}-${ranks}-${microBatches}`, maxRetries: 0, cpuMillis: 1000, env: { LEVANTER_LOG: "warn" } },
+        );
+        const st = await job.wait();
+        if (st.state !== "SUCCEEDED") {
+          console.log(`${label} ${ranks} rank(s): ${st.state} ${st.error ?? ""}`);
+          continue;
+        }
+        const values = readFileSync(path.join(runDir, "metrics.jsonl"), "utf8")
+          .trim()
+          .split("\n")
+          .map((l) => (JSON.parse(l) as { metrics?: Record<string, number> } & Record<string, number>))
+          .map((r) => (r.metrics ?? r)["throughput/tokens_per_second"]!)
+          .slice(2)
+          .sort((a, b) => a - b);
+        const med = values[Math.floor(values.length / 2)]!;
+        tps[`${label}/${ranks}/${microBatches}`] = med;
+        console.log(`${label.padEnd(6)} ${ranks} rank(s), ${microBatches} micro-batch(es): ${med.toFixed(0).padStart(7)} tokens/s`);
+      }
+      const one = tps[`${label}/1/1`];
+      const two = tps[`${label}/2/2`];
+      if (one && two) console.log(`${label.padEnd(6)} 2 ranks / 1 rank: ${(two / one).toFixed(2)}× (vs the same-bits 1-rank run with 2 micro-batches: ${(two / tps[`${label}/1/2`]!).toFixed(2)}×)`);
+    }
+  } finally {
+    await cluster.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+  const python = "/usr/bin/python3";
+  if (args.includes("--no-torch") || spawnSync(python, ["-c", "import torch"], { stdio: "ignore" }).status !== 0) {
+    console.log("PyTorch peer skipped (no torch in /usr/bin/python3, or --no-torch)");
+  } else {
+    for (const [label, m] of Object.entries(models)) {
+      const r = spawnSync(python, [path.join(here, "torchPeer.py"), "--layers", String(m.nLayers), "--d", String(m.dModel), "--heads", String(m.nHeads), "--seq", String(m.seqLen), "--batch", String(BATCH), "--steps", label === "small" ? "10" : "5", "--threads", "2"], {
+        encoding: "utf8",
+        env: { ...process.env, OPENBLAS_NUM_THREADS: "2", OMP_NUM_THREADS: "2" },
+      });
+      if (r.status !== 0) {
+        console.log(`PyTorch ${label}: failed ${(r.stderr || "").trim().split("\n").pop()}`);
+        continue;
+      }
+      const t = JSON.parse(r.stdout.trim().split("\n").pop()!) as { tokens_per_s: number };
+      const two = tps[`${label}/2/2`];
+      console.log(`PyTorch ${label.padEnd(6)} 2 threads: ${t.tokens_per_s.toFixed(0).padStart(7)} tokens/s${two ? `; levanter 2 ranks / PyTorch: ${(two / t.tokens_per_s).toFixed(2)}×` : ""}`);
+    }
+  }
+}

@@ -1,0 +1,351 @@
+// The gang: a full mesh of authenticated links between the ranks of one data-parallel job, with
+// the start-up barrier, a mailbox of frames by (peer, kind, tag, sub), heartbeats, and the failure
+// rule (a peer that closes, sends garbage or falls silent fails every pending and later receive).
+//
+// Forming: every rank listens on its advertised interface. Rank 0 registers its address (the
+// coordinator endpoint) BEFORE it waits; the others find it, authenticate and send JOIN with their
+// own address. When all have joined, rank 0 sends the ROSTER, and each rank r connects to the
+// ranks 1..r-1 and accepts r+1..N-1. Any wait names the ranks still missing when it times out.
+import net from "node:net";
+import { LevanterError } from "../errors.ts";
+import { log } from "../internal/log.ts";
+import { acceptAuthenticated, connectAuthenticated, Kind, type Frame, Link } from "./wire.ts";
+
+/** How a rank finds and announces the coordinator; iris endpoints in production. */
+export interface Rendezvous {
+  /** Rank 0: publishes the coordinator's `host:port`; returns how to withdraw it. */
+  register(address: string): Promise<() => Promise<void>>;
+  /** Other ranks: the coordinator's `host:port` (called again after a failed connection). */
+  resolve(timeoutMs: number): Promise<string>;
+}
+
+/** Options of {@link formGang}. */
+export interface GangOptions {
+  rank: number;
+  world: number;
+  /** The gang attempt's shared secret (`IRIS_GANG_SECRET`); every link proves it holds it. */
+  secret: string;
+  /** Interface to listen on (the advertised host; never all interfaces). */
+  host: string;
+  /** Port to listen on; 0 for any free one. */
+  port: number;
+  rendezvous: Rendezvous;
+  /** Start-up barrier: how long to wait for the other ranks. Default 300 s. */
+  timeoutMs?: number;
+  /** A peer silent for this long is failed as dead or hung. Default 10 s. */
+  peerTimeoutMs?: number;
+  /** Heartbeat period. Default 1 s. */
+  heartbeatMs?: number;
+}
+
+interface Waiter {
+  resolve: (f: Frame) => void;
+  reject: (e: Error) => void;
+}
+
+/** A formed gang: send to and receive from any peer by (kind, tag, sub). */
+export class Gang {
+  readonly rank: number;
+  readonly world: number;
+  /** `host:port` this rank listened on (rank 0's is the coordinator's). */
+  readonly address: string;
+  readonly #links = new Map<number, Link>();
+  readonly #mail = new Map<string, Frame[]>();
+  readonly #waiters = new Map<string, Waiter>();
+  readonly #gone = new Set<number>();
+  #error: LevanterError | undefined;
+  #timers: NodeJS.Timeout[] = [];
+  #closed = false;
+  /** `host:port` of rank 0, the coordinator. */
+  coordinator = "";
+  /** Sequence number of the next collective (every rank calls them in the same order). */
+  seq = 0;
+
+  /** @internal built by {@link formGang}. */
+  constructor(rank: number, world: number, address: string, links: Map<number, Link>, peerTimeoutMs: number, heartbeatMs: number, early: Frame[] = []) {
+    this.rank = rank;
+    this.world = world;
+    this.address = address;
+    for (const [r, link] of links) {
+      this.#links.set(r, link);
+      link.onFrame = (f) => this.#deliver(r, f);
+      link.onError = (e) => this.fail(e);
+      link.socket.on("close", () => {
+        if (this.#closed) return;
+        if (this.#gone.has(r)) return this.#rejectFrom(r, new LevanterError("PEER_FAILED", `rank ${r} has left the gang`));
+        this.fail(new LevanterError("PEER_FAILED", `rank ${r} closed its connection (its process died or was stopped)`));
+      });
+      link.resume();
+    }
+    // Frames rank 0 sent right after the roster, while this rank was still dialling the others.
+    for (const f of early) this.#deliver(0, f);
+    const hb = setInterval(() => {
+      for (const l of this.#links.values()) l.send(Kind.HEARTBEAT, 0, 0);
+    }, heartbeatMs);
+    // A watchdog tick that comes late means this process was busy (a long synchronous step):
+    // peers' bytes may be waiting unread, so that tick does not judge them.
+    const tickMs = Math.max(50, Math.min(500, heartbeatMs / 2));
+    let lastTick = performance.now();
+    const watchdog = setInterval(() => {
+      const now = performance.now();
+      const late = now - lastTick > 2 * tickMs + 100;
+      lastTick = now;
+      for (const [r, l] of this.#links) {
+        if (late) l.lastHeard = Math.max(l.lastHeard, now - tickMs);
+        else if (!this.#gone.has(r) && now - l.lastHeard > peerTimeoutMs) {
+          this.fail(new LevanterError("PEER_FAILED", `rank ${r} sent nothing for ${Math.round(now - l.lastHeard)} ms (limit ${peerTimeoutMs} ms): dead or hung`));
+        }
+      }
+    }, tickMs);
+    hb.unref();
+    watchdog.unref();
+    this.#timers = [hb, watchdog];
+  }
+
+  /** The first failure of the gang, if any (every later operation throws it). */
+  get error(): LevanterError | undefined {
+    return this.#error;
+  }
+
+  /** Fails the gang: every pending and later receive rejects with `e`; the links close. */
+  fail(e: Error): void {
+    if (this.#error) return;
+    this.#error = e instanceof LevanterError ? e : new LevanterError("DISTRIBUTED", e.message, { cause: e });
+    log("error", "data-parallel gang failed", { rank: this.rank, error: this.#error.message });
+    for (const w of this.#waiters.values()) w.reject(this.#error);
+    this.#waiters.clear();
+    this.#stop();
+    for (const l of this.#links.values()) l.destroy();
+  }
+
+  /** Sends one frame to `peer`. */
+  send(peer: number, kind: number, tag: number, sub: number, payload?: Uint8Array): void {
+    if (this.#error) throw this.#error;
+    this.#links.get(peer)!.send(kind, tag, sub, payload);
+  }
+
+  /** The next frame of (kind, tag, sub) from `peer`, whenever it arrived or arrives. */
+  receive(peer: number, kind: number, tag: number, sub: number): Promise<Frame> {
+    if (this.#error) return Promise.reject(this.#error);
+    const key = `${peer}/${kind}/${tag}/${sub}`;
+    const queued = this.#mail.get(key);
+    if (queued) {
+      this.#mail.delete(key);
+      return Promise.resolve(queued[0]!);
+    }
+    if (this.#gone.has(peer)) return Promise.reject(new LevanterError("PEER_FAILED", `rank ${peer} has left the gang`));
+    return new Promise((resolve, reject) => this.#waiters.set(key, { resolve, reject }));
+  }
+
+  /** Says goodbye to every peer and closes the links (idempotent). */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#stop();
+    await Promise.all(
+      [...this.#links.values()].map(
+        (l) =>
+          new Promise<void>((resolve) => {
+            if (l.socket.destroyed) return resolve();
+            l.send(Kind.BYE, 0, 0);
+            l.socket.end(() => resolve());
+            setTimeout(() => {
+              l.destroy();
+              resolve();
+            }, 1000).unref();
+          }),
+      ),
+    );
+  }
+
+  #stop(): void {
+    for (const t of this.#timers) clearInterval(t);
+    this.#timers = [];
+  }
+
+  #rejectFrom(peer: number, e: Error): void {
+    for (const [key, w] of this.#waiters) {
+      if (key.startsWith(`${peer}/`)) {
+        this.#waiters.delete(key);
+        w.reject(e);
+      }
+    }
+  }
+
+  #deliver(peer: number, f: Frame): void {
+    if (f.kind === Kind.HEARTBEAT) return;
+    if (f.kind === Kind.BYE) {
+      this.#gone.add(peer);
+      return;
+    }
+    if (f.kind !== Kind.REDUCE && f.kind !== Kind.GATHER) {
+      this.fail(new LevanterError("DISTRIBUTED", `rank ${peer} sent an unexpected frame (kind ${f.kind}) after the gang formed`));
+      return;
+    }
+    const key = `${peer}/${f.kind}/${f.tag}/${f.sub}`;
+    const w = this.#waiters.get(key);
+    if (w) {
+      this.#waiters.delete(key);
+      w.resolve(f);
+      return;
+    }
+    if (this.#mail.has(key)) {
+      this.fail(new LevanterError("DISTRIBUTED", `rank ${peer} sent frame ${key} twice`));
+      return;
+    }
+    this.#mail.set(key, [f]);
+  }
+}
+
+function timeoutError(ms: number, what: string): LevanterError {
+  return new LevanterError("DISTRIBUTED", `timed out after ${ms} ms ${what}`);
+}
+
+function missingOf(world: number, have: (r: number) => boolean, skip: (r: number) => boolean): string {
+  return [...Array(world).keys()].filter((r) => !skip(r) && !have(r)).join(", ");
+}
+
+/**
+ * Forms the gang (see the file comment): resolves once this rank holds an authenticated link to
+ * every other rank. Fails with `DISTRIBUTED` naming the missing ranks when the barrier times out.
+ */
+export async function formGang(opts: GangOptions): Promise<Gang> {
+  const { rank, world, secret } = opts;
+  const timeoutMs = opts.timeoutMs ?? 300_000;
+  const hs = { secret, rank, world, timeoutMs: Math.min(timeoutMs, 10_000) };
+  const deadline = Date.now() + timeoutMs;
+  const links = new Map<number, Link>();
+  const joined = new Map<number, string>();
+  const early: Frame[] = [];
+  let onChange = () => {};
+  const server = net.createServer((socket) => {
+    acceptAuthenticated(socket, hs).then(
+      (link) => {
+        const r = link.peerRank;
+        // Rank 0 accepts everyone; the others only the ranks above them (who dial down).
+        if (links.has(r) || (rank !== 0 && r < rank)) {
+          log("warn", "refusing a duplicate or unexpected rank", { rank, peer: r });
+          link.destroy();
+          return;
+        }
+        links.set(r, link);
+        if (rank === 0) {
+          // A joining rank's first frame is its JOIN (its listen address).
+          link.onFrame = (f) => {
+            if (f.kind !== Kind.JOIN) return link.destroy();
+            joined.set(r, JSON.parse(f.payload.toString("utf8")) as string);
+            onChange();
+          };
+          const drop = () => {
+            links.delete(r);
+            joined.delete(r);
+          };
+          link.onError = drop;
+          link.socket.once("close", drop);
+          link.resume();
+        }
+        onChange();
+      },
+      (e: unknown) => log("warn", "refused a connection that failed the gang handshake", { rank, error: String(e instanceof Error ? e.message : e) }),
+    );
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", (e) => reject(new LevanterError("DISTRIBUTED", `rank ${rank} cannot listen on ${opts.host}:${opts.port}: ${e.message}`, { cause: e })));
+    server.listen(opts.port, opts.host, resolve);
+  });
+  const address = `${opts.host}:${(server.address() as net.AddressInfo).port}`;
+  const waitUntil = (cond: () => boolean, what: () => string): Promise<void> =>
+    new Promise((resolve, reject) => {
+      const check = () => {
+        if (cond()) {
+          clearTimeout(timer);
+          onChange = () => {};
+          resolve();
+        }
+      };
+      const timer = setTimeout(() => {
+        onChange = () => {};
+        reject(timeoutError(timeoutMs, what()));
+      }, Math.max(0, deadline - Date.now()));
+      onChange = check;
+      check();
+    });
+  let unregister: (() => Promise<void>) | undefined;
+  let coordinatorAddress = address;
+  try {
+    if (rank === 0) {
+      unregister = await opts.rendezvous.register(address);
+      log("info", "coordinator registered, waiting for peers", { rank, address, world });
+      await waitUntil(
+        () => joined.size === world - 1,
+        () => `waiting for rank(s) ${missingOf(world, (r) => joined.has(r), (r) => r === 0)} to join the gang`,
+      );
+      const roster = JSON.stringify([address, ...[...Array(world - 1).keys()].map((i) => joined.get(i + 1)!)]);
+      for (const link of links.values()) link.send(Kind.ROSTER, 0, 0, Buffer.from(roster));
+    } else {
+      // Reach the coordinator (retrying: it may not be up yet, or a previous attempt's rank 0 may
+      // still be registered and refuse our secret).
+      let coordinator: Link | undefined;
+      for (let delay = 100; !coordinator; delay = Math.min(delay * 2, 2000)) {
+        const left = deadline - Date.now();
+        if (left <= 0) throw new LevanterError("DISTRIBUTED", `rank ${rank}: could not reach the coordinator (rank 0) within ${timeoutMs} ms`);
+        try {
+          coordinatorAddress = await opts.rendezvous.resolve(left);
+          const link = await connectAuthenticated(coordinatorAddress, hs);
+          if (link.peerRank !== 0) {
+            link.destroy();
+            throw new Error(`the coordinator endpoint answered as rank ${link.peerRank}`);
+          }
+          coordinator = link;
+        } catch (e) {
+          log("debug", "coordinator not reachable yet", { rank, error: String(e) });
+          await new Promise((r) => setTimeout(r, Math.min(delay, Math.max(0, deadline - Date.now()))));
+        }
+      }
+      links.set(0, coordinator);
+      const roster = await new Promise<string[]>((resolve, reject) => {
+        const timer = setTimeout(() => reject(timeoutError(timeoutMs, `waiting for rank 0 to send the roster (some rank has not joined)`)), Math.max(0, deadline - Date.now()));
+        coordinator.onFrame = (f) => {
+          clearTimeout(timer);
+          if (f.kind !== Kind.ROSTER) return reject(new LevanterError("DISTRIBUTED", `rank 0 sent kind ${f.kind} instead of the roster`));
+          coordinator.onFrame = (g) => void early.push(g);
+          resolve(JSON.parse(f.payload.toString("utf8")) as string[]);
+        };
+        coordinator.onError = (e) => reject(e);
+        coordinator.socket.once("close", () => reject(new LevanterError("PEER_FAILED", "rank 0 closed its connection before the gang formed")));
+        coordinator.send(Kind.JOIN, 0, 0, Buffer.from(JSON.stringify(address)));
+        coordinator.resume();
+      });
+      for (let r = 1; r < rank; r++) {
+        const link = await connectAuthenticated(roster[r]!, hs);
+        if (link.peerRank !== r) {
+          link.destroy();
+          throw new LevanterError("DISTRIBUTED", `rank ${rank}: the roster's address of rank ${r} answered as rank ${link.peerRank}`);
+        }
+        links.set(r, link);
+      }
+      await waitUntil(
+        () => [...Array(world).keys()].every((r) => r === rank || links.has(r)),
+        () => `waiting for rank(s) ${missingOf(world, (r) => links.has(r), (r) => r === rank)} to connect`,
+      );
+    }
+  } catch (e) {
+    for (const l of links.values()) l.destroy();
+    await unregister?.().catch(() => {});
+    throw e;
+  } finally {
+    server.close();
+  }
+  log("info", "data-parallel gang formed", { rank, world, address });
+  const gang = new Gang(rank, world, address, links, opts.peerTimeoutMs ?? 10_000, opts.heartbeatMs ?? 1000, early);
+  gang.coordinator = coordinatorAddress;
+  const withdraw = unregister;
+  if (withdraw) {
+    const close = gang.close.bind(gang);
+    gang.close = async () => {
+      await close();
+      await withdraw().catch(() => {});
+    };
+  }
+  return gang;
+}

@@ -1,0 +1,135 @@
+// The iris job of a data-parallel training run: `ranks` gang members each running trainLm, which
+// joins the gang by itself (see distributed.ts); used by `levanter train --ranks` and by marin.
+import { getIrisCtx, IrisClient, LocalCluster, localWorkerCapacity, type Job, type JobSpecInput } from "@marin/iris";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { LevanterError } from "../errors.ts";
+import { log } from "../internal/log.ts";
+import type { TrainLmResult } from "./trainLm.ts";
+import { parseTrainLmConfig, type TrainLmConfig, type TrainLmConfigInput } from "./trainerConfig.ts";
+
+// trainLm.ts next to this file (trainLm.js once built).
+const here = fileURLToPath(import.meta.url);
+const trainLmModule = path.join(path.dirname(here), `trainLm${path.extname(here)}`);
+
+/** Options of {@link trainGangSpec}. */
+export interface TrainGangOptions {
+  /** Job name (default `levanter-train`). */
+  name?: string;
+  /** Gang retries after a failure (each resumes from the last checkpoint). Default 3. */
+  maxRetries?: number;
+  /** Extra env for every rank (e.g. `LEVANTER_LOG`). */
+  env?: Record<string, string>;
+  /** CPU of each rank in millicores (default: none requested). */
+  cpuMillis?: number;
+}
+
+/**
+ * The job spec of a `ranks`-way data-parallel run of `config`: a gang (all ranks start and retry
+ * together), a `dp` port per rank for the rank-to-rank links, and trainLm as the entrypoint.
+ */
+export function trainGangSpec(config: TrainLmConfig | TrainLmConfigInput, ranks: number, opts: TrainGangOptions = {}): JobSpecInput {
+  if (!Number.isInteger(ranks) || ranks < 1) throw new LevanterError("INVALID_CONFIG", `ranks: expected a positive integer, got ${ranks}`);
+  return {
+    name: opts.name ?? "levanter-train",
+    entrypoint: { module: trainLmModule, export: "trainLm", args: config },
+    replicas: ranks,
+    gang: ranks > 1,
+    ports: ["dp"],
+    maxRetriesFailure: opts.maxRetries ?? 3,
+    ...(opts.cpuMillis !== undefined ? { resources: { cpuMillis: opts.cpuMillis } } : {}),
+    ...(opts.env ? { env: opts.env } : {}),
+  };
+}
+
+/** Submits {@link trainGangSpec} to `client`. */
+export function submitTrainGang(client: IrisClient, config: TrainLmConfig | TrainLmConfigInput, ranks: number, opts: TrainGangOptions = {}): Promise<Job> {
+  return client.submit(trainGangSpec(config, ranks, opts));
+}
+
+/** What {@link runTrainGang} reports when the gang ends. */
+export interface GangTrainResult {
+  state: string;
+  ranks: number;
+  job: string;
+  /** Where rank 0 wrote the run (metrics, checkpoints). */
+  runDir: string;
+  error?: string;
+  /** Rank 0's trainLm result (when it succeeded). */
+  result?: Pick<TrainLmResult, "step" | "resumedFrom" | "finalLoss" | "parameterCount" | "stoppedEarly">;
+}
+
+/** Options of {@link runTrainGang}. */
+export interface RunTrainGangOptions {
+  /** An iris controller to submit to (token from `token`). */
+  cluster?: string;
+  token?: string;
+  /** Receives every rank's log lines, prefixed `[rank i] ` (default: dropped). */
+  logOut?: NodeJS.WritableStream;
+  /** Terminates the gang when it fires. */
+  signal?: AbortSignal;
+}
+
+// Tasks may run in another directory (or on another machine sharing the filesystem): every
+// path of the config becomes absolute.
+function absolutePaths(config: TrainLmConfig): TrainLmConfig {
+  const abs = (p: string) => path.resolve(p);
+  const data = { ...config.data, trainCache: abs(config.data.trainCache) };
+  if (config.data.validationCache !== undefined) data.validationCache = abs(config.data.validationCache);
+  if (config.data.tokenizerJson !== undefined) data.tokenizerJson = abs(config.data.tokenizerJson);
+  return { ...config, data, trainer: { ...config.trainer, runDir: abs(config.trainer.runDir) } };
+}
+
+/**
+ * Runs `config` on `ranks` data-parallel ranks and waits for the end: on the controller at
+ * `cluster`; else, inside an iris task, as a child job of it (when its cluster has a worker per
+ * rank); else on an embedded LocalCluster with one worker per rank, each offering its share of
+ * this machine's cores.
+ */
+export async function runTrainGang(input: TrainLmConfig | TrainLmConfigInput, ranks: number, opts: RunTrainGangOptions = {}): Promise<GangTrainResult> {
+  const config = absolutePaths(parseTrainLmConfig(input));
+  let ctx = opts.cluster === undefined ? getIrisCtx() : undefined;
+  if (ctx) {
+    // A gang places one rank per worker: on a cluster with fewer (marin's embedded one has one),
+    // the ranks run on this task's machine, on an embedded cluster of their own.
+    const alive = (await ctx.client.listWorkers()).filter((w) => w.state === "ALIVE").length;
+    if (alive < ranks) {
+      log("warn", `the iris cluster has ${alive} worker(s), fewer than ${ranks} ranks: running the gang on an embedded local cluster on this machine`);
+      ctx = undefined;
+    }
+  }
+  const local = opts.cluster === undefined && !ctx ? await LocalCluster.start({ workers: ranks }) : undefined;
+  const client = opts.cluster !== undefined ? IrisClient.connect(opts.cluster, opts.token !== undefined ? { token: opts.token } : {}) : undefined;
+  try {
+    const spec = trainGangSpec(config, ranks, {
+      ...(local ? { cpuMillis: localWorkerCapacity(ranks).cpuMillis } : {}),
+      env: { LEVANTER_LOG: process.env.LEVANTER_LOG ?? "info" },
+    });
+    const job = ctx ? await ctx.submitChild(spec) : await (local?.client ?? client!).submit(spec);
+    const onAbort = () => void job.terminate().catch(() => {});
+    opts.signal?.addEventListener("abort", onAbort, { once: true });
+    const out = opts.logOut;
+    const logs = out
+      ? (async () => {
+          for await (const e of job.logs({ follow: true })) out.write(`[rank ${e.taskIndex}] ${e.line}\n`);
+        })().catch(() => {})
+      : Promise.resolve();
+    const status = await job.wait().finally(() => opts.signal?.removeEventListener("abort", onAbort));
+    await logs;
+    const results = status.state === "SUCCEEDED" ? await job.results() : [];
+    const r0 = results[0] as TrainLmResult | undefined;
+    return {
+      state: status.state,
+      ranks,
+      job: status.name,
+      runDir: config.trainer.runDir,
+      ...(status.error ? { error: status.error } : {}),
+      ...(r0
+        ? { result: { step: r0.step, stoppedEarly: r0.stoppedEarly, parameterCount: r0.parameterCount, ...(r0.resumedFrom !== undefined ? { resumedFrom: r0.resumedFrom } : {}), ...(r0.finalLoss !== undefined ? { finalLoss: r0.finalLoss } : {}) } }
+        : {}),
+    };
+  } finally {
+    await local?.stop();
+    client?.close();
+  }
+}
