@@ -6,6 +6,7 @@
 #include <string>
 
 #include "attention.h"
+#include "elementwise.h"
 #include "gemm.h"
 #include "ops.h"
 #include "pool.h"
@@ -110,6 +111,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("matmul", Napi::Function::New(env, MatMul));
   registerOps(env, exports);
   registerAttention(env, exports);
+  registerElementwise(env, exports);
   return exports;
 }
 
