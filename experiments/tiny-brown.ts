@@ -34,9 +34,9 @@ export default function build() {
   const clean = cleanText({ name: "tiny-brown/clean", input: outputOf(corpus), stripWordTags: true, splitParagraphs: true, minChars: 40 });
   const dedup = dedupExact({ name: "tiny-brown/dedup", input: outputOf(clean) });
   const tokens = tokenize({ name: "tiny-brown/tokenize", input: outputOf(dedup), tokenizer: "byte", validationFraction: 0.05 });
-  // 1,000 steps (5× the tokens of the 200 that the wasm backend could afford) take less wall time
-  // on levanter's native backend; see packages/marin/README.md.
-  const steps = envInt("MARIN_TINY_BROWN_STEPS", 1000);
+  // 2,500 steps (12.5× the tokens of the 200 that the wasm backend could afford) on levanter's
+  // native backend with its fused attention kernels; see packages/marin/README.md.
+  const steps = envInt("MARIN_TINY_BROWN_STEPS", 2500);
   const dModel = envInt("MARIN_TINY_BROWN_DMODEL", 128);
   const train = trainLmStep({
     name: "tiny-brown/train",

@@ -5,16 +5,15 @@
 #include <cstdint>
 #include <string>
 
+#include "attention.h"
+#include "elementwise.h"
 #include "gemm.h"
 #include "ops.h"
 #include "pool.h"
 
 namespace {
 
-Pool& pool() {
-  static Pool p(1);
-  return p;
-}
+Pool& pool() { return sharedPool(); }
 
 struct Heap {
   uint8_t* base;
@@ -111,6 +110,8 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("setIsa", Napi::Function::New(env, SetIsa));
   exports.Set("matmul", Napi::Function::New(env, MatMul));
   registerOps(env, exports);
+  registerAttention(env, exports);
+  registerElementwise(env, exports);
   return exports;
 }
 

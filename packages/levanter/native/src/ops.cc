@@ -1,10 +1,13 @@
 // Non-GEMM kernels working in place on the wasm heap: the fused AdamW update, softmax over the
 // last axis, exp, softmax cross-entropy, GELU and layer/RMS norm (forward and gradient each) and
-// a sum of squares. Each
-// element is computed in a fixed order on the calling thread, so results never depend on the
-// thread count. Compiled with -ffp-contract=off: every float32 operation rounds as written.
+// a sum of squares. Work is split into chunks of rows (or elements) whose size depends only on
+// the shape, the pool's threads take chunks, and cross-row sums (the norm's scale and bias
+// gradients, the sum of squares) add per-chunk partials in chunk order: every result is the same
+// for any thread count. Row sums use 8 interleaved lanes combined in a fixed order (vectorisable
+// without reassociation). Compiled with -ffp-contract=off: every float32 operation rounds as written.
 #include "ops.h"
 
+#include "pool.h"
 #include "vecmath.h"
 
 #include <algorithm>
@@ -37,6 +40,60 @@ T* at(const Napi::CallbackInfo& info, const Heap& h, size_t i, long count) {
 long num(const Napi::CallbackInfo& info, size_t i) { return static_cast<long>(info[i].As<Napi::Number>().Int64Value()); }
 float f32(const Napi::CallbackInfo& info, size_t i) { return info[i].As<Napi::Number>().FloatValue(); }
 
+// Runs fn(begin, end) over [0, n) in chunks of `grain` items; chunk bounds depend on n and grain
+// only, never on the thread count.
+template <class F>
+void forChunks(long n, long grain, F&& fn) {
+  if (n <= 0) return;
+  grain = std::max<long>(grain, 1);
+  const long chunks = (n + grain - 1) / grain;
+  if (chunks == 1) {
+    fn(0L, n);
+    return;
+  }
+  sharedPool().run(chunks, [&](long c) { fn(c * grain, std::min(n, (c + 1) * grain)); });
+}
+
+// Elements per chunk of the elementwise kernels (a multiple of 8: the AVX2 loops' tails do not
+// move), and rows per chunk of a row kernel with `cols` columns.
+constexpr long GRAIN = 1L << 14;
+inline long rowGrain(long cols) { return std::max<long>(1, GRAIN / std::max<long>(cols, 1)); }
+
+// Σ x[j], and Σ (x[j] − mu)², over 8 interleaved lanes combined in order, then the tail.
+inline float laneSum(const float* x, long n) {
+  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  long j = 0;
+  for (; j + 8 <= n; j += 8)
+    for (int l = 0; l < 8; l++) acc[l] += x[j + l];
+  float s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+  for (; j < n; j++) s += x[j];
+  return s;
+}
+
+inline float laneSumSqDev(const float* x, float mu, long n) {
+  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  long j = 0;
+  for (; j + 8 <= n; j += 8)
+    for (int l = 0; l < 8; l++) {
+      const float d = x[j + l] - mu;
+      acc[l] += d * d;
+    }
+  float s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+  for (; j < n; j++) s += (x[j] - mu) * (x[j] - mu);
+  return s;
+}
+
+// Σ a[j]·b[j] over 8 lanes as above.
+inline float laneDot(const float* a, const float* b, long n) {
+  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  long j = 0;
+  for (; j + 8 <= n; j += 8)
+    for (int l = 0; l < 8; l++) acc[l] += a[j + l] * b[j + l];
+  float s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+  for (; j < n; j++) s += a[j] * b[j];
+  return s;
+}
+
 // adamw(heap, p, g, m, v, outP, outM, outV, n, clip, b1, omb1, b2, omb2, bc1, bc2, eps, wd, lr)
 // The same float32 operations, in the same order, as levanter's op-by-op AdamW (optim/adamw.ts):
 // g' = g·clip; m' = m·b1 + g'·(1−b1); v' = v·b2 + g'²·(1−b2);
@@ -55,27 +112,36 @@ Napi::Value AdamW(const Napi::CallbackInfo& info) {
   const float bc1 = f32(info, 14), bc2 = f32(info, 15), eps = f32(info, 16), wd = f32(info, 17), lr = f32(info, 18);
   const bool clipped = clip != 1.f;
   const bool decay = wd != 0.f;
-  for (long i = 0; i < n; i++) {
-    const float gi = clipped ? g[i] * clip : g[i];
-    const float m1 = m[i] * b1 + gi * omb1;
-    const float gg = gi * gi;
-    const float v1 = v[i] * b2 + gg * omb2;
-    float u = (m1 / bc1) / (std::sqrt(v1 / bc2) + eps);
-    if (decay) u = u + p[i] * wd;
-    op[i] = p[i] - u * lr;
-    om[i] = m1;
-    ov[i] = v1;
-  }
+  forChunks(n, GRAIN, [&](long lo, long hi) {
+    for (long i = lo; i < hi; i++) {
+      const float gi = clipped ? g[i] * clip : g[i];
+      const float m1 = m[i] * b1 + gi * omb1;
+      const float gg = gi * gi;
+      const float v1 = v[i] * b2 + gg * omb2;
+      float u = (m1 / bc1) / (std::sqrt(v1 / bc2) + eps);
+      if (decay) u = u + p[i] * wd;
+      op[i] = p[i] - u * lr;
+      om[i] = m1;
+      ov[i] = v1;
+    }
+  });
   return info.Env().Undefined();
 }
 
-// sumSquares(heap, x, n) → Σ x² in float64 (in order).
+// sumSquares(heap, x, n) → Σ x² in float64 (in order within each chunk, then chunk by chunk).
 Napi::Value SumSquares(const Napi::CallbackInfo& info) {
   const Heap h = heapOf(info[0]);
   const long n = num(info, 2);
   const float* x = at<const float>(info, h, 1, n);
+  const long chunks = (n + GRAIN - 1) / GRAIN;
+  std::vector<double> part(static_cast<size_t>(std::max<long>(chunks, 1)), 0.0);
+  forChunks(n, GRAIN, [&](long lo, long hi) {
+    double s = 0;
+    for (long i = lo; i < hi; i++) s += static_cast<double>(x[i]) * x[i];
+    part[lo / GRAIN] = s;
+  });
   double s = 0;
-  for (long i = 0; i < n; i++) s += static_cast<double>(x[i]) * x[i];
+  for (double v : part) s += v;
   return Napi::Number::New(info.Env(), s);
 }
 
@@ -85,24 +151,26 @@ Napi::Value Softmax(const Napi::CallbackInfo& info) {
   const long rows = num(info, 3), cols = num(info, 4);
   const float* x = at<const float>(info, h, 1, rows * cols);
   float* out = at<float>(info, h, 2, rows * cols);
-  for (long r = 0; r < rows; r++) {
-    const float* xr = x + r * cols;
-    float* o = out + r * cols;
-    float mx = -INFINITY;
-    for (long j = 0; j < cols; j++) mx = std::max(mx, xr[j]);
-    if (mx == -INFINITY) mx = 0.f;  // an all −∞ row: exp gives zeros, as tfjs (NaN after 0/0)
-    float s = 0.f;
-    if (vm::haveAvx2()) {
-      s = vm::expShiftSumAvx2(xr, mx, o, cols);
-    } else {
-      for (long j = 0; j < cols; j++) {
-        o[j] = std::exp(xr[j] - mx);
-        s += o[j];
+  forChunks(rows, rowGrain(cols), [&](long lo, long hi) {
+    for (long r = lo; r < hi; r++) {
+      const float* xr = x + r * cols;
+      float* o = out + r * cols;
+      float mx = -INFINITY;
+      for (long j = 0; j < cols; j++) mx = std::max(mx, xr[j]);
+      if (mx == -INFINITY) mx = 0.f;  // an all −∞ row: exp gives zeros, as tfjs (NaN after 0/0)
+      float s = 0.f;
+      if (vm::haveAvx2()) {
+        s = vm::expShiftSumAvx2(xr, mx, o, cols);
+      } else {
+        for (long j = 0; j < cols; j++) {
+          o[j] = std::exp(xr[j] - mx);
+          s += o[j];
+        }
       }
+      const float inv = 1.f / s;
+      for (long j = 0; j < cols; j++) o[j] = o[j] * inv;
     }
-    const float inv = 1.f / s;
-    for (long j = 0; j < cols; j++) o[j] = o[j] * inv;
-  }
+  });
   return info.Env().Undefined();
 }
 
@@ -112,7 +180,9 @@ Napi::Value Exp(const Napi::CallbackInfo& info) {
   const long n = num(info, 3);
   const float* x = at<const float>(info, h, 1, n);
   float* out = at<float>(info, h, 2, n);
-  for (long i = 0; i < n; i++) out[i] = std::exp(x[i]);
+  forChunks(n, GRAIN, [&](long lo, long hi) {
+    for (long i = lo; i < hi; i++) out[i] = std::exp(x[i]);
+  });
   return info.Env().Undefined();
 }
 
@@ -137,13 +207,15 @@ Napi::Value CrossEntropy(const Napi::CallbackInfo& info) {
   const float* x = at<const float>(info, h, 1, rows * cols);
   const int32_t* t = at<const int32_t>(info, h, 2, rows);
   float* loss = at<float>(info, h, 3, rows);
-  for (long r = 0; r < rows; r++) {
-    const float* xr = x + r * cols;
-    float mx, lse;
-    rowLse(xr, cols, mx, lse);
-    const int32_t tr = t[r];
-    loss[r] = (tr >= 0 && tr < cols) ? lse - (xr[tr] - mx) : 0.f;
-  }
+  forChunks(rows, rowGrain(cols), [&](long lo, long hi) {
+    for (long r = lo; r < hi; r++) {
+      const float* xr = x + r * cols;
+      float mx, lse;
+      rowLse(xr, cols, mx, lse);
+      const int32_t tr = t[r];
+      loss[r] = (tr >= 0 && tr < cols) ? lse - (xr[tr] - mx) : 0.f;
+    }
+  });
   return info.Env().Undefined();
 }
 
@@ -155,25 +227,27 @@ Napi::Value CrossEntropyGrad(const Napi::CallbackInfo& info) {
   const int32_t* t = at<const int32_t>(info, h, 2, rows);
   const float* dy = at<const float>(info, h, 3, rows);
   float* dx = at<float>(info, h, 4, rows * cols);
-  for (long r = 0; r < rows; r++) {
-    const float* xr = x + r * cols;
-    float* o = dx + r * cols;
-    const int32_t tr = t[r];
-    if (tr < 0 || tr >= cols) {
-      std::fill(o, o + cols, 0.f);
-      continue;
+  forChunks(rows, rowGrain(cols), [&](long lo, long hi) {
+    for (long r = lo; r < hi; r++) {
+      const float* xr = x + r * cols;
+      float* o = dx + r * cols;
+      const int32_t tr = t[r];
+      if (tr < 0 || tr >= cols) {
+        std::fill(o, o + cols, 0.f);
+        continue;
+      }
+      float mx, lse;
+      rowLse(xr, cols, mx, lse);
+      const float d = dy[r];
+      if (vm::haveAvx2()) {
+        vm::expShiftSumAvx2(xr, mx + lse, o, cols);
+        for (long j = 0; j < cols; j++) o[j] = o[j] * d;
+      } else {
+        for (long j = 0; j < cols; j++) o[j] = std::exp(xr[j] - mx - lse) * d;
+      }
+      o[tr] = o[tr] - d;
     }
-    float mx, lse;
-    rowLse(xr, cols, mx, lse);
-    const float d = dy[r];
-    if (vm::haveAvx2()) {
-      vm::expShiftSumAvx2(xr, mx + lse, o, cols);
-      for (long j = 0; j < cols; j++) o[j] = o[j] * d;
-    } else {
-      for (long j = 0; j < cols; j++) o[j] = std::exp(xr[j] - mx - lse) * d;
-    }
-    o[tr] = o[tr] - d;
-  }
+  });
   return info.Env().Undefined();
 }
 
@@ -186,15 +260,18 @@ Napi::Value Gelu(const Napi::CallbackInfo& info) {
   const long n = num(info, 3);
   const float* x = at<const float>(info, h, 1, n);
   float* out = at<float>(info, h, 2, n);
-  if (vm::haveAvx2()) {
-    vm::geluAvx2(x, out, n);
-    return info.Env().Undefined();
-  }
-  for (long i = 0; i < n; i++) {
-    const float xi = x[i];
-    const float u = GELU_C2 * (xi + GELU_A * xi * xi * xi);
-    out[i] = xi / (1.f + std::exp(-u));
-  }
+  const bool avx2 = vm::haveAvx2();
+  forChunks(n, GRAIN, [&](long lo, long hi) {
+    if (avx2) {
+      vm::geluAvx2(x + lo, out + lo, hi - lo);
+      return;
+    }
+    for (long i = lo; i < hi; i++) {
+      const float xi = x[i];
+      const float u = GELU_C2 * (xi + GELU_A * xi * xi * xi);
+      out[i] = xi / (1.f + std::exp(-u));
+    }
+  });
   return info.Env().Undefined();
 }
 
@@ -205,16 +282,19 @@ Napi::Value GeluGrad(const Napi::CallbackInfo& info) {
   const float* x = at<const float>(info, h, 1, n);
   const float* dy = at<const float>(info, h, 2, n);
   float* dx = at<float>(info, h, 3, n);
-  if (vm::haveAvx2()) {
-    vm::geluGradAvx2(x, dy, dx, n);
-    return info.Env().Undefined();
-  }
-  for (long i = 0; i < n; i++) {
-    const float xi = x[i];
-    const float u = GELU_C2 * (xi + GELU_A * xi * xi * xi);
-    const float sg = 1.f / (1.f + std::exp(-u));
-    dx[i] = dy[i] * (sg + xi * sg * (1.f - sg) * GELU_C2 * (1.f + 3.f * GELU_A * xi * xi));
-  }
+  const bool avx2 = vm::haveAvx2();
+  forChunks(n, GRAIN, [&](long lo, long hi) {
+    if (avx2) {
+      vm::geluGradAvx2(x + lo, dy + lo, dx + lo, hi - lo);
+      return;
+    }
+    for (long i = lo; i < hi; i++) {
+      const float xi = x[i];
+      const float u = GELU_C2 * (xi + GELU_A * xi * xi * xi);
+      const float sg = 1.f / (1.f + std::exp(-u));
+      dx[i] = dy[i] * (sg + xi * sg * (1.f - sg) * GELU_C2 * (1.f + 3.f * GELU_A * xi * xi));
+    }
+  });
   return info.Env().Undefined();
 }
 
@@ -230,28 +310,25 @@ Napi::Value Norm(const Napi::CallbackInfo& info) {
   const bool hasBias = info[3].As<Napi::Number>().Int64Value() >= 0;
   const float* bias = hasBias ? at<const float>(info, h, 3, cols) : nullptr;
   float* y = at<float>(info, h, 4, rows * cols);
-  for (long r = 0; r < rows; r++) {
-    const float* xr = x + r * cols;
-    float* yr = y + r * cols;
-    float mu = 0.f;
-    if (!rms) {
-      for (long j = 0; j < cols; j++) mu += xr[j];
-      mu /= static_cast<float>(cols);
+  forChunks(rows, rowGrain(cols), [&](long lo, long hi) {
+    for (long r = lo; r < hi; r++) {
+      const float* xr = x + r * cols;
+      float* yr = y + r * cols;
+      const float mu = rms ? 0.f : laneSum(xr, cols) / static_cast<float>(cols);
+      const float var = laneSumSqDev(xr, mu, cols);
+      const float rstd = 1.f / std::sqrt(var / static_cast<float>(cols) + eps);
+      for (long j = 0; j < cols; j++) {
+        const float v = (xr[j] - mu) * rstd * scale[j];
+        yr[j] = bias ? v + bias[j] : v;
+      }
     }
-    float var = 0.f;
-    for (long j = 0; j < cols; j++) var += (xr[j] - mu) * (xr[j] - mu);
-    const float rstd = 1.f / std::sqrt(var / static_cast<float>(cols) + eps);
-    for (long j = 0; j < cols; j++) {
-      const float v = (xr[j] - mu) * rstd * scale[j];
-      yr[j] = bias ? v + bias[j] : v;
-    }
-  }
+  });
   return info.Env().Undefined();
 }
 
 // normGrad(heap, x, scale, dy, dx, dscale, dbias, rows, cols, rms, eps); dbias = −1 for none.
 // dx = rstd·(g − mean(g) − x̂·mean(g·x̂)) with g = dy·scale (RMS: no mean(g) term);
-// dscale = Σ_rows dy·x̂, dbias = Σ_rows dy, summed row by row in order.
+// dscale = Σ_rows dy·x̂, dbias = Σ_rows dy: row by row within a chunk, then chunk by chunk.
 Napi::Value NormGrad(const Napi::CallbackInfo& info) {
   const Heap h = heapOf(info[0]);
   const long rows = num(info, 7), cols = num(info, 8);
@@ -264,33 +341,41 @@ Napi::Value NormGrad(const Napi::CallbackInfo& info) {
   float* dscale = at<float>(info, h, 5, cols);
   const bool hasBias = info[6].As<Napi::Number>().Int64Value() >= 0;
   float* dbias = hasBias ? at<float>(info, h, 6, cols) : nullptr;
+  // Per-chunk partial sums of dscale and dbias, added in chunk order below.
+  const long grain = rowGrain(cols);
+  const long chunks = (rows + grain - 1) / grain;
+  std::vector<float> part(static_cast<size_t>(std::max<long>(chunks, 1) * 2 * cols), 0.f);
+  forChunks(rows, grain, [&](long lo, long hi) {
+    thread_local std::vector<float> xhat, g;
+    xhat.resize(static_cast<size_t>(cols));
+    g.resize(static_cast<size_t>(cols));
+    float* ps = part.data() + (lo / grain) * 2 * cols;
+    float* pb = ps + cols;
+    for (long r = lo; r < hi; r++) {
+      const float* xr = x + r * cols;
+      const float* dyr = dy + r * cols;
+      float* dxr = dx + r * cols;
+      const float mu = rms ? 0.f : laneSum(xr, cols) / static_cast<float>(cols);
+      const float var = laneSumSqDev(xr, mu, cols);
+      const float rstd = 1.f / std::sqrt(var / static_cast<float>(cols) + eps);
+      for (long j = 0; j < cols; j++) {
+        xhat[j] = (xr[j] - mu) * rstd;
+        g[j] = dyr[j] * scale[j];
+        ps[j] += dyr[j] * xhat[j];
+        pb[j] += dyr[j];
+      }
+      const float mg = rms ? 0.f : laneSum(g.data(), cols) / static_cast<float>(cols);
+      const float mgx = laneDot(g.data(), xhat.data(), cols) / static_cast<float>(cols);
+      for (long j = 0; j < cols; j++) dxr[j] = rstd * (g[j] - mg - xhat[j] * mgx);
+    }
+  });
   std::fill(dscale, dscale + cols, 0.f);
   if (dbias) std::fill(dbias, dbias + cols, 0.f);
-  std::vector<float> xhat(cols);
-  for (long r = 0; r < rows; r++) {
-    const float* xr = x + r * cols;
-    const float* dyr = dy + r * cols;
-    float* dxr = dx + r * cols;
-    float mu = 0.f;
-    if (!rms) {
-      for (long j = 0; j < cols; j++) mu += xr[j];
-      mu /= static_cast<float>(cols);
-    }
-    float var = 0.f;
-    for (long j = 0; j < cols; j++) var += (xr[j] - mu) * (xr[j] - mu);
-    const float rstd = 1.f / std::sqrt(var / static_cast<float>(cols) + eps);
-    float sg = 0.f, sgx = 0.f;
-    for (long j = 0; j < cols; j++) {
-      xhat[j] = (xr[j] - mu) * rstd;
-      const float g = dyr[j] * scale[j];
-      sg += g;
-      sgx += g * xhat[j];
-      dscale[j] += dyr[j] * xhat[j];
-      if (dbias) dbias[j] += dyr[j];
-    }
-    const float mg = rms ? 0.f : sg / static_cast<float>(cols);
-    const float mgx = sgx / static_cast<float>(cols);
-    for (long j = 0; j < cols; j++) dxr[j] = rstd * (dyr[j] * scale[j] - mg - xhat[j] * mgx);
+  for (long c = 0; c < chunks; c++) {
+    const float* ps = part.data() + c * 2 * cols;
+    for (long j = 0; j < cols; j++) dscale[j] += ps[j];
+    if (dbias)
+      for (long j = 0; j < cols; j++) dbias[j] += ps[cols + j];
   }
   return info.Env().Undefined();
 }

@@ -90,3 +90,9 @@ class Pool {
   unsigned long gen_ = 0;
   bool quit_ = false;
 };
+
+// The one pool every kernel of the addon runs on (sized by the addon's setThreads).
+inline Pool& sharedPool() {
+  static Pool p(1);
+  return p;
+}

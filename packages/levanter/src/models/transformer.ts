@@ -1,6 +1,7 @@
 // The decoder-only transformer language model: parameters by name, forward pass and loss.
 import * as tf from "@tensorflow/tfjs";
 import { matMul2d, nativeActive, oneHotFloat } from "../backend.ts";
+import { nativeCausalAttention } from "../kernels/native/attention.ts";
 import { nativeTokenCrossEntropy } from "../kernels/native/crossEntropy.ts";
 import { nativeGelu } from "../kernels/native/gelu.ts";
 import { nativeNorm } from "../kernels/native/norm.ts";
@@ -121,6 +122,9 @@ export class TransformerLm {
   private attention(i: number, h: tf.Tensor2D, b: number, t: number): tf.Tensor2D {
     const { nHeads: nh, dModel: d } = this.config;
     const dh = d / nh;
+    // On the native backend (learned positions): one fused kernel each way, from the projection's
+    // [B·T, 3D] straight to the merged heads.
+    if (nativeActive() && !this.rope) return this.linear(`layers/${i}/attn/out`, nativeCausalAttention(this.linear(`layers/${i}/attn/qkv`, h), b, nh));
     // Rank ≤ 4 transposes only: wasm's 5-D transpose is ~100× slower.
     const qkv = this.linear(`layers/${i}/attn/qkv`, h).reshape([b, t, 3 * nh, dh]).transpose([0, 2, 1, 3]);
     const [q0, k0, v] = tf.split(qkv, 3, 1).map((x) => x.reshape([b * nh, t, dh]) as tf.Tensor3D) as [tf.Tensor3D, tf.Tensor3D, tf.Tensor3D];

@@ -297,6 +297,55 @@ describe.skipIf(!load.ok)("native non-GEMM kernels", () => {
     for (const [i, v] of native.out.entries()) expect(relErr(v, wasm.out[i]!), `param ${i}`).toBeLessThan(1e-6);
     for (const [i, v] of native.m.entries()) expect(relErr(v, wasm.m[i]!), `moment ${i}`).toBeLessThan(1e-6);
   });
+  it("non-GEMM kernels split over several chunks give the same bits for 1, 2 and 3 threads", async () => {
+    const { nativeGelu } = await import("./gelu.ts");
+    const { nativeNorm } = await import("./norm.ts");
+    const { nativeTokenCrossEntropy } = await import("./crossEntropy.ts");
+    const { AdamW } = await import("../../optim/adamw.ts");
+    // Sizes above one chunk (2^14 elements, or that many values of rows) of every kernel.
+    const outputs = () =>
+      tf.tidy(() => {
+        const x = seeded([700, 48], 90).mul(2).add(0.3) as tf.Tensor2D;
+        const s = seeded([48], 91);
+        const b = seeded([48], 92);
+        const w = seeded([700, 48], 93);
+        const logits = seeded([300, 257], 94).mul(3) as tf.Tensor2D;
+        const t = tf.tensor1d(Int32Array.from({ length: 300 }, (_, i) => (i * 31) % 257), "int32");
+        const outs: tf.Tensor[] = [
+          nativeGelu(x),
+          ...tf.grads((y: tf.Tensor) => nativeGelu(y).mul(w).sum())([x]),
+          ...tf.grads((y: tf.Tensor, ss: tf.Tensor, bb: tf.Tensor) => nativeNorm(y as tf.Tensor2D, ss, bb, 1e-5).mul(w).sum())([x, s, b]),
+          ...tf.grads((y: tf.Tensor, ss: tf.Tensor) => nativeNorm(y as tf.Tensor2D, ss, undefined, 1e-5).mul(w).sum())([x, s]),
+          tf.softmax(logits),
+          tf.exp(logits.mul(0.1)),
+          nativeTokenCrossEntropy(logits, t),
+          ...tf.grads((y: tf.Tensor) => nativeTokenCrossEntropy(y as tf.Tensor2D, t).sum())([logits]),
+        ];
+        return outs.map((o) => o.dataSync() as Float32Array);
+      });
+    const adam = () => {
+      const params = new Map([["w", tf.variable(seeded([40_000], 95))]]);
+      const opt = new AdamW(params, { beta1: 0.9, beta2: 0.95, epsilon: 1e-8, weightDecay: 0.1, maxGradNorm: 1, decayMask: () => true });
+      const grads = new Map([["w", tf.tidy(() => seeded([40_000], 96))]]);
+      const norm = opt.apply(grads, 1e-2);
+      const out = params.get("w")!.dataSync() as Float32Array;
+      opt.dispose();
+      grads.get("w")!.dispose();
+      params.get("w")!.dispose();
+      return { out, norm };
+    };
+    const runs: { outs: Float32Array[]; adam: { out: Float32Array; norm: number } }[] = [];
+    for (const threads of [1, 2, 3]) {
+      await selectBackend({ force: "native", threads });
+      runs.push({ outs: outputs(), adam: adam() });
+    }
+    for (const r of runs.slice(1)) {
+      for (const [i, v] of r.outs.entries()) expect(sameBits(v, runs[0]!.outs[i]!), `output ${i}`).toBe(true);
+      expect(sameBits(r.adam.out, runs[0]!.adam.out)).toBe(true);
+      expect(r.adam.norm).toBe(runs[0]!.adam.norm);
+    }
+  });
+
   it("fused GELU and layer / RMS norm match the op-by-op forms on cpu (value and every gradient)", async () => {
     const { nativeGelu } = await import("./gelu.ts");
     const { nativeNorm } = await import("./norm.ts");

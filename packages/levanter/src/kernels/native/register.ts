@@ -4,13 +4,17 @@
 import * as tf from "@tensorflow/tfjs";
 import type { NativeAddon } from "./addon.ts";
 import { ADAMW_KERNEL, nativeAdamW } from "./adamw.ts";
+import { ATTENTION_GRAD_KERNEL, ATTENTION_KERNEL, nativeAttentionGradKernel, nativeAttentionKernel } from "./attention.ts";
 import { nativeBatchMatMul } from "./batchMatMul.ts";
+import { nativeBinary } from "./binary.ts";
 import { CROSS_ENTROPY_GRAD_KERNEL, CROSS_ENTROPY_KERNEL, nativeCrossEntropy, nativeCrossEntropyGrad } from "./crossEntropy.ts";
 import { nativeExp } from "./exp.ts";
 import { nativeFusedMatMul } from "./fusedMatMul.ts";
 import { GELU_GRAD_KERNEL, GELU_KERNEL, nativeGeluGradKernel, nativeGeluKernel } from "./gelu.ts";
 import { NORM_GRAD_KERNEL, NORM_KERNEL, nativeNormGradKernel, nativeNormKernel } from "./norm.ts";
+import { nativeUnsortedSegmentSum } from "./segmentSum.ts";
 import { nativeSoftmax } from "./softmax.ts";
+import { nativeSum } from "./sum.ts";
 
 /**
  * One native kernel: a tfjs kernel it replaces on wasm (built around the replaced one, which
@@ -29,7 +33,15 @@ export const NATIVE_KERNELS: NativeKernel[] = [
   { kernelName: "_FusedMatMul", make: nativeFusedMatMul },
   { kernelName: "Softmax", make: nativeSoftmax },
   { kernelName: "Exp", make: nativeExp },
+  { kernelName: "Add", make: nativeBinary("Add") },
+  { kernelName: "Sub", make: nativeBinary("Sub") },
+  { kernelName: "Multiply", make: nativeBinary("Multiply") },
+  { kernelName: "RealDiv", make: nativeBinary("RealDiv") },
+  { kernelName: "UnsortedSegmentSum", make: nativeUnsortedSegmentSum },
+  { kernelName: "Sum", make: nativeSum },
   { kernelName: ADAMW_KERNEL, make: own(nativeAdamW) },
+  { kernelName: ATTENTION_KERNEL, make: own(nativeAttentionKernel) },
+  { kernelName: ATTENTION_GRAD_KERNEL, make: own(nativeAttentionGradKernel) },
   { kernelName: CROSS_ENTROPY_KERNEL, make: own(nativeCrossEntropy) },
   { kernelName: CROSS_ENTROPY_GRAD_KERNEL, make: own(nativeCrossEntropyGrad) },
   { kernelName: GELU_KERNEL, make: own(nativeGeluKernel) },
