@@ -112,6 +112,8 @@ export function realActions(io: CliIo): CliActions {
         ...(a.stateDir !== undefined ? { stateDir: a.stateDir } : {}),
         ...(a.advertiseHost !== undefined ? { advertiseHost: a.advertiseHost } : {}),
         ...(a.verbose ? { onEvent: (e) => io.err(`${JSON.stringify(e)}\n`) } : {}),
+        ...(a.bundleCache !== undefined ? { bundleCacheDir: a.bundleCache } : {}),
+        ...(a.bundleInstallFlags !== undefined ? { bundleInstallFlags: a.bundleInstallFlags } : {}),
       });
       io.out(`iris worker ${worker.id} started (controller ${a.controller}, state ${worker.stateDir})\n`);
       let stopping = false;
@@ -150,7 +152,7 @@ export function realActions(io: CliIo): CliActions {
 
     jobRun: (a) =>
       withClient(a, async (client) => {
-        const job = await client.submit(a.spec);
+        const job = await client.submit(a.spec, a.bundle === undefined ? {} : { bundle: a.bundle });
         io.out(`${job.name}\n`);
         if (a.detach) return 0;
         // Ctrl-C stops the job, like stopping a foreground command; the stream then ends with it.
@@ -219,6 +221,13 @@ export function realActions(io: CliIo): CliActions {
       withClient(a, async (client) => {
         const endpoints = await client.listEndpoints(a.prefix ?? "");
         io.out(a.json ? `${JSON.stringify(endpoints, null, 2)}\n` : formatEndpoints(endpoints));
+        return 0;
+      }),
+
+    workerDrain: (a) =>
+      withClient(a, async (client) => {
+        const preempted = await client.drainWorker(a.workerId);
+        io.out(`worker ${a.workerId} is draining: ${preempted} attempt${preempted === 1 ? "" : "s"} preempted; it deregisters once idle\n`);
         return 0;
       }),
 

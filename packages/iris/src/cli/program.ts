@@ -47,6 +47,15 @@ export interface WorkerArgs extends ClientArgs {
   stateDir: string | undefined;
   advertiseHost: string | undefined;
   verbose: boolean;
+  /** Where bundles are cached (default `$IRIS_BUNDLE_CACHE`, else ~/.cache/iris/bundles). */
+  bundleCache?: string | undefined;
+  /** Extra flags of the bundles' `pnpm install`. */
+  bundleInstallFlags?: string[] | undefined;
+}
+
+/** `iris worker drain ID`. */
+export interface WorkerDrainArgs extends ClientArgs {
+  workerId: string;
 }
 
 /** `iris cluster local`. */
@@ -66,6 +75,8 @@ export interface JobRunArgs extends ClientArgs {
   spec: JobSpecInput;
   /** Print the name and return without streaming or waiting. */
   detach: boolean;
+  /** `--bundle [ROOT]`: ship the git work tree (of ROOT, else of the current directory). */
+  bundle?: true | string | undefined;
 }
 
 /** `iris job status|kill NAME`. */
@@ -108,6 +119,7 @@ export interface WorkersArgs extends ClientArgs {
 export interface CliActions {
   controller(a: ControllerArgs): Promise<number>;
   worker(a: WorkerArgs): Promise<number>;
+  workerDrain(a: WorkerDrainArgs): Promise<number>;
   clusterLocal(a: ClusterLocalArgs): Promise<number>;
   jobRun(a: JobRunArgs): Promise<number>;
   jobList(a: JobListArgs): Promise<number>;
@@ -201,7 +213,7 @@ export function buildProgram(
       ),
     );
 
-  program
+  const workerCommand = program
     .command("worker")
     .description("run a worker: registers with the controller and runs the attempts it is assigned")
     .addOption(controllerOption())
@@ -212,8 +224,21 @@ export function buildProgram(
     .option("--state-dir <dir>", "keeps the worker id and attempt records across restarts (default: a fresh directory under $IRIS_STATE_DIR or ~/.cache/iris/workers)")
     .option("--advertise-host <host>", "host tasks advertise to others (IRIS_ADVERTISE_HOST)")
     .option("-v, --verbose", "print worker events as JSON lines on stderr", false)
+    .option("--bundle-cache <dir>", "where code bundles are unpacked and built (default: $IRIS_BUNDLE_CACHE or ~/.cache/iris/bundles)")
+    .addOption(new Option("--bundle-install-flag <flag>", "extra flag of the bundles' pnpm install, e.g. --ignore-scripts (repeatable)").argParser(collect((s: string) => s)))
     .action(
-      (o: { controller?: string; token?: string; cpu?: number; memory?: number; attr?: Record<string, string>; stateDir?: string; advertiseHost?: string; verbose: boolean }) =>
+      (o: {
+        controller?: string;
+        token?: string;
+        cpu?: number;
+        memory?: number;
+        attr?: Record<string, string>;
+        stateDir?: string;
+        advertiseHost?: string;
+        verbose: boolean;
+        bundleCache?: string;
+        bundleInstallFlag?: string[];
+      }) =>
         run(() =>
           actions.worker({
             ...clientArgs(o),
@@ -223,9 +248,18 @@ export function buildProgram(
             stateDir: o.stateDir,
             advertiseHost: o.advertiseHost,
             verbose: o.verbose,
+            bundleCache: o.bundleCache,
+            bundleInstallFlags: o.bundleInstallFlag,
           }),
         ),
     );
+  workerCommand
+    .command("drain")
+    .description("stop placing work on a worker and move its tasks elsewhere (PREEMPTED); it deregisters once idle")
+    .argument("<id>", "worker id (see iris workers)")
+    .addOption(controllerOption())
+    .addOption(tokenOption())
+    .action((id: string, o: { controller?: string; token?: string }) => run(() => actions.workerDrain({ ...clientArgs(o), workerId: id })));
 
   const cluster = program.command("cluster").description("clusters in one process");
   cluster
@@ -280,6 +314,7 @@ export function buildProgram(
     .option("--export <name>", "the module's exported function (with --module)", "main")
     .addOption(new Option("--args <json>", "the function's argument, as JSON (with --module)").argParser(parseJson))
     .option("-d, --detach", "print the job name and return without waiting", false)
+    .option("--bundle [root]", "ship the git-tracked files (of ROOT, default: this work tree) and the lockfile as a code bundle; --module and --cwd under it run from the bundle")
     .action(
       (
         command: string[],
@@ -304,6 +339,7 @@ export function buildProgram(
           export: string;
           args?: unknown;
           detach: boolean;
+          bundle?: true | string;
         },
         cmd: Command,
       ) => {
@@ -331,7 +367,7 @@ export function buildProgram(
         if (o.timeout !== undefined) spec.timeoutMs = o.timeout;
         if (o.priority !== undefined) spec.priority = o.priority;
         if (o.schedulingTimeout !== undefined) spec.schedulingTimeoutMs = o.schedulingTimeout;
-        return run(() => actions.jobRun({ ...clientArgs(o), spec, detach: o.detach }));
+        return run(() => actions.jobRun({ ...clientArgs(o), spec, detach: o.detach, bundle: o.bundle }));
       },
     );
 

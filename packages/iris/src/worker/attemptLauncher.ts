@@ -5,6 +5,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { entrypointFromWire } from "../internal/codec.ts";
+import { isBundlePath, type Entrypoint } from "../jobSpec.ts";
 import type { RunAttempt__Output } from "../internal/generated/iris/v1/RunAttempt.ts";
 import { runnerArgv, type RunnerSpec } from "../runner/runnerSpec.ts";
 import { readRunnerReport } from "../taskResult.ts";
@@ -16,6 +17,12 @@ import type { LogShipper } from "./logShipper.ts";
 import { allocatePorts } from "./ports.ts";
 import { buildTaskEnv, DEFAULT_ADVERTISE_HOST } from "./taskEnv.ts";
 import { errorText, isTerminal, type LocalAttempt, type WorkerContext } from "./workerTypes.ts";
+
+/** The entrypoint with its bundle-relative module path and command cwd resolved inside `dir`. */
+function inBundle(ep: Entrypoint, dir: string): Entrypoint {
+  if ("module" in ep) return isBundlePath(ep.module) ? { ...ep, module: path.join(dir, ep.module) } : ep;
+  return { ...ep, cwd: path.resolve(dir, ep.cwd ?? ".") };
+}
 
 /** Grace of an orphaned attempt (its worker died) between SIGTERM and SIGKILL. */
 export const ORPHAN_GRACE_MS = 2000;
@@ -112,8 +119,28 @@ export class AttemptLauncher {
       );
       const scratch = this.#ctx.store.scratchDir(local.uid);
       const specPath = path.join(scratch, "runner.json");
-      const entrypoint = entrypointFromWire(spec.entrypoint);
+      let entrypoint = entrypointFromWire(spec.entrypoint);
       if (entrypoint === undefined) throw new Error("entrypoint: expected a command or a module");
+      let bundleDir: string | undefined;
+      if (spec.bundleId !== "") {
+        // BUILDING (the attempt's initial state) is reported while the bundle is fetched and built.
+        this.#ctx.kick();
+        try {
+          bundleDir = await this.#ctx.bundles.ensure(spec.bundleId, (line) =>
+            this.#shipper.queue(local, { stream: "stdout", line: `[iris build] ${line}`, timeMs: Date.now() }),
+          );
+        } catch (e) {
+          this.#finish(local, { kind: "BUILD_FAILED", message: errorText(e) });
+          return;
+        }
+        if (local.stopReason !== undefined || this.#ctx.stopping) {
+          this.#finish(local, { kind: "KILLED", message: "the attempt was stopped before it started" });
+          return;
+        }
+        entrypoint = inBundle(entrypoint, bundleDir);
+        env.IRIS_BUNDLE_ID = spec.bundleId;
+        env.IRIS_BUNDLE_DIR = bundleDir;
+      }
       if ("module" in entrypoint) resultPath = path.join(scratch, "result.json");
       const runnerSpec: RunnerSpec = {
         entrypoint,
@@ -133,7 +160,7 @@ export class AttemptLauncher {
       const proc = AttemptProcess.spawn({
         ...("command" in entrypoint && direct
           ? { argv: entrypoint.command, ...(entrypoint.cwd === undefined ? {} : { cwd: entrypoint.cwd }) }
-          : { argv: runnerArgv(entrypoint, specPath), ipc: true }),
+          : { argv: runnerArgv(entrypoint, specPath), ipc: true, ...(bundleDir === undefined ? {} : { cwd: bundleDir }) }),
         env,
         ...(spec.timeoutMs > 0 ? { timeoutMs: spec.timeoutMs } : {}),
         ...(this.#ctx.opts.killGraceMs === undefined ? {} : { killGraceMs: this.#ctx.opts.killGraceMs }),

@@ -32,6 +32,8 @@ export interface ReconcilerHooks {
   registered(): void;
   /** The controller refused the worker's credentials. */
   refused(e: IrisError): void;
+  /** The controller is draining this worker and nothing of it runs any more. */
+  drained(): void;
 }
 
 /** Keeps a worker's attempts in line with the controller's desired set. */
@@ -246,6 +248,9 @@ export class Reconciler {
       if (reason !== undefined) this.#launcher.stop(a, reason === "" ? "KILLED" : reason);
       else if (!run.has(a.uid)) this.#launcher.stop(a, "SUPERSEDED");
     }
+
+    // Drained: once every attempt has ended and its end was acknowledged, the worker leaves.
+    if (response.draining && run.size === 0 && this.#ctx.attempts.size === 0) this.#hooks.drained();
   }
 
   /**

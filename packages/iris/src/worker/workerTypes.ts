@@ -4,6 +4,7 @@ import { IrisError } from "../errors.ts";
 import type { WorkerControlServiceClient } from "../internal/rpc.ts";
 import type { AttemptProcess } from "./attemptProcess.ts";
 import type { AttemptStore } from "./attemptStore.ts";
+import type { BundleCache } from "./bundleCache.ts";
 
 /** Options of {@link Worker.start}. */
 export interface WorkerOptions {
@@ -51,6 +52,14 @@ export interface WorkerOptions {
    * production; tests scale them down.
    */
   logLimits?: Partial<LogLimits>;
+  /**
+   * Where fetched code bundles are unpacked and built, one directory per bundle (kept across
+   * restarts; never pruned by the worker). Default: `$IRIS_BUNDLE_CACHE`, else
+   * `~/.cache/iris/bundles`.
+   */
+  bundleCacheDir?: string;
+  /** Extra flags of the bundles' `pnpm install --frozen-lockfile --offline` (e.g. `["--ignore-scripts"]`). */
+  bundleInstallFlags?: string[];
   /** Receives what the worker does (quiet by default). */
   onEvent?: (event: WorkerEvent) => void;
 }
@@ -64,6 +73,8 @@ export type WorkerEvent =
   | { type: "attemptStarted"; attemptUid: string; taskId: string; attempt: number; pid: number }
   | { type: "attemptEnded"; attemptUid: string; taskId: string; attempt: number; state: string; failureKind: string; error: string }
   | { type: "leftoverKilled"; attemptUid: string; pid: number }
+  /** The controller drained this worker and it has nothing left running: it deregisters and stops. */
+  | { type: "drained" }
   /** A dead worker's state directory under the state root, cleaned up by this one. */
   | { type: "deadWorkerSwept"; dir: string; ownerPid: number | undefined; killed: { attemptUid: string; pid: number }[] };
 
@@ -138,6 +149,7 @@ export interface WorkerContext {
   readonly opts: WorkerOptions;
   readonly client: WorkerControlServiceClient;
   readonly store: AttemptStore;
+  readonly bundles: BundleCache;
   /** Every attempt the worker knows about, by uid. */
   readonly attempts: Map<string, LocalAttempt>;
   /** The worker is stopping (set once by Worker.stop). */

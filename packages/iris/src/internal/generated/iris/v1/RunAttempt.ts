@@ -23,6 +23,11 @@ export interface RunAttempt {
   'ports'?: (string)[];
   'resources'?: (_iris_v1_Resources | null);
   'timeoutMs'?: (number | string | Long);
+  /**
+   * The job's code bundle ("sha256:<hex>"; "" = none): the worker fetches, unpacks and builds it
+   * (the attempt is BUILDING meanwhile) and runs the entrypoint from inside it.
+   */
+  'bundleId'?: (string);
 }
 
 /**
@@ -44,4 +49,9 @@ export interface RunAttempt__Output {
   'ports': (string)[];
   'resources': (_iris_v1_Resources__Output | null);
   'timeoutMs': (number);
+  /**
+   * The job's code bundle ("sha256:<hex>"; "" = none): the worker fetches, unpacks and builds it
+   * (the attempt is BUILDING meanwhile) and runs the entrypoint from inside it.
+   */
+  'bundleId': (string);
 }
