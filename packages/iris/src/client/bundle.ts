@@ -59,12 +59,12 @@ export function bundleFiles(root: string): string[] {
 }
 
 /**
- * Packs `root` (default: the git work tree of the current directory): the same files with the
- * same contents and modes give the same bytes and so the same id (no times, owners or order of
- * the file system in it).
+ * Packs the git work tree that holds `dir` (default: the current directory): the same files with
+ * the same contents and modes give the same bytes and so the same id (no times, owners or order
+ * of the file system in it).
  */
-export async function packBundle(root?: string): Promise<PackedBundle> {
-  const top = path.resolve(root ?? gitRoot(process.cwd()));
+export async function packBundle(dir?: string): Promise<PackedBundle> {
+  const top = path.resolve(gitRoot(path.resolve(dir ?? process.cwd())));
   const files = bundleFiles(top);
   if (files.length === 0) throw new IrisError("FAILED_PRECONDITION", `cannot bundle ${top}: git tracks no files there`);
   const chunks: Buffer[] = [];
