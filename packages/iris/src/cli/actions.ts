@@ -114,6 +114,8 @@ export function realActions(io: CliIo): CliActions {
         ...(a.verbose ? { onEvent: (e) => io.err(`${JSON.stringify(e)}\n`) } : {}),
         ...(a.bundleCache !== undefined ? { bundleCacheDir: a.bundleCache } : {}),
         ...(a.bundleInstallFlags !== undefined ? { bundleInstallFlags: a.bundleInstallFlags } : {}),
+        ...(a.adopt === false ? { adoptAttempts: false } : {}),
+        ...(a.adoptGraceMs !== undefined ? { adoptGraceMs: a.adoptGraceMs } : {}),
       });
       io.out(`iris worker ${worker.id} started (controller ${a.controller}, state ${worker.stateDir})\n`);
       let stopping = false;

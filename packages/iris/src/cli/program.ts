@@ -51,6 +51,10 @@ export interface WorkerArgs extends ClientArgs {
   bundleCache?: string | undefined;
   /** Extra flags of the bundles' `pnpm install`. */
   bundleInstallFlags?: string[] | undefined;
+  /** `--no-adopt`: a restart ends the attempts instead of adopting them. */
+  adopt?: boolean | undefined;
+  /** How long attempts outlive a dead worker waiting to be adopted. */
+  adoptGraceMs?: number | undefined;
 }
 
 /** `iris worker drain ID`. */
@@ -225,6 +229,8 @@ export function buildProgram(
     .option("--advertise-host <host>", "host tasks advertise to others (IRIS_ADVERTISE_HOST)")
     .option("-v, --verbose", "print worker events as JSON lines on stderr", false)
     .option("--bundle-cache <dir>", "where code bundles are unpacked and built (default: $IRIS_BUNDLE_CACHE or ~/.cache/iris/bundles)")
+    .option("--no-adopt", "with --state-dir: a restarted worker ends its previous run's attempts instead of adopting them")
+    .addOption(new Option("--adopt-grace <seconds>", "how long attempts outlive a dead worker, waiting for it to restart (default 10)").argParser(parseSeconds))
     .addOption(new Option("--bundle-install-flag <flag>", "extra flag of the bundles' pnpm install, e.g. --ignore-scripts (repeatable)").argParser(collect((s: string) => s)))
     .action(
       (o: {
@@ -238,6 +244,8 @@ export function buildProgram(
         verbose: boolean;
         bundleCache?: string;
         bundleInstallFlag?: string[];
+        adopt: boolean;
+        adoptGrace?: number;
       }) =>
         run(() =>
           actions.worker({
@@ -250,6 +258,8 @@ export function buildProgram(
             verbose: o.verbose,
             bundleCache: o.bundleCache,
             bundleInstallFlags: o.bundleInstallFlag,
+            adopt: o.adopt,
+            adoptGraceMs: o.adoptGrace,
           }),
         ),
     );

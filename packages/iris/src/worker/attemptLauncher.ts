@@ -10,7 +10,9 @@ import type { RunAttempt__Output } from "../internal/generated/iris/v1/RunAttemp
 import { runnerArgv, type RunnerSpec } from "../runner/runnerSpec.ts";
 import { readRunnerReport } from "../taskResult.ts";
 import { withRunnerReport, type AttemptOutcome } from "./attemptOutcome.ts";
-import { AttemptProcess } from "./attemptProcess.ts";
+import { AttemptProcess, type LogLine } from "./attemptProcess.ts";
+import { KeptAttempt, keeperFiles } from "./keptAttempt.ts";
+import { readProcStat } from "./processGroup.ts";
 import { spawnedRecord, type AttemptRecord } from "./attemptStore.ts";
 import type { GroupReaper } from "./groupReaper.ts";
 import type { LogShipper } from "./logShipper.ts";
@@ -23,6 +25,9 @@ function inBundle(ep: Entrypoint, dir: string): Entrypoint {
   if ("module" in ep) return isBundlePath(ep.module) ? { ...ep, module: path.join(dir, ep.module) } : ep;
   return { ...ep, cwd: path.resolve(dir, ep.cwd ?? ".") };
 }
+
+/** How long a kept attempt waits for a restarted worker before it ends by itself. */
+export const DEFAULT_ADOPT_GRACE_MS = 10_000;
 
 /** Grace of an orphaned attempt (its worker died) between SIGTERM and SIGKILL. */
 export const ORPHAN_GRACE_MS = 2000;
@@ -142,9 +147,11 @@ export class AttemptLauncher {
         env.IRIS_BUNDLE_DIR = bundleDir;
       }
       if ("module" in entrypoint) resultPath = path.join(scratch, "result.json");
+      const heartbeatFile = this.#ctx.heartbeatFile;
       const runnerSpec: RunnerSpec = {
         entrypoint,
-        parentPid: process.pid,
+        // A kept attempt's runner does not watch the worker: its keeper outlives a restart.
+        parentPid: heartbeatFile === undefined ? process.pid : 0,
         orphanGraceMs: ORPHAN_GRACE_MS,
         ...(resultPath === undefined ? {} : { resultPath }),
       };
@@ -152,21 +159,38 @@ export class AttemptLauncher {
       const memoryBytes = spec.resources?.memoryBytes ?? 0;
       // A command runs directly in its own group when the reaper is up to end it if this worker
       // dies; otherwise (and for module entrypoints) under a runner that watches the worker itself.
-      const direct = "command" in entrypoint && (await this.#reaper.started) && this.#reaper.ready;
+      const direct = heartbeatFile === undefined && "command" in entrypoint && (await this.#reaper.started) && this.#reaper.ready;
       if (local.stopReason !== undefined || this.#ctx.stopping) {
         this.#finish(local, { kind: "KILLED", message: "the attempt was stopped before it started" });
         return;
       }
-      const proc = AttemptProcess.spawn({
+      const limits = {
+        ...(this.#ctx.opts.killGraceMs === undefined ? {} : { killGraceMs: this.#ctx.opts.killGraceMs }),
+        ...(memoryBytes > 0 && this.#ctx.opts.enforceMemoryLimits !== false ? { memoryLimitBytes: memoryBytes } : {}),
+        onLine: (line: LogLine) => this.#shipper.queue(local, line),
+        backpressure: () => this.#shipper.backpressure(),
+      };
+      const proc =
+        heartbeatFile !== undefined
+          ? KeptAttempt.spawn({
+              ...("command" in entrypoint
+                ? { argv: entrypoint.command, ...(entrypoint.cwd === undefined ? {} : { cwd: entrypoint.cwd }) }
+                : { argv: runnerArgv(entrypoint, specPath), ...(bundleDir === undefined ? {} : { cwd: bundleDir }) }),
+              env,
+              scratch,
+              startedAtMs: local.startedAtMs,
+              ...(spec.timeoutMs > 0 ? { timeoutMs: spec.timeoutMs } : {}),
+              heartbeatFile,
+              adoptGraceMs: this.#ctx.opts.adoptGraceMs ?? DEFAULT_ADOPT_GRACE_MS,
+              ...limits,
+            })
+          : AttemptProcess.spawn({
         ...("command" in entrypoint && direct
           ? { argv: entrypoint.command, ...(entrypoint.cwd === undefined ? {} : { cwd: entrypoint.cwd }) }
           : { argv: runnerArgv(entrypoint, specPath), ipc: true, ...(bundleDir === undefined ? {} : { cwd: bundleDir }) }),
         env,
         ...(spec.timeoutMs > 0 ? { timeoutMs: spec.timeoutMs } : {}),
-        ...(this.#ctx.opts.killGraceMs === undefined ? {} : { killGraceMs: this.#ctx.opts.killGraceMs }),
-        ...(memoryBytes > 0 && this.#ctx.opts.enforceMemoryLimits !== false ? { memoryLimitBytes: memoryBytes } : {}),
-        onLine: (line) => this.#shipper.queue(local, line),
-        backpressure: () => this.#shipper.backpressure(),
+        ...limits,
       });
       local.proc = proc;
       if (direct && proc.pid !== undefined) {
@@ -177,7 +201,12 @@ export class AttemptLauncher {
       if (proc.pid !== undefined) {
         local.pid = proc.pid;
         local.state = "RUNNING";
-        this.#ctx.store.write(spawnedRecord(record, proc.pid));
+        this.#ctx.store.write({
+          ...spawnedRecord(record, proc.pid),
+          ...(heartbeatFile === undefined
+            ? {}
+            : { kept: true, module: resultPath !== undefined, ...(spec.timeoutMs > 0 ? { timeoutMs: spec.timeoutMs } : {}), ...(limits.memoryLimitBytes === undefined ? {} : { memoryBytes: limits.memoryLimitBytes }) }),
+        });
         this.#ctx.emit({ type: "attemptStarted", attemptUid: local.uid, taskId: local.taskId, attempt: local.attempt, pid: proc.pid });
         this.#ctx.kick();
       }
@@ -187,6 +216,55 @@ export class AttemptLauncher {
       outcome = { kind: "LAUNCH_FAILED", message: `could not start the attempt: ${errorText(e)}` };
     }
     this.#finish(local, outcome);
+  }
+
+  /**
+   * Takes over an attempt that a previous run of this worker started under a keeper and the
+   * controller still wants: its output is read from the start (the controller drops lines it
+   * has), its end is classified as if this worker had started it. False when the record is not
+   * a kept attempt's, or its keeper is gone without a word (the caller reports it lost).
+   */
+  adopt(record: AttemptRecord, wanted: RunAttempt__Output): boolean {
+    if (record.kept !== true || record.pid === undefined) return false;
+    const scratch = this.#ctx.store.scratchDir(record.attemptUid);
+    const files = keeperFiles(scratch);
+    const st = readProcStat(record.pid);
+    const keeperAlive = st !== undefined && st.state !== "Z" && (record.startTicks === undefined || st.startTicks === record.startTicks);
+    if (!keeperAlive && !fs.existsSync(files.exit)) return false;
+    const local: LocalAttempt = {
+      uid: record.attemptUid,
+      taskId: wanted.taskId,
+      attempt: wanted.attempt,
+      state: "RUNNING",
+      failureKind: "",
+      error: "",
+      errorCode: "",
+      resultJson: "",
+      pid: record.pid,
+      startedAtMs: record.startedAtMs,
+      finishedAtMs: 0,
+      logLines: 0,
+      unackedLines: 0,
+      nextLogIndex: 0,
+      droppedLogLines: 0,
+    };
+    this.#ctx.attempts.set(local.uid, local);
+    const proc = KeptAttempt.adopt(record.pid, record.startTicks, {
+      scratch,
+      startedAtMs: record.startedAtMs,
+      ...(record.timeoutMs === undefined ? {} : { timeoutMs: record.timeoutMs }),
+      ...(this.#ctx.opts.killGraceMs === undefined ? {} : { killGraceMs: this.#ctx.opts.killGraceMs }),
+      ...(record.memoryBytes === undefined ? {} : { memoryLimitBytes: record.memoryBytes }),
+      onLine: (line) => this.#shipper.queue(local, line),
+      backpressure: () => this.#shipper.backpressure(),
+    });
+    local.proc = proc;
+    this.#ctx.emit({ type: "attemptAdopted", attemptUid: local.uid, taskId: local.taskId, attempt: local.attempt, pid: record.pid });
+    const resultPath = record.module === true ? path.join(scratch, "result.json") : undefined;
+    const done = proc.exited.then((o) => this.#finish(local, resultPath === undefined ? o : withRunnerReport(o, readRunnerReport(resultPath))));
+    this.#starting.add(done);
+    void done.finally(() => this.#starting.delete(done));
+    return true;
   }
 
   #finish(local: LocalAttempt, outcome: AttemptOutcome): void {

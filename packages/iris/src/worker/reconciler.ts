@@ -254,11 +254,13 @@ export class Reconciler {
   }
 
   /**
-   * An attempt a previous run of this worker started. Its process cannot be supervised again
-   * (its output pipes died with that run), so it is killed whatever happens; if the controller
-   * still wants it, it is reported lost so that the task is retried.
+   * An attempt a previous run of this worker started. One run under an attempt keeper that the
+   * controller still wants is adopted (its output and exit are in the keeper's files). Any other
+   * is killed; if the controller still wants it, it is reported lost so that the task is retried.
    */
   #settleLeftover(record: AttemptRecord, wanted: RunAttempt__Output | undefined): void {
+    // Run under a keeper and still wanted: adopted, not killed.
+    if (wanted !== undefined && this.#launcher.adopt(record, wanted)) return;
     const grace = this.#ctx.opts.killGraceMs ?? 5000;
     if (record.pid !== undefined) {
       const pid = record.pid;

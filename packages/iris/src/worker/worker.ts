@@ -14,6 +14,7 @@ import { loadIrisProto, unary, type WorkerControlServiceClient } from "../intern
 import { AttemptLauncher, ORPHAN_GRACE_MS } from "./attemptLauncher.ts";
 import { AttemptStore } from "./attemptStore.ts";
 import { BundleCache } from "./bundleCache.ts";
+import { HEARTBEAT_FILE } from "./keptAttempt.ts";
 import { GroupReaper } from "./groupReaper.ts";
 import { LogShipper } from "./logShipper.ts";
 import { Reconciler, REGISTER_BACKOFF_MAX_MS, REGISTER_BACKOFF_START_MS } from "./reconciler.ts";
@@ -23,6 +24,8 @@ import type { LocalAttemptInfo, WorkerContext, WorkerEvent, WorkerOptions } from
 export type { LocalAttemptInfo, WorkerEvent, WorkerOptions } from "./workerTypes.ts";
 
 const DEFAULT_TICK_MS = 1000;
+/** How often the heartbeat file of adoptable attempts is touched. */
+const HEARTBEAT_MS = 500;
 
 /**
  * A worker daemon. Start it with {@link Worker.start}; it registers with the controller (retrying
@@ -76,6 +79,8 @@ export class Worker {
   #loopDone: Promise<void> | undefined;
   /** Ends the command attempts' groups if this process dies (see groupReaper.mjs). */
   #reaper: GroupReaper;
+  /** Touches the heartbeat file of adoptable attempts. */
+  #heartbeat: NodeJS.Timeout | undefined;
   /** The sweep of dead siblings' state directories, awaited by stop(). */
   #sweep: Promise<void> | undefined;
 
@@ -85,11 +90,26 @@ export class Worker {
     this.#ownsStateDir = ownsStateDir;
     this.id = id;
     const client = workerControlClient(opts.controller, opts.token);
+    const heartbeatFile = (opts.adoptAttempts ?? !ownsStateDir) ? path.join(stateDir, HEARTBEAT_FILE) : undefined;
+    if (heartbeatFile !== undefined) {
+      // Kept attempts (a previous run's among them) live as long as this file is fresh.
+      const beat = (): void => {
+        try {
+          fs.writeFileSync(heartbeatFile, String(process.pid));
+        } catch {
+          // The state directory is gone: the attempts end by themselves.
+        }
+      };
+      beat();
+      this.#heartbeat = setInterval(beat, HEARTBEAT_MS);
+      this.#heartbeat.unref();
+    }
     this.#ctx = {
       id,
       opts,
       client,
       store: new AttemptStore(stateDir),
+      heartbeatFile,
       bundles: new BundleCache(opts.bundleCacheDir ?? defaultBundleCacheDir(), client, {
         ...(opts.bundleInstallFlags === undefined ? {} : { installFlags: opts.bundleInstallFlags }),
       }),
@@ -219,6 +239,7 @@ export class Worker {
     // Each attempt ends and is classified; then its last lines go out (a bounded wait: the
     // controller may be gone), and the last report says how they all ended.
     await this.#launcher.stopAll("WORKER_STOPPING");
+    clearInterval(this.#heartbeat);
     await this.#shipper.drain(2000);
     await this.#reconciler.finalReport();
     // A stopped worker leaves the cluster at once rather than being declared lost later.

@@ -5,6 +5,7 @@ import type { WorkerControlServiceClient } from "../internal/rpc.ts";
 import type { AttemptProcess } from "./attemptProcess.ts";
 import type { AttemptStore } from "./attemptStore.ts";
 import type { BundleCache } from "./bundleCache.ts";
+import type { KeptAttempt } from "./keptAttempt.ts";
 
 /** Options of {@link Worker.start}. */
 export interface WorkerOptions {
@@ -58,6 +59,15 @@ export interface WorkerOptions {
    * `~/.cache/iris/bundles`.
    */
   bundleCacheDir?: string;
+  /**
+   * Whether attempts survive a restart of this worker and are adopted by the next one on the same
+   * `stateDir` (default: true with `stateDir`, which keeps the worker's id; without it, never).
+   * Each attempt then runs under an attempt keeper that holds its output and exit status; an
+   * attempt whose worker does not come back within `adoptGraceMs` ends by itself.
+   */
+  adoptAttempts?: boolean;
+  /** How long a kept attempt outlives its worker waiting to be adopted (default 10 s). */
+  adoptGraceMs?: number;
   /** Extra flags of the bundles' `pnpm install --frozen-lockfile --offline` (e.g. `["--ignore-scripts"]`). */
   bundleInstallFlags?: string[];
   /** Receives what the worker does (quiet by default). */
@@ -73,6 +83,8 @@ export type WorkerEvent =
   | { type: "attemptStarted"; attemptUid: string; taskId: string; attempt: number; pid: number }
   | { type: "attemptEnded"; attemptUid: string; taskId: string; attempt: number; state: string; failureKind: string; error: string }
   | { type: "leftoverKilled"; attemptUid: string; pid: number }
+  /** An attempt a previous run of this worker started, taken over (still running, or ended meanwhile). */
+  | { type: "attemptAdopted"; attemptUid: string; taskId: string; attempt: number; pid: number }
   /** The controller drained this worker and it has nothing left running: it deregisters and stops. */
   | { type: "drained" }
   /** A dead worker's state directory under the state root, cleaned up by this one. */
@@ -133,7 +145,7 @@ export interface LocalAttempt {
   nextLogIndex: number;
   /** Lines lost because the controller refused their batch (each loss is marked in the log). */
   droppedLogLines: number;
-  proc?: AttemptProcess;
+  proc?: AttemptProcess | KeptAttempt;
   /** Why the worker is ending it (a stop intent's reason, SUPERSEDED, WORKER_STOPPING, CONTROLLER_SILENT). */
   stopReason?: string;
 }
@@ -150,6 +162,8 @@ export interface WorkerContext {
   readonly client: WorkerControlServiceClient;
   readonly store: AttemptStore;
   readonly bundles: BundleCache;
+  /** The heartbeat file this worker touches, when its attempts are adoptable (see adoptAttempts). */
+  readonly heartbeatFile: string | undefined;
   /** Every attempt the worker knows about, by uid. */
   readonly attempts: Map<string, LocalAttempt>;
   /** The worker is stopping (set once by Worker.stop). */
