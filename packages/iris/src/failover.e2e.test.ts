@@ -60,6 +60,58 @@ describe("failover", () => {
     await until("the orphaned attempt to exit", () => !alive(orphan), 30_000);
   });
 
+  it("a worker SIGKILLed and restarted on its state directory adopts its running attempt, which succeeds", async () => {
+    const controller = await Controller.start({ host: "127.0.0.1", port: 0, dbPath: path.join(dir, "c.sqlite"), workerTimeoutMs: 5000 });
+    cleanups.push(() => controller.stop());
+    const client = IrisClient.connect(controller.address);
+    cleanups.push(() => client.close());
+    const stateDir = path.join(dir, "worker-state");
+    const w1 = await startWorkerProcess({ controller: controller.address, cpuMillis: 1000, stateDir });
+    children.push(w1);
+    const go = path.join(dir, "go");
+    const job = await client.submit({
+      name: "adopted",
+      entrypoint: { command: ["sh", "-c", 'echo $$ > "$PIDFILE"; echo started; while [ ! -f "$GO" ]; do sleep 0.05; done; echo done'] },
+      env: { GO: go, PIDFILE: path.join(dir, "pid") },
+    });
+    await until("the attempt to print", async () => {
+      for await (const e of job.logs()) if (e.line === "started") return true;
+      return false;
+    });
+    const pid = Number(readFileSync(path.join(dir, "pid"), "utf8").trim());
+    await w1.kill("SIGKILL");
+    expect(alive(pid)).toBe(true);
+    const w2 = await startWorkerProcess({ controller: controller.address, cpuMillis: 1000, stateDir });
+    children.push(w2);
+    expect(w2.value).toBe(w1.value);
+    expect(alive(pid)).toBe(true);
+    writeFileSync(go, "");
+    const st = await job.wait({ timeoutMs: 30_000 });
+    expect(st.state).toBe("SUCCEEDED");
+    // One attempt, never reported lost: the restarted worker took it over.
+    expect(st.tasks[0]!.attempts).toHaveLength(1);
+    expect(st.tasks[0]!.attempts[0]).toMatchObject({ workerId: w1.value, state: "SUCCEEDED" });
+    const lines: string[] = [];
+    for await (const e of job.logs({ follow: true })) lines.push(e.line);
+    expect(lines).toEqual(["started", "done"]);
+  });
+
+  it("a kept attempt whose worker never comes back ends by itself after the adoption grace", async () => {
+    const controller = await Controller.start({ host: "127.0.0.1", port: 0, dbPath: path.join(dir, "c.sqlite"), workerTimeoutMs: 5000 });
+    cleanups.push(() => controller.stop());
+    const client = IrisClient.connect(controller.address);
+    cleanups.push(() => client.close());
+    const w1 = await startWorkerProcess({ controller: controller.address, cpuMillis: 1000, stateDir: path.join(dir, "worker-state"), adoptGraceMs: 500 });
+    children.push(w1);
+    await client.submit({ name: "orphan", entrypoint: { command: ["sh", "-c", 'echo $$ > "$PIDFILE"; exec sleep 600'] }, env: { PIDFILE: path.join(dir, "pid") } });
+    await until("the attempt to start", () => existsSync(path.join(dir, "pid")) && readFileSync(path.join(dir, "pid"), "utf8").trim() !== "");
+    const pid = Number(readFileSync(path.join(dir, "pid"), "utf8").trim());
+    await w1.kill("SIGKILL");
+    const killedAt = Date.now();
+    await until("the orphaned attempt to exit", () => !alive(pid), 10_000);
+    expect(Date.now() - killedAt).toBeLessThan(5000);
+  });
+
   it("keeps jobs, attempts and logs across a controller SIGKILL and adopts running attempts", async () => {
     const dbPath = path.join(dir, "c.sqlite");
     let controller = await startControllerProcess({ port: 0, dbPath, workerTimeoutMs: 3000 });

@@ -6,7 +6,7 @@ export type { IrisErrorCode } from "./errors.ts";
 export { MAX_TASK_RESULT_BYTES } from "./taskResult.ts";
 
 export { IrisClient } from "./client/irisClient.ts";
-export type { IrisClientOptions, Job, WorkerSummary } from "./client/irisClient.ts";
+export type { BundleOption, IrisClientOptions, Job, SubmitOptions, UploadedBundle, WorkerSummary } from "./client/irisClient.ts";
 export { LocalCluster, localWorkerCapacity } from "./localCluster.ts";
 export type { LocalClusterOptions } from "./localCluster.ts";
 export { Controller } from "./controller/controller.ts";

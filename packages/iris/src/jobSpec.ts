@@ -90,6 +90,14 @@ function valueDepthOver(v: unknown, limit: number, depth = 0): boolean {
   return false;
 }
 
+/** The id of a code bundle: `sha256:` and the hex SHA-256 of its bytes. */
+export const BUNDLE_ID = /^sha256:[0-9a-f]{64}$/;
+
+/** A relative path that stays inside its root (no `..` segment, no leading `/`). */
+export function isBundlePath(p: string): boolean {
+  return p !== "" && !p.startsWith("/") && !p.startsWith("file:") && !p.split(/[\\/]/).includes("..");
+}
+
 const constraintSchema = z
   .strictObject({
     key: boundedString.min(1),
@@ -119,7 +127,10 @@ const entrypointSchema = z.union([
     cwd: boundedString.optional(),
   }),
   z.strictObject({
-    module: boundedString.refine((m) => m.startsWith("file:") || m.startsWith("/"), "expected a file: URL or an absolute path"),
+    module: boundedString.refine(
+      (m) => m.startsWith("file:") || m.startsWith("/") || isBundlePath(m),
+      "expected a file: URL, an absolute path, or (with a bundle) a path relative to the bundle's root",
+    ),
     export: boundedString.min(1),
     args: z
       .unknown()
@@ -164,6 +175,11 @@ export const jobSpecInputSchema = z.strictObject({
   maxTaskFailures: nonNegInt.optional(),
   priority: z.number().int().min(-1_000_000).max(1_000_000).optional(),
   schedulingTimeoutMs: nonNegInt.optional(),
+  /**
+   * The code bundle the tasks run from (`sha256:<hex>`, from `IrisClient.uploadBundle` or
+   * `submit(spec, { bundle })`): module paths and command cwds may then be relative to its root.
+   */
+  bundle: z.string().regex(BUNDLE_ID, "expected sha256:<64 hex digits>").optional(),
 });
 
 /**
@@ -207,6 +223,8 @@ export interface JobSpec {
    * becomes UNSCHEDULABLE; 0 = forever; absent = the controller's default (5 minutes).
    */
   schedulingTimeoutMs?: number;
+  /** The code bundle the tasks run from (`sha256:<hex>`); absent = none. */
+  bundle?: string;
 }
 
 /** Default cpu request of a task (millicores). */
@@ -233,7 +251,20 @@ export type TaskState =
  * `APP_ERROR`: the task threw a non-retryable error (or returned a value that is not JSON or too
  * large); no budget retries it.
  */
-export type FailureKind = "APP_EXIT" | "APP_ERROR" | "SIGNAL" | "OOM" | "TIMEOUT" | "WORKER_LOST" | "LAUNCH_FAILED" | "PEER_FAILED" | "KILLED";
+export type FailureKind =
+  | "APP_EXIT"
+  | "APP_ERROR"
+  | "SIGNAL"
+  | "OOM"
+  | "TIMEOUT"
+  | "WORKER_LOST"
+  | "LAUNCH_FAILED"
+  | "PEER_FAILED"
+  | "KILLED"
+  /** The job's code bundle could not be fetched, unpacked or installed on the worker (the error has the build log's tail). */
+  | "BUILD_FAILED"
+  /** Moved off a draining worker (`iris worker drain`); charged to the preemption budget. */
+  | "PREEMPTED";
 
 /** The state of one task and its latest attempt. */
 export interface TaskStatus {
@@ -417,6 +448,9 @@ export function normalizeJobSpec(input: unknown, fullName: string): JobSpec {
   if (nameErr) throw new IrisError("INVALID_ARGUMENT", `invalid job spec: ${nameErr}`);
   const s = r.data;
   const ep = s.entrypoint;
+  if ("module" in ep && isBundlePath(ep.module) && s.bundle === undefined) {
+    throw new IrisError("INVALID_ARGUMENT", `invalid job spec: entrypoint.module: a relative path (${JSON.stringify(ep.module)}) needs a bundle`);
+  }
   const spec: JobSpec = {
     name: fullName,
     entrypoint: "command" in ep ? { command: ep.command, ...(ep.cwd ? { cwd: ep.cwd } : {}) } : { module: ep.module, export: ep.export, ...(ep.args !== undefined ? { args: ep.args } : {}) },
@@ -436,6 +470,7 @@ export function normalizeJobSpec(input: unknown, fullName: string): JobSpec {
     maxTaskFailures: s.maxTaskFailures ?? 0,
     priority: s.priority ?? 0,
     ...(s.schedulingTimeoutMs !== undefined ? { schedulingTimeoutMs: s.schedulingTimeoutMs } : {}),
+    ...(s.bundle !== undefined ? { bundle: s.bundle } : {}),
   };
   const bytes = utf8Bytes(JSON.stringify(spec));
   if (bytes > LIMITS.specBytes) throw new IrisError("RESOURCE_EXHAUSTED", `invalid job spec: ${bytes} bytes of JSON, more than the limit of ${LIMITS.specBytes}`);

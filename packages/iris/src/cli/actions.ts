@@ -131,6 +131,10 @@ export function realActions(io: CliIo): CliActions {
         ...(a.stateDir !== undefined ? { stateDir: a.stateDir } : {}),
         ...(a.advertiseHost !== undefined ? { advertiseHost: a.advertiseHost } : {}),
         ...(a.verbose ? { onEvent: (e) => io.err(`${JSON.stringify(e)}\n`) } : {}),
+        ...(a.bundleCache !== undefined ? { bundleCacheDir: a.bundleCache } : {}),
+        ...(a.bundleInstallFlags !== undefined ? { bundleInstallFlags: a.bundleInstallFlags } : {}),
+        ...(a.adopt === false ? { adoptAttempts: false } : {}),
+        ...(a.adoptGraceMs !== undefined ? { adoptGraceMs: a.adoptGraceMs } : {}),
       });
       io.out(`iris worker ${worker.id} started (controller ${a.controller}, state ${worker.stateDir})\n`);
       let stopping = false;
@@ -169,7 +173,7 @@ export function realActions(io: CliIo): CliActions {
 
     jobRun: (a) =>
       withClient(a, async (client) => {
-        const job = await client.submit(a.spec);
+        const job = await client.submit(a.spec, a.bundle === undefined ? {} : { bundle: a.bundle });
         io.out(`${job.name}\n`);
         if (a.detach) return 0;
         // Ctrl-C stops the job, like stopping a foreground command; the stream then ends with it.
@@ -245,6 +249,13 @@ export function realActions(io: CliIo): CliActions {
       withClient(a, async (client) => {
         const cap = await client.mintEndpointToken(a.name, a.ttlSeconds !== undefined ? { ttlSeconds: a.ttlSeconds } : {});
         io.out(a.json ? `${JSON.stringify(cap, null, 2)}\n` : `${cap.url}\n(endpoint ${cap.name}, expires ${new Date(cap.expiresAtMs).toISOString()})\n`);
+        return 0;
+      }),
+
+    workerDrain: (a) =>
+      withClient(a, async (client) => {
+        const preempted = await client.drainWorker(a.workerId);
+        io.out(`worker ${a.workerId} is draining: ${preempted} attempt${preempted === 1 ? "" : "s"} preempted; it deregisters once idle\n`);
         return 0;
       }),
 

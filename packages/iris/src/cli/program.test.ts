@@ -88,7 +88,19 @@ describe("iris CLI parsing", () => {
       stateDir: undefined,
       advertiseHost: undefined,
       verbose: false,
+      bundleCache: undefined,
+      bundleInstallFlags: undefined,
+      adopt: true,
+      adoptGraceMs: undefined,
     });
+    const bundled = await cli([
+      "worker", "--controller", "c:1", "--bundle-cache", "/cache", "--bundle-install-flag=--ignore-scripts", "--no-adopt", "--adopt-grace", "2.5",
+    ]);
+    expect(bundled.args).toMatchObject({ bundleCache: "/cache", bundleInstallFlags: ["--ignore-scripts"], adopt: false, adoptGraceMs: 2500 });
+    const drain = await cli(["worker", "drain", "w-1", "--controller", "c:1"]);
+    expect(drain.calls).toEqual([{ action: "workerDrain", args: { controller: "c:1", token: undefined, workerId: "w-1" } }]);
+    const run = await cli(["job", "run", "--controller", "c:1", "--bundle", "--", "echo", "hi"]);
+    expect(run.args).toMatchObject({ bundle: true, spec: { entrypoint: { command: ["echo", "hi"] } } });
     const bad = await cli(["worker", "--controller", "c:1", "--memory", "lots"]);
     expect(bad.code).toBe(1);
     expect(bad.err).toMatch(/--memory <size>.*lots.*expected a size/s);

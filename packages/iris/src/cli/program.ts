@@ -59,6 +59,19 @@ export interface WorkerArgs extends ClientArgs {
   stateDir: string | undefined;
   advertiseHost: string | undefined;
   verbose: boolean;
+  /** Where bundles are cached (default `$IRIS_BUNDLE_CACHE`, else ~/.cache/iris/bundles). */
+  bundleCache?: string | undefined;
+  /** Extra flags of the bundles' `pnpm install`. */
+  bundleInstallFlags?: string[] | undefined;
+  /** `--no-adopt`: a restart ends the attempts instead of adopting them. */
+  adopt?: boolean | undefined;
+  /** How long attempts outlive a dead worker waiting to be adopted. */
+  adoptGraceMs?: number | undefined;
+}
+
+/** `iris worker drain ID`. */
+export interface WorkerDrainArgs extends ClientArgs {
+  workerId: string;
 }
 
 /** `iris cluster local`. */
@@ -78,6 +91,8 @@ export interface JobRunArgs extends ClientArgs {
   spec: JobSpecInput;
   /** Print the name and return without streaming or waiting. */
   detach: boolean;
+  /** `--bundle [ROOT]`: ship the git work tree (of ROOT, else of the current directory). */
+  bundle?: true | string | undefined;
 }
 
 /** `iris job status|kill NAME`. */
@@ -127,6 +142,7 @@ export interface WorkersArgs extends ClientArgs {
 export interface CliActions {
   controller(a: ControllerArgs): Promise<number>;
   worker(a: WorkerArgs): Promise<number>;
+  workerDrain(a: WorkerDrainArgs): Promise<number>;
   clusterLocal(a: ClusterLocalArgs): Promise<number>;
   jobRun(a: JobRunArgs): Promise<number>;
   jobList(a: JobListArgs): Promise<number>;
@@ -250,7 +266,7 @@ export function buildProgram(
       },
     );
 
-  program
+  const workerCommand = program
     .command("worker")
     .description("run a worker: registers with the controller and runs the attempts it is assigned")
     .addOption(controllerOption())
@@ -262,8 +278,25 @@ export function buildProgram(
     .option("--state-dir <dir>", "keeps the worker id and attempt records across restarts (default: a fresh directory under $IRIS_STATE_DIR or ~/.cache/iris/workers)")
     .option("--advertise-host <host>", "host tasks advertise to others (IRIS_ADVERTISE_HOST)")
     .option("-v, --verbose", "print worker events as JSON lines on stderr", false)
+    .option("--bundle-cache <dir>", "where code bundles are unpacked and built (default: $IRIS_BUNDLE_CACHE or ~/.cache/iris/bundles)")
+    .option("--no-adopt", "with --state-dir: a restarted worker ends its previous run's attempts instead of adopting them")
+    .addOption(new Option("--adopt-grace <seconds>", "how long attempts outlive a dead worker, waiting for it to restart (default 10)").argParser(parseSeconds))
+    .addOption(new Option("--bundle-install-flag <flag>", "extra flag of the bundles' pnpm install, e.g. --ignore-scripts (repeatable)").argParser(collect((s: string) => s)))
     .action(
-      (o: { controller?: string; token?: string; cpu?: number; memory?: number; attr?: Record<string, string>; stateDir?: string; advertiseHost?: string; verbose: boolean }) =>
+      (o: {
+        controller?: string;
+        token?: string;
+        cpu?: number;
+        memory?: number;
+        attr?: Record<string, string>;
+        stateDir?: string;
+        advertiseHost?: string;
+        verbose: boolean;
+        bundleCache?: string;
+        bundleInstallFlag?: string[];
+        adopt: boolean;
+        adoptGrace?: number;
+      }) =>
         run(() =>
           actions.worker({
             ...clientArgs(o),
@@ -273,9 +306,20 @@ export function buildProgram(
             stateDir: o.stateDir,
             advertiseHost: o.advertiseHost,
             verbose: o.verbose,
+            bundleCache: o.bundleCache,
+            bundleInstallFlags: o.bundleInstallFlag,
+            adopt: o.adopt,
+            adoptGraceMs: o.adoptGrace,
           }),
         ),
     );
+  workerCommand
+    .command("drain")
+    .description("stop placing work on a worker and move its tasks elsewhere (PREEMPTED); it deregisters once idle")
+    .argument("<id>", "worker id (see iris workers)")
+    .addOption(controllerOption())
+    .addOption(tokenOption())
+    .action((id: string, o: { controller?: string; token?: string }) => run(() => actions.workerDrain({ ...clientArgs(o), workerId: id })));
 
   const cluster = program.command("cluster").description("clusters in one process");
   cluster
@@ -331,6 +375,7 @@ export function buildProgram(
     .option("--export <name>", "the module's exported function (with --module)", "main")
     .addOption(new Option("--args <json>", "the function's argument, as JSON (with --module)").argParser(parseJson))
     .option("-d, --detach", "print the job name and return without waiting", false)
+    .option("--bundle [root]", "ship the git-tracked files (of ROOT, default: this work tree) and the lockfile as a code bundle; --module and --cwd under it run from the bundle")
     .action(
       (
         command: string[],
@@ -355,6 +400,7 @@ export function buildProgram(
           export: string;
           args?: unknown;
           detach: boolean;
+          bundle?: true | string;
         },
         cmd: Command,
       ) => {
@@ -382,7 +428,7 @@ export function buildProgram(
         if (o.timeout !== undefined) spec.timeoutMs = o.timeout;
         if (o.priority !== undefined) spec.priority = o.priority;
         if (o.schedulingTimeout !== undefined) spec.schedulingTimeoutMs = o.schedulingTimeout;
-        return run(() => actions.jobRun({ ...clientArgs(o), spec, detach: o.detach }));
+        return run(() => actions.jobRun({ ...clientArgs(o), spec, detach: o.detach, bundle: o.bundle }));
       },
     );
 

@@ -11,6 +11,7 @@ import type { ControllerServiceClient } from "../internal/rpc.ts";
 import { endpointFromWire, jobSpecToWire, jobStatusFromWire, logEntryFromWire, metricPointFromWire, workerSummaryFromWire } from "../internal/codec.ts";
 import { formatIssues, isTerminalJobState, jobSpecInputSchema } from "../jobSpec.ts";
 import type { Endpoint, EndpointCapability, JobSpecInput, JobStatus, LogEntry, MetricPoint, WorkerSummary } from "../jobSpec.ts";
+import { packBundle, rebaseEntrypoint } from "./bundle.ts";
 
 export type { WorkerSummary } from "../jobSpec.ts";
 
@@ -29,6 +30,34 @@ export interface IrisClientOptions {
   /** Job whose root scopes relative endpoint names (default: IRIS_JOB_ID, set inside tasks). */
   scopeJob?: string | undefined;
 }
+
+/**
+ * What `submit` ships as the job's code bundle: `true` packs the git work tree of the current
+ * directory, a string (or `{ root }`) the work tree at that root; `false`/absent ships none
+ * (inside a task that runs from a bundle, a job whose module or cwd lies in it inherits it).
+ */
+export type BundleOption = boolean | string | { root: string };
+
+/** Options of {@link IrisClient.submit}. */
+export interface SubmitOptions {
+  /** Ship the workspace as a code bundle (see {@link BundleOption}). */
+  bundle?: BundleOption | undefined;
+}
+
+/** A bundle the controller holds (from {@link IrisClient.uploadBundle}). */
+export interface UploadedBundle {
+  /** `sha256:<hex>`: pass it as a spec's `bundle`. */
+  id: string;
+  /** The root it was packed from (absolute). */
+  root: string;
+  sizeBytes: number;
+  files: number;
+  /** False when the controller had it already (nothing was sent but its id). */
+  uploaded: boolean;
+}
+
+/** Bytes per UploadBundle message. */
+const UPLOAD_CHUNK_BYTES = 1024 * 1024;
 
 /** Jobs per ListJobs page and tasks per task page the client asks for (the controllers' largest). */
 const PAGE_SIZE = 1000;
@@ -96,6 +125,7 @@ export class IrisClient {
   readonly scopeJob: string;
   /** The underlying generated gRPC client (for tools that need an RPC not wrapped here). */
   readonly rpc: ControllerServiceClient;
+  readonly #bundles = new Map<string, Promise<UploadedBundle>>();
 
   private constructor(address: string, opts: IrisClientOptions) {
     this.address = address;
@@ -123,7 +153,7 @@ export class IrisClient {
    * Submits a spec under its full name. The controller validates it (once, with zod): a bad spec
    * rejects with INVALID_ARGUMENT naming the field.
    */
-  async submit(spec: JobSpecInput): Promise<Job> {
+  async submit(spec: JobSpecInput, opts: SubmitOptions = {}): Promise<Job> {
     const callSite = new Error("call site");
     // Values the wire would coerce (a NaN cpu becomes 0, "yes" becomes true) are refused here.
     const checked = jobSpecInputSchema.safeParse(spec);
@@ -132,11 +162,77 @@ export class IrisClient {
     const generated = `job-${Date.now().toString(36)}-${randomBytes(3).toString("hex")}`;
     const name = this.resolveName(spec.name ? spec.name : generated);
     try {
-      const r = await unary(this.rpc, "launchJob", { spec: jobSpecToWire(spec, name) });
+      const bundled = await this.#withBundle(spec, opts.bundle);
+      const r = await unary(this.rpc, "launchJob", { spec: jobSpecToWire(bundled, name) });
       return this.handle(r.name, r.instanceId);
     } catch (e) {
       throw toIrisError(e, callSite);
     }
+  }
+
+  /**
+   * Packs the git-tracked files of `root` (default: the work tree of the current directory) plus
+   * its lockfile into a content-addressed bundle and uploads it, unless the controller holds it
+   * already (deduplicated by hash; each root is packed once per client).
+   *
+   * @example
+   * const b = await client.uploadBundle();
+   * await client.submit({ entrypoint: { module: "jobs/train.ts", export: "main" }, bundle: b.id });
+   */
+  uploadBundle(root?: string): Promise<UploadedBundle> {
+    const key = root ?? "";
+    let p = this.#bundles.get(key);
+    if (p === undefined) {
+      p = this.#upload(root);
+      this.#bundles.set(key, p);
+      p.catch(() => this.#bundles.delete(key));
+    }
+    return p;
+  }
+
+  async #upload(root: string | undefined): Promise<UploadedBundle> {
+    const packed = await packBundle(root);
+    const base = { id: packed.id, root: packed.root, sizeBytes: packed.bytes.length, files: packed.files };
+    try {
+      await unary(this.rpc, "getBundle", { bundleId: packed.id });
+      return { ...base, uploaded: false };
+    } catch (e) {
+      if (!(e instanceof IrisError) || e.code !== "NOT_FOUND") throw e;
+    }
+    const callSite = new Error("call site");
+    const info = await new Promise<{ uploaded: boolean }>((resolve, reject) => {
+      const call = this.rpc.uploadBundle((err, res) => (err ? reject(toIrisError(err, callSite)) : resolve(res!)));
+      call.write({ bundleId: packed.id, sizeBytes: packed.bytes.length });
+      for (let off = 0; off < packed.bytes.length; off += UPLOAD_CHUNK_BYTES) {
+        call.write({ data: packed.bytes.subarray(off, off + UPLOAD_CHUNK_BYTES) });
+      }
+      call.end();
+    });
+    return { ...base, uploaded: info.uploaded };
+  }
+
+  async #withBundle(spec: JobSpecInput, option: BundleOption | undefined): Promise<JobSpecInput> {
+    if (spec.bundle !== undefined || option === false) return spec;
+    if (option === undefined) {
+      // Inside a task run from a bundle: a job whose code lies in that bundle runs from it too.
+      const id = process.env.IRIS_BUNDLE_ID;
+      const dir = process.env.IRIS_BUNDLE_DIR;
+      if (!id || !dir) return spec;
+      const { entrypoint, changed } = rebaseEntrypoint(spec.entrypoint, dir);
+      return changed ? { ...spec, entrypoint, bundle: id } : spec;
+    }
+    const root = option === true ? undefined : typeof option === "string" ? option : option.root;
+    const b = await this.uploadBundle(root);
+    return { ...spec, entrypoint: rebaseEntrypoint(spec.entrypoint, b.root).entrypoint, bundle: b.id };
+  }
+
+  /**
+   * Drains a worker: nothing new is placed on it, its attempts end PREEMPTED and run elsewhere,
+   * and it deregisters once idle. Resolves with the number of attempts preempted.
+   */
+  async drainWorker(workerId: string): Promise<number> {
+    const r = await unary(this.rpc, "drainWorker", { workerId });
+    return r.preempted;
   }
 
   /** A handle to the latest submission of `name` (bare names resolve under the user). */

@@ -75,11 +75,16 @@ export const RPC_ROLES: Readonly<Record<string, readonly Role[]>> = (() => {
     GetTaskMetrics: CLIENT,
     ListWorkers: CLIENT,
     MintEndpointToken: CLIENT,
+    GetBundle: CLIENT,
+    UploadBundle: CLIENT,
+    // DrainWorker: admins only (not listed).
     // WorkerControlService.
     RegisterWorker: WORKER,
     Reconcile: WORKER,
     WatchAssignments: WORKER,
     PushLogs: WORKER,
+    FetchBundle: WORKER,
+    DeregisterWorker: WORKER,
     // HTTP-only reads.
     "GET /metrics": ["admin", "user"],
     "HTTP /proxy": CLIENT,

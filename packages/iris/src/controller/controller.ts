@@ -1,7 +1,7 @@
 // The controller process: ControllerState served over gRPC (both services on one port), the
 // liveness/scheduling tick, and the streams (WatchJob, StreamLogs, WatchAssignments).
 import * as grpc from "@grpc/grpc-js";
-import { mkdirSync } from "node:fs";
+import fs, { mkdirSync } from "node:fs";
 import type http from "node:http";
 import path from "node:path";
 import { IrisError, grpcStatusOf } from "../errors.ts";
@@ -21,6 +21,8 @@ import { capacityFromWire, jobSpecFromWire } from "../internal/codec.ts";
 import { isTerminalJobState, normalizeJobSpec } from "../jobSpec.ts";
 import { ControllerState } from "./controllerState.ts";
 import type { Clock } from "./controllerState.ts";
+import { BUNDLE_CHUNK_BYTES, BundleStore } from "./bundleStore.ts";
+import type { BundleWriter } from "./bundleStore.ts";
 import { openDb } from "./db.ts";
 import type { Db } from "./db.ts";
 
@@ -64,6 +66,10 @@ export interface ControllerOptions {
    * bearer token), and `GET /metrics` is Prometheus text.
    */
   httpPort?: number;
+  /** Where uploaded code bundles are kept (default: `bundles/` beside the database). */
+  bundleDir?: string;
+  /** The largest bundle this controller stores, in bytes (default 1 GiB); bigger: RESOURCE_EXHAUSTED. */
+  maxBundleBytes?: number;
   clock?: Clock;
 }
 
@@ -121,6 +127,8 @@ export class Controller {
   httpAddress: string | undefined;
   private http: http.Server | undefined;
   readonly state: ControllerState;
+  /** The uploaded code bundles. */
+  readonly bundles: BundleStore;
   private readonly server: grpc.Server;
   private readonly db: Db;
   /** Who is calling (every face asks it: gRPC, the HTTP API, extra routes). */
@@ -148,9 +156,11 @@ export class Controller {
     host: string,
     auth: { auth: Authenticator; taskTokens: TaskTokens | undefined; insecure: boolean; log: (line: string) => void },
     tickMs: number,
-    now: () => number = Date.now,
+    now: () => number,
+    bundles: BundleStore,
   ) {
     this.server = server;
+    this.bundles = bundles;
     this.db = db;
     this.state = state;
     this.port = port;
@@ -225,7 +235,8 @@ export class Controller {
       db.close();
       throw e;
     }
-    const self = new Controller(server, db, state, port, host, { auth, taskTokens, insecure, log }, Math.max(50, Math.min(500, Math.floor(workerTimeoutMs / 4))), opts.clock ? () => opts.clock!.now() : Date.now);
+    const bundles = new BundleStore(opts.bundleDir ?? path.join(path.dirname(path.resolve(opts.dbPath)), "bundles"), opts.maxBundleBytes);
+    const self = new Controller(server, db, state, port, host, { auth, taskTokens, insecure, log }, Math.max(50, Math.min(500, Math.floor(workerTimeoutMs / 4))), opts.clock ? () => opts.clock!.now() : Date.now, bundles);
     const proto = loadIrisProto();
     const handlers = self.controllerHandlers();
     server.addService(proto.ControllerService.service, handlers);
@@ -504,6 +515,58 @@ export class Controller {
       }),
       GetTaskMetrics: this.unary("GetTaskMetrics", (req) => s.taskMetrics(req.taskId, req.attempt)),
       ListWorkers: this.unary("ListWorkers", () => ({ workers: s.listWorkers() })),
+      GetBundle: this.unary("GetBundle", (req) => {
+        const size = this.bundles.size(req.bundleId);
+        if (size === undefined) throw new IrisError("NOT_FOUND", `bundle ${req.bundleId} is not stored here: upload it`);
+        return { bundleId: req.bundleId, sizeBytes: size, uploaded: false };
+      }),
+      UploadBundle: (call, callback) => {
+        const who = this.authorize(call, "UploadBundle");
+        if (!("role" in who)) return callback(who);
+        let writer: BundleWriter | undefined;
+        let announced: { bundleId: string; sizeBytes: number } | undefined;
+        let stored: { bundleId: string; sizeBytes: number } | undefined;
+        let failure: Partial<grpc.StatusObject> | undefined;
+        const fail = (e: unknown): void => {
+          writer?.abort();
+          writer = undefined;
+          failure ??= rpcError(e);
+        };
+        call.on("data", (req: { bundleId: string; sizeBytes: number; data: Buffer }) => {
+          if (failure || stored) return;
+          try {
+            if (announced === undefined) {
+              announced = { bundleId: req.bundleId, sizeBytes: Number(req.sizeBytes) };
+              const size = this.bundles.size(req.bundleId);
+              // Already stored: the rest of the stream is ignored.
+              if (size !== undefined) return void (stored = { bundleId: req.bundleId, sizeBytes: size });
+              writer = this.bundles.begin(req.bundleId, announced.sizeBytes);
+            }
+            if (req.data.length > 0) writer!.write(req.data);
+          } catch (e) {
+            fail(e);
+          }
+        });
+        call.on("end", () => {
+          if (failure) return callback(failure);
+          if (stored) return callback(null, { ...stored, uploaded: false });
+          if (writer === undefined || announced === undefined) {
+            return callback({ code: grpc.status.INVALID_ARGUMENT, details: "UploadBundle: empty stream (the first message names the bundle)" });
+          }
+          try {
+            writer.finish();
+          } catch (e) {
+            return callback(rpcError(e));
+          }
+          callback(null, { ...announced, uploaded: true });
+        });
+        call.on("error", () => fail(new IrisError("CANCELLED", "upload cancelled")));
+      },
+      DrainWorker: this.unary("DrainWorker", (req) => {
+        const preempted = s.drainWorker(req.workerId);
+        this.scheduleSoon();
+        return { preempted };
+      }),
     };
   }
 
@@ -561,6 +624,35 @@ export class Controller {
         call.on("end", () => (failure ? callback(failure) : callback(null, {})));
         call.on("error", () => undefined);
       },
+      FetchBundle: (call) => {
+        const p = this.authorize(call, "FetchBundle");
+        if (!("role" in p)) return void call.emit("error", p);
+        let file: string;
+        let size: number | undefined;
+        try {
+          file = this.bundles.fileOf(call.request.bundleId);
+          size = this.bundles.size(call.request.bundleId);
+        } catch (e) {
+          return void call.emit("error", rpcError(e));
+        }
+        if (size === undefined) return void call.emit("error", { code: grpc.status.NOT_FOUND, details: `bundle ${call.request.bundleId} is not stored on the controller` });
+        const sizeBytes = size;
+        const stream = fs.createReadStream(file, { highWaterMark: BUNDLE_CHUNK_BYTES });
+        stream.on("data", (data) => {
+          if (!call.write({ data, sizeBytes })) {
+            stream.pause();
+            call.once("drain", () => stream.resume());
+          }
+        });
+        stream.on("end", () => call.end());
+        stream.on("error", (e) => call.emit("error", { code: grpc.status.INTERNAL, details: `reading bundle: ${e.message}` }));
+        call.on("cancelled", () => stream.destroy());
+      },
+      DeregisterWorker: this.unary("DeregisterWorker", (req) => {
+        s.deregisterWorker(req.workerId);
+        this.scheduleSoon();
+        return {};
+      }),
     };
   }
 }

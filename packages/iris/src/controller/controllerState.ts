@@ -5,9 +5,9 @@
 //
 // One class in layers, one file each: stateCore.ts (database, statements, transactions,
 // notifications) → stateQueries.ts (reads) → transitions.ts (job/task/attempt/worker changes) →
-// recordTransitions.ts (logs, endpoints, metrics); rows and pure rules in stateRows.ts; wire
+// recordTransitions.ts (logs, endpoints, metrics) → workerTransitions.ts (drain, deregister); rows and pure rules in stateRows.ts; wire
 // encoding in ../internal/codec.ts.
-import { StateRecordTransitions } from "./recordTransitions.ts";
+import { StateWorkerTransitions } from "./workerTransitions.ts";
 
 export { deriveJobState, isTerminalTaskState, parseAttemptId, parseTaskId, rootJobOf } from "./stateRows.ts";
 export type { Clock, ControllerStateOptions, StateListener } from "./stateRows.ts";
@@ -16,4 +16,4 @@ export type { Clock, ControllerStateOptions, StateListener } from "./stateRows.t
  * All controller state and its transitions. One instance per database; not thread-safe (Node
  * has one thread), and every public method is one transaction.
  */
-export class ControllerState extends StateRecordTransitions {}
+export class ControllerState extends StateWorkerTransitions {}

@@ -157,7 +157,7 @@ export class StateQueries extends StateCore {
   /** Whether a worker is registered and alive. */
   isWorkerAlive(workerId: string): boolean {
     const w = this.stmt("SELECT state FROM workers WHERE id = ?").get(workerId) as { state: string } | undefined;
-    return w?.state === "ALIVE";
+    return w?.state === "ALIVE" || w?.state === "DRAINING";
   }
 
   /** The complete desired set of a worker: live attempts with their specs, attempts to stop. */

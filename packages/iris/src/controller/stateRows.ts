@@ -221,7 +221,7 @@ export function requestOf(spec: JobSpec): SchedResources {
 
 /** What ended an attempt, as decided by the worker or the controller. */
 export interface AttemptOutcome {
-  state: "SUCCEEDED" | "FAILED" | "KILLED" | "WORKER_LOST";
+  state: "SUCCEEDED" | "FAILED" | "KILLED" | "WORKER_LOST" | "PREEMPTED";
   failureKind: string;
   exitCode?: number | undefined;
   error?: string | undefined;

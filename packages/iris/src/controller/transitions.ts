@@ -176,13 +176,13 @@ export class StateTransitions extends StateQueries {
       this.recomputeJob(a.instance_id);
       return;
     }
-    const preemption = outcome.failureKind === "WORKER_LOST" || outcome.state === "WORKER_LOST";
+    const preemption = outcome.failureKind === "WORKER_LOST" || outcome.state === "WORKER_LOST" || outcome.state === "PREEMPTED";
     const failures = t.failures + (preemption ? 0 : 1);
     const preemptions = t.preemptions + (preemption ? 1 : 0);
     // An APP_ERROR is the application saying that retrying cannot help: no budget retries it.
     const exhausted =
       outcome.failureKind === "APP_ERROR" || (preemption ? preemptions > spec.maxRetriesPreemption : failures > spec.maxRetriesFailure);
-    const finalState: TaskState = exhausted ? (preemption ? "WORKER_LOST" : "FAILED") : "PENDING";
+    const finalState: TaskState = exhausted ? (preemption ? (outcome.state === "PREEMPTED" ? "PREEMPTED" : "WORKER_LOST") : "FAILED") : "PENDING";
     this.db
       .prepare(
         "UPDATE tasks SET state = ?, failures = ?, preemptions = ?, exit_code = ?, failure_kind = ?, error = ?, error_code = ?, pending_reason = '' WHERE instance_id = ? AND idx = ?",
@@ -346,7 +346,8 @@ export class StateTransitions extends StateQueries {
       this.db
         .prepare(
           `INSERT INTO workers (id, host, attributes, capacity, state, healthy, last_seen_ms, registered_at_ms) VALUES (?, ?, ?, ?, 'ALIVE', 1, ?, ?)
-           ON CONFLICT (id) DO UPDATE SET host = excluded.host, attributes = excluded.attributes, capacity = excluded.capacity, state = 'ALIVE', healthy = 1, last_seen_ms = excluded.last_seen_ms`,
+           ON CONFLICT (id) DO UPDATE SET host = excluded.host, attributes = excluded.attributes, capacity = excluded.capacity,
+             state = CASE WHEN workers.state = 'DRAINING' THEN 'DRAINING' ELSE 'ALIVE' END, healthy = 1, last_seen_ms = excluded.last_seen_ms`,
         )
         .run(id, req.host, JSON.stringify(req.attributes), JSON.stringify(req.capacity), now, now);
       this.needsSchedule = true;
@@ -362,7 +363,7 @@ export class StateTransitions extends StateQueries {
     workerId: string,
     observed: AttemptObservation__Output[],
     health: { healthy: boolean },
-  ): { run: RunAttempt[]; stop: StopAttempt[]; logLinesReceived: Record<string, number> } {
+  ): { run: RunAttempt[]; stop: StopAttempt[]; logLinesReceived: Record<string, number>; draining: boolean } {
     return this.tx(() => {
       const now = this.clock.now();
       if (!this.isWorkerAlive(workerId)) throw new IrisError("NOT_FOUND", `worker ${workerId} is not registered (or was declared lost): register again`);
@@ -422,7 +423,8 @@ export class StateTransitions extends StateQueries {
         const r = count.get(uid) as { n: number } | undefined;
         if (r) logLinesReceived[uid] = r.n;
       }
-      return { ...desired, logLinesReceived };
+      const draining = (this.stmt("SELECT state FROM workers WHERE id = ?").get(workerId) as { state: string }).state === "DRAINING";
+      return { ...desired, logLinesReceived, draining };
     });
   }
 
@@ -442,7 +444,7 @@ export class StateTransitions extends StateQueries {
   checkWorkers(): string[] {
     return this.tx(() => {
       const deadline = this.clock.now() - this.workerTimeoutMs;
-      const lost = this.stmt("SELECT id FROM workers WHERE state = 'ALIVE' AND last_seen_ms < ?").all(deadline) as { id: string }[];
+      const lost = this.stmt("SELECT id FROM workers WHERE state IN ('ALIVE', 'DRAINING') AND last_seen_ms < ?").all(deadline) as { id: string }[];
       for (const { id } of lost) {
         this.stmt("UPDATE workers SET state = 'LOST' WHERE id = ?").run(id);
         this.needsSchedule = true;

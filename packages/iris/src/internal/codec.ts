@@ -94,6 +94,7 @@ export function jobSpecToWire(spec: JobSpecInput, name: string): WireJobSpec {
     ...(spec.maxTaskFailures !== undefined ? { maxTaskFailures: spec.maxTaskFailures } : {}),
     priority: spec.priority ?? 0,
     ...(spec.schedulingTimeoutMs !== undefined ? { schedulingTimeoutMs: spec.schedulingTimeoutMs } : {}),
+    bundleId: spec.bundle ?? "",
   };
 }
 
@@ -138,6 +139,7 @@ export function jobSpecFromWire(w: WireJobSpecOut): unknown {
     ...(w.maxTaskFailures !== undefined ? { maxTaskFailures: w.maxTaskFailures } : {}),
     priority: w.priority,
     ...(w.schedulingTimeoutMs !== undefined ? { schedulingTimeoutMs: Number(w.schedulingTimeoutMs) } : {}),
+    ...(w.bundleId !== "" ? { bundle: w.bundleId } : {}),
   };
 }
 
@@ -290,6 +292,7 @@ export function runAttemptToWire(j: JobRow, spec: JobSpec, a: AttemptRow): WireR
     ports: spec.ports,
     resources: resourcesToWire(spec.resources),
     timeoutMs: spec.timeoutMs,
+    bundleId: spec.bundle ?? "",
   };
 }
 

@@ -18,8 +18,8 @@ describe("parseRunnerSpec", () => {
   });
 
   it("names every problem", () => {
-    expect(parseRunnerSpec({ entrypoint: { command: [] }, parentPid: 0 })).toEqual({
-      problems: ["entrypoint: expected { command } or { module, export } with non-empty strings", "parentPid: expected an integer ≥ 1, got 0"],
+    expect(parseRunnerSpec({ entrypoint: { command: [] }, parentPid: -1 })).toEqual({
+      problems: ["entrypoint: expected { command } or { module, export } with non-empty strings", "parentPid: expected an integer ≥ 0, got -1"],
     });
     expect(parseRunnerSpec(null)).toMatchObject({ problems: [expect.stringMatching(/^entrypoint: /), expect.stringMatching(/^parentPid: /)] });
     expect(parseRunnerSpec({ entrypoint: { module: "/a.ts", export: "" }, parentPid: 1 })).toMatchObject({ problems: [expect.stringMatching(/^entrypoint: /)] });

@@ -12,7 +12,10 @@ export interface RunnerSpec {
    * (`file:` URL or absolute path) and export with JSON args, or a command.
    */
   entrypoint: Entrypoint;
-  /** The worker's pid: when the runner's parent is no longer this process, the worker is gone. */
+  /**
+   * The worker's pid: when the runner's parent is no longer this process, the worker is gone.
+   * 0: no watch (the attempt runs under an attempt keeper, which outlives a worker restart).
+   */
   parentPid: number;
   /** Grace between SIGTERM and SIGKILL of the attempt's group once the worker is gone. Default 2 s. */
   orphanGraceMs?: number;
@@ -52,7 +55,8 @@ export function parseRunnerSpec(raw: unknown): Required<RunnerSpec> | { problems
     }
     return v;
   };
-  const parentPid = int("parentPid", undefined, 1);
+  // 0: not watched (an adoptable attempt: its keeper ends it when no worker is left).
+  const parentPid = int("parentPid", undefined, 0);
   const orphanGraceMs = int("orphanGraceMs", 2000, 0);
   const parentPollMs = int("parentPollMs", 500, 1);
   const resultPath = spec.resultPath ?? "";

@@ -101,5 +101,5 @@ async function runModule(entry: { module: string; export: string; args?: unknown
 
 const spec = readSpec();
 if (!("module" in spec.entrypoint)) fail("entrypoint: expected a module entrypoint (commands run under commandSupervisor.mjs)");
-watchParent({ parentPid: spec.parentPid, pollMs: spec.parentPollMs, onGone: () => endAttempt(spec.orphanGraceMs) });
+if (spec.parentPid > 0) watchParent({ parentPid: spec.parentPid, pollMs: spec.parentPollMs, onGone: () => endAttempt(spec.orphanGraceMs) });
 await runModule(spec.entrypoint, spec.resultPath);

@@ -5,17 +5,29 @@
 import fs from "node:fs";
 import path from "node:path";
 import { entrypointFromWire } from "../internal/codec.ts";
+import { isBundlePath, type Entrypoint } from "../jobSpec.ts";
 import type { RunAttempt__Output } from "../internal/generated/iris/v1/RunAttempt.ts";
 import { runnerArgv, type RunnerSpec } from "../runner/runnerSpec.ts";
 import { readRunnerReport } from "../taskResult.ts";
 import { withRunnerReport, type AttemptOutcome } from "./attemptOutcome.ts";
-import { AttemptProcess } from "./attemptProcess.ts";
+import { AttemptProcess, type LogLine } from "./attemptProcess.ts";
+import { KeptAttempt, keeperFiles } from "./keptAttempt.ts";
+import { readProcStat } from "./processGroup.ts";
 import { spawnedRecord, type AttemptRecord } from "./attemptStore.ts";
 import type { GroupReaper } from "./groupReaper.ts";
 import type { LogShipper } from "./logShipper.ts";
 import { allocatePorts } from "./ports.ts";
 import { buildTaskEnv, DEFAULT_ADVERTISE_HOST } from "./taskEnv.ts";
 import { errorText, isTerminal, type LocalAttempt, type WorkerContext } from "./workerTypes.ts";
+
+/** The entrypoint with its bundle-relative module path and command cwd resolved inside `dir`. */
+function inBundle(ep: Entrypoint, dir: string): Entrypoint {
+  if ("module" in ep) return isBundlePath(ep.module) ? { ...ep, module: path.join(dir, ep.module) } : ep;
+  return { ...ep, cwd: path.resolve(dir, ep.cwd ?? ".") };
+}
+
+/** How long a kept attempt waits for a restarted worker before it ends by itself. */
+export const DEFAULT_ADOPT_GRACE_MS = 10_000;
 
 /** Grace of an orphaned attempt (its worker died) between SIGTERM and SIGKILL. */
 export const ORPHAN_GRACE_MS = 2000;
@@ -116,12 +128,34 @@ export class AttemptLauncher {
       );
       const scratch = this.#ctx.store.scratchDir(local.uid);
       const specPath = path.join(scratch, "runner.json");
-      const entrypoint = entrypointFromWire(spec.entrypoint);
+      let entrypoint = entrypointFromWire(spec.entrypoint);
       if (entrypoint === undefined) throw new Error("entrypoint: expected a command or a module");
+      let bundleDir: string | undefined;
+      if (spec.bundleId !== "") {
+        // BUILDING (the attempt's initial state) is reported while the bundle is fetched and built.
+        this.#ctx.kick();
+        try {
+          bundleDir = await this.#ctx.bundles.ensure(spec.bundleId, (line) =>
+            this.#shipper.queue(local, { stream: "stdout", line: `[iris build] ${line}`, timeMs: Date.now() }),
+          );
+        } catch (e) {
+          this.#finish(local, { kind: "BUILD_FAILED", message: errorText(e) });
+          return;
+        }
+        if (local.stopReason !== undefined || this.#ctx.stopping) {
+          this.#finish(local, { kind: "KILLED", message: "the attempt was stopped before it started" });
+          return;
+        }
+        entrypoint = inBundle(entrypoint, bundleDir);
+        env.IRIS_BUNDLE_ID = spec.bundleId;
+        env.IRIS_BUNDLE_DIR = bundleDir;
+      }
       if ("module" in entrypoint) resultPath = path.join(scratch, "result.json");
+      const heartbeatFile = this.#ctx.heartbeatFile;
       const runnerSpec: RunnerSpec = {
         entrypoint,
-        parentPid: process.pid,
+        // A kept attempt's runner does not watch the worker: its keeper outlives a restart.
+        parentPid: heartbeatFile === undefined ? process.pid : 0,
         orphanGraceMs: ORPHAN_GRACE_MS,
         ...(resultPath === undefined ? {} : { resultPath }),
       };
@@ -129,21 +163,38 @@ export class AttemptLauncher {
       const memoryBytes = spec.resources?.memoryBytes ?? 0;
       // A command runs directly in its own group when the reaper is up to end it if this worker
       // dies; otherwise (and for module entrypoints) under a runner that watches the worker itself.
-      const direct = "command" in entrypoint && (await this.#reaper.started) && this.#reaper.ready;
+      const direct = heartbeatFile === undefined && "command" in entrypoint && (await this.#reaper.started) && this.#reaper.ready;
       if (local.stopReason !== undefined || this.#ctx.stopping) {
         this.#finish(local, { kind: "KILLED", message: "the attempt was stopped before it started" });
         return;
       }
-      const proc = AttemptProcess.spawn({
-        ...("command" in entrypoint && direct
-          ? { argv: entrypoint.command, ...(entrypoint.cwd === undefined ? {} : { cwd: entrypoint.cwd }) }
-          : { argv: runnerArgv(entrypoint, specPath), ipc: true }),
-        env,
-        ...(spec.timeoutMs > 0 ? { timeoutMs: spec.timeoutMs } : {}),
+      const limits = {
         ...(this.#ctx.opts.killGraceMs === undefined ? {} : { killGraceMs: this.#ctx.opts.killGraceMs }),
         ...(memoryBytes > 0 && this.#ctx.opts.enforceMemoryLimits !== false ? { memoryLimitBytes: memoryBytes } : {}),
-        onLine: (line) => this.#shipper.queue(local, line),
+        onLine: (line: LogLine) => this.#shipper.queue(local, line),
         backpressure: () => this.#shipper.backpressure(),
+      };
+      const proc =
+        heartbeatFile !== undefined
+          ? KeptAttempt.spawn({
+              ...("command" in entrypoint
+                ? { argv: entrypoint.command, ...(entrypoint.cwd === undefined ? {} : { cwd: entrypoint.cwd }) }
+                : { argv: runnerArgv(entrypoint, specPath), ...(bundleDir === undefined ? {} : { cwd: bundleDir }) }),
+              env,
+              scratch,
+              startedAtMs: local.startedAtMs,
+              ...(spec.timeoutMs > 0 ? { timeoutMs: spec.timeoutMs } : {}),
+              heartbeatFile,
+              adoptGraceMs: this.#ctx.opts.adoptGraceMs ?? DEFAULT_ADOPT_GRACE_MS,
+              ...limits,
+            })
+          : AttemptProcess.spawn({
+        ...("command" in entrypoint && direct
+          ? { argv: entrypoint.command, ...(entrypoint.cwd === undefined ? {} : { cwd: entrypoint.cwd }) }
+          : { argv: runnerArgv(entrypoint, specPath), ipc: true, ...(bundleDir === undefined ? {} : { cwd: bundleDir }) }),
+        env,
+        ...(spec.timeoutMs > 0 ? { timeoutMs: spec.timeoutMs } : {}),
+        ...limits,
       });
       local.proc = proc;
       if (direct && proc.pid !== undefined) {
@@ -154,7 +205,12 @@ export class AttemptLauncher {
       if (proc.pid !== undefined) {
         local.pid = proc.pid;
         local.state = "RUNNING";
-        this.#ctx.store.write(spawnedRecord(record, proc.pid));
+        this.#ctx.store.write({
+          ...spawnedRecord(record, proc.pid),
+          ...(heartbeatFile === undefined
+            ? {}
+            : { kept: true, module: resultPath !== undefined, ...(spec.timeoutMs > 0 ? { timeoutMs: spec.timeoutMs } : {}), ...(limits.memoryLimitBytes === undefined ? {} : { memoryBytes: limits.memoryLimitBytes }) }),
+        });
         this.#ctx.emit({ type: "attemptStarted", attemptUid: local.uid, taskId: local.taskId, attempt: local.attempt, pid: proc.pid });
         this.#ctx.kick();
       }
@@ -164,6 +220,55 @@ export class AttemptLauncher {
       outcome = { kind: "LAUNCH_FAILED", message: `could not start the attempt: ${errorText(e)}` };
     }
     this.#finish(local, outcome);
+  }
+
+  /**
+   * Takes over an attempt that a previous run of this worker started under a keeper and the
+   * controller still wants: its output is read from the start (the controller drops lines it
+   * has), its end is classified as if this worker had started it. False when the record is not
+   * a kept attempt's, or its keeper is gone without a word (the caller reports it lost).
+   */
+  adopt(record: AttemptRecord, wanted: RunAttempt__Output): boolean {
+    if (record.kept !== true || record.pid === undefined) return false;
+    const scratch = this.#ctx.store.scratchDir(record.attemptUid);
+    const files = keeperFiles(scratch);
+    const st = readProcStat(record.pid);
+    const keeperAlive = st !== undefined && st.state !== "Z" && (record.startTicks === undefined || st.startTicks === record.startTicks);
+    if (!keeperAlive && !fs.existsSync(files.exit)) return false;
+    const local: LocalAttempt = {
+      uid: record.attemptUid,
+      taskId: wanted.taskId,
+      attempt: wanted.attempt,
+      state: "RUNNING",
+      failureKind: "",
+      error: "",
+      errorCode: "",
+      resultJson: "",
+      pid: record.pid,
+      startedAtMs: record.startedAtMs,
+      finishedAtMs: 0,
+      logLines: 0,
+      unackedLines: 0,
+      nextLogIndex: 0,
+      droppedLogLines: 0,
+    };
+    this.#ctx.attempts.set(local.uid, local);
+    const proc = KeptAttempt.adopt(record.pid, record.startTicks, {
+      scratch,
+      startedAtMs: record.startedAtMs,
+      ...(record.timeoutMs === undefined ? {} : { timeoutMs: record.timeoutMs }),
+      ...(this.#ctx.opts.killGraceMs === undefined ? {} : { killGraceMs: this.#ctx.opts.killGraceMs }),
+      ...(record.memoryBytes === undefined ? {} : { memoryLimitBytes: record.memoryBytes }),
+      onLine: (line) => this.#shipper.queue(local, line),
+      backpressure: () => this.#shipper.backpressure(),
+    });
+    local.proc = proc;
+    this.#ctx.emit({ type: "attemptAdopted", attemptUid: local.uid, taskId: local.taskId, attempt: local.attempt, pid: record.pid });
+    const resultPath = record.module === true ? path.join(scratch, "result.json") : undefined;
+    const done = proc.exited.then((o) => this.#finish(local, resultPath === undefined ? o : withRunnerReport(o, readRunnerReport(resultPath))));
+    this.#starting.add(done);
+    void done.finally(() => this.#starting.delete(done));
+    return true;
   }
 
   #finish(local: LocalAttempt, outcome: AttemptOutcome): void {

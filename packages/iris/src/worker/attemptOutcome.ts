@@ -6,7 +6,7 @@ import { checkResultSize, type RunnerReport } from "../taskResult.ts";
  * How an attempt ended, as the worker saw it. `APP_EXIT` with `exitCode` 0 is success; every
  * other outcome is a failure whose kind decides which retry budget the controller charges.
  */
-export const ATTEMPT_EXIT_KINDS = ["APP_EXIT", "APP_ERROR", "SIGNAL", "OOM", "TIMEOUT", "KILLED", "LAUNCH_FAILED"] as const;
+export const ATTEMPT_EXIT_KINDS = ["APP_EXIT", "APP_ERROR", "SIGNAL", "OOM", "TIMEOUT", "KILLED", "LAUNCH_FAILED", "BUILD_FAILED"] as const;
 
 /** One of {@link ATTEMPT_EXIT_KINDS}. */
 export type AttemptExitKind = (typeof ATTEMPT_EXIT_KINDS)[number];

@@ -15,6 +15,12 @@ const recordSchema = z.object({
   pgid: z.number().int().positive().optional(),
   /** The pid's start time in clock ticks: proof that a live pid is still this attempt's process. */
   startTicks: z.string().optional(),
+  /** Run under an attempt keeper (adoptable by the next worker on this state directory). */
+  kept: z.boolean().optional(),
+  /** A module entrypoint (its runner leaves a report in the scratch directory). */
+  module: z.boolean().optional(),
+  timeoutMs: z.number().optional(),
+  memoryBytes: z.number().optional(),
 });
 
 /** What the worker writes down about an attempt before and after spawning it. */

@@ -32,6 +32,8 @@ export interface ReconcilerHooks {
   registered(): void;
   /** The controller refused the worker's credentials. */
   refused(e: IrisError): void;
+  /** The controller is draining this worker and nothing of it runs any more. */
+  drained(): void;
 }
 
 /** Keeps a worker's attempts in line with the controller's desired set. */
@@ -246,14 +248,19 @@ export class Reconciler {
       if (reason !== undefined) this.#launcher.stop(a, reason === "" ? "KILLED" : reason);
       else if (!run.has(a.uid)) this.#launcher.stop(a, "SUPERSEDED");
     }
+
+    // Drained: once every attempt has ended and its end was acknowledged, the worker leaves.
+    if (response.draining && run.size === 0 && this.#ctx.attempts.size === 0) this.#hooks.drained();
   }
 
   /**
-   * An attempt a previous run of this worker started. Its process cannot be supervised again
-   * (its output pipes died with that run), so it is killed whatever happens; if the controller
-   * still wants it, it is reported lost so that the task is retried.
+   * An attempt a previous run of this worker started. One run under an attempt keeper that the
+   * controller still wants is adopted (its output and exit are in the keeper's files). Any other
+   * is killed; if the controller still wants it, it is reported lost so that the task is retried.
    */
   #settleLeftover(record: AttemptRecord, wanted: RunAttempt__Output | undefined): void {
+    // Run under a keeper and still wanted: adopted, not killed.
+    if (wanted !== undefined && this.#launcher.adopt(record, wanted)) return;
     const grace = this.#ctx.opts.killGraceMs ?? 5000;
     if (record.pid !== undefined) {
       const pid = record.pid;

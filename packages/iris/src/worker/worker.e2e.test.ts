@@ -289,14 +289,14 @@ describe("Worker against a scripted controller", () => {
 });
 
 describe("Worker restarts", () => {
-  it("an attempt dies with its SIGKILLed worker; the restarted worker reports it lost and never reruns it", async () => {
+  it("without adoption, an attempt dies with its SIGKILLed worker; the restarted worker reports it lost and never reruns it", async () => {
     fc = await FakeController.start();
     fc.run.set("r1", runCommand("r1", ["sh", "-c", "echo ready; exec sleep 1000"]));
     const stateDir = path.join(dir, "state");
     const tsx = runnerArgv({ module: "/unused", export: "unused" }, "unused").slice(0, 3);
     const proc: ChildProcess = spawn(
       tsx[0],
-      [...tsx.slice(1), path.join(import.meta.dirname, "testing", "workerProcess.ts"), fc.address, stateDir],
+      [...tsx.slice(1), path.join(import.meta.dirname, "testing", "workerProcess.ts"), fc.address, stateDir, "no-adopt"],
       { stdio: ["ignore", "pipe", "inherit"], detached: true },
     );
     cleanups.push(() => proc.exitCode === null && proc.signalCode === null && proc.kill("SIGKILL"));
@@ -318,9 +318,40 @@ describe("Worker restarts", () => {
     await waitFor("the orphaned attempt to exit", () => !processAlive(pid), { timeoutMs: 8000 });
     expect(Date.now() - killedAt).toBeLessThan(5000);
 
-    const restarted = await startWorker({ stateDir });
+    const restarted = await startWorker({ stateDir, adoptAttempts: false });
     expect(restarted.worker.id).toBe(oldId);
     expect(await observedState("r1", "FAILED")).toMatchObject({ failureKind: "WORKER_LOST" });
+    expect(restarted.events.filter((e) => e.type === "attemptStarted")).toEqual([]);
+  });
+
+  it("a worker restarted on its state directory adopts a running attempt: it keeps running, its output and exit arrive", async () => {
+    fc = await FakeController.start();
+    const gate = path.join(dir, "gate");
+    const script = `echo before; while [ ! -f ${gate} ]; do sleep 0.05; done; echo after; echo oops >&2; exit 0`;
+    fc.run.set("r1", runCommand("r1", ["sh", "-c", script]));
+    const stateDir = path.join(dir, "state");
+    const tsx = runnerArgv({ module: "/unused", export: "unused" }, "unused").slice(0, 3);
+    const proc: ChildProcess = spawn(tsx[0], [...tsx.slice(1), path.join(import.meta.dirname, "testing", "workerProcess.ts"), fc.address, stateDir], {
+      stdio: ["ignore", "pipe", "inherit"],
+      detached: true,
+    });
+    cleanups.push(() => proc.exitCode === null && proc.signalCode === null && proc.kill("SIGKILL"));
+    const events: WorkerEvent[] = [];
+    readline.createInterface({ input: proc.stdout! }).on("line", (l) => events.push(JSON.parse(l) as WorkerEvent));
+    const started = await waitFor("the attempt to start", () => events.find((e) => e.type === "attemptStarted"), { timeoutMs: 30_000 });
+    const pid = started.type === "attemptStarted" ? started.pid : 0;
+    await observedState("r1", "RUNNING");
+    await waitFor("the line printed before the restart", () => fc!.linesOf("r1").includes("before"));
+    process.kill(proc.pid!, "SIGKILL");
+    await new Promise<void>((resolve) => (proc.exitCode !== null || proc.signalCode !== null ? resolve() : proc.once("exit", () => resolve())));
+    expect(processAlive(pid)).toBe(true);
+
+    const restarted = await startWorker({ stateDir });
+    await waitFor("the attempt to be adopted", () => restarted.events.find((e) => e.type === "attemptAdopted"));
+    expect(processAlive(pid)).toBe(true);
+    fs.writeFileSync(gate, "");
+    expect(await observedState("r1", "SUCCEEDED")).toMatchObject({ exitCode: 0 });
+    expect(fc.linesOf("r1")).toEqual(expect.arrayContaining(["before", "after", "oops"]));
     expect(restarted.events.filter((e) => e.type === "attemptStarted")).toEqual([]);
   });
 

@@ -10,9 +10,11 @@ import os from "node:os";
 import path from "node:path";
 import * as grpc from "@grpc/grpc-js";
 import { IrisError } from "../errors.ts";
-import { channelCredentials, loadIrisProto, type WorkerControlServiceClient } from "../internal/rpc.ts";
+import { channelCredentials, loadIrisProto, unary, type WorkerControlServiceClient } from "../internal/rpc.ts";
 import { AttemptLauncher, ORPHAN_GRACE_MS } from "./attemptLauncher.ts";
 import { AttemptStore } from "./attemptStore.ts";
+import { BundleCache } from "./bundleCache.ts";
+import { HEARTBEAT_FILE } from "./keptAttempt.ts";
 import { GroupReaper } from "./groupReaper.ts";
 import { LogShipper } from "./logShipper.ts";
 import { Reconciler, REGISTER_BACKOFF_MAX_MS, REGISTER_BACKOFF_START_MS } from "./reconciler.ts";
@@ -22,6 +24,8 @@ import type { LocalAttemptInfo, WorkerContext, WorkerEvent, WorkerOptions } from
 export type { LocalAttemptInfo, WorkerEvent, WorkerOptions } from "./workerTypes.ts";
 
 const DEFAULT_TICK_MS = 1000;
+/** How often the heartbeat file of adoptable attempts is touched. */
+const HEARTBEAT_MS = 500;
 
 /**
  * A worker daemon. Start it with {@link Worker.start}; it registers with the controller (retrying
@@ -75,6 +79,8 @@ export class Worker {
   #loopDone: Promise<void> | undefined;
   /** Ends the command attempts' groups if this process dies (see groupReaper.mjs). */
   #reaper: GroupReaper;
+  /** Touches the heartbeat file of adoptable attempts. */
+  #heartbeat: NodeJS.Timeout | undefined;
   /** The sweep of dead siblings' state directories, awaited by stop(). */
   #sweep: Promise<void> | undefined;
 
@@ -83,11 +89,30 @@ export class Worker {
     this.stateDir = stateDir;
     this.#ownsStateDir = ownsStateDir;
     this.id = id;
+    const client = workerControlClient(opts.controller, opts.token, opts.tlsCa);
+    const heartbeatFile = (opts.adoptAttempts ?? !ownsStateDir) ? path.join(stateDir, HEARTBEAT_FILE) : undefined;
+    if (heartbeatFile !== undefined) {
+      // Kept attempts (a previous run's among them) live as long as this file is fresh.
+      const beat = (): void => {
+        try {
+          fs.writeFileSync(heartbeatFile, String(process.pid));
+        } catch {
+          // The state directory is gone: the attempts end by themselves.
+        }
+      };
+      beat();
+      this.#heartbeat = setInterval(beat, HEARTBEAT_MS);
+      this.#heartbeat.unref();
+    }
     this.#ctx = {
       id,
       opts,
-      client: workerControlClient(opts.controller, opts.token, opts.tlsCa),
+      client,
       store: new AttemptStore(stateDir),
+      heartbeatFile,
+      bundles: new BundleCache(opts.bundleCacheDir ?? defaultBundleCacheDir(), client, {
+        ...(opts.bundleInstallFlags === undefined ? {} : { installFlags: opts.bundleInstallFlags }),
+      }),
       attempts: new Map(),
       stopping: false,
       isRegistered: false,
@@ -135,7 +160,15 @@ export class Worker {
       worker.#reconciler = new Reconciler(
         worker.#ctx,
         worker.#launcher,
-        { registered: () => worker.#markRegistered(), refused: (e) => worker.#refused(e) },
+        {
+          registered: () => worker.#markRegistered(),
+          refused: (e) => worker.#refused(e),
+          drained: () => {
+            if (worker.#ctx.stopping) return;
+            worker.#emit({ type: "drained" });
+            void worker.stop();
+          },
+        },
         worker.#ctx.store.list(),
       );
     } catch (e) {
@@ -176,7 +209,8 @@ export class Worker {
   /**
    * Stops the worker: ends its loop and streams, kills its attempts (SIGTERM, then SIGKILL after
    * the grace period), tells the controller they were lost with the worker (so they are retried
-   * elsewhere against the preemption budget), and removes a state directory it created.
+   * elsewhere against the preemption budget), deregisters, and removes a state directory it
+   * created. A worker the controller drains stops by itself once idle ({@link Worker.done}).
    */
   stop(): Promise<void> {
     this.#stopped ??= this.#shutdown().finally(() => this.#settleDone(this.#fatal));
@@ -205,8 +239,13 @@ export class Worker {
     // Each attempt ends and is classified; then its last lines go out (a bounded wait: the
     // controller may be gone), and the last report says how they all ended.
     await this.#launcher.stopAll("WORKER_STOPPING");
+    clearInterval(this.#heartbeat);
     await this.#shipper.drain(2000);
     await this.#reconciler.finalReport();
+    // A stopped worker leaves the cluster at once rather than being declared lost later.
+    if (this.#ctx.isRegistered) {
+      await unary(this.#ctx.client, "deregisterWorker", { workerId: this.id }, { deadlineMs: 1000 }).catch(() => undefined);
+    }
     this.#ctx.client.close();
     this.#reaper.close();
     await this.#sweep;
@@ -245,6 +284,12 @@ function workerControlClient(address: string, token: string | undefined, tlsCa: 
     "grpc.keepalive_time_ms": 30_000,
     "grpc.max_receive_message_length": 64 * 1024 * 1024,
   });
+}
+
+/** Where bundles are cached without `bundleCacheDir`: `$IRIS_BUNDLE_CACHE`, else `~/.cache/iris/bundles`. */
+export function defaultBundleCacheDir(): string {
+  const env = process.env.IRIS_BUNDLE_CACHE;
+  return env !== undefined && env !== "" ? env : path.join(os.homedir(), ".cache", "iris", "bundles");
 }
 
 /** The id kept in the state directory, created on first use. */

@@ -4,6 +4,8 @@ import { IrisError } from "../errors.ts";
 import type { WorkerControlServiceClient } from "../internal/rpc.ts";
 import type { AttemptProcess } from "./attemptProcess.ts";
 import type { AttemptStore } from "./attemptStore.ts";
+import type { BundleCache } from "./bundleCache.ts";
+import type { KeptAttempt } from "./keptAttempt.ts";
 
 /** Options of {@link Worker.start}. */
 export interface WorkerOptions {
@@ -56,6 +58,23 @@ export interface WorkerOptions {
    * production; tests scale them down.
    */
   logLimits?: Partial<LogLimits>;
+  /**
+   * Where fetched code bundles are unpacked and built, one directory per bundle (kept across
+   * restarts; never pruned by the worker). Default: `$IRIS_BUNDLE_CACHE`, else
+   * `~/.cache/iris/bundles`.
+   */
+  bundleCacheDir?: string;
+  /**
+   * Whether attempts survive a restart of this worker and are adopted by the next one on the same
+   * `stateDir` (default: true with `stateDir`, which keeps the worker's id; without it, never).
+   * Each attempt then runs under an attempt keeper that holds its output and exit status; an
+   * attempt whose worker does not come back within `adoptGraceMs` ends by itself.
+   */
+  adoptAttempts?: boolean;
+  /** How long a kept attempt outlives its worker waiting to be adopted (default 10 s). */
+  adoptGraceMs?: number;
+  /** Extra flags of the bundles' `pnpm install --frozen-lockfile --offline` (e.g. `["--ignore-scripts"]`). */
+  bundleInstallFlags?: string[];
   /** Receives what the worker does (quiet by default). */
   onEvent?: (event: WorkerEvent) => void;
 }
@@ -69,6 +88,10 @@ export type WorkerEvent =
   | { type: "attemptStarted"; attemptUid: string; taskId: string; attempt: number; pid: number }
   | { type: "attemptEnded"; attemptUid: string; taskId: string; attempt: number; state: string; failureKind: string; error: string }
   | { type: "leftoverKilled"; attemptUid: string; pid: number }
+  /** An attempt a previous run of this worker started, taken over (still running, or ended meanwhile). */
+  | { type: "attemptAdopted"; attemptUid: string; taskId: string; attempt: number; pid: number }
+  /** The controller drained this worker and it has nothing left running: it deregisters and stops. */
+  | { type: "drained" }
   /** A dead worker's state directory under the state root, cleaned up by this one. */
   | { type: "deadWorkerSwept"; dir: string; ownerPid: number | undefined; killed: { attemptUid: string; pid: number }[] };
 
@@ -127,7 +150,7 @@ export interface LocalAttempt {
   nextLogIndex: number;
   /** Lines lost because the controller refused their batch (each loss is marked in the log). */
   droppedLogLines: number;
-  proc?: AttemptProcess;
+  proc?: AttemptProcess | KeptAttempt;
   /** Why the worker is ending it (a stop intent's reason, SUPERSEDED, WORKER_STOPPING, CONTROLLER_SILENT). */
   stopReason?: string;
 }
@@ -143,6 +166,9 @@ export interface WorkerContext {
   readonly opts: WorkerOptions;
   readonly client: WorkerControlServiceClient;
   readonly store: AttemptStore;
+  readonly bundles: BundleCache;
+  /** The heartbeat file this worker touches, when its attempts are adoptable (see adoptAttempts). */
+  readonly heartbeatFile: string | undefined;
   /** Every attempt the worker knows about, by uid. */
   readonly attempts: Map<string, LocalAttempt>;
   /** The worker is stopping (set once by Worker.stop). */

@@ -3,8 +3,8 @@ import { promises as fs } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { IrisClient, LocalCluster } from "@marin/iris";
-import type { Job, JobStatus } from "@marin/iris";
+import { IrisClient, IrisError, LocalCluster } from "@marin/iris";
+import type { Job, JobStatus, UploadedBundle } from "@marin/iris";
 import { ownExtension } from "@marin/iris/loader";
 import { MarinError } from "../errors.ts";
 import type { LaunchArgs, StepLauncher } from "../executor/runner.ts";
@@ -21,6 +21,13 @@ export interface IrisLauncherOptions {
   cluster: string | undefined;
   /** Folder for the embedded cluster's database (inside `<prefix>/.marin/`). */
   stateDir: string;
+  /**
+   * Ship the script's git work tree (tracked files and lockfile) as an iris code bundle, so that
+   * workers on other machines run the same code. Default: on with `cluster` when the script is in
+   * a git work tree (else a notice on stderr), off for the embedded local cluster (its worker
+   * shares this checkout).
+   */
+  bundle?: boolean;
 }
 
 /** How long to keep draining an ended job's log stream before giving up on its last lines. */
@@ -53,9 +60,21 @@ export async function createIrisLauncher(opts: IrisLauncherOptions): Promise<Ste
     });
     client = cluster.client;
   }
+  // In a bundle the script is named by its path inside it (the task runs at the bundle's root).
+  let uploaded: UploadedBundle | undefined;
+  if (opts.bundle === true || (opts.bundle === undefined && opts.cluster)) {
+    try {
+      uploaded = await client.uploadBundle(path.dirname(opts.script));
+    } catch (e) {
+      // On by default only where there is a work tree to ship.
+      if (opts.bundle === true || !(e instanceof IrisError) || e.code !== "FAILED_PRECONDITION") throw e;
+      process.stderr.write(`marin: ${e.message}; steps run without a code bundle (workers need the script at ${opts.script})\n`);
+    }
+  }
+  const script = uploaded ? path.relative(uploaded.root, opts.script) : opts.script;
   return {
     async run(step: ResolvedStep, args: LaunchArgs): Promise<unknown> {
-      const taskArgs: StepTaskArgs = { script: opts.script, step: step.name, planned: plannedIdentity(step), prefix: opts.prefix, staging: args.stagingPath };
+      const taskArgs: StepTaskArgs = { script, step: step.name, planned: plannedIdentity(step), prefix: opts.prefix, staging: args.stagingPath };
       const res = step.step.resources ?? {};
       const job: Job = await client.submit({
         name: jobNameFor(step, args.token),
@@ -68,7 +87,7 @@ export async function createIrisLauncher(opts: IrisLauncherOptions): Promise<Ste
         maxRetriesFailure: 0,
         // The task rebuilds the graph from the script: settings it reads from the environment must match.
         env: Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => /^(MARIN|LEVANTER|ZEPHYR)_/.test(e[0]) && e[1] !== undefined)),
-      });
+      }, uploaded ? { bundle: uploaded.root } : {});
       args.log(`submitted iris job ${job.name}`);
       const onAbort = () => void job.terminate().catch(() => undefined);
       args.signal.addEventListener("abort", onAbort, { once: true });

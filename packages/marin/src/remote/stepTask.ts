@@ -1,4 +1,5 @@
 // The iris task entry that runs one step's body: rebuilds the graph, checks the identity, runs the step.
+import path from "node:path";
 import { getIrisCtx } from "@marin/iris";
 import { z } from "zod";
 import { MarinError } from "../errors.ts";
@@ -9,7 +10,7 @@ import type { PlannedIdentity } from "./stepIdentity.ts";
 
 /** What the parent runner passes to a step's iris task. */
 export interface StepTaskArgs {
-  /** The experiment script (absolute path). */
+  /** The experiment script: absolute, or relative to the task's code bundle (its working directory). */
   script: string;
   /** The step's name. */
   step: string;
@@ -48,6 +49,8 @@ function parseArgs(args: unknown): StepTaskArgs {
  */
 export async function runStepTask(input: StepTaskArgs): Promise<unknown> {
   const args = parseArgs(input);
+  // A bundled task runs at its bundle's root, where a relative script path points.
+  args.script = path.resolve(args.script);
   const { steps } = await loadExperiment(args.script);
   const graph = resolveGraph(steps, args.prefix);
   const rs = checkPlannedIdentity(graph, args.step, args.planned, args.script);

@@ -28,6 +28,12 @@ export interface IrisBackendOptions {
   memoryBytes?: number;
   /** Prefix of the job names (default `zephyr`). */
   jobPrefix?: string;
+  /**
+   * Ship a code bundle with the stage jobs (iris `submit`'s `bundle`: `true` = the current git
+   * work tree, or a directory in one). Default: none, except that inside an iris task run from a
+   * bundle the stage jobs run from that same bundle.
+   */
+  bundle?: boolean | string;
 }
 
 /** Options every sink takes (its last argument). */

@@ -19,10 +19,11 @@ const TASK_MODULE = fileURLToPath(new URL(`./irisTask${ownExtension(import.meta.
 
 /** How to submit jobs: a given client, a given address, the enclosing task's context, or the task env. */
 function connect(opts: IrisBackendOptions): { submit: (spec: JobSpecInput) => Promise<Job>; close: () => void } {
-  if (opts.client) return { submit: (s) => opts.client!.submit(s), close: () => undefined };
+  const ship = opts.bundle !== undefined ? { bundle: opts.bundle } : {};
+  if (opts.client) return { submit: (s) => opts.client!.submit(s, ship), close: () => undefined };
   if (opts.address) {
     const client = iris.IrisClient.connect(opts.address, { token: opts.token ?? process.env.IRIS_AUTH_TOKEN });
-    return { submit: (s) => client.submit(s), close: () => client.close() };
+    return { submit: (s) => client.submit(s, ship), close: () => client.close() };
   }
   const ctx = iris.getIrisCtx();
   // Inside an iris task: stage jobs are children of the task's job, so they die with it.
@@ -30,7 +31,7 @@ function connect(opts: IrisBackendOptions): { submit: (spec: JobSpecInput) => Pr
   const address = process.env.IRIS_CONTROLLER_ADDRESS;
   if (address) {
     const client = iris.IrisClient.connect(address, { token: process.env.IRIS_AUTH_TOKEN });
-    return { submit: (s) => client.submit(s), close: () => client.close() };
+    return { submit: (s) => client.submit(s, ship), close: () => client.close() };
   }
   throw new ZephyrError(
     "INVALID_ARGUMENT",

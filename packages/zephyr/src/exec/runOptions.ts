@@ -19,6 +19,7 @@ const irisOptions = z.strictObject({
   cpuMillis: positiveInt().optional(),
   memoryBytes: positiveInt().optional(),
   jobPrefix: z.string({ error: "expected a string" }).min(1, "expected a non-empty string").optional(),
+  bundle: z.union([z.boolean(), z.string().min(1)], { error: "expected true/false or a directory in a git work tree" }).optional(),
 });
 
 /** Every option a sink accepts (DatasetRunOptions, WriteOptions, TokenCacheOptions and `withStats`). */

@@ -2,12 +2,16 @@ import type * as grpc from '@grpc/grpc-js';
 import type { MessageTypeDefinition } from '@grpc/proto-loader';
 
 import type { AttemptStatus as _iris_v1_AttemptStatus, AttemptStatus__Output as _iris_v1_AttemptStatus__Output } from './iris/v1/AttemptStatus.ts';
+import type { BundleInfo as _iris_v1_BundleInfo, BundleInfo__Output as _iris_v1_BundleInfo__Output } from './iris/v1/BundleInfo.ts';
 import type { CommandEntrypoint as _iris_v1_CommandEntrypoint, CommandEntrypoint__Output as _iris_v1_CommandEntrypoint__Output } from './iris/v1/CommandEntrypoint.ts';
 import type { Constraint as _iris_v1_Constraint, Constraint__Output as _iris_v1_Constraint__Output } from './iris/v1/Constraint.ts';
 import type { ControllerServiceClient as _iris_v1_ControllerServiceClient, ControllerServiceDefinition as _iris_v1_ControllerServiceDefinition } from './iris/v1/ControllerService.ts';
 import type { Device as _iris_v1_Device, Device__Output as _iris_v1_Device__Output } from './iris/v1/Device.ts';
+import type { DrainWorkerRequest as _iris_v1_DrainWorkerRequest, DrainWorkerRequest__Output as _iris_v1_DrainWorkerRequest__Output } from './iris/v1/DrainWorkerRequest.ts';
+import type { DrainWorkerResponse as _iris_v1_DrainWorkerResponse, DrainWorkerResponse__Output as _iris_v1_DrainWorkerResponse__Output } from './iris/v1/DrainWorkerResponse.ts';
 import type { Endpoint as _iris_v1_Endpoint, Endpoint__Output as _iris_v1_Endpoint__Output } from './iris/v1/Endpoint.ts';
 import type { Entrypoint as _iris_v1_Entrypoint, Entrypoint__Output as _iris_v1_Entrypoint__Output } from './iris/v1/Entrypoint.ts';
+import type { GetBundleRequest as _iris_v1_GetBundleRequest, GetBundleRequest__Output as _iris_v1_GetBundleRequest__Output } from './iris/v1/GetBundleRequest.ts';
 import type { GetJobRequest as _iris_v1_GetJobRequest, GetJobRequest__Output as _iris_v1_GetJobRequest__Output } from './iris/v1/GetJobRequest.ts';
 import type { GetTaskMetricsRequest as _iris_v1_GetTaskMetricsRequest, GetTaskMetricsRequest__Output as _iris_v1_GetTaskMetricsRequest__Output } from './iris/v1/GetTaskMetricsRequest.ts';
 import type { GetTaskMetricsResponse as _iris_v1_GetTaskMetricsResponse, GetTaskMetricsResponse__Output as _iris_v1_GetTaskMetricsResponse__Output } from './iris/v1/GetTaskMetricsResponse.ts';
@@ -39,6 +43,7 @@ import type { TerminateJobRequest as _iris_v1_TerminateJobRequest, TerminateJobR
 import type { TerminateJobResponse as _iris_v1_TerminateJobResponse, TerminateJobResponse__Output as _iris_v1_TerminateJobResponse__Output } from './iris/v1/TerminateJobResponse.ts';
 import type { UnregisterEndpointRequest as _iris_v1_UnregisterEndpointRequest, UnregisterEndpointRequest__Output as _iris_v1_UnregisterEndpointRequest__Output } from './iris/v1/UnregisterEndpointRequest.ts';
 import type { UnregisterEndpointResponse as _iris_v1_UnregisterEndpointResponse, UnregisterEndpointResponse__Output as _iris_v1_UnregisterEndpointResponse__Output } from './iris/v1/UnregisterEndpointResponse.ts';
+import type { UploadBundleRequest as _iris_v1_UploadBundleRequest, UploadBundleRequest__Output as _iris_v1_UploadBundleRequest__Output } from './iris/v1/UploadBundleRequest.ts';
 import type { WorkerInfo as _iris_v1_WorkerInfo, WorkerInfo__Output as _iris_v1_WorkerInfo__Output } from './iris/v1/WorkerInfo.ts';
 
 type SubtypeConstructor<Constructor extends new (...args: any) => any, Subtype> = {
@@ -49,12 +54,16 @@ export interface ProtoGrpcType {
   iris: {
     v1: {
       AttemptStatus: MessageTypeDefinition<_iris_v1_AttemptStatus, _iris_v1_AttemptStatus__Output>
+      BundleInfo: MessageTypeDefinition<_iris_v1_BundleInfo, _iris_v1_BundleInfo__Output>
       CommandEntrypoint: MessageTypeDefinition<_iris_v1_CommandEntrypoint, _iris_v1_CommandEntrypoint__Output>
       Constraint: MessageTypeDefinition<_iris_v1_Constraint, _iris_v1_Constraint__Output>
       ControllerService: SubtypeConstructor<typeof grpc.Client, _iris_v1_ControllerServiceClient> & { service: _iris_v1_ControllerServiceDefinition }
       Device: MessageTypeDefinition<_iris_v1_Device, _iris_v1_Device__Output>
+      DrainWorkerRequest: MessageTypeDefinition<_iris_v1_DrainWorkerRequest, _iris_v1_DrainWorkerRequest__Output>
+      DrainWorkerResponse: MessageTypeDefinition<_iris_v1_DrainWorkerResponse, _iris_v1_DrainWorkerResponse__Output>
       Endpoint: MessageTypeDefinition<_iris_v1_Endpoint, _iris_v1_Endpoint__Output>
       Entrypoint: MessageTypeDefinition<_iris_v1_Entrypoint, _iris_v1_Entrypoint__Output>
+      GetBundleRequest: MessageTypeDefinition<_iris_v1_GetBundleRequest, _iris_v1_GetBundleRequest__Output>
       GetJobRequest: MessageTypeDefinition<_iris_v1_GetJobRequest, _iris_v1_GetJobRequest__Output>
       GetTaskMetricsRequest: MessageTypeDefinition<_iris_v1_GetTaskMetricsRequest, _iris_v1_GetTaskMetricsRequest__Output>
       GetTaskMetricsResponse: MessageTypeDefinition<_iris_v1_GetTaskMetricsResponse, _iris_v1_GetTaskMetricsResponse__Output>
@@ -86,6 +95,7 @@ export interface ProtoGrpcType {
       TerminateJobResponse: MessageTypeDefinition<_iris_v1_TerminateJobResponse, _iris_v1_TerminateJobResponse__Output>
       UnregisterEndpointRequest: MessageTypeDefinition<_iris_v1_UnregisterEndpointRequest, _iris_v1_UnregisterEndpointRequest__Output>
       UnregisterEndpointResponse: MessageTypeDefinition<_iris_v1_UnregisterEndpointResponse, _iris_v1_UnregisterEndpointResponse__Output>
+      UploadBundleRequest: MessageTypeDefinition<_iris_v1_UploadBundleRequest, _iris_v1_UploadBundleRequest__Output>
       WorkerInfo: MessageTypeDefinition<_iris_v1_WorkerInfo, _iris_v1_WorkerInfo__Output>
     }
   }

@@ -4,11 +4,15 @@ import type { MessageTypeDefinition } from '@grpc/proto-loader';
 import type { AssignmentNotice as _iris_v1_AssignmentNotice, AssignmentNotice__Output as _iris_v1_AssignmentNotice__Output } from './iris/v1/AssignmentNotice.ts';
 import type { AttemptObservation as _iris_v1_AttemptObservation, AttemptObservation__Output as _iris_v1_AttemptObservation__Output } from './iris/v1/AttemptObservation.ts';
 import type { AttemptStatus as _iris_v1_AttemptStatus, AttemptStatus__Output as _iris_v1_AttemptStatus__Output } from './iris/v1/AttemptStatus.ts';
+import type { BundleChunk as _iris_v1_BundleChunk, BundleChunk__Output as _iris_v1_BundleChunk__Output } from './iris/v1/BundleChunk.ts';
 import type { CommandEntrypoint as _iris_v1_CommandEntrypoint, CommandEntrypoint__Output as _iris_v1_CommandEntrypoint__Output } from './iris/v1/CommandEntrypoint.ts';
 import type { Constraint as _iris_v1_Constraint, Constraint__Output as _iris_v1_Constraint__Output } from './iris/v1/Constraint.ts';
+import type { DeregisterWorkerRequest as _iris_v1_DeregisterWorkerRequest, DeregisterWorkerRequest__Output as _iris_v1_DeregisterWorkerRequest__Output } from './iris/v1/DeregisterWorkerRequest.ts';
+import type { DeregisterWorkerResponse as _iris_v1_DeregisterWorkerResponse, DeregisterWorkerResponse__Output as _iris_v1_DeregisterWorkerResponse__Output } from './iris/v1/DeregisterWorkerResponse.ts';
 import type { Device as _iris_v1_Device, Device__Output as _iris_v1_Device__Output } from './iris/v1/Device.ts';
 import type { Endpoint as _iris_v1_Endpoint, Endpoint__Output as _iris_v1_Endpoint__Output } from './iris/v1/Endpoint.ts';
 import type { Entrypoint as _iris_v1_Entrypoint, Entrypoint__Output as _iris_v1_Entrypoint__Output } from './iris/v1/Entrypoint.ts';
+import type { FetchBundleRequest as _iris_v1_FetchBundleRequest, FetchBundleRequest__Output as _iris_v1_FetchBundleRequest__Output } from './iris/v1/FetchBundleRequest.ts';
 import type { JobSpec as _iris_v1_JobSpec, JobSpec__Output as _iris_v1_JobSpec__Output } from './iris/v1/JobSpec.ts';
 import type { JobStatus as _iris_v1_JobStatus, JobStatus__Output as _iris_v1_JobStatus__Output } from './iris/v1/JobStatus.ts';
 import type { LogEntry as _iris_v1_LogEntry, LogEntry__Output as _iris_v1_LogEntry__Output } from './iris/v1/LogEntry.ts';
@@ -40,11 +44,15 @@ export interface ProtoGrpcType {
       AssignmentNotice: MessageTypeDefinition<_iris_v1_AssignmentNotice, _iris_v1_AssignmentNotice__Output>
       AttemptObservation: MessageTypeDefinition<_iris_v1_AttemptObservation, _iris_v1_AttemptObservation__Output>
       AttemptStatus: MessageTypeDefinition<_iris_v1_AttemptStatus, _iris_v1_AttemptStatus__Output>
+      BundleChunk: MessageTypeDefinition<_iris_v1_BundleChunk, _iris_v1_BundleChunk__Output>
       CommandEntrypoint: MessageTypeDefinition<_iris_v1_CommandEntrypoint, _iris_v1_CommandEntrypoint__Output>
       Constraint: MessageTypeDefinition<_iris_v1_Constraint, _iris_v1_Constraint__Output>
+      DeregisterWorkerRequest: MessageTypeDefinition<_iris_v1_DeregisterWorkerRequest, _iris_v1_DeregisterWorkerRequest__Output>
+      DeregisterWorkerResponse: MessageTypeDefinition<_iris_v1_DeregisterWorkerResponse, _iris_v1_DeregisterWorkerResponse__Output>
       Device: MessageTypeDefinition<_iris_v1_Device, _iris_v1_Device__Output>
       Endpoint: MessageTypeDefinition<_iris_v1_Endpoint, _iris_v1_Endpoint__Output>
       Entrypoint: MessageTypeDefinition<_iris_v1_Entrypoint, _iris_v1_Entrypoint__Output>
+      FetchBundleRequest: MessageTypeDefinition<_iris_v1_FetchBundleRequest, _iris_v1_FetchBundleRequest__Output>
       JobSpec: MessageTypeDefinition<_iris_v1_JobSpec, _iris_v1_JobSpec__Output>
       JobStatus: MessageTypeDefinition<_iris_v1_JobStatus, _iris_v1_JobStatus__Output>
       LogEntry: MessageTypeDefinition<_iris_v1_LogEntry, _iris_v1_LogEntry__Output>

@@ -27,6 +27,8 @@ export class FakeController {
   /** When set, Reconcile fails with NOT_FOUND once (the controller "forgot" the worker). */
   forgetWorkerOnce = false;
   #server: grpc.Server;
+  /** Worker ids that deregistered, in order. */
+  readonly deregistrations: string[] = [];
   #watchers = new Set<grpc.ServerWritableStream<unknown, unknown>>();
   #generation = 0;
 
@@ -77,6 +79,14 @@ export class FakeController {
         });
         call.on("end", () => (refused ? cb(refused) : cb(null, {})));
         call.on("error", () => undefined);
+      },
+      FetchBundle(call) {
+        call.emit("error", { code: grpc.status.NOT_FOUND, details: "the fake controller stores no bundles" });
+      },
+      DeregisterWorker(call, cb) {
+        if (!authorized(call)) return cb(denied);
+        ref.self!.deregistrations.push(call.request.workerId);
+        cb(null, {});
       },
     };
     server.addService(loadIrisProto().WorkerControlService.service, handlers);

@@ -16,7 +16,7 @@ export interface AttemptObservation {
   'exitCode'?: (number);
   /**
    * For FAILED/KILLED: APP_EXIT | APP_ERROR | SIGNAL | OOM | TIMEOUT | LAUNCH_FAILED | KILLED |
-   * WORKER_LOST
+   * WORKER_LOST | BUILD_FAILED
    */
   'failureKind'?: (string);
   'error'?: (string);
@@ -52,7 +52,7 @@ export interface AttemptObservation__Output {
   'exitCode'?: (number);
   /**
    * For FAILED/KILLED: APP_EXIT | APP_ERROR | SIGNAL | OOM | TIMEOUT | LAUNCH_FAILED | KILLED |
-   * WORKER_LOST
+   * WORKER_LOST | BUILD_FAILED
    */
   'failureKind': (string);
   'error': (string);

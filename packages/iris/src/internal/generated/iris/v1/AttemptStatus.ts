@@ -22,7 +22,8 @@ export interface AttemptStatus {
   'exitCode'?: (number);
   /**
    * "" | APP_EXIT | APP_ERROR | SIGNAL | OOM | TIMEOUT | WORKER_LOST | LAUNCH_FAILED | PEER_FAILED |
-   * KILLED
+   * KILLED | BUILD_FAILED (the bundle could not be fetched, unpacked or installed) | PREEMPTED
+   * (moved off a draining worker)
    */
   'failureKind'?: (string);
   'error'?: (string);
@@ -61,7 +62,8 @@ export interface AttemptStatus__Output {
   'exitCode'?: (number);
   /**
    * "" | APP_EXIT | APP_ERROR | SIGNAL | OOM | TIMEOUT | WORKER_LOST | LAUNCH_FAILED | PEER_FAILED |
-   * KILLED
+   * KILLED | BUILD_FAILED (the bundle could not be fetched, unpacked or installed) | PREEMPTED
+   * (moved off a draining worker)
    */
   'failureKind': (string);
   'error': (string);

@@ -2,7 +2,11 @@
 
 import type * as grpc from '@grpc/grpc-js'
 import type { MethodDefinition } from '@grpc/proto-loader'
+import type { BundleInfo as _iris_v1_BundleInfo, BundleInfo__Output as _iris_v1_BundleInfo__Output } from '../../iris/v1/BundleInfo.ts';
+import type { DrainWorkerRequest as _iris_v1_DrainWorkerRequest, DrainWorkerRequest__Output as _iris_v1_DrainWorkerRequest__Output } from '../../iris/v1/DrainWorkerRequest.ts';
+import type { DrainWorkerResponse as _iris_v1_DrainWorkerResponse, DrainWorkerResponse__Output as _iris_v1_DrainWorkerResponse__Output } from '../../iris/v1/DrainWorkerResponse.ts';
 import type { Endpoint as _iris_v1_Endpoint, Endpoint__Output as _iris_v1_Endpoint__Output } from '../../iris/v1/Endpoint.ts';
+import type { GetBundleRequest as _iris_v1_GetBundleRequest, GetBundleRequest__Output as _iris_v1_GetBundleRequest__Output } from '../../iris/v1/GetBundleRequest.ts';
 import type { GetJobRequest as _iris_v1_GetJobRequest, GetJobRequest__Output as _iris_v1_GetJobRequest__Output } from '../../iris/v1/GetJobRequest.ts';
 import type { GetTaskMetricsRequest as _iris_v1_GetTaskMetricsRequest, GetTaskMetricsRequest__Output as _iris_v1_GetTaskMetricsRequest__Output } from '../../iris/v1/GetTaskMetricsRequest.ts';
 import type { GetTaskMetricsResponse as _iris_v1_GetTaskMetricsResponse, GetTaskMetricsResponse__Output as _iris_v1_GetTaskMetricsResponse__Output } from '../../iris/v1/GetTaskMetricsResponse.ts';
@@ -28,8 +32,51 @@ import type { TerminateJobRequest as _iris_v1_TerminateJobRequest, TerminateJobR
 import type { TerminateJobResponse as _iris_v1_TerminateJobResponse, TerminateJobResponse__Output as _iris_v1_TerminateJobResponse__Output } from '../../iris/v1/TerminateJobResponse.ts';
 import type { UnregisterEndpointRequest as _iris_v1_UnregisterEndpointRequest, UnregisterEndpointRequest__Output as _iris_v1_UnregisterEndpointRequest__Output } from '../../iris/v1/UnregisterEndpointRequest.ts';
 import type { UnregisterEndpointResponse as _iris_v1_UnregisterEndpointResponse, UnregisterEndpointResponse__Output as _iris_v1_UnregisterEndpointResponse__Output } from '../../iris/v1/UnregisterEndpointResponse.ts';
+import type { UploadBundleRequest as _iris_v1_UploadBundleRequest, UploadBundleRequest__Output as _iris_v1_UploadBundleRequest__Output } from '../../iris/v1/UploadBundleRequest.ts';
 
 export interface ControllerServiceClient extends grpc.Client {
+  /**
+   * Stop placing work on a worker and move its attempts elsewhere: they end PREEMPTED (charged to
+   * the preemption budget) and are retried; the worker deregisters once it has nothing running.
+   * NOT_FOUND for an unknown worker. Idempotent.
+   */
+  DrainWorker(argument: _iris_v1_DrainWorkerRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_iris_v1_DrainWorkerResponse__Output>): grpc.ClientUnaryCall;
+  DrainWorker(argument: _iris_v1_DrainWorkerRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_iris_v1_DrainWorkerResponse__Output>): grpc.ClientUnaryCall;
+  DrainWorker(argument: _iris_v1_DrainWorkerRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_iris_v1_DrainWorkerResponse__Output>): grpc.ClientUnaryCall;
+  DrainWorker(argument: _iris_v1_DrainWorkerRequest, callback: grpc.requestCallback<_iris_v1_DrainWorkerResponse__Output>): grpc.ClientUnaryCall;
+  /**
+   * Stop placing work on a worker and move its attempts elsewhere: they end PREEMPTED (charged to
+   * the preemption budget) and are retried; the worker deregisters once it has nothing running.
+   * NOT_FOUND for an unknown worker. Idempotent.
+   */
+  drainWorker(argument: _iris_v1_DrainWorkerRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_iris_v1_DrainWorkerResponse__Output>): grpc.ClientUnaryCall;
+  drainWorker(argument: _iris_v1_DrainWorkerRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_iris_v1_DrainWorkerResponse__Output>): grpc.ClientUnaryCall;
+  drainWorker(argument: _iris_v1_DrainWorkerRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_iris_v1_DrainWorkerResponse__Output>): grpc.ClientUnaryCall;
+  drainWorker(argument: _iris_v1_DrainWorkerRequest, callback: grpc.requestCallback<_iris_v1_DrainWorkerResponse__Output>): grpc.ClientUnaryCall;
+  
+  /**
+   * Code bundles (content-addressed by the SHA-256 of their bytes). GetBundle: NOT_FOUND when the
+   * controller does not hold it (then upload it). UploadBundle: the first message names the
+   * bundle and its size, the others carry its bytes in order; INVALID_ARGUMENT when the bytes do
+   * not hash to the id, RESOURCE_EXHAUSTED over the controller's size limit. Uploading a bundle
+   * the controller already holds is cheap and returns the same answer.
+   */
+  GetBundle(argument: _iris_v1_GetBundleRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_iris_v1_BundleInfo__Output>): grpc.ClientUnaryCall;
+  GetBundle(argument: _iris_v1_GetBundleRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_iris_v1_BundleInfo__Output>): grpc.ClientUnaryCall;
+  GetBundle(argument: _iris_v1_GetBundleRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_iris_v1_BundleInfo__Output>): grpc.ClientUnaryCall;
+  GetBundle(argument: _iris_v1_GetBundleRequest, callback: grpc.requestCallback<_iris_v1_BundleInfo__Output>): grpc.ClientUnaryCall;
+  /**
+   * Code bundles (content-addressed by the SHA-256 of their bytes). GetBundle: NOT_FOUND when the
+   * controller does not hold it (then upload it). UploadBundle: the first message names the
+   * bundle and its size, the others carry its bytes in order; INVALID_ARGUMENT when the bytes do
+   * not hash to the id, RESOURCE_EXHAUSTED over the controller's size limit. Uploading a bundle
+   * the controller already holds is cheap and returns the same answer.
+   */
+  getBundle(argument: _iris_v1_GetBundleRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_iris_v1_BundleInfo__Output>): grpc.ClientUnaryCall;
+  getBundle(argument: _iris_v1_GetBundleRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_iris_v1_BundleInfo__Output>): grpc.ClientUnaryCall;
+  getBundle(argument: _iris_v1_GetBundleRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_iris_v1_BundleInfo__Output>): grpc.ClientUnaryCall;
+  getBundle(argument: _iris_v1_GetBundleRequest, callback: grpc.requestCallback<_iris_v1_BundleInfo__Output>): grpc.ClientUnaryCall;
+  
   GetJob(argument: _iris_v1_GetJobRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_iris_v1_JobStatus__Output>): grpc.ClientUnaryCall;
   GetJob(argument: _iris_v1_GetJobRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_iris_v1_JobStatus__Output>): grpc.ClientUnaryCall;
   GetJob(argument: _iris_v1_GetJobRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_iris_v1_JobStatus__Output>): grpc.ClientUnaryCall;
@@ -190,6 +237,15 @@ export interface ControllerServiceClient extends grpc.Client {
   unregisterEndpoint(argument: _iris_v1_UnregisterEndpointRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_iris_v1_UnregisterEndpointResponse__Output>): grpc.ClientUnaryCall;
   unregisterEndpoint(argument: _iris_v1_UnregisterEndpointRequest, callback: grpc.requestCallback<_iris_v1_UnregisterEndpointResponse__Output>): grpc.ClientUnaryCall;
   
+  UploadBundle(metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_iris_v1_BundleInfo__Output>): grpc.ClientWritableStream<_iris_v1_UploadBundleRequest>;
+  UploadBundle(metadata: grpc.Metadata, callback: grpc.requestCallback<_iris_v1_BundleInfo__Output>): grpc.ClientWritableStream<_iris_v1_UploadBundleRequest>;
+  UploadBundle(options: grpc.CallOptions, callback: grpc.requestCallback<_iris_v1_BundleInfo__Output>): grpc.ClientWritableStream<_iris_v1_UploadBundleRequest>;
+  UploadBundle(callback: grpc.requestCallback<_iris_v1_BundleInfo__Output>): grpc.ClientWritableStream<_iris_v1_UploadBundleRequest>;
+  uploadBundle(metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_iris_v1_BundleInfo__Output>): grpc.ClientWritableStream<_iris_v1_UploadBundleRequest>;
+  uploadBundle(metadata: grpc.Metadata, callback: grpc.requestCallback<_iris_v1_BundleInfo__Output>): grpc.ClientWritableStream<_iris_v1_UploadBundleRequest>;
+  uploadBundle(options: grpc.CallOptions, callback: grpc.requestCallback<_iris_v1_BundleInfo__Output>): grpc.ClientWritableStream<_iris_v1_UploadBundleRequest>;
+  uploadBundle(callback: grpc.requestCallback<_iris_v1_BundleInfo__Output>): grpc.ClientWritableStream<_iris_v1_UploadBundleRequest>;
+  
   /**
    * The job's current status at once, then each change; the stream ends after a terminal state.
    */
@@ -204,6 +260,22 @@ export interface ControllerServiceClient extends grpc.Client {
 }
 
 export interface ControllerServiceHandlers extends grpc.UntypedServiceImplementation {
+  /**
+   * Stop placing work on a worker and move its attempts elsewhere: they end PREEMPTED (charged to
+   * the preemption budget) and are retried; the worker deregisters once it has nothing running.
+   * NOT_FOUND for an unknown worker. Idempotent.
+   */
+  DrainWorker: grpc.handleUnaryCall<_iris_v1_DrainWorkerRequest__Output, _iris_v1_DrainWorkerResponse>;
+  
+  /**
+   * Code bundles (content-addressed by the SHA-256 of their bytes). GetBundle: NOT_FOUND when the
+   * controller does not hold it (then upload it). UploadBundle: the first message names the
+   * bundle and its size, the others carry its bytes in order; INVALID_ARGUMENT when the bytes do
+   * not hash to the id, RESOURCE_EXHAUSTED over the controller's size limit. Uploading a bundle
+   * the controller already holds is cheap and returns the same answer.
+   */
+  GetBundle: grpc.handleUnaryCall<_iris_v1_GetBundleRequest__Output, _iris_v1_BundleInfo>;
+  
   GetJob: grpc.handleUnaryCall<_iris_v1_GetJobRequest__Output, _iris_v1_JobStatus>;
   
   GetTaskMetrics: grpc.handleUnaryCall<_iris_v1_GetTaskMetricsRequest__Output, _iris_v1_GetTaskMetricsResponse>;
@@ -251,6 +323,8 @@ export interface ControllerServiceHandlers extends grpc.UntypedServiceImplementa
   
   UnregisterEndpoint: grpc.handleUnaryCall<_iris_v1_UnregisterEndpointRequest__Output, _iris_v1_UnregisterEndpointResponse>;
   
+  UploadBundle: grpc.handleClientStreamingCall<_iris_v1_UploadBundleRequest__Output, _iris_v1_BundleInfo>;
+  
   /**
    * The job's current status at once, then each change; the stream ends after a terminal state.
    */
@@ -259,6 +333,8 @@ export interface ControllerServiceHandlers extends grpc.UntypedServiceImplementa
 }
 
 export interface ControllerServiceDefinition extends grpc.ServiceDefinition {
+  DrainWorker: MethodDefinition<_iris_v1_DrainWorkerRequest, _iris_v1_DrainWorkerResponse, _iris_v1_DrainWorkerRequest__Output, _iris_v1_DrainWorkerResponse__Output>
+  GetBundle: MethodDefinition<_iris_v1_GetBundleRequest, _iris_v1_BundleInfo, _iris_v1_GetBundleRequest__Output, _iris_v1_BundleInfo__Output>
   GetJob: MethodDefinition<_iris_v1_GetJobRequest, _iris_v1_JobStatus, _iris_v1_GetJobRequest__Output, _iris_v1_JobStatus__Output>
   GetTaskMetrics: MethodDefinition<_iris_v1_GetTaskMetricsRequest, _iris_v1_GetTaskMetricsResponse, _iris_v1_GetTaskMetricsRequest__Output, _iris_v1_GetTaskMetricsResponse__Output>
   LaunchJob: MethodDefinition<_iris_v1_LaunchJobRequest, _iris_v1_LaunchJobResponse, _iris_v1_LaunchJobRequest__Output, _iris_v1_LaunchJobResponse__Output>
@@ -273,5 +349,6 @@ export interface ControllerServiceDefinition extends grpc.ServiceDefinition {
   StreamLogs: MethodDefinition<_iris_v1_StreamLogsRequest, _iris_v1_LogBatch, _iris_v1_StreamLogsRequest__Output, _iris_v1_LogBatch__Output>
   TerminateJob: MethodDefinition<_iris_v1_TerminateJobRequest, _iris_v1_TerminateJobResponse, _iris_v1_TerminateJobRequest__Output, _iris_v1_TerminateJobResponse__Output>
   UnregisterEndpoint: MethodDefinition<_iris_v1_UnregisterEndpointRequest, _iris_v1_UnregisterEndpointResponse, _iris_v1_UnregisterEndpointRequest__Output, _iris_v1_UnregisterEndpointResponse__Output>
+  UploadBundle: MethodDefinition<_iris_v1_UploadBundleRequest, _iris_v1_BundleInfo, _iris_v1_UploadBundleRequest__Output, _iris_v1_BundleInfo__Output>
   WatchJob: MethodDefinition<_iris_v1_GetJobRequest, _iris_v1_JobStatus, _iris_v1_GetJobRequest__Output, _iris_v1_JobStatus__Output>
 }

@@ -48,6 +48,12 @@ export interface JobSpec {
    * UNSCHEDULABLE; 0 = forever; absent = the controller's default (5 minutes).
    */
   'schedulingTimeoutMs'?: (number | string | Long);
+  /**
+   * The code bundle the tasks run from ("sha256:<64 hex>", uploaded with UploadBundle; "" = none).
+   * With a bundle, a module entrypoint's `module` and a command's `cwd` may be relative to the
+   * bundle's root, and a command without `cwd` runs there.
+   */
+  'bundleId'?: (string);
   '_replicas'?: "replicas";
   '_maxRetriesFailure'?: "maxRetriesFailure";
   '_maxRetriesPreemption'?: "maxRetriesPreemption";
@@ -98,6 +104,12 @@ export interface JobSpec__Output {
    * UNSCHEDULABLE; 0 = forever; absent = the controller's default (5 minutes).
    */
   'schedulingTimeoutMs'?: (number);
+  /**
+   * The code bundle the tasks run from ("sha256:<64 hex>", uploaded with UploadBundle; "" = none).
+   * With a bundle, a module entrypoint's `module` and a command's `cwd` may be relative to the
+   * bundle's root, and a command without `cwd` runs there.
+   */
+  'bundleId': (string);
   '_replicas'?: "replicas";
   '_maxRetriesFailure'?: "maxRetriesFailure";
   '_maxRetriesPreemption'?: "maxRetriesPreemption";

@@ -19,6 +19,11 @@ export interface ReconcileResponse {
    * when the controller restarted) may send them again, with their `index`.
    */
   'logLinesReceived'?: ({[key: string]: number | string | Long});
+  /**
+   * The worker is draining (`iris worker drain`): nothing new is placed on it; once its attempts
+   * have ended and been reported it deregisters and stops.
+   */
+  'draining'?: (boolean);
 }
 
 export interface ReconcileResponse__Output {
@@ -36,4 +41,9 @@ export interface ReconcileResponse__Output {
    * when the controller restarted) may send them again, with their `index`.
    */
   'logLinesReceived': ({[key: string]: number});
+  /**
+   * The worker is draining (`iris worker drain`): nothing new is placed on it; once its attempts
+   * have ended and been reported it deregisters and stops.
+   */
+  'draining': (boolean);
 }

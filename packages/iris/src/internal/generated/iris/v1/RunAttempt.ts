@@ -24,6 +24,11 @@ export interface RunAttempt {
   'resources'?: (_iris_v1_Resources | null);
   'timeoutMs'?: (number | string | Long);
   /**
+   * The job's code bundle ("sha256:<hex>"; "" = none): the worker fetches, unpacks and builds it
+   * (the attempt is BUILDING meanwhile) and runs the entrypoint from inside it.
+   */
+  'bundleId'?: (string);
+  /**
    * The attempt's own token (set when the controller has auth on): the worker hands it to the
    * task as IRIS_AUTH_TOKEN, never its own. Valid while the attempt runs, scoped to its job tree.
    */
@@ -49,6 +54,11 @@ export interface RunAttempt__Output {
   'ports': (string)[];
   'resources': (_iris_v1_Resources__Output | null);
   'timeoutMs': (number);
+  /**
+   * The job's code bundle ("sha256:<hex>"; "" = none): the worker fetches, unpacks and builds it
+   * (the attempt is BUILDING meanwhile) and runs the entrypoint from inside it.
+   */
+  'bundleId': (string);
   /**
    * The attempt's own token (set when the controller has auth on): the worker hands it to the
    * task as IRIS_AUTH_TOKEN, never its own. Valid while the attempt runs, scoped to its job tree.

@@ -10,7 +10,7 @@ export interface WorkerInfo {
   'capacity'?: (_iris_v1_Resources | null);
   'used'?: (_iris_v1_Resources | null);
   /**
-   * ALIVE | LOST
+   * ALIVE | DRAINING | LOST
    */
   'state'?: (string);
   'lastSeenMs'?: (number | string | Long);
@@ -24,7 +24,7 @@ export interface WorkerInfo__Output {
   'capacity': (_iris_v1_Resources__Output | null);
   'used': (_iris_v1_Resources__Output | null);
   /**
-   * ALIVE | LOST
+   * ALIVE | DRAINING | LOST
    */
   'state': (string);
   'lastSeenMs': (number);

@@ -1,0 +1,129 @@
+// Code bundles and worker lifecycle on loopback: a module job whose code exists only in its bundle,
+// upload deduplication, a failed build (BUILD_FAILED with the log's tail), drain (PREEMPTED, the
+// task finishes elsewhere, the drained worker deregisters) and a stopped worker deregistering.
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { IrisClient } from "./client/irisClient.ts";
+import { Controller } from "./controller/controller.ts";
+import { EMPTY_LOCKFILE, makeWorkspace } from "./internal/testing/workspace.ts";
+import { waitFor } from "./worker/testing/waitFor.ts";
+import { Worker } from "./worker/worker.ts";
+
+describe("code bundles", () => {
+  let dir: string;
+  let controller: Controller;
+  let client: IrisClient;
+  const workers: Worker[] = [];
+
+  beforeEach(async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), "iris-bundles-"));
+    controller = await Controller.start({ host: "127.0.0.1", port: 0, dbPath: path.join(dir, "controller", "c.sqlite"), workerTimeoutMs: 3000 });
+    client = IrisClient.connect(controller.address);
+  });
+  afterEach(async () => {
+    await Promise.all(workers.splice(0).map((w) => w.stop()));
+    client.close();
+    await controller.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  async function startWorker(name: string, extra: Partial<Parameters<typeof Worker.start>[0]> = {}): Promise<Worker> {
+    const w = await Worker.start({
+      controller: controller.address,
+      stateDir: path.join(dir, name, "state"),
+      bundleCacheDir: path.join(dir, name, "bundles"),
+      workerId: name,
+      cpuMillis: 2000,
+      killGraceMs: 300,
+      ...extra,
+    });
+    workers.push(w);
+    await w.registered;
+    return w;
+  }
+
+  it("runs a module whose code exists only in its bundle, and uploads the same workspace once", async () => {
+    await startWorker("w1");
+    const ws = makeWorkspace(path.join(dir, "ws"), {
+      "package.json": JSON.stringify({ name: "ws", private: true, type: "module" }),
+      "pnpm-lock.yaml": EMPTY_LOCKFILE,
+      "jobs/add.ts": "import { helper } from './helper.ts';\nexport function main(a: { x: number }) { return { y: helper(a.x), cwd: process.cwd() }; }\n",
+      "jobs/helper.ts": "export const helper = (x: number): number => x + 1;\n",
+    });
+    fs.writeFileSync(path.join(ws, "untracked.txt"), "not shipped");
+    const job = await client.submit(
+      { name: "bundled", entrypoint: { module: path.join(ws, "jobs/add.ts"), export: "main", args: { x: 41 } } },
+      { bundle: ws },
+    );
+    // The code is gone from where it was submitted: only the bundle has it.
+    fs.rmSync(ws, { recursive: true, force: true });
+    const st = await job.wait({ timeoutMs: 60_000 });
+    expect(st.state, JSON.stringify(st.tasks[0])).toBe("SUCCEEDED");
+    const result = (await job.results())[0] as { y: number; cwd: string };
+    expect(result.y).toBe(42);
+    const bundleDir = result.cwd;
+    expect(bundleDir.startsWith(path.join(dir, "w1", "bundles"))).toBe(true);
+    expect(fs.existsSync(path.join(bundleDir, "jobs", "helper.ts"))).toBe(true);
+    expect(fs.existsSync(path.join(bundleDir, "untracked.txt"))).toBe(false);
+    const lines: string[] = [];
+    for await (const e of job.logs()) lines.push(e.line);
+    expect(lines.some((l) => l.startsWith("[iris build] fetched bundle sha256:"))).toBe(true);
+    expect(lines.some((l) => l.includes("pnpm install --frozen-lockfile --offline"))).toBe(true);
+
+    // The same files again (a fresh copy, a fresh client): same id, nothing uploaded.
+    const again = makeWorkspace(path.join(dir, "ws2"), {
+      "package.json": JSON.stringify({ name: "ws", private: true, type: "module" }),
+      "pnpm-lock.yaml": EMPTY_LOCKFILE,
+      "jobs/add.ts": "import { helper } from './helper.ts';\nexport function main(a: { x: number }) { return { y: helper(a.x), cwd: process.cwd() }; }\n",
+      "jobs/helper.ts": "export const helper = (x: number): number => x + 1;\n",
+    });
+    const other = IrisClient.connect(controller.address);
+    try {
+      const b = await other.uploadBundle(again);
+      expect(b.uploaded).toBe(false);
+      expect(`sha256:${path.basename(bundleDir)}`).toBe(b.id);
+      expect(fs.readdirSync(controller.bundles.dir).filter((f) => f.endsWith(".tgz"))).toHaveLength(1);
+    } finally {
+      other.close();
+    }
+  }, 90_000);
+
+  it("fails the task BUILD_FAILED with the build log's tail when the install fails", async () => {
+    await startWorker("w1");
+    const ws = makeWorkspace(path.join(dir, "ws"), {
+      // A dependency the lockfile does not list: `--frozen-lockfile` refuses at once.
+      "package.json": JSON.stringify({ name: "ws", private: true, dependencies: { "left-pad": "1.3.0" } }),
+      "pnpm-lock.yaml": EMPTY_LOCKFILE,
+      "main.mjs": "export const main = () => 1;\n",
+    });
+    const job = await client.submit({ name: "broken", entrypoint: { module: path.join(ws, "main.mjs"), export: "main" } }, { bundle: ws });
+    const st = await job.wait({ timeoutMs: 60_000 });
+    expect(st.state).toBe("FAILED");
+    const t = st.tasks[0]!;
+    expect(t.failureKind).toBe("BUILD_FAILED");
+    expect(t.error).toMatch(/pnpm install failed for bundle sha256:[0-9a-f]{64}/);
+    expect(t.error).toMatch(/ERR_PNPM/);
+  }, 90_000);
+
+  it("drain moves a running task to another worker as PREEMPTED; the drained worker deregisters", async () => {
+    const w1 = await startWorker("w1");
+    const script = 'if [ "$IRIS_ATTEMPT" = 1 ]; then exec sleep 60; fi; echo "attempt $IRIS_ATTEMPT on $IRIS_WORKER_ID"';
+    const job = await client.submit({ name: "drained", entrypoint: { command: ["sh", "-c", script] } });
+    await waitFor("the task to run on w1", async () => (await job.status()).tasks[0]?.state === "RUNNING");
+    await startWorker("w2");
+    expect(await client.drainWorker("w1")).toBe(1);
+    const st = await job.wait({ timeoutMs: 30_000 });
+    expect(st.state).toBe("SUCCEEDED");
+    expect(st.tasks[0]!.attempts[0]).toMatchObject({ workerId: "w1", state: "PREEMPTED", failureKind: "PREEMPTED" });
+    expect(st.tasks[0]!.attempts[1]).toMatchObject({ workerId: "w2", state: "SUCCEEDED" });
+    // Idle now, w1 leaves by itself.
+    await w1.done;
+    await waitFor("w1 to deregister", async () => !(await client.listWorkers()).some((w) => w.workerId === "w1"));
+    // Nothing new goes to a draining worker; a stopped worker deregisters too.
+    const w2 = workers.find((w) => w.id === "w2")!;
+    await w2.stop();
+    expect(await client.listWorkers()).toEqual([]);
+  }, 60_000);
+});
