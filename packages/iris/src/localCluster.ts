@@ -25,6 +25,8 @@ export interface LocalClusterOptions {
   workerTimeoutMs?: number;
   /** With no worker registered, how long a task waits before it is UNSCHEDULABLE (default 5 min). */
   schedulingTimeoutMs?: number;
+  /** Also serve the controller's HTTP face (API, metrics, endpoint proxy) on this port (0 = any free port; default: none). */
+  httpPort?: number;
   /** Attributes of each worker, by index. */
   workerAttributes?: (index: number) => Record<string, string>;
 }
@@ -76,6 +78,7 @@ export class LocalCluster {
       token: opts.token,
       ...(opts.workerTimeoutMs !== undefined ? { workerTimeoutMs: opts.workerTimeoutMs } : {}),
       ...(opts.schedulingTimeoutMs !== undefined ? { schedulingTimeoutMs: opts.schedulingTimeoutMs } : {}),
+      ...(opts.httpPort !== undefined ? { httpPort: opts.httpPort } : {}),
     });
     const workers: Worker[] = [];
     const share = localWorkerCapacity(opts.workers ?? 1);

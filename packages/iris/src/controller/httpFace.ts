@@ -6,6 +6,7 @@ import http from "node:http";
 import type { ControllerServiceHandlers } from "../internal/generated/iris/v1/ControllerService.ts";
 import { loadIrisProto } from "../internal/rpc.ts";
 import type { Authenticator } from "./auth.ts";
+import { authorizationOfRequest, principalOfRequest } from "./httpAuth.ts";
 
 /**
  * An extra HTTP route: returns true when it took the request (and answers it, now or later),
@@ -62,13 +63,16 @@ export async function serveHttp(opts: HttpFaceOptions): Promise<http.Server> {
   const routes = opts.routes ?? [];
   const handleApi = (req: http.IncomingMessage, res: http.ServerResponse, url: URL): void => {
     if (req.method === "GET" && url.pathname === "/metrics") {
-      if (!auth.fromAuthorization(req.headers.authorization)) return reply(res, 401, "UNAUTHENTICATED", "text/plain");
+      if (!principalOfRequest(auth, req)) return reply(res, 401, "UNAUTHENTICATED", "text/plain");
       return reply(res, 200, opts.metricsText(), "text/plain; version=0.0.4");
     }
     const m = /^\/api\/([A-Za-z]+)$/.exec(url.pathname);
     if (req.method !== "POST" || !m || !unaryNames.includes(m[1]!)) {
       return reply(res, 404, { code: "NOT_FOUND", message: `no route ${req.method} ${url.pathname}; POST /api/<${unaryNames.join("|")}> or GET /metrics` });
     }
+    // The Bearer header or the dashboard's session cookie (httpAuth.ts); the handler checks it.
+    if (!principalOfRequest(auth, req)) return reply(res, 401, { code: "UNAUTHENTICATED", message: "missing or invalid bearer token (or session)" });
+    const authorization = authorizationOfRequest(auth, req);
     let body = "";
     req.on("data", (d: Buffer) => (body += d.toString()));
     req.on("end", () => {
@@ -82,7 +86,7 @@ export async function serveHttp(opts: HttpFaceOptions): Promise<http.Server> {
         return reply(res, 400, { code: "INVALID_ARGUMENT", message: `body: expected the JSON of the ${m[1]} request (${(e as Error).message})` });
       }
       const metadata = new grpc.Metadata();
-      if (req.headers.authorization) metadata.set("authorization", req.headers.authorization);
+      if (authorization) metadata.set("authorization", authorization);
       const handler = handlers[m[1]!] as grpc.handleUnaryCall<unknown, unknown>;
       handler({ request, metadata } as grpc.ServerUnaryCall<unknown, unknown>, (err, value) => {
         if (err) {
