@@ -31,6 +31,8 @@ export interface ControllerArgs {
   workerTimeoutMs: number | undefined;
   /** With no worker registered, a task waits this long before it is UNSCHEDULABLE (default 5 min). */
   schedulingTimeoutMs: number | undefined;
+  /** Also serve HTTP (API, /metrics, the endpoint proxy) on this port; undefined = none. */
+  httpPort?: number | undefined;
 }
 
 /** `iris db backup`. */
@@ -58,6 +60,8 @@ export interface ClusterLocalArgs {
   workerCpuMillis: number | undefined;
   workerMemoryBytes: number | undefined;
   schedulingTimeoutMs: number | undefined;
+  /** Serve the controller's HTTP face (the dashboard, API, /metrics) on this port; undefined = none. */
+  httpPort?: number | undefined;
 }
 
 /** `iris job run`. */
@@ -188,7 +192,8 @@ export function buildProgram(
     .addOption(tokenOption())
     .addOption(new Option("--worker-timeout <seconds>", "a worker silent this long is lost (default 30)").argParser(parseSeconds))
     .addOption(schedulingTimeoutOption("a job that sets none"))
-    .action((o: { port: number; host: string; db: string; token?: string; workerTimeout?: number; schedulingTimeout?: number }) =>
+    .addOption(new Option("--http-port <port>", "also serve HTTP (API, /metrics, the endpoint proxy /proxy and /cap) on this port (0: any free port)").argParser(parseInteger(0, 65535)))
+    .action((o: { port: number; host: string; db: string; token?: string; workerTimeout?: number; schedulingTimeout?: number; httpPort?: number }) =>
       run(() =>
         actions.controller({
           port: o.port,
@@ -197,6 +202,7 @@ export function buildProgram(
           token: o.token || undefined,
           workerTimeoutMs: o.workerTimeout,
           schedulingTimeoutMs: o.schedulingTimeout,
+          ...(o.httpPort !== undefined ? { httpPort: o.httpPort } : {}),
         }),
       ),
     );
@@ -238,7 +244,8 @@ export function buildProgram(
     .addOption(new Option("--worker-cpu <cores>", "CPU per worker (default: the machine's cores split between the workers)").argParser(parseCpu))
     .addOption(new Option("--worker-memory <size>", "memory per worker (default: the machine's memory split between the workers)").argParser(parseSize))
     .addOption(schedulingTimeoutOption("a job that sets none"))
-    .action((o: { workers: number; port: number; token?: string; db?: string; workerCpu?: number; workerMemory?: number; schedulingTimeout?: number }) =>
+    .addOption(new Option("--http-port <port>", "serve the web dashboard (and the HTTP API, /metrics) on this port (0: any free port); the URL is printed").argParser(parseInteger(0, 65535)))
+    .action((o: { workers: number; port: number; token?: string; db?: string; workerCpu?: number; workerMemory?: number; schedulingTimeout?: number; httpPort?: number }) =>
       run(() =>
         actions.clusterLocal({
           workers: o.workers,
@@ -248,6 +255,7 @@ export function buildProgram(
           workerCpuMillis: o.workerCpu,
           workerMemoryBytes: o.workerMemory,
           schedulingTimeoutMs: o.schedulingTimeout,
+          ...(o.httpPort !== undefined ? { httpPort: o.httpPort } : {}),
         }),
       ),
     );

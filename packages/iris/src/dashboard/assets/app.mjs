@@ -73,4 +73,6 @@ function App() {
   `;
 }
 
-render(html`<${App} />`, document.getElementById("app"));
+const mount = document.getElementById("app");
+mount.textContent = "";
+render(html`<${App} />`, mount);

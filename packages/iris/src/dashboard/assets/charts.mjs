@@ -19,8 +19,9 @@ function Chart({ title, keys, colors, points }) {
   const data = [points.map((p) => p.step), ...present.map((k) => points.map((p) => (p.metrics[k] === undefined ? null : p.metrics[k])))];
   const sig = present.join(",");
   useEffect(() => {
-    if (!box.current || !present.length) return undefined;
-    const width = () => Math.max(240, box.current.clientWidth);
+    const el = box.current;
+    if (!el || !present.length) return undefined;
+    const width = () => Math.max(240, el.clientWidth);
     const u = new uPlot(
       {
         width: width(),
@@ -31,11 +32,11 @@ function Chart({ title, keys, colors, points }) {
         legend: { live: false },
       },
       data,
-      box.current,
+      el,
     );
     plot.current = u;
     const ro = new ResizeObserver(() => u.setSize({ width: width(), height: 180 }));
-    ro.observe(box.current);
+    ro.observe(el);
     return () => {
       ro.disconnect();
       u.destroy();
