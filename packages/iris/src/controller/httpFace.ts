@@ -71,7 +71,7 @@ export async function serveHttp(opts: HttpFaceOptions): Promise<http.Server> {
       return reply(res, 404, { code: "NOT_FOUND", message: `no route ${req.method} ${url.pathname}; POST /api/<${unaryNames.join("|")}> or GET /metrics` });
     }
     // The Bearer header or the dashboard's session cookie (httpAuth.ts); the handler checks it.
-    if (!principalOfRequest(auth, req)) return reply(res, 401, { code: "UNAUTHENTICATED", message: "missing or invalid bearer token (or session)" });
+    if (!principalOfRequest(auth, req)) return reply(res, 401, { code: "UNAUTHENTICATED", message: "missing or invalid bearer token or session cookie (or a state change from another origin)" });
     const authorization = authorizationOfRequest(auth, req);
     let body = "";
     req.on("data", (d: Buffer) => (body += d.toString()));
