@@ -4,7 +4,9 @@ import type http from "node:http";
 import { z } from "zod";
 import { reply } from "../controller/httpFace.ts";
 import type { HttpRoute } from "../controller/httpFace.ts";
-import type { RequestAuthorizer } from "./streams.ts";
+
+/** The request's `authorization` value when it is authenticated ("" without auth), else undefined. */
+export type RequestAuthorizer = (req: http.IncomingMessage) => string | undefined;
 
 /** States a pipeline step shows. */
 export const PIPELINE_STEP_STATES = ["planned", "waiting", "running", "publishing", "cached", "done", "failed", "dep_failed", "cancelled", "not_selected"] as const;

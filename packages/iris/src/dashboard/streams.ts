@@ -7,13 +7,10 @@ import type http from "node:http";
 import type { ControllerServiceHandlers } from "../internal/generated/iris/v1/ControllerService.ts";
 import { reply } from "../controller/httpFace.ts";
 import type { HttpRoute } from "../controller/httpFace.ts";
-import type { PipelineStore } from "./pipelines.ts";
+import type { PipelineStore, RequestAuthorizer } from "./pipelines.ts";
 
 /** Subscribes to every job (instance id) and worker change; returns the unsubscribe. */
 export type ChangeSource = (l: (kind: "job" | "worker", id: string) => void) => () => void;
-
-/** The request's `authorization` value when it is authenticated ("" without auth), else undefined. */
-export type RequestAuthorizer = (req: http.IncomingMessage) => string | undefined;
 
 /** What the stream routes need. */
 export interface StreamRouteOptions {
