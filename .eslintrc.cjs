@@ -150,5 +150,7 @@ module.exports = {
   overrides: [
     { files: ["*.cjs"], rules: { "@typescript-eslint/no-require-imports": "off" } },
     { files: ["**/*.test.ts", "**/*.test-d.ts"], rules: { "boundaries/dependencies": dependencyRule([]) } },
+    // The dashboard's page modules run in the browser (served as-is, see packages/iris/README.md).
+    { files: ["packages/iris/src/dashboard/assets/**/*.mjs"], env: { browser: true, node: false } },
   ],
 };

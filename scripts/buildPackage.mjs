@@ -2,7 +2,7 @@
 // Builds one workspace package to JavaScript + .d.ts in its dist/: `node ../../scripts/buildPackage.mjs`
 // from the package folder (its `build` script). A clean build every time (no stale files from a
 // removed source), then the non-TypeScript files the code loads at run time (.mjs, .wat, .json
-// under src/) are copied beside the compiled JS, keeping their relative paths.
+// .css, .png under src/) are copied beside the compiled JS, keeping their relative paths.
 import { spawnSync } from "node:child_process";
 import { cpSync, existsSync, readdirSync, rmSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -21,7 +21,7 @@ const tsc = createRequire(import.meta.url).resolve("typescript/bin/tsc");
 const r = spawnSync(process.execPath, [tsc, "-p", config], { stdio: "inherit" });
 if (r.status !== 0) process.exit(r.status ?? 1);
 
-const ASSET = /\.(mjs|cjs|wat|json)$/;
+const ASSET = /\.(mjs|cjs|wat|json|css|png)$/;
 const SKIP_DIR = new Set(["node_modules", "__snapshots__"]);
 function copyAssets(dir) {
   for (const name of readdirSync(dir)) {

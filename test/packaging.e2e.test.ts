@@ -85,8 +85,12 @@ describe("installed from tarballs", () => {
         `import { runGraph, resolveGraph } from "@marin/marin";`,
         `import { fileURLToPath } from "node:url";`,
         `import steps from "./steps.mjs";`,
-        `const cluster = await LocalCluster.start({ workers: 1 });`,
+        `const cluster = await LocalCluster.start({ workers: 1, httpPort: 0 });`,
         `try {`,
+        // The dashboard's page, its own modules and the vendored ones, straight from the install.
+        `  const base = "http://" + cluster.controller.httpAddress;`,
+        `  const codes = await Promise.all(["/", "/assets/app.mjs", "/assets/style.css", "/assets/vendor/preact.mjs", "/assets/vendor/hooks.mjs", "/assets/vendor/htm.mjs", "/assets/vendor/uPlot.mjs"].map(async (u) => { const r = await fetch(base + u); await r.arrayBuffer(); return r.status; }));`,
+        `  console.log("DASHBOARD", codes.join(","));`,
         `  const job = await cluster.client.submit({ name: "pack-e2e", replicas: 2, entrypoint: { module: fileURLToPath(new URL("./task.mjs", import.meta.url)), export: "main", args: { n: 21 } } });`,
         `  const status = await job.wait();`,
         `  console.log("JOB", status.state, JSON.stringify(await job.results()));`,
@@ -102,6 +106,7 @@ describe("installed from tarballs", () => {
     const r = run(process.execPath, ["main.mjs", path.join(scratch, "out-a")], project);
     expect(r.stdout).toContain(`JOB SUCCEEDED [{"doubled":42,"index":0},{"doubled":42,"index":1}]`);
     expect(r.stdout).toContain(`TYPED SUCCEEDED ["TYPED"]`);
+    expect(r.stdout).toContain("DASHBOARD 200,200,200,200,200,200,200");
     expect(r.stdout).toContain("COUNT 3");
     expect(r.stdout).toMatch(/MARIN first:\w+,second:\w+/);
   });

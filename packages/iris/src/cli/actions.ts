@@ -161,10 +161,12 @@ export function realActions(io: CliIo): CliActions {
         ...(a.workerCpuMillis !== undefined ? { workerCpuMillis: a.workerCpuMillis } : {}),
         ...(a.workerMemoryBytes !== undefined ? { workerMemoryBytes: a.workerMemoryBytes } : {}),
         ...(a.schedulingTimeoutMs !== undefined ? { schedulingTimeoutMs: a.schedulingTimeoutMs } : {}),
+        ...(a.httpPort !== undefined ? { httpPort: a.httpPort } : {}),
       });
       io.out(
         `iris local cluster listening on ${cluster.address} with ${a.workers} worker${a.workers === 1 ? "" : "s"}\n` +
-          `  export IRIS_CONTROLLER_ADDRESS=${cluster.address}\n`,
+          `  export IRIS_CONTROLLER_ADDRESS=${cluster.address}\n` +
+          (cluster.controller.httpAddress ? `  dashboard: http://${cluster.controller.httpAddress}/\n` : ""),
       );
       await untilSignal();
       await cluster.stop();

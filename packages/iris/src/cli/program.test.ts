@@ -117,6 +117,9 @@ describe("iris CLI parsing", () => {
       },
     ]);
     expect((await cli(["cluster", "local", "--workers", "0"])).code).toBe(1);
+    expect((await cli(["cluster", "local", "--http-port", "8080"])).args).toMatchObject({ httpPort: 8080 });
+    expect((await cli(["controller", "--db", "d", "--http-port", "0"])).args).toMatchObject({ httpPort: 0 });
+    expect((await cli(["cluster", "local", "--http-port", "70000"])).code).toBe(1);
   });
 
   it("builds a job spec from job run options and the command after --", async () => {

@@ -83,6 +83,8 @@ export interface ClusterLocalArgs {
   workerCpuMillis: number | undefined;
   workerMemoryBytes: number | undefined;
   schedulingTimeoutMs: number | undefined;
+  /** Serve the controller's HTTP face (the dashboard, API, /metrics) on this port; undefined = none. */
+  httpPort?: number | undefined;
 }
 
 /** `iris job run`. */
@@ -332,7 +334,8 @@ export function buildProgram(
     .addOption(new Option("--worker-cpu <cores>", "CPU per worker (default: the machine's cores split between the workers)").argParser(parseCpu))
     .addOption(new Option("--worker-memory <size>", "memory per worker (default: the machine's memory split between the workers)").argParser(parseSize))
     .addOption(schedulingTimeoutOption("a job that sets none"))
-    .action((o: { workers: number; port: number; token?: string; db?: string; workerCpu?: number; workerMemory?: number; schedulingTimeout?: number }) =>
+    .addOption(new Option("--http-port <port>", "serve the web dashboard (and the HTTP API, /metrics) on this port (0: any free port); the URL is printed").argParser(parseInteger(0, 65535)))
+    .action((o: { workers: number; port: number; token?: string; db?: string; workerCpu?: number; workerMemory?: number; schedulingTimeout?: number; httpPort?: number }) =>
       run(() =>
         actions.clusterLocal({
           workers: o.workers,
@@ -342,6 +345,7 @@ export function buildProgram(
           workerCpuMillis: o.workerCpu,
           workerMemoryBytes: o.workerMemory,
           schedulingTimeoutMs: o.schedulingTimeout,
+          ...(o.httpPort !== undefined ? { httpPort: o.httpPort } : {}),
         }),
       ),
     );

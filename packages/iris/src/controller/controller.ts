@@ -15,6 +15,8 @@ import type { EndpointCapability } from "../jobSpec.ts";
 import { EndpointProxy } from "./endpointProxy.ts";
 import { LIMITS } from "../jobSpec.ts";
 import { parseTaskId } from "./stateRows.ts";
+import { dashboardRoutes } from "../dashboard/server.ts";
+import { principalOfRequest } from "./httpAuth.ts";
 import { serveHttp } from "./httpFace.ts";
 import type { HttpRoute } from "./httpFace.ts";
 import { capacityFromWire, jobSpecFromWire } from "../internal/codec.ts";
@@ -24,6 +26,7 @@ import type { Clock } from "./controllerState.ts";
 import { BUNDLE_CHUNK_BYTES, BundleStore } from "./bundleStore.ts";
 import type { BundleWriter } from "./bundleStore.ts";
 import { openDb } from "./db.ts";
+import { ControllerMetrics } from "./rpcMetrics.ts";
 import type { Db } from "./db.ts";
 
 /** Options of {@link Controller.start}. */
@@ -63,7 +66,7 @@ export interface ControllerOptions {
   /**
    * Also serve HTTP on this port (0 = any free port; default: none): `POST /api/<Method>` with
    * the request as JSON runs the same handler as the ControllerService RPC of that name (same
-   * bearer token), and `GET /metrics` is Prometheus text.
+   * bearer token), `GET /metrics` is Prometheus text, and `/` is the web dashboard.
    */
   httpPort?: number;
   /** Where uploaded code bundles are kept (default: `bundles/` beside the database). */
@@ -144,6 +147,10 @@ export class Controller {
   private readonly jobListeners = new Map<string, Set<Listener>>();
   private readonly logListeners = new Map<string, Set<Listener>>();
   private readonly workerStreams = new Map<string, Set<grpc.ServerWritableStream<unknown, unknown>>>();
+  /** Told about every job and worker change (the dashboard's live views). */
+  private readonly changeListeners = new Set<(kind: "job" | "worker", id: string) => void>();
+  /** RPC counts and latencies, scheduler cycle time (`/metrics`). */
+  private readonly metrics = new ControllerMetrics();
   private generation = 0;
   private scheduleQueued = false;
   private stopped = false;
@@ -171,7 +178,7 @@ export class Controller {
     this.log = auth.log;
     this.endpointProxy = new EndpointProxy({
       // Asks the controller's authenticator at request time (whatever it is by then).
-      auth: { fromAuthorization: (h) => this.auth.fromAuthorization(h) },
+      principalOf: (req) => principalOfRequest(this.auth, req),
       resolve: (full) => state.resolveEndpoint(full, ""),
       ownerOf: (endpoint) => state.endpointOwnerOf(String(endpoint.name)),
       exists: (full) => {
@@ -238,9 +245,10 @@ export class Controller {
     const bundles = new BundleStore(opts.bundleDir ?? path.join(path.dirname(path.resolve(opts.dbPath)), "bundles"), opts.maxBundleBytes);
     const self = new Controller(server, db, state, port, host, { auth, taskTokens, insecure, log }, Math.max(50, Math.min(500, Math.floor(workerTimeoutMs / 4))), opts.clock ? () => opts.clock!.now() : Date.now, bundles);
     const proto = loadIrisProto();
-    const handlers = self.controllerHandlers();
+    const handlers = self.metrics.instrument(self.controllerHandlers());
     server.addService(proto.ControllerService.service, handlers);
-    server.addService(proto.WorkerControlService.service, self.workerHandlers(reconcileIntervalMs, workerTimeoutMs));
+    server.addService(proto.WorkerControlService.service, self.metrics.instrument(self.workerHandlers(reconcileIntervalMs, workerTimeoutMs)));
+    self.httpRoutes.push(...dashboardRoutes({ auth: self.auth, handlers, onChange: (l) => self.onChange(l) }));
     if (opts.httpPort !== undefined) await self.serveHttp(host, opts.httpPort, handlers, opts.tls);
     ref.self = self;
     self.scheduleSoon();
@@ -274,7 +282,7 @@ export class Controller {
     try {
       this.state.checkWorkers();
       this.state.expireEndpoints();
-      this.state.schedulePass();
+      this.metrics.timeScheduler(() => this.state.schedulePass());
     } catch (e) {
       if (!this.stopped) console.error("iris controller: tick failed:", e);
     }
@@ -285,17 +293,25 @@ export class Controller {
     this.scheduleQueued = true;
     setImmediate(() => {
       this.scheduleQueued = false;
-      if (!this.stopped) this.state.schedulePass();
+      if (!this.stopped) this.metrics.timeScheduler(() => this.state.schedulePass());
     });
   }
 
+  /** Calls `l` after every change of a job (its instance id) or worker; returns the unsubscribe. */
+  onChange(l: (kind: "job" | "worker", id: string) => void): () => void {
+    this.changeListeners.add(l);
+    return () => this.changeListeners.delete(l);
+  }
+
   private onJobChanged(instanceId: string): void {
+    for (const l of [...this.changeListeners]) l("job", instanceId);
     this.fire(this.jobListeners, instanceId);
     this.fire(this.logListeners, instanceId);
     this.scheduleSoon();
   }
 
   private onWorkerChanged(workerId: string): void {
+    for (const l of [...this.changeListeners]) l("worker", workerId);
     const streams = this.workerStreams.get(workerId);
     if (!streams) return;
     const generation = ++this.generation;
@@ -358,6 +374,7 @@ export class Controller {
     gauge("iris_workers", "Registered workers by state.", db.prepare("SELECT state AS k, COUNT(*) AS n FROM workers GROUP BY state").all() as { k: string; n: number }[], "state");
     const size = db.prepare("SELECT page_count * page_size AS n FROM pragma_page_count(), pragma_page_size()").get() as { n: number };
     lines.push("# HELP iris_db_bytes Size of the controller database file.", "# TYPE iris_db_bytes gauge", `iris_db_bytes ${size.n}`);
+    lines.push(...this.metrics.prometheusLines());
     return lines.join("\n") + "\n";
   }
 

@@ -12,7 +12,6 @@ import { IrisClient } from "../client/irisClient.ts";
 import { IrisError } from "../errors.ts";
 import { Controller } from "./controller.ts";
 import { EndpointProxy, proxyTimeoutOf } from "./endpointProxy.ts";
-import { singleTokenAuthenticator } from "./auth.ts";
 
 const run = promisify(execFile);
 
@@ -101,6 +100,18 @@ describe("endpoint proxy", () => {
     expect((JSON.parse(enc.body) as { url: string }).url).toBe("/svc/echo");
   });
 
+  it("takes the dashboard's session cookie instead of the token, and forwards neither", async () => {
+    const login = await fetch(`${base()}/login`, { method: "POST", headers: { "content-type": "application/json", accept: "application/json" }, body: JSON.stringify({ token: "tok" }) });
+    expect(login.status).toBe(200);
+    const session = /^(iris_session=[^;]+)/.exec(login.headers.get("set-cookie") ?? "")?.[1];
+    expect(session).toBeDefined();
+    const r = await curl([`${base()}/proxy/alice/app/api/echo`, "-H", `cookie: theme=dark; ${session}`]);
+    expect(r.status).toBe(201);
+    const echoed = JSON.parse(r.body) as { headers: Record<string, string> };
+    expect(echoed.headers.cookie).toBe("theme=dark");
+    expect((await curl([`${base()}/proxy/alice/app/api/echo`, "-H", "cookie: iris_session=forged"])).status).toBe(401);
+  });
+
   it("refuses without the token and answers 404 for an unknown endpoint", async () => {
     expect((await curl([`${base()}/proxy/alice/app/api/echo`])).status).toBe(401);
     expect((await curl([`${base()}/proxy/alice/app/api/echo`, "-H", "authorization: Bearer wrong"])).status).toBe(401);
@@ -187,7 +198,7 @@ describe("endpoint proxy", () => {
 
 describe("endpoint ownership and timeouts", () => {
   it("lets only the owner's tree (or an admin) mint", () => {
-    const proxy = new EndpointProxy({ auth: singleTokenAuthenticator(undefined), resolve: () => ({}), ownerOf: () => "/alice/job", exists: () => false, httpAddress: () => "h:1" });
+    const proxy = new EndpointProxy({ principalOf: () => undefined, resolve: () => ({}), ownerOf: () => "/alice/job", exists: () => false, httpAddress: () => "h:1" });
     const e = { name: "/alice/job/serve/m", attemptId: "/alice/job/0:0", address: "x:1" };
     expect(proxy.mint({ user: "alice", role: "user" }, e, 0).url).toMatch(/^http:\/\/h:1\/cap\//);
     expect(proxy.mint({ user: "x", role: "task", job: "/alice" }, e, 0).name).toBe("/alice/job/serve/m");

@@ -7,7 +7,8 @@ import { IrisError } from "../errors.ts";
 import type { EndpointCapability } from "../jobSpec.ts";
 import type { Endpoint as WireEndpoint } from "../internal/generated/iris/v1/Endpoint.ts";
 import { mayCall, mayControlJob } from "./auth.ts";
-import type { Authenticator, Principal } from "./auth.ts";
+import type { Principal } from "./auth.ts";
+import { SESSION_COOKIE } from "./httpAuth.ts";
 import { reply } from "./httpFace.ts";
 import type { HttpRoute } from "./httpFace.ts";
 
@@ -22,8 +23,8 @@ export const CAPABILITY_TTL_S = { default: 3600, min: 60, max: 86_400 } as const
 
 /** What the proxy needs from the controller. */
 export interface EndpointProxyOptions {
-  /** The controller's authenticator (only `fromAuthorization` is asked). */
-  auth: Pick<Authenticator, "fromAuthorization">;
+  /** The caller of a request (the Bearer header or the dashboard's session cookie), or undefined. */
+  principalOf: (req: http.IncomingMessage) => Principal | undefined;
   /** The endpoint of a full name (throws IrisError NOT_FOUND when there is none). */
   resolve: (fullName: string) => WireEndpoint;
   /** The job tree that owns an endpoint (the controller's record of who registered it). */
@@ -118,7 +119,7 @@ export class EndpointProxy {
       return true;
     }
     if (raw === "/proxy" || raw.startsWith("/proxy/")) {
-      const principal = this.opts.auth.fromAuthorization(req.headers.authorization);
+      const principal = this.opts.principalOf(req);
       if (!principal) {
         reply(res, 401, { code: "UNAUTHENTICATED", message: "missing or invalid bearer token (or use a capability URL: iris endpoint token NAME)" });
         return true;
@@ -192,6 +193,12 @@ export class EndpointProxy {
       // The caller's Authorization is for the controller, never for the service.
       if (k === "authorization" || HOP_BY_HOP.has(k) || connectionListed.has(k) || v === undefined) continue;
       headers[k] = v;
+    }
+    // Nor is the dashboard's session cookie (the caller's credentials, like Authorization).
+    if (typeof headers.cookie === "string") {
+      const kept = headers.cookie.split(";").filter((c) => c.split("=")[0]!.trim() !== SESSION_COOKIE).join(";").trim();
+      if (kept === "") delete headers.cookie;
+      else headers.cookie = kept;
     }
     headers["x-forwarded-host"] = req.headers.host ?? "";
     headers["x-forwarded-prefix"] = (req.url ?? "").slice(0, Math.max(0, (req.url ?? "").split("?")[0]!.length - pathAndQuery.split("?")[0]!.length));

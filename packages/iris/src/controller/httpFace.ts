@@ -10,6 +10,7 @@ import { loadIrisProto } from "../internal/rpc.ts";
 import { LIMITS } from "../jobSpec.ts";
 import { mayCall } from "./auth.ts";
 import type { Authenticator } from "./auth.ts";
+import { authorizationOfRequest, principalOfRequest } from "./httpAuth.ts";
 
 /**
  * An extra HTTP route: returns true when it took the request (and answers it, now or later),
@@ -162,7 +163,9 @@ export async function serveHttp(opts: HttpFaceOptions): Promise<http.Server> {
   const routes = opts.routes ?? [];
   const handleApi = (req: http.IncomingMessage, res: http.ServerResponse, url: URL): void => {
     // Who is calling comes first: nothing of an unauthenticated request's body is read.
-    const principal = auth.fromAuthorization(req.headers.authorization);
+    // (The Bearer header or the dashboard's session cookie: httpAuth.ts.)
+    const principal = principalOfRequest(auth, req);
+    const authorization = authorizationOfRequest(auth, req);
     if (req.method === "GET" && url.pathname === "/metrics") {
       if (!principal) return refuse(res, 401, "UNAUTHENTICATED", "missing or invalid bearer token", "text/plain");
       if (!mayCall(principal, "GET /metrics")) return refuse(res, 403, "PERMISSION_DENIED", `a ${principal.role} token may not read /metrics`, "text/plain");
@@ -208,7 +211,7 @@ export async function serveHttp(opts: HttpFaceOptions): Promise<http.Server> {
         return reply(res, 400, { code: "INVALID_ARGUMENT", message: `body: expected the JSON of the ${m[1]} request (${(e as Error).message})` });
       }
       const metadata = new grpc.Metadata();
-      if (req.headers.authorization) metadata.set("authorization", req.headers.authorization);
+      if (authorization) metadata.set("authorization", authorization);
       const handler = handlers[m[1]!] as grpc.handleUnaryCall<unknown, unknown>;
       handler({ request, metadata } as grpc.ServerUnaryCall<unknown, unknown>, (err, value) => {
         if (err) {

@@ -48,6 +48,8 @@ describe("trainLm as an iris task", () => {
     for (const name of ["train/loss", "optim/learning_rate", "throughput/tokens_per_second", "throughput/mfu", "eval/loss", "eval/bpb"]) {
       expect(Number.isFinite(last.metrics[name]), name).toBe(true);
     }
+    // The newest checkpoint (the dashboard's "last checkpoint"): training ends with one of its last step.
+    expect(last.metrics["checkpoint/step"]).toBe(12);
     // Points come in step order, one per report.
     const steps = points.map((p) => p.step);
     expect([...steps].sort((a, b) => a - b)).toEqual(steps);

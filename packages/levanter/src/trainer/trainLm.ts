@@ -133,6 +133,8 @@ export async function trainLm(input: TrainLmConfig | TrainLmConfigInput, options
     let startStep = 0;
     let resumedFrom: number | undefined;
     let lastSavedStep: number | undefined;
+    /** The newest checkpoint of this run (temporary or permanent), reported to iris as `checkpoint/step`. */
+    let lastCheckpointStep: number | undefined;
     const run = runIdentity(reader, validation, { seed: loaderSeed, shuffle: dc.shuffle });
     if (tc.resume) {
       const found = await checkpointer.latest({ damaged: tc.requireCheckpoint ? "error" : "warn" });
@@ -200,6 +202,7 @@ export async function trainLm(input: TrainLmConfig | TrainLmConfigInput, options
         { force },
       );
       if (saved && !saved.isTemporary) lastSavedStep = step;
+      if (saved) lastCheckpointStep = step;
       return saved;
     };
     const runEval = (): EvalResult | undefined =>
@@ -264,7 +267,7 @@ export async function trainLm(input: TrainLmConfig | TrainLmConfigInput, options
       }
       reporter?.maybeReport(
         formatStatus({ step: done, totalSteps: tc.numTrainSteps, loss, tokensPerSecond: tps, mfu: metrics["throughput/mfu"]!, secondsPerStep }),
-        { step: done, ...metrics },
+        { step: done, ...metrics, ...(lastCheckpointStep !== undefined ? { "checkpoint/step": lastCheckpointStep } : {}) },
       );
       if (done < tc.numTrainSteps && !stopping()) await save(done, false);
     }
@@ -277,7 +280,7 @@ export async function trainLm(input: TrainLmConfig | TrainLmConfigInput, options
     }
     reporter?.maybeReport(
       formatStatus({ step, totalSteps: tc.numTrainSteps, ...(lastLoss !== undefined ? { loss: lastLoss } : {}) }) + (stoppedEarly ? " · stopped" : ""),
-      { step, ...lastMetrics },
+      { step, ...lastMetrics, ...(lastCheckpointStep !== undefined ? { "checkpoint/step": lastCheckpointStep } : {}) },
       true,
     );
     await reporter?.flush();

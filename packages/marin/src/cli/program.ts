@@ -5,10 +5,11 @@ import { MarinError } from "../errors.ts";
 import { explainStep, formatExplanation } from "../executor/explain.ts";
 import { formatPlan, planRun } from "../executor/plan.ts";
 import { listPrefix } from "../executor/prefixStatus.ts";
-import { runGraph } from "../executor/runner.ts";
-import type { StepLauncher } from "../executor/runner.ts";
+import { newRunId, runGraph } from "../executor/runner.ts";
+import type { RunSummary, StepLauncher } from "../executor/runner.ts";
 import { loadExperiment } from "../experiment/experiment.ts";
 import { resolveGraph } from "../step/graph.ts";
+import { PipelineReporter } from "./dashboardReport.ts";
 import { formatSummary, LiveView } from "./liveView.ts";
 import { resolveCliPath } from "./paths.ts";
 import { formatRuns, printLog } from "./runsAndLogs.ts";
@@ -38,10 +39,13 @@ async function loadGraph(script: string, flags: SelectFlags) {
   return { script: loaded.script, graph: resolveGraph(loaded.steps, resolvePrefix(flags.prefix)) };
 }
 
-/** Makes the launcher for steps with resources: iris, embedded LocalCluster unless `cluster` is given. */
-async function irisLauncherFor(script: string, prefix: string, cluster: string | undefined, runId: string): Promise<StepLauncher> {
+/** Makes the launcher for steps with resources: iris, embedded LocalCluster unless `cluster` is given (with `httpPort`: serving the dashboard). */
+async function irisLauncherFor(script: string, prefix: string, cluster: string | undefined, runId: string, httpPort?: number): Promise<StepLauncher & { dashboardUrl?: string }> {
   const { createIrisLauncher } = await import("../remote/irisLauncher.ts");
-  return createIrisLauncher({ script, prefix, cluster, stateDir: path.join(prefix, ".marin", "runs", runId) });
+  // The dashboard's cluster starts before the run knows whether it runs anything: its database is
+  // temporary (a run that only skips steps leaves no run folder).
+  const stateDir = httpPort === undefined ? path.join(prefix, ".marin", "runs", runId) : undefined;
+  return createIrisLauncher({ script, prefix, cluster, stateDir, ...(httpPort !== undefined ? { httpPort } : {}) });
 }
 
 /** The `marin` command line (commander), writing to the given streams. */
@@ -62,31 +66,56 @@ export function buildProgram(io: { out: (s: string) => void; setExitCode: (c: nu
     .addOption(new Option("--max-concurrent <n>", "steps running at once").argParser(positiveInt).default(4))
     .option("--cluster <addr>", "run steps with resources on this iris controller (default: an embedded local cluster)")
     .option("-v, --verbose", "show step log lines in the live view")
-    .action(async (script: string, flags: SelectFlags & { dryRun?: boolean; maxConcurrent: number; cluster?: string; verbose?: boolean }) => {
+    .option("--dashboard <url>", "report the run's DAG to this iris dashboard (the controller's http:// URL; with --cluster); default: the embedded cluster serves one")
+    .option("--no-dashboard", "no dashboard: the embedded cluster starts only when a step needs it, and the run is reported nowhere")
+    .action(async (script: string, flags: SelectFlags & { dryRun?: boolean; maxConcurrent: number; cluster?: string; verbose?: boolean; dashboard: string | boolean }) => {
       const { script: abs, graph } = await loadGraph(script, flags);
       if (flags.dryRun) {
         const plan = await planRun(graph, flags);
         io.out(formatPlan(plan).join("\n"));
         return;
       }
+      // The dashboard: the embedded cluster starts at once (on a free HTTP port) and its URL is the
+      // first line; with --cluster, --dashboard <url> names that controller's dashboard.
+      const runId = newRunId(Date.now());
+      let launcher: Promise<StepLauncher & { dashboardUrl?: string }> | undefined;
+      let reporter: PipelineReporter | undefined;
+      if (flags.dashboard !== false && !flags.cluster) {
+        launcher = irisLauncherFor(abs, graph.prefix, undefined, runId, 0);
+        const url = (await launcher).dashboardUrl;
+        if (url) {
+          process.stderr.write(`marin: dashboard at ${url}#/pipelines/${encodeURIComponent(runId)}\n`);
+          reporter = new PipelineReporter(url, runId, graph.prefix, undefined);
+        }
+      } else if (typeof flags.dashboard === "string") {
+        reporter = new PipelineReporter(flags.dashboard, runId, graph.prefix, process.env.IRIS_AUTH_TOKEN);
+      }
       const view = new LiveView(process.stderr, { verbose: flags.verbose });
       const controller = new AbortController();
       const onSignal = () => controller.abort();
       process.once("SIGINT", onSignal);
       process.once("SIGTERM", onSignal);
+      let summary: RunSummary | undefined;
       try {
-        const summary = await runGraph(graph, {
+        summary = await runGraph(graph, {
           only: flags.only,
           force: flags.force,
           maxConcurrent: flags.maxConcurrent,
           signal: controller.signal,
-          onEvent: (e) => view.handle(e),
-          remoteLauncher: (runId) => irisLauncherFor(abs, graph.prefix, flags.cluster, runId),
+          runId,
+          onEvent: (e) => {
+            view.handle(e);
+            reporter?.handle(e);
+          },
+          remoteLauncher: (id) => (launcher ??= irisLauncherFor(abs, graph.prefix, flags.cluster, id)),
         });
         view.stop();
         io.out(formatSummary(summary).join("\n"));
         if (!summary.ok) io.setExitCode(1);
       } finally {
+        await reporter?.finish(summary);
+        // The runner closes a launcher it used; one started only for the dashboard closes here.
+        await (await launcher?.catch(() => undefined))?.close();
         view.stop();
         process.off("SIGINT", onSignal);
         process.off("SIGTERM", onSignal);

@@ -92,6 +92,14 @@ export interface RunGraphOptions extends PlanOptions {
   onEvent?: (e: RunEvent) => void;
   /** Makes the launcher for steps with `resources`; called at most once, only when such a step runs. */
   remoteLauncher?: (runId: string) => Promise<StepLauncher>;
+  /** The run's id (default: a new one, {@link newRunId}); the CLI picks it first to name its dashboard run. */
+  runId?: string;
+}
+
+/** A new run id: the start time (sortable), then 6 random hex digits. */
+export function newRunId(startedAt: number): string {
+  const stamp = new Date(startedAt).toISOString().replace(/[:.]/g, "-");
+  return `${stamp}-${randomBytes(3).toString("hex")}`;
 }
 
 function errorText(e: unknown): string {
@@ -162,8 +170,7 @@ class Run {
     const envTtl = Number(process.env.MARIN_LEASE_TTL_MS);
     this.ttlMs = opts.leaseTtlMs ?? (Number.isFinite(envTtl) && envTtl > 0 ? envTtl : 30_000);
     this.startedAt = this.clock.now();
-    const stamp = new Date(this.startedAt).toISOString().replace(/[:.]/g, "-");
-    this.runId = `${stamp}-${randomBytes(3).toString("hex")}`;
+    this.runId = opts.runId ?? newRunId(this.startedAt);
   }
 
   emit(e: RunEvent): void {

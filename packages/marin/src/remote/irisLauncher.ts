@@ -19,8 +19,8 @@ export interface IrisLauncherOptions {
   prefix: string;
   /** Controller address; none → an embedded LocalCluster for the run. */
   cluster: string | undefined;
-  /** Folder for the embedded cluster's database (inside `<prefix>/.marin/`). */
-  stateDir: string;
+  /** Folder for the embedded cluster's database (inside `<prefix>/.marin/`); none: a temporary one. */
+  stateDir: string | undefined;
   /**
    * Ship the script's git work tree (tracked files and lockfile) as an iris code bundle, so that
    * workers on other machines run the same code. Default: on with `cluster` when the script is in
@@ -28,6 +28,8 @@ export interface IrisLauncherOptions {
    * shares this checkout).
    */
   bundle?: boolean;
+  /** The embedded cluster also serves its HTTP face (the dashboard) on this port (0: any free one). */
+  httpPort?: number;
 }
 
 /** How long to keep draining an ended job's log stream before giving up on its last lines. */
@@ -45,18 +47,19 @@ function jobNameFor(step: ResolvedStep, token: number): string {
  * checks the identity and runs that one step into the staging folder; the step's return value
  * comes back as the iris task's result. The lease, publish and status stay with this (parent) runner.
  */
-export async function createIrisLauncher(opts: IrisLauncherOptions): Promise<StepLauncher> {
+export async function createIrisLauncher(opts: IrisLauncherOptions): Promise<StepLauncher & { dashboardUrl?: string }> {
   let cluster: LocalCluster | undefined;
   let client: IrisClient;
   if (opts.cluster) {
     client = IrisClient.connect(opts.cluster, { token: process.env.IRIS_AUTH_TOKEN });
   } else {
-    await fs.mkdir(opts.stateDir, { recursive: true });
+    if (opts.stateDir) await fs.mkdir(opts.stateDir, { recursive: true });
     cluster = await LocalCluster.start({
       workers: 1,
-      dbPath: path.join(opts.stateDir, "iris.sqlite"),
+      ...(opts.stateDir ? { dbPath: path.join(opts.stateDir, "iris.sqlite") } : {}),
       workerCpuMillis: os.cpus().length * 1000,
       workerMemoryBytes: os.totalmem(),
+      ...(opts.httpPort !== undefined ? { httpPort: opts.httpPort } : {}),
     });
     client = cluster.client;
   }
@@ -72,7 +75,9 @@ export async function createIrisLauncher(opts: IrisLauncherOptions): Promise<Ste
     }
   }
   const script = uploaded ? path.relative(uploaded.root, opts.script) : opts.script;
+  const httpAddress = cluster?.controller.httpAddress;
   return {
+    ...(httpAddress ? { dashboardUrl: `http://${httpAddress}/` } : {}),
     async run(step: ResolvedStep, args: LaunchArgs): Promise<unknown> {
       const taskArgs: StepTaskArgs = { script, step: step.name, planned: plannedIdentity(step), prefix: opts.prefix, staging: args.stagingPath };
       const res = step.step.resources ?? {};
