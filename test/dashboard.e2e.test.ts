@@ -11,7 +11,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { LocalCluster } from "@marin/iris";
 import { chromium } from "playwright-core";
-import type { Browser, BrowserContext, Page } from "playwright-core";
+import type { Browser, BrowserContext, Page, Request, Response } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -192,7 +192,7 @@ describe.skipIf(!existsSync(CHROMIUM))("iris dashboard in Chromium", () => {
     expect(r.stderr.split("\n")[0]).toMatch(/^marin: dashboard at http:\/\/127\.0\.0\.1:\d+\/#\/pipelines\//);
   });
 
-  it("the playground streams a completion and a chat reply from a served tiny model (proxy stubbed in the browser)", async () => {
+  it("the playground streams a completion and a chat reply from a served tiny model through the controller's proxy", async () => {
     const lev = await import("@marin/levanter");
     await lev.selectBackend({ force: "wasm" });
     const ckpt = path.join(tmp, "tiny-lm", "step-1");
@@ -207,15 +207,18 @@ describe.skipIf(!existsSync(CHROMIUM))("iris dashboard in Chromium", () => {
       await server.ready;
       const name = "/root/demo/serve/tiny-lm";
       await cluster.client.registerEndpoint(name, server.url.replace(/^http:\/\//, ""));
-      // TODO(after the serve branch's /proxy route is merged): drop this stub, the controller's
-      // proxy then forwards the same request. The stub forwards the browser's request to the model.
+      // The page calls the model through the controller's proxy (/proxy/<endpoint>/…) with its
+      // session cookie; the test only watches what it sends and what comes back.
       const bodies: Record<string, unknown>[] = [];
-      await page.route(`${base}/proxy/**`, async (route) => {
-        const u = new URL(route.request().url());
-        const rest = u.pathname.slice(`/proxy/${encodeURIComponent(name)}`.length);
-        bodies.push(route.request().postDataJSON() as Record<string, unknown>);
-        await route.fulfill({ response: await route.fetch({ url: `${server.url}${rest}` }) });
-      });
+      const statuses: number[] = [];
+      const onRequest = (r: Request): void => {
+        if (r.url().startsWith(`${base}/proxy/`)) bodies.push(r.postDataJSON() as Record<string, unknown>);
+      };
+      const onResponse = (r: Response): void => {
+        if (r.url().startsWith(`${base}/proxy/`)) statuses.push(r.status());
+      };
+      page.on("request", onRequest);
+      page.on("response", onResponse);
       await view("#/endpoints");
       await page.click(`a[href="#/playground/${encodeURIComponent(name)}"]`);
       await page.waitForSelector("#h-play");
@@ -232,7 +235,9 @@ describe.skipIf(!existsSync(CHROMIUM))("iris dashboard in Chromium", () => {
       await page.click('button:has-text("Send")');
       await page.waitForFunction(() => (document.querySelector(".chat .msg.assistant")?.textContent ?? "").replace("assistant", "").trim().length > 0, undefined, { timeout: 30_000 });
       expect(bodies[1]).toMatchObject({ messages: [{ role: "user", content: "hello" }], stream: true });
-      await page.unroute(`${base}/proxy/**`);
+      expect(statuses).toEqual([200, 200]);
+      page.off("request", onRequest);
+      page.off("response", onResponse);
     } finally {
       await server.close();
     }
