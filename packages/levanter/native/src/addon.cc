@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "heap.h"
 #include "attention.h"
 #include "elementwise.h"
 #include "gemm.h"
@@ -13,18 +14,13 @@
 
 namespace {
 
+using levanter::Heap;
+using levanter::at;
+using levanter::f32;
+using levanter::heapOf;
+using levanter::num;
+
 Pool& pool() { return sharedPool(); }
-
-struct Heap {
-  uint8_t* base;
-  size_t bytes;
-};
-
-Heap heapOf(const Napi::Value& v) {
-  if (!v.IsArrayBuffer()) throw Napi::TypeError::New(v.Env(), "levanter native: expected the wasm heap ArrayBuffer");
-  auto ab = v.As<Napi::ArrayBuffer>();
-  return {static_cast<uint8_t*>(ab.Data()), ab.ByteLength()};
-}
 
 template <typename T>
 T* at(const Napi::CallbackInfo& info, const Heap& h, size_t i) {
@@ -35,7 +31,6 @@ T* at(const Napi::CallbackInfo& info, const Heap& h, size_t i) {
   return reinterpret_cast<T*>(h.base + off);
 }
 
-long num(const Napi::CallbackInfo& info, size_t i) { return static_cast<long>(info[i].As<Napi::Number>().Int64Value()); }
 float fnum(const Napi::CallbackInfo& info, size_t i) { return info[i].As<Napi::Number>().FloatValue(); }
 
 Napi::Value Info(const Napi::CallbackInfo& info) {

@@ -4,6 +4,7 @@
 // causal half of every score matrix is computed. One work item per (sequence, head): each writes
 // its own columns, in a fixed order, so results are bitwise identical for every thread count.
 // The AVX2 and scalar forms of its two products give the same bits (see below). Compiled with -ffp-contract=off.
+#include "heap.h"
 #include "attention.h"
 
 #include <algorithm>
@@ -18,26 +19,12 @@
 
 namespace {
 
-struct Heap {
-  uint8_t* base;
-  size_t bytes;
-};
+using levanter::Heap;
+using levanter::at;
+using levanter::f32;
+using levanter::heapOf;
+using levanter::num;
 
-Heap heapOf(const Napi::Value& v) {
-  if (!v.IsArrayBuffer()) throw Napi::TypeError::New(v.Env(), "levanter native: expected the wasm heap ArrayBuffer");
-  auto ab = v.As<Napi::ArrayBuffer>();
-  return {static_cast<uint8_t*>(ab.Data()), ab.ByteLength()};
-}
-
-template <typename T>
-T* at(const Napi::CallbackInfo& info, const Heap& h, size_t i, long count) {
-  const int64_t off = info[i].As<Napi::Number>().Int64Value();
-  if (off < 0 || count < 0 || static_cast<uint64_t>(off) + static_cast<uint64_t>(count) * sizeof(T) > h.bytes)
-    throw Napi::RangeError::New(info.Env(), "levanter native: tensor outside the wasm heap");
-  return reinterpret_cast<T*>(h.base + off);
-}
-
-long num(const Napi::CallbackInfo& info, size_t i) { return static_cast<long>(info[i].As<Napi::Number>().Int64Value()); }
 
 struct Shape {
   long B, T, H, dh;

@@ -3,6 +3,7 @@
 // dimensions with a stride per operand (0 where it broadcasts); the output is split into
 // shape-fixed chunks of elements that the pool's threads take. Every element is one IEEE float32
 // operation, so results equal tfjs' own kernels bit for bit, for any thread count.
+#include "heap.h"
 #include "elementwise.h"
 
 #include <algorithm>
@@ -13,26 +14,12 @@
 
 namespace {
 
-struct Heap {
-  uint8_t* base;
-  size_t bytes;
-};
+using levanter::Heap;
+using levanter::at;
+using levanter::f32;
+using levanter::heapOf;
+using levanter::num;
 
-Heap heapOf(const Napi::Value& v) {
-  if (!v.IsArrayBuffer()) throw Napi::TypeError::New(v.Env(), "levanter native: expected the wasm heap ArrayBuffer");
-  auto ab = v.As<Napi::ArrayBuffer>();
-  return {static_cast<uint8_t*>(ab.Data()), ab.ByteLength()};
-}
-
-template <typename T>
-T* at(const Napi::CallbackInfo& info, const Heap& h, size_t i, long count) {
-  const int64_t off = info[i].As<Napi::Number>().Int64Value();
-  if (off < 0 || count < 0 || static_cast<uint64_t>(off) + static_cast<uint64_t>(count) * sizeof(T) > h.bytes)
-    throw Napi::RangeError::New(info.Env(), "levanter native: tensor outside the wasm heap");
-  return reinterpret_cast<T*>(h.base + off);
-}
-
-long num(const Napi::CallbackInfo& info, size_t i) { return static_cast<long>(info[i].As<Napi::Number>().Int64Value()); }
 
 constexpr long GRAIN = 1L << 14;
 

@@ -5,6 +5,7 @@
 // gradients, the sum of squares) add per-chunk partials in chunk order: every result is the same
 // for any thread count. Row sums use 8 interleaved lanes combined in a fixed order (vectorisable
 // without reassociation). Compiled with -ffp-contract=off: every float32 operation rounds as written.
+#include "heap.h"
 #include "ops.h"
 
 #include "pool.h"
@@ -17,28 +18,12 @@
 
 namespace {
 
-struct Heap {
-  uint8_t* base;
-  size_t bytes;
-};
+using levanter::Heap;
+using levanter::at;
+using levanter::f32;
+using levanter::heapOf;
+using levanter::num;
 
-Heap heapOf(const Napi::Value& v) {
-  if (!v.IsArrayBuffer()) throw Napi::TypeError::New(v.Env(), "levanter native: expected the wasm heap ArrayBuffer");
-  auto ab = v.As<Napi::ArrayBuffer>();
-  return {static_cast<uint8_t*>(ab.Data()), ab.ByteLength()};
-}
-
-// A checked pointer to `count` elements of T at byte offset info[i].
-template <typename T>
-T* at(const Napi::CallbackInfo& info, const Heap& h, size_t i, long count) {
-  const int64_t off = info[i].As<Napi::Number>().Int64Value();
-  if (off < 0 || count < 0 || static_cast<uint64_t>(off) + static_cast<uint64_t>(count) * sizeof(T) > h.bytes)
-    throw Napi::RangeError::New(info.Env(), "levanter native: tensor outside the wasm heap");
-  return reinterpret_cast<T*>(h.base + off);
-}
-
-long num(const Napi::CallbackInfo& info, size_t i) { return static_cast<long>(info[i].As<Napi::Number>().Int64Value()); }
-float f32(const Napi::CallbackInfo& info, size_t i) { return info[i].As<Napi::Number>().FloatValue(); }
 
 // Runs fn(begin, end) over [0, n) in chunks of `grain` items; chunk bounds depend on n and grain
 // only, never on the thread count.
