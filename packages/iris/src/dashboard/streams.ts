@@ -154,6 +154,13 @@ function statusName(code: number): string {
   return grpc.status[code] ?? "UNKNOWN";
 }
 
+/** Ends the event stream of a gRPC call: a `failure` event naming the status, or `end`. */
+function endStream(s: SseStream, err?: Partial<grpc.StatusObject>): void {
+  if (err) s.send("failure", { code: statusName(err.code ?? grpc.status.INTERNAL), message: err.details ?? "" });
+  else s.send("end", {});
+  s.close();
+}
+
 /** The SSE routes under `/api/stream/`. Each checks auth before it writes anything. */
 export function streamRoutes(opts: StreamRouteOptions): HttpRoute[] {
   const { handlers, authorize } = opts;
@@ -204,11 +211,7 @@ export function streamRoutes(opts: StreamRouteOptions): HttpRoute[] {
           { name: q.get("name") ?? "", instanceId: q.get("instance") ?? "", taskPageSize: 1000, taskPageToken: "" },
           authorization,
           (st) => s.send("job", st),
-          (err) => {
-            if (err) s.send("failure", { code: statusName(err.code ?? grpc.status.INTERNAL), message: err.details ?? "" });
-            else s.send("end", {});
-            s.close();
-          },
+          (err) => endStream(s, err),
         );
         s.onClose(cancel);
         return true;
@@ -222,11 +225,7 @@ export function streamRoutes(opts: StreamRouteOptions): HttpRoute[] {
           { name: q.get("name") ?? "", instanceId: q.get("instance") ?? "", follow: q.get("follow") !== "0", afterSeq: Number(q.get("after") ?? 0) || 0, taskIndex: task ? Number(task) : 0, filterTask: task !== null && task !== "" },
           authorization,
           (batch) => s.send("logs", batch),
-          (err) => {
-            if (err) s.send("failure", { code: statusName(err.code ?? grpc.status.INTERNAL), message: err.details ?? "" });
-            else s.send("end", {});
-            s.close();
-          },
+          (err) => endStream(s, err),
         );
         s.onClose(cancel);
         return true;
