@@ -1,7 +1,7 @@
 // The controller process: ControllerState served over gRPC (both services on one port), the
 // liveness/scheduling tick, and the streams (WatchJob, StreamLogs, WatchAssignments).
 import * as grpc from "@grpc/grpc-js";
-import fs, { mkdirSync } from "node:fs";
+import { mkdirSync } from "node:fs";
 import type http from "node:http";
 import path from "node:path";
 import { IrisError, grpcStatusOf } from "../errors.ts";
@@ -23,8 +23,8 @@ import { capacityFromWire, jobSpecFromWire } from "../internal/codec.ts";
 import { isTerminalJobState, normalizeJobSpec } from "../jobSpec.ts";
 import { ControllerState } from "./controllerState.ts";
 import type { Clock } from "./controllerState.ts";
-import { BUNDLE_CHUNK_BYTES, BundleStore } from "./bundleStore.ts";
-import type { BundleWriter } from "./bundleStore.ts";
+import { BundleStore } from "./bundleStore.ts";
+import { fetchBundleHandler, uploadBundleHandler } from "./bundleRpc.ts";
 import { openDb } from "./db.ts";
 import { ControllerMetrics } from "./rpcMetrics.ts";
 import type { Db } from "./db.ts";
@@ -537,48 +537,7 @@ export class Controller {
         if (size === undefined) throw new IrisError("NOT_FOUND", `bundle ${req.bundleId} is not stored here: upload it`);
         return { bundleId: req.bundleId, sizeBytes: size, uploaded: false };
       }),
-      UploadBundle: (call, callback) => {
-        const who = this.authorize(call, "UploadBundle");
-        if (!("role" in who)) return callback(who);
-        let writer: BundleWriter | undefined;
-        let announced: { bundleId: string; sizeBytes: number } | undefined;
-        let stored: { bundleId: string; sizeBytes: number } | undefined;
-        let failure: Partial<grpc.StatusObject> | undefined;
-        const fail = (e: unknown): void => {
-          writer?.abort();
-          writer = undefined;
-          failure ??= rpcError(e);
-        };
-        call.on("data", (req: { bundleId: string; sizeBytes: number; data: Buffer }) => {
-          if (failure || stored) return;
-          try {
-            if (announced === undefined) {
-              announced = { bundleId: req.bundleId, sizeBytes: Number(req.sizeBytes) };
-              const size = this.bundles.size(req.bundleId);
-              // Already stored: the rest of the stream is ignored.
-              if (size !== undefined) return void (stored = { bundleId: req.bundleId, sizeBytes: size });
-              writer = this.bundles.begin(req.bundleId, announced.sizeBytes);
-            }
-            if (req.data.length > 0) writer!.write(req.data);
-          } catch (e) {
-            fail(e);
-          }
-        });
-        call.on("end", () => {
-          if (failure) return callback(failure);
-          if (stored) return callback(null, { ...stored, uploaded: false });
-          if (writer === undefined || announced === undefined) {
-            return callback({ code: grpc.status.INVALID_ARGUMENT, details: "UploadBundle: empty stream (the first message names the bundle)" });
-          }
-          try {
-            writer.finish();
-          } catch (e) {
-            return callback(rpcError(e));
-          }
-          callback(null, { ...announced, uploaded: true });
-        });
-        call.on("error", () => fail(new IrisError("CANCELLED", "upload cancelled")));
-      },
+      UploadBundle: uploadBundleHandler(this.bundles, (call, m) => this.authorize(call, m), rpcError),
       DrainWorker: this.unary("DrainWorker", (req) => {
         const preempted = s.drainWorker(req.workerId);
         this.scheduleSoon();
@@ -641,30 +600,7 @@ export class Controller {
         call.on("end", () => (failure ? callback(failure) : callback(null, {})));
         call.on("error", () => undefined);
       },
-      FetchBundle: (call) => {
-        const p = this.authorize(call, "FetchBundle");
-        if (!("role" in p)) return void call.emit("error", p);
-        let file: string;
-        let size: number | undefined;
-        try {
-          file = this.bundles.fileOf(call.request.bundleId);
-          size = this.bundles.size(call.request.bundleId);
-        } catch (e) {
-          return void call.emit("error", rpcError(e));
-        }
-        if (size === undefined) return void call.emit("error", { code: grpc.status.NOT_FOUND, details: `bundle ${call.request.bundleId} is not stored on the controller` });
-        const sizeBytes = size;
-        const stream = fs.createReadStream(file, { highWaterMark: BUNDLE_CHUNK_BYTES });
-        stream.on("data", (data) => {
-          if (!call.write({ data, sizeBytes })) {
-            stream.pause();
-            call.once("drain", () => stream.resume());
-          }
-        });
-        stream.on("end", () => call.end());
-        stream.on("error", (e) => call.emit("error", { code: grpc.status.INTERNAL, details: `reading bundle: ${e.message}` }));
-        call.on("cancelled", () => stream.destroy());
-      },
+      FetchBundle: fetchBundleHandler(this.bundles, (call, m) => this.authorize(call, m), rpcError),
       DeregisterWorker: this.unary("DeregisterWorker", (req) => {
         s.deregisterWorker(req.workerId);
         this.scheduleSoon();
