@@ -117,7 +117,9 @@ describe("tiny-brown, shortened, on an embedded LocalCluster", () => {
 describe("tiny-brown training after a crash", () => {
   it("a runner SIGKILLed mid-training leaves the step unfinished; the re-run resumes from its checkpoint", async () => {
     const prefix = path.join(tmp, "crash");
-    const env = { ...process.env, ...SHORT, MARIN_TINY_BROWN_STEPS: "60", MARIN_TINY_BROWN_CHECKPOINT_SECONDS: "1", npm_lifecycle_event: "" };
+    // Enough steps that training outlasts several 1-second checkpoints even on the native kernels
+    // (60 steps of this tiny model finish in well under a second there, before any checkpoint).
+    const env = { ...process.env, ...SHORT, MARIN_TINY_BROWN_STEPS: "1500", MARIN_TINY_BROWN_CHECKPOINT_SECONDS: "1", npm_lifecycle_event: "" };
     const child = spawn(process.execPath, ["--import", "tsx", cli, "run", script, "--prefix", prefix], { cwd: repoRoot, env, stdio: "ignore" });
     const exited = new Promise((r) => child.on("close", r));
     // Wait for a complete checkpoint (metadata.json is written last) in the train step's staging folder.
@@ -166,7 +168,7 @@ describe("tiny-brown training after a crash", () => {
     expect(rerun.code, rerun.stdout).toBe(0);
     expect(rerun.stdout).toMatch(/tiny-brown\/train\s+ran/);
     expect(rerun.stdout).toMatch(/resumedFrom: [1-9]/);
-    expect(rerun.stdout).toMatch(/steps: 60/);
-    expect(await fs.readdir(path.join(trainDir!, "checkpoints"))).toContain("step-60");
+    expect(rerun.stdout).toMatch(/steps: 1500/);
+    expect(await fs.readdir(path.join(trainDir!, "checkpoints"))).toContain("step-1500");
   });
 });

@@ -44,6 +44,7 @@ describe("trainLmStep with ranks: 2", () => {
     expect(existsSync(path.join(outDir, trainDir!, "checkpoints", "step-4"))).toBe(true);
     expect((await fs.readFile(path.join(outDir, trainDir!, "metrics.jsonl"), "utf8")).trim().split("\n")).toHaveLength(4);
     // The step's result, in the run's summary, says it ran on 2 ranks.
-    expect(first.out).toMatch(/train\s+ran\s.*\n\s+ranks: 2\n/);
+    expect(first.out).toMatch(/\n\s+train\s+ran\s/);
+    expect(first.out).toMatch(/\n {2}train:\n(?: {4}\w+: .*\n)* {4}ranks: 2\n/);
   });
 });
