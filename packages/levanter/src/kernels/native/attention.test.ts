@@ -5,6 +5,7 @@ import * as tf from "@tensorflow/tfjs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { selectBackend } from "../../backend.ts";
 import { loadNativeAddon } from "./addon.ts";
+import { relErr, sameBits } from "./testing.ts";
 import { nativeCausalAttention } from "./attention.ts";
 
 const load = loadNativeAddon();
@@ -38,16 +39,6 @@ function run(native: boolean, [b, t, h, dh]: [number, number, number, number]): 
     return [f(qkv), g!].map((x) => x.dataSync() as Float32Array);
   });
 }
-
-function relErr(got: Float32Array, want: Float32Array): number {
-  let worst = 0;
-  let scale = 1e-3;
-  for (let j = 0; j < want.length; j++) scale = Math.max(scale, Math.abs(want[j]!));
-  for (let j = 0; j < got.length; j++) worst = Math.max(worst, Math.abs(got[j]! - want[j]!));
-  return worst / scale;
-}
-
-const sameBits = (a: Float32Array, b: Float32Array) => Buffer.from(a.buffer, a.byteOffset, a.byteLength).equals(Buffer.from(b.buffer, b.byteOffset, b.byteLength));
 
 describe.skipIf(!load.ok)("native fused causal attention", () => {
   let previous: string | undefined;

@@ -5,6 +5,7 @@ import * as tf from "@tensorflow/tfjs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { selectBackend } from "../../backend.ts";
 import { loadNativeAddon } from "./addon.ts";
+import { sameBits } from "./testing.ts";
 import { broadcastPlan } from "./binary.ts";
 
 const load = loadNativeAddon();
@@ -66,8 +67,6 @@ const SUMS: [number[], number | number[], boolean][] = [
 function sums(): Float32Array[] {
   return SUMS.map(([shape, axis, keep], i) => tf.tidy(() => seeded(shape, 400 + i).sum(axis, keep).dataSync() as Float32Array));
 }
-
-const sameBits = (a: Float32Array, b: Float32Array) => Buffer.from(a.buffer, a.byteOffset, a.byteLength).equals(Buffer.from(b.buffer, b.byteOffset, b.byteLength));
 
 describe("broadcastPlan", () => {
   it("collapses contiguous and jointly broadcast dimensions, and gives up past 4", () => {

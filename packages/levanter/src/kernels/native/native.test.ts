@@ -5,6 +5,7 @@ import * as tf from "@tensorflow/tfjs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { selectBackend } from "../../backend.ts";
 import { loadNativeAddon } from "./addon.ts";
+import { relErr, sameBits } from "./testing.ts";
 
 const load = loadNativeAddon();
 // CI builds the addon at install: there, a missing addon is a failure, not a skip.
@@ -82,16 +83,6 @@ function fused(c: Fused): Float32Array[] {
     return [value, ...g.map((t) => t.dataSync() as Float32Array)];
   });
 }
-
-function relErr(got: Float32Array, want: Float32Array): number {
-  let worst = 0;
-  let scale = 1e-3;
-  for (let j = 0; j < want.length; j++) scale = Math.max(scale, Math.abs(want[j]!));
-  for (let j = 0; j < got.length; j++) worst = Math.max(worst, Math.abs(got[j]! - want[j]!));
-  return worst / scale;
-}
-
-const sameBits = (a: Float32Array, b: Float32Array) => Buffer.from(a.buffer, a.byteOffset, a.byteLength).equals(Buffer.from(b.buffer, b.byteOffset, b.byteLength));
 
 for (const gemm of ["default", "vendored"] as const) {
   describe.skipIf(!load.ok)(`native kernels (GEMM: ${gemm})`, () => {
