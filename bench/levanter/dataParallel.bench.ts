@@ -37,7 +37,7 @@ if (args[0] === "--allreduce-rank1") {
   const gang = await formGang({ rank: 1, world: 2, secret: process.env.BENCH_SECRET!, host: "127.0.0.1", port: 0, rendezvous: { register: async () => async () => {}, resolve: async () => args[1]! } });
   for (const bytes of SIZES) {
     const n = bytes / 4;
-    for (let i = 0; i < repsFor(bytes) + 1; i++) await allReduceExactMean(gang, new Float64Array(n), [{ offset: 0, length: n, s: 0 }], 2);
+    for (let i = 0; i < repsFor(bytes) + 1; i++) await allReduceExactMean(gang, { kind: "raw", values: new Float32Array(n) }, [{ offset: 0, length: n, s: 0 }], 2);
   }
   await gang.close();
   process.exit(0);
@@ -137,13 +137,13 @@ if (only.includes("allreduce")) {
   for (const bytes of SIZES) {
     const n = bytes / 4;
     const seg = [{ offset: 0, length: n, s: 0 }];
-    await allReduceExactMean(gang, new Float64Array(n), seg, 2); // warm-up
+    await allReduceExactMean(gang, { kind: "raw", values: new Float32Array(n) }, seg, 2); // warm-up
     const reps = repsFor(bytes);
     let total = 0;
     for (let i = 0; i < reps; i++) {
-      const partial = new Float64Array(n);
+      const values = new Float32Array(n);
       const t0 = performance.now();
-      await allReduceExactMean(gang, partial, seg, 2);
+      await allReduceExactMean(gang, { kind: "raw", values }, seg, 2);
       total += performance.now() - t0;
     }
     const ms = total / reps;

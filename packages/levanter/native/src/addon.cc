@@ -8,6 +8,7 @@
 #include "heap.h"
 #include "attention.h"
 #include "elementwise.h"
+#include "exactsum.h"
 #include "gemm.h"
 #include "ops.h"
 #include "pool.h"
@@ -107,6 +108,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   registerOps(env, exports);
   registerAttention(env, exports);
   registerElementwise(env, exports);
+  registerExactSum(env, exports);
   return exports;
 }
 

@@ -8,6 +8,10 @@
 #include "heap.h"
 #include "ops.h"
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
+
 #include "pool.h"
 #include "vecmath.h"
 
@@ -79,6 +83,62 @@ inline float laneDot(const float* a, const float* b, long n) {
   return s;
 }
 
+struct AdamWScalars {
+  float clip, b1, omb1, b2, omb2, bc1, bc2, eps, wd, lr;
+};
+
+// One chunk of the AdamW update, scalar (the reference, and the tail of the AVX2 form).
+void adamwScalar(const float* p, const float* g, const float* m, const float* v, float* op, float* om, float* ov, long n, const AdamWScalars& k) {
+  const bool clipped = k.clip != 1.f;
+  const bool decay = k.wd != 0.f;
+  for (long i = 0; i < n; i++) {
+    const float gi = clipped ? g[i] * k.clip : g[i];
+    const float m1 = m[i] * k.b1 + gi * k.omb1;
+    const float gg = gi * gi;
+    const float v1 = v[i] * k.b2 + gg * k.omb2;
+    float u = (m1 / k.bc1) / (std::sqrt(v1 / k.bc2) + k.eps);
+    if (decay) u = u + p[i] * k.wd;
+    op[i] = p[i] - u * k.lr;
+    om[i] = m1;
+    ov[i] = v1;
+  }
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+// The same float32 operations eight lanes at a time: each is an IEEE add, multiply, divide or
+// square root, correctly rounded in either form, so both give the same bits.
+__attribute__((target("avx2"))) void adamwAvx2(const float* p, const float* g, const float* m, const float* v, float* op, float* om, float* ov, long n, const AdamWScalars& k) {
+  const bool clipped = k.clip != 1.f;
+  const bool decay = k.wd != 0.f;
+  const __m256 clip = _mm256_set1_ps(k.clip), b1 = _mm256_set1_ps(k.b1), omb1 = _mm256_set1_ps(k.omb1), b2 = _mm256_set1_ps(k.b2), omb2 = _mm256_set1_ps(k.omb2);
+  const __m256 bc1 = _mm256_set1_ps(k.bc1), bc2 = _mm256_set1_ps(k.bc2), eps = _mm256_set1_ps(k.eps), wd = _mm256_set1_ps(k.wd), lr = _mm256_set1_ps(k.lr);
+  long i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 gi = _mm256_loadu_ps(g + i);
+    if (clipped) gi = _mm256_mul_ps(gi, clip);
+    const __m256 m1 = _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(m + i), b1), _mm256_mul_ps(gi, omb1));
+    const __m256 v1 = _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(v + i), b2), _mm256_mul_ps(_mm256_mul_ps(gi, gi), omb2));
+    const __m256 pi = _mm256_loadu_ps(p + i);
+    __m256 u = _mm256_div_ps(_mm256_div_ps(m1, bc1), _mm256_add_ps(_mm256_sqrt_ps(_mm256_div_ps(v1, bc2)), eps));
+    if (decay) u = _mm256_add_ps(u, _mm256_mul_ps(pi, wd));
+    _mm256_storeu_ps(op + i, _mm256_sub_ps(pi, _mm256_mul_ps(u, lr)));
+    _mm256_storeu_ps(om + i, m1);
+    _mm256_storeu_ps(ov + i, v1);
+  }
+  adamwScalar(p + i, g + i, m + i, v + i, op + i, om + i, ov + i, n - i, k);
+}
+
+void adamwLoop(const float* p, const float* g, const float* m, const float* v, float* op, float* om, float* ov, long n, const AdamWScalars& k) {
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  if (avx2) adamwAvx2(p, g, m, v, op, om, ov, n, k);
+  else adamwScalar(p, g, m, v, op, om, ov, n, k);
+}
+#else
+void adamwLoop(const float* p, const float* g, const float* m, const float* v, float* op, float* om, float* ov, long n, const AdamWScalars& k) {
+  adamwScalar(p, g, m, v, op, om, ov, n, k);
+}
+#endif
+
 // adamw(heap, p, g, m, v, outP, outM, outV, n, clip, b1, omb1, b2, omb2, bc1, bc2, eps, wd, lr)
 // The same float32 operations, in the same order, as levanter's op-by-op AdamW (optim/adamw.ts):
 // g' = g·clip; m' = m·b1 + g'·(1−b1); v' = v·b2 + g'²·(1−b2);
@@ -95,21 +155,8 @@ Napi::Value AdamW(const Napi::CallbackInfo& info) {
   float* ov = at<float>(info, h, 7, n);
   const float clip = f32(info, 9), b1 = f32(info, 10), omb1 = f32(info, 11), b2 = f32(info, 12), omb2 = f32(info, 13);
   const float bc1 = f32(info, 14), bc2 = f32(info, 15), eps = f32(info, 16), wd = f32(info, 17), lr = f32(info, 18);
-  const bool clipped = clip != 1.f;
-  const bool decay = wd != 0.f;
-  forChunks(n, GRAIN, [&](long lo, long hi) {
-    for (long i = lo; i < hi; i++) {
-      const float gi = clipped ? g[i] * clip : g[i];
-      const float m1 = m[i] * b1 + gi * omb1;
-      const float gg = gi * gi;
-      const float v1 = v[i] * b2 + gg * omb2;
-      float u = (m1 / bc1) / (std::sqrt(v1 / bc2) + eps);
-      if (decay) u = u + p[i] * wd;
-      op[i] = p[i] - u * lr;
-      om[i] = m1;
-      ov[i] = v1;
-    }
-  });
+  const AdamWScalars k{clip, b1, omb1, b2, omb2, bc1, bc2, eps, wd, lr};
+  forChunks(n, GRAIN, [&](long lo, long hi) { adamwLoop(p + lo, g + lo, m + lo, v + lo, op + lo, om + lo, ov + lo, hi - lo, k); });
   return info.Env().Undefined();
 }
 

@@ -1,11 +1,13 @@
 // The exact all-reduce over real loopback sockets: N = 2, 3, 4 ranks in this process against the
 // one-process reference, and peers that send garbage, disconnect, or lack the gang's secret.
+import { existsSync, readdirSync } from "node:fs";
 import net from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { localGangs, memoryRendezvous } from "../internal/testGang.ts";
 import { Rng } from "../rng.ts";
 import { allGatherJson, allReduceExactMean, finishExactMean, type Segment } from "./collectives.ts";
-import { accumulateQuantized, maxAbs, scaleExponent } from "./exactSum.ts";
+import { accumulateQuantized, exactSumIsNative, maxAbs, scaleExponent } from "./exactSum.ts";
+import { ensureShared, shmTesting } from "./sharedMemory.ts";
 import { formGang, type Gang } from "./gang.ts";
 import { connectAuthenticated, Kind, Link } from "./wire.ts";
 
@@ -52,7 +54,7 @@ describe("allReduceExactMean on loopback", () => {
       const results = await Promise.all(
         gangs.map((g) => {
           const mine = mbs.slice(Math.floor((g.rank * 12) / world), Math.floor(((g.rank + 1) * 12) / world));
-          return allReduceExactMean(g, partialOf(mine, segments), segments, 12, { bucketElements: 777 });
+          return allReduceExactMean(g, { kind: "fixed", partial: partialOf(mine, segments) }, segments, 12, { bucketElements: 777 });
         }),
       );
       for (const r of results) expect(Buffer.from(r.buffer).equals(Buffer.from(reference.buffer))).toBe(true);
@@ -61,13 +63,76 @@ describe("allReduceExactMean on loopback", () => {
     });
   }
 
+  it("ranks with one micro-batch send float32 gradients, others fixed-point sums: mixed in one gang, the same bits", async () => {
+    // 5 micro-batches over 4 ranks: ranks 0–2 hold one each (raw), rank 3 two (fixed).
+    const sizes = [3, 2049, 1, 700];
+    const mbs = randomMicroBatches(new Rng(9), 5, sizes);
+    const segments = segmentsOf(sizes, mbs);
+    const reference = finishExactMean(partialOf(mbs, segments), segments, 5);
+    const gangs = await localGangs(4);
+    open.push(...gangs);
+    const split = [[0], [1], [2], [3, 4]];
+    const kinds = split.map((ks) => (ks.length === 1 ? ("raw" as const) : ("fixed" as const)));
+    const results = await Promise.all(
+      gangs.map((g) => {
+        const mine = split[g.rank]!.map((k) => mbs[k]!);
+        const c = mine.length === 1 ? { kind: "raw" as const, values: mine[0]! } : { kind: "fixed" as const, partial: partialOf(mine, segments) };
+        return allReduceExactMean(g, c, segments, 5, { bucketElements: 500, kinds });
+      }),
+    );
+    for (const r of results) expect(Buffer.from(r.buffer).equals(Buffer.from(reference.buffer))).toBe(true);
+    // A raw contribution on one process (no gang) is the same as quantizing it first.
+    const one = await allReduceExactMean(undefined, { kind: "raw", values: mbs[0]! }, segmentsOf(sizes, [mbs[0]!]), 1);
+    expect(Buffer.from(one.buffer).equals(Buffer.from(finishExactMean(partialOf([mbs[0]!], segmentsOf(sizes, [mbs[0]!])), segmentsOf(sizes, [mbs[0]!]), 1).buffer))).toBe(true);
+  });
+
+  it.runIf(exactSumIsNative() && existsSync("/dev/shm"))("same-host ranks exchange through shared memory, others over TCP: the same bits, and no /dev/shm file left", async () => {
+    const sizes = [5, 3000, 17];
+    const mbs = randomMicroBatches(new Rng(21), 3, sizes);
+    const segments = segmentsOf(sizes, mbs);
+    const reference = finishExactMean(partialOf(mbs, segments), segments, 3);
+    const leftovers = () => readdirSync("/dev/shm").filter((f) => f.startsWith("levanter-dp-"));
+    const before = leftovers().length;
+    const run = async (setup: () => void, expectShared: number[][]) => {
+      const gangs = await localGangs(3);
+      open.push(...gangs);
+      setup();
+      try {
+        const regions = await Promise.all(gangs.map((g) => ensureShared(g, 3022)));
+        expect(regions.map((r) => [...r.peers.keys()].sort())).toEqual(expectShared);
+      } finally {
+        delete process.env.LEVANTER_DP_SHM;
+        shmTesting.offerName = undefined;
+      }
+      expect(leftovers().length).toBe(before);
+      for (let rep = 0; rep < 2; rep++) {
+        const got = await Promise.all(gangs.map((g) => allReduceExactMean(g, { kind: "raw", values: mbs[g.rank]! }, segments, 3, { bucketElements: 1000 })));
+        for (const r of got) expect(Buffer.from(r.buffer).equals(Buffer.from(reference.buffer))).toBe(true);
+      }
+    };
+    // All three on this host: shared memory between every pair.
+    await run(() => {}, [[1, 2], [0, 2], [0, 1]]);
+    // LEVANTER_DP_SHM=off: TCP between every pair.
+    await run(() => (process.env.LEVANTER_DP_SHM = "off"), [[], [], []]);
+    // A rank whose region others cannot map (as on another host): TCP with it, shared memory between the rest.
+    let calls = 0;
+    await run(() => (shmTesting.offerName = (n) => (calls++ === 2 ? `${n}0` : n)), [[1], [0], []]);
+  });
+
   it("a peer that sends garbage fails the step with a clear error", async () => {
     const gangs = await localGangs(2);
     open.push(...gangs);
-    const step = allReduceExactMean(gangs[0], new Float64Array(10), [{ offset: 0, length: 10, s: 0 }], 2);
+    // Over TCP (the payload travels in the frame): rank 1 negotiates no shared memory.
+    process.env.LEVANTER_DP_SHM = "off";
+    try {
+      await Promise.all(gangs.map((g) => ensureShared(g, 10)));
+    } finally {
+      delete process.env.LEVANTER_DP_SHM;
+    }
+    const step = allReduceExactMean(gangs[0], { kind: "fixed", partial: new Float64Array(10) }, [{ offset: 0, length: 10, s: 0 }], 2);
     // Rank 1 sends a reduce frame of the wrong size for bucket 0 (which rank 0 owns).
-    gangs[1]!.send(0, Kind.REDUCE, 0, 0, new Uint8Array(3));
-    await expect(step).rejects.toMatchObject({ code: "DISTRIBUTED", message: expect.stringMatching(/rank 1 sent 3 bytes for reduce bucket 0 of all-reduce 0, expected 40/) });
+    gangs[1]!.send(0, Kind.REDUCE, 1, 0, new Uint8Array(3));
+    await expect(step).rejects.toMatchObject({ code: "DISTRIBUTED", message: expect.stringMatching(/rank 1 sent 3 bytes for reduce bucket 0 of all-reduce 1, expected 40/) });
     // A byte stream that is not frames at all, from an authenticated peer.
     const { gang, peer } = await withManualPeer();
     const gather = allGatherJson(gang, 1);
@@ -78,7 +143,7 @@ describe("allReduceExactMean on loopback", () => {
   it("a peer that disconnects fails the step as PEER_FAILED; a silent one within the bound", async () => {
     const gangs = await localGangs(3);
     open.push(...gangs);
-    const step = allReduceExactMean(gangs[0], new Float64Array(9), [{ offset: 0, length: 9, s: 0 }], 3);
+    const step = allReduceExactMean(gangs[0], { kind: "raw", values: new Float32Array(9) }, [{ offset: 0, length: 9, s: 0 }], 3);
     gangs[2]!.fail(new Error("simulated crash")); // destroys rank 2's sockets, as a dead process's kernel would
     await expect(step).rejects.toMatchObject({ code: "PEER_FAILED", message: expect.stringMatching(/rank 2 closed its connection/) });
 
@@ -118,7 +183,7 @@ describe("allReduceExactMean on loopback", () => {
     const mbs = randomMicroBatches(new Rng(1), 2, sizes);
     const segments = segmentsOf(sizes, mbs);
     const reference = finishExactMean(partialOf(mbs, segments), segments, 2);
-    const got = await Promise.all(gangs.map((g) => allReduceExactMean(g, partialOf([mbs[g.rank]!], segments), segments, 2)));
+    const got = await Promise.all(gangs.map((g) => allReduceExactMean(g, { kind: "raw", values: mbs[g.rank]! }, segments, 2)));
     for (const r of got) expect([...r]).toEqual([...reference]);
   });
 });

@@ -3,14 +3,16 @@
 //
 // The all-reduce splits the flat gradient into N contiguous shards, one per owner rank, and each
 // shard into buckets. Reduce-scatter: every rank sends each bucket of shard j straight to rank j
-// (float64 integers of the fixed-point grid, exact). The owner adds the N partials of a bucket as
-// they arrive (exact, so arrival order is irrelevant), turns the bucket into the float32 mean and
+// (a rank with one micro-batch sends its float32 gradient, one with several the float64 integers
+// of their fixed-point sum). The owner quantizes and adds the N partials of a bucket as they
+// arrive (exact, so arrival order is irrelevant), turns the bucket into the float32 mean and
 // at once sends it to every peer (all-gather), while later buckets are still in flight. Each rank
 // sends (N−1)/N of the gradient twice, as a ring does, but every shard is summed in one place in
 // one exact step — which is what makes N ranks give the bits of one.
 import { LevanterError } from "../errors.ts";
-import { finishMean } from "./exactSum.ts";
+import { accumulateQuantized, addExact, finishMean } from "./exactSum.ts";
 import type { Gang } from "./gang.ts";
+import { ensureShared, sharedLayout } from "./sharedMemory.ts";
 import { Kind } from "./wire.ts";
 
 /** A tensor's place in the flat gradient and its fixed-point scale exponent. */
@@ -19,6 +21,23 @@ export interface Segment {
   length: number;
   /** Scale exponent `s` (see exactSum.ts); NaN for a tensor with a non-finite value. */
   s: number;
+}
+
+const scratches = new WeakMap<object, Map<string, Float32Array | Float64Array>>();
+
+/**
+ * A buffer of `n` elements that `owner` (a gang) keeps under `key` and reuses from step to step:
+ * large fresh arrays cost a page fault per 4 KiB on first touch, every step. Its contents are
+ * whatever the last user left.
+ */
+export function scratch<T extends Float32Array | Float64Array>(owner: object, key: string, Ctor: new (n: number) => T, n: number): T {
+  let byKey = scratches.get(owner);
+  if (!byKey) scratches.set(owner, (byKey = new Map()));
+  const have = byKey.get(key);
+  if (have instanceof Ctor && have.length >= n) return have.subarray(0, n) as T;
+  const fresh = new Ctor(n);
+  byKey.set(key, fresh);
+  return fresh;
 }
 
 /** Default bucket size of the all-reduce: 1 Mi elements (8 MiB of float64 partials). */
@@ -68,43 +87,78 @@ function bounds(length: number, parts: number, i: number): [number, number] {
   return [Math.floor((i * length) / parts), Math.floor(((i + 1) * length) / parts)];
 }
 
-// Means of the elements [lo, hi) of `acc` into `out`, segment by segment.
-function finishRange(acc: Float64Array, lo: number, hi: number, segments: readonly Segment[], count: number, out: Float32Array): void {
+// Means of the elements [lo, hi) into `out`, segment by segment; `acc` holds elements from `base`.
+function finishRange(acc: Float64Array, base: number, lo: number, hi: number, segments: readonly Segment[], count: number, out: Float32Array): void {
   for (const seg of segments) {
     const a = Math.max(lo, seg.offset);
     const b = Math.min(hi, seg.offset + seg.length);
-    if (a < b) finishMean(acc, a, b - a, seg.s, count, out, a);
+    if (a < b) finishMean(acc, a - base, b - a, seg.s, count, out, a);
   }
 }
 
 /** The mean over `count` micro-batches of complete fixed-point sums `acc` (one process, no exchange). */
 export function finishExactMean(acc: Float64Array, segments: readonly Segment[], count: number): Float32Array {
   const out = new Float32Array(acc.length);
-  finishRange(acc, 0, acc.length, segments, count, out);
+  finishRange(acc, 0, 0, acc.length, segments, count, out);
   return out;
 }
 
 /**
- * The mean over `count` micro-batches of the fixed-point partial sums every rank holds in
- * `partial` (integers on each segment's grid), as float32 on every rank — bitwise the same for
- * any number of ranks and any split of the micro-batches. `partial` is used as scratch.
+ * One rank's share of an exact all-reduce: the float32 gradient of the one micro-batch it
+ * computed (`raw`: quantized where it is summed, so half the bytes of a fixed-point partial), or
+ * the exact fixed-point sum of its several micro-batches (`fixed`, float64 integers on each
+ * segment's grid).
+ */
+export type Contribution = { kind: "raw"; values: Float32Array } | { kind: "fixed"; partial: Float64Array };
+
+// Adds `c`'s elements [lo, hi) to `acc` (which holds elements from `base`), segment by segment.
+function addContribution(acc: Float64Array, base: number, lo: number, hi: number, c: Contribution | { kind: "raw" | "fixed"; bytes: Uint8Array }, segments: readonly Segment[]): void {
+  if (c.kind === "fixed") {
+    const src = "partial" in c ? c.partial.subarray(lo, hi) : new Float64Array(c.bytes.buffer, c.bytes.byteOffset, hi - lo);
+    addExact(acc, lo - base, src);
+    return;
+  }
+  const values = "values" in c ? c.values : new Float32Array(c.bytes.buffer, c.bytes.byteOffset, hi - lo);
+  const at = "values" in c ? 0 : lo; // a wire payload starts at lo, a whole gradient at 0
+  for (const seg of segments) {
+    const a = Math.max(lo, seg.offset);
+    const b = Math.min(hi, seg.offset + seg.length);
+    if (a < b && !Number.isNaN(seg.s)) accumulateQuantized(acc, a - base, values.subarray(a - at, b - at), seg.s);
+  }
+}
+
+/**
+ * The mean over `count` micro-batches of every rank's {@link Contribution}, as float32 on every
+ * rank — bitwise the same for any number of ranks and any split of the micro-batches (the
+ * segments' scale exponents come from the global maxima). `kinds[r]` is what rank r sends
+ * (default: what this rank sends). A `fixed` partial is used as scratch. The result is written
+ * into `into` when given (reused from step to step), else into a new array.
  */
 export async function allReduceExactMean(
   gang: Gang | undefined,
-  partial: Float64Array,
+  mine: Contribution,
   segments: readonly Segment[],
   count: number,
-  opts: { bucketElements?: number } = {},
+  opts: { bucketElements?: number; kinds?: readonly ("raw" | "fixed")[]; into?: Float32Array } = {},
 ): Promise<Float32Array> {
-  if (!gang || gang.world === 1) return finishExactMean(partial, segments, count);
-  const out = new Float32Array(partial.length);
+  const length = mine.kind === "raw" ? mine.values.length : mine.partial.length;
+  if (!gang || gang.world === 1) {
+    const acc = mine.kind === "fixed" ? mine.partial : new Float64Array(length);
+    if (mine.kind === "raw") addContribution(acc, 0, 0, length, mine, segments);
+    return finishExactMean(acc, segments, count);
+  }
+  const shared = await ensureShared(gang, length);
+  const layout = sharedLayout(shared.length);
+  const out = opts.into?.length === length ? opts.into : new Float32Array(length);
   const { rank, world } = gang;
+  const kinds = opts.kinds ?? Array.from({ length: world }, () => mine.kind);
+  const width = (r: number) => (kinds[r] === "raw" ? 4 : 8);
   const tag = gang.seq++;
   const bucket = Math.max(1, opts.bucketElements ?? DEFAULT_BUCKET_ELEMENTS);
   // Buckets of every shard, numbered globally in shard order.
   const buckets: { owner: number; lo: number; hi: number }[] = [];
   for (let j = 0; j < world; j++) {
-    const [start, end] = bounds(partial.length, world, j);
+    const [start, end] = bounds(length, world, j);
     for (let lo = start; lo < end; lo += bucket) buckets.push({ owner: j, lo, hi: Math.min(end, lo + bucket) });
   }
   const payloadOf = (a: Float64Array | Float32Array, lo: number, hi: number) => new Uint8Array(a.buffer, a.byteOffset + lo * a.BYTES_PER_ELEMENT, (hi - lo) * a.BYTES_PER_ELEMENT);
@@ -115,26 +169,59 @@ export async function allReduceExactMean(
       throw err;
     }
   };
-  // Reduce-scatter: send every bucket of every other shard to its owner, all at once (the kernel
-  // and libuv move the bytes while this rank reduces its own shard).
-  for (const [g, b] of buckets.entries()) if (b.owner !== rank) gang.send(b.owner, Kind.REDUCE, tag, g, payloadOf(partial, b.lo, b.hi));
+  // Reduce-scatter: every bucket of every other shard goes to its owner, all at once — through
+  // this rank's shared region for a same-host owner (then only a notice travels), over TCP
+  // otherwise (the kernel and libuv move the bytes while this rank reduces its own shard).
+  const source = mine.kind === "raw" ? mine.values : mine.partial;
+  for (const [g, b] of buckets.entries()) {
+    if (b.owner === rank) continue;
+    if (shared.peers.has(b.owner)) {
+      const Ctor = mine.kind === "raw" ? Float32Array : Float64Array;
+      new Ctor(shared.own!, layout.contribution + b.lo * source.BYTES_PER_ELEMENT, b.hi - b.lo).set(source.subarray(b.lo, b.hi));
+      gang.send(b.owner, Kind.REDUCE_SHM, tag, g);
+    } else {
+      gang.send(b.owner, Kind.REDUCE, tag, g, payloadOf(source, b.lo, b.hi));
+    }
+  }
+  const shmPeers = [...shared.peers.keys()];
   const own = [...buckets.entries()].filter(([, b]) => b.owner === rank);
   const reduceOwn = (async () => {
     for (const [g, b] of own) {
-      const parts = await Promise.all([...Array(world).keys()].filter((r) => r !== rank).map(async (r) => [r, await gang.receive(r, Kind.REDUCE, tag, g)] as const));
-      for (const [r, f] of parts) {
-        check(r, g, f.payload.byteLength, (b.hi - b.lo) * 8, "reduce");
-        const values = new Float64Array(f.payload.buffer, f.payload.byteOffset, b.hi - b.lo);
-        for (let i = 0; i < values.length; i++) partial[b.lo + i]! += values[i]!;
+      const acc = scratch(gang, "bucket", Float64Array, b.hi - b.lo).fill(0);
+      addContribution(acc, b.lo, b.lo, b.hi, mine, segments);
+      const parts = await Promise.all(
+        [...Array(world).keys()]
+          .filter((r) => r !== rank)
+          .map(async (r) => {
+            const region = shared.peers.get(r);
+            if (!region) return [r, (await gang.receive(r, Kind.REDUCE, tag, g)).payload] as const;
+            await gang.receive(r, Kind.REDUCE_SHM, tag, g);
+            return [r, new Uint8Array(region, layout.contribution + b.lo * width(r), (b.hi - b.lo) * width(r))] as const;
+          }),
+      );
+      for (const [r, bytes] of parts) {
+        check(r, g, bytes.byteLength, (b.hi - b.lo) * width(r), "reduce");
+        addContribution(acc, b.lo, b.lo, b.hi, { kind: kinds[r]!, bytes }, segments);
       }
-      finishRange(partial, b.lo, b.hi, segments, count, out);
-      for (let r = 0; r < world; r++) if (r !== rank) gang.send(r, Kind.GATHER, tag, g, payloadOf(out, b.lo, b.hi));
+      finishRange(acc, b.lo, b.lo, b.hi, segments, count, out);
+      if (shmPeers.length > 0) new Float32Array(shared.own!, layout.result + b.lo * 4, b.hi - b.lo).set(out.subarray(b.lo, b.hi));
+      for (let r = 0; r < world; r++) {
+        if (r === rank) continue;
+        if (shared.peers.has(r)) gang.send(r, Kind.GATHER_SHM, tag, g);
+        else gang.send(r, Kind.GATHER, tag, g, payloadOf(out, b.lo, b.hi));
+      }
     }
   })();
   const gatherOthers = Promise.all(
     [...buckets.entries()]
       .filter(([, b]) => b.owner !== rank)
       .map(async ([g, b]) => {
+        const region = shared.peers.get(b.owner);
+        if (region) {
+          await gang.receive(b.owner, Kind.GATHER_SHM, tag, g);
+          out.set(new Float32Array(region, layout.result + b.lo * 4, b.hi - b.lo), b.lo);
+          return;
+        }
         const f = await gang.receive(b.owner, Kind.GATHER, tag, g);
         check(b.owner, g, f.payload.byteLength, (b.hi - b.lo) * 4, "gather");
         out.set(new Float32Array(f.payload.buffer, f.payload.byteOffset, b.hi - b.lo), b.lo);

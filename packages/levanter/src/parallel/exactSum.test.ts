@@ -2,7 +2,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { Rng } from "../rng.ts";
-import { accumulateQuantized, exponentAbove, finishMean, maxAbs, scaleExponent } from "./exactSum.ts";
+import { accumulateQuantized, addExact, exactSumIsNative, exponentAbove, finishMean, maxAbs, scaleExponent, useNativeExactSum } from "./exactSum.ts";
 
 function randomTensor(rng: Rng, n: number): Float32Array {
   // Magnitudes over ~40 binary orders, both signs: far from what a float32 running sum keeps exact.
@@ -69,5 +69,46 @@ describe("exact fixed-point sums", () => {
     expect(maxAbs(Float32Array.from([1, Number.NaN]))).toBeNaN();
     expect([...meanOf([[bad, Float32Array.from([1, 2, 3])]], 2)].every(Number.isNaN)).toBe(true);
     expect([...meanOf([[new Float32Array(3), new Float32Array(3)]], 2)]).toEqual([0, 0, 0]);
+  });
+
+  it.runIf(exactSumIsNative())("the native loops give the JS loops' bits (ties, signs, tiny and huge maxima, NaN)", () => {
+    const rng = new Rng(11);
+    const cases: Float32Array[] = [
+      randomTensor(rng, 4099),
+      // Values that land exactly on .5 of the grid, both signs (Math.round ties go toward +∞).
+      Float32Array.from({ length: 64 }, (_, i) => ((i % 2 ? -1 : 1) * (2 * i + 1)) / 2 ** 20),
+      Float32Array.from({ length: 33 }, () => (rng.next() - 0.5) * 2 ** -140),
+      Float32Array.from({ length: 17 }, () => (rng.next() - 0.5) * 3e38),
+      new Float32Array(5),
+    ];
+    const run = (native: boolean) => {
+      useNativeExactSum(native);
+      try {
+        return cases.map((x) => {
+          const m = maxAbs(x);
+          const s = scaleExponent(m, 3);
+          const acc = new Float64Array(x.length);
+          accumulateQuantized(acc, 0, x, s);
+          accumulateQuantized(acc, 0, x, s);
+          addExact(acc, 0, acc.slice());
+          const out = new Float32Array(x.length + 2);
+          finishMean(acc, 0, x.length, s, 3, out, 1);
+          return { m, acc: Buffer.from(acc.buffer), out: Buffer.from(out.buffer) };
+        });
+      } finally {
+        useNativeExactSum(true);
+      }
+    };
+    const js = run(false);
+    const nat = run(true);
+    for (const [i, j] of js.entries()) {
+      expect(nat[i]!.m).toBe(j.m);
+      expect(nat[i]!.acc.equals(j.acc)).toBe(true);
+      expect(nat[i]!.out.equals(j.out)).toBe(true);
+    }
+    useNativeExactSum(true);
+    expect(maxAbs(Float32Array.from([1, Number.NaN, 2]))).toBeNaN();
+    expect(maxAbs(Float32Array.from([1, Number.NEGATIVE_INFINITY]))).toBeNaN();
+    expect(maxAbs(Float32Array.from([-3, 2]))).toBe(3);
   });
 });

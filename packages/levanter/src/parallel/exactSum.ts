@@ -8,6 +8,36 @@
 // any order and on any rank. The mean is (Σq) · 2^−s / M, rounded once to float64 and once to
 // float32. The grid keeps ~52 − log2 M significant bits relative to the tensor's maximum (float32
 // has 24), so the rule is also more accurate than a float32 running sum.
+//
+// The loops run in the native addon where it loads (native/src/exactsum.cc: the same float64
+// operations per element, so the same bits); the JS loops below are the reference and the fallback.
+import { loadNativeAddon } from "../kernels/native/addon.ts";
+
+interface ExactKernels {
+  exactMaxAbs(values: Float32Array, offset: number, n: number): number;
+  exactQuantizeAdd(acc: Float64Array, accOffset: number, values: Float32Array, valuesOffset: number, n: number, s: number): void;
+  exactAdd(dst: Float64Array, dstOffset: number, src: Float64Array, srcOffset: number, n: number): void;
+  exactFinishMean(acc: Float64Array, accOffset: number, out: Float32Array, outOffset: number, n: number, s: number, count: number): void;
+}
+
+let kernels: ExactKernels | null | undefined;
+function native(): ExactKernels | null {
+  if (kernels === undefined) {
+    const load = loadNativeAddon();
+    kernels = load.ok && typeof load.addon.exactQuantizeAdd === "function" ? (load.addon as unknown as ExactKernels) : null;
+  }
+  return kernels;
+}
+
+/** Whether the exact sums run in the native addon (else in JS; both give the same bits). */
+export function exactSumIsNative(): boolean {
+  return native() !== null;
+}
+
+/** Test switch: force the JS loops (`false`) or go back to the addon where it loads (`true`). */
+export function useNativeExactSum(on: boolean): void {
+  kernels = on ? undefined : null;
+}
 
 /** Exponent `e` of the smallest power of two above `maxAbs` (≥ 0 and finite); -1075 for 0. */
 export function exponentAbove(maxAbs: number): number {
@@ -42,6 +72,8 @@ export function maxOrNaN(a: number, b: number): number {
 
 /** Largest |value| of `values`; NaN when any value is not finite (so the sum becomes NaN too). */
 export function maxAbs(values: Float32Array): number {
+  const k = native();
+  if (k) return k.exactMaxAbs(values, 0, values.length);
   let m = 0;
   for (let i = 0; i < values.length; i++) {
     const a = Math.abs(values[i]!);
@@ -56,6 +88,8 @@ export function maxAbs(values: Float32Array): number {
  * `offset`, quantized with scale exponent `s`. `acc` holds integers; the result is exact.
  */
 export function accumulateQuantized(acc: Float64Array, offset: number, values: Float32Array, s: number): void {
+  const k = native();
+  if (k) return k.exactQuantizeAdd(acc, offset, values, 0, values.length, s);
   // 2^s may overflow float64 for tiny maxima (s up to ~1120): scale in two exact steps.
   const half = Math.trunc(s / 2);
   const a = 2 ** half;
@@ -72,8 +106,17 @@ export function finishMean(acc: Float64Array, accOffset: number, length: number,
     out.fill(Number.NaN, outOffset, outOffset + length);
     return;
   }
+  const k = native();
+  if (k) return k.exactFinishMean(acc, accOffset, out, outOffset, length, s, count);
   const half = Math.trunc(s / 2);
   const a = 2 ** -half;
   const b = 2 ** -(s - half);
   for (let i = 0; i < length; i++) out[outOffset + i] = (acc[accOffset + i]! * a * b) / count;
+}
+
+/** `dst[dstOffset + i] += src[i]`: adds exact fixed-point partial sums (exact in any order). */
+export function addExact(dst: Float64Array, dstOffset: number, src: Float64Array): void {
+  const k = native();
+  if (k) return k.exactAdd(dst, dstOffset, src, 0, src.length);
+  for (let i = 0; i < src.length; i++) dst[dstOffset + i]! += src[i]!;
 }

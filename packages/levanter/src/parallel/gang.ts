@@ -178,7 +178,7 @@ export class Gang {
       this.#gone.add(peer);
       return;
     }
-    if (f.kind !== Kind.REDUCE && f.kind !== Kind.GATHER) {
+    if (f.kind === Kind.HELLO || f.kind === Kind.CHALLENGE || f.kind === Kind.PROOF || f.kind === Kind.JOIN || f.kind === Kind.ROSTER) {
       this.fail(new LevanterError("DISTRIBUTED", `rank ${peer} sent an unexpected frame (kind ${f.kind}) after the gang formed`));
       return;
     }

@@ -30,6 +30,14 @@ export const Kind = {
   GATHER: 8,
   /** A clean goodbye before closing. */
   BYE: 9,
+  /** A same-host shared-memory region offered to a peer (JSON: its /dev/shm name and size). */
+  SHM_OFFER: 10,
+  /** The answer to an offer (JSON: whether it mapped, and the nonce it read there). */
+  SHM_REPLY: 11,
+  /** "My reduce-scatter contribution for this bucket is in my shared region" (no payload). */
+  REDUCE_SHM: 12,
+  /** "This bucket's mean is in my shared region" (no payload). */
+  GATHER_SHM: 13,
 } as const;
 
 /** One decoded frame. */

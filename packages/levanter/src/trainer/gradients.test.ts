@@ -34,7 +34,7 @@ describe("computeGradients", () => {
     model.dispose();
   });
 
-  it("12 micro-batches give the same bits on 1 rank (accumulation) and on 2, 3 and 4 ranks", async () => {
+  it("12 micro-batches give the same bits on 1 rank (accumulation) and on 2, 3 and 4 ranks; so do one per rank and ragged splits", async () => {
     process.env.LEVANTER_LOG = "silent";
     await selectBackend({ force: "wasm" });
     const cfg = resolveModelConfig(ModelConfigSchema.parse({ nLayers: 1, dModel: 16, nHeads: 2, seqLen: 8, vocabSize: 20 }));
@@ -57,6 +57,23 @@ describe("computeGradients", () => {
         }
       } finally {
         await Promise.all(gangs.map((g) => g.close()));
+      }
+    }
+    // One micro-batch per rank (each sends its float32 gradient) and a ragged split (6 over 4:
+    // two ranks raw, two fixed-point), against accumulation on one rank.
+    for (const [world, count] of [[2, 2], [3, 3], [4, 4], [4, 6]] as const) {
+      const acc = computeGradients(model, inputs, targets, rows, rows / count);
+      const gangs = await localGangs(world);
+      try {
+        const steps = await Promise.all(gangs.map((g) => dataParallelGradients(model, inputs, targets, rows, count, g)));
+        for (const st of steps) {
+          expect(st.loss).toBe(acc.loss);
+          expect(bits(st.grads), `${world} ranks, ${count} micro-batches`).toEqual(bits(acc.grads));
+          tf.dispose([...st.grads.values()]);
+        }
+      } finally {
+        await Promise.all(gangs.map((g) => g.close()));
+        tf.dispose([...acc.grads.values()]);
       }
     }
     tf.dispose([...one.grads.values()]);

@@ -3,7 +3,8 @@
 import * as tf from "@tensorflow/tfjs";
 import { LevanterError } from "../errors.ts";
 import type { TransformerLm } from "../models/transformer.ts";
-import { allGatherBytes, allReduceExactMean, finishExactMean, type Segment } from "../parallel/collectives.ts";
+import type { WasmBackendInternals } from "../kernels/native/heap.ts";
+import { allGatherBytes, allReduceExactMean, finishExactMean, scratch, type Contribution, type Segment } from "../parallel/collectives.ts";
 import { accumulateQuantized, maxAbs, maxOrNaN, scaleExponent } from "../parallel/exactSum.ts";
 import type { Gang } from "../parallel/gang.ts";
 
@@ -37,8 +38,9 @@ function layoutOf(model: TransformerLm): Layout {
   return { names, vars, segments, length: offset };
 }
 
-// One micro-batch's loss and its gradients, flattened into one float32 array in layout order.
-function microBatch(model: TransformerLm, layout: Layout, inputs: Int32Array, targets: Int32Array, k: number, rowsPer: number, seqLen: number): { loss: number; flat: Float32Array } {
+// One micro-batch's loss and its gradients, flattened into one float32 array in layout order
+// (on the native/wasm backend straight from the tensors' heap: one copy per gradient).
+function microBatch(model: TransformerLm, layout: Layout, inputs: Int32Array, targets: Int32Array, k: number, rowsPer: number, seqLen: number, into?: Float32Array): { loss: number; flat: Float32Array } {
   const span = [k * rowsPer * seqLen, (k + 1) * rowsPer * seqLen] as const;
   const { value, grads } = tf.tidy(() => {
     const x = tf.tensor2d(inputs.subarray(...span), [rowsPer, seqLen], "int32");
@@ -46,8 +48,12 @@ function microBatch(model: TransformerLm, layout: Layout, inputs: Int32Array, ta
     return tf.variableGrads(() => model.loss(x, y), layout.vars);
   });
   const loss = value.dataSync()[0]!;
-  const flat = new Float32Array(layout.length);
-  for (const [i, v] of layout.vars.entries()) flat.set(grads[v.name]!.dataSync() as Float32Array, layout.segments[i]!.offset);
+  const flat = into?.length === layout.length ? into : new Float32Array(layout.length);
+  const be = tf.getBackend() === "wasm" ? (tf.backend() as unknown as WasmBackendInternals) : undefined;
+  for (const [i, v] of layout.vars.entries()) {
+    const g = grads[v.name]!;
+    flat.set((be ? be.typedArrayFromHeap(g) : g.dataSync()) as Float32Array, layout.segments[i]!.offset);
+  }
   tf.dispose([value, ...Object.values(grads)]);
   return { loss, flat };
 }
@@ -71,8 +77,16 @@ function quantizedPartial(layout: Layout, flats: readonly Float32Array[], maxima
   return { partial, segments };
 }
 
+// The wasm backend copies a tensor's values into its heap; others (cpu) may keep the array
+// itself, so `mean` (a buffer reused next step) is copied for them.
 function toTensors(layout: Layout, mean: Float32Array): Map<string, tf.Tensor> {
-  return new Map(layout.names.map((name, i) => [name, tf.tensor(mean.subarray(layout.segments[i]!.offset, layout.segments[i]!.offset + layout.segments[i]!.length), layout.vars[i]!.shape)]));
+  const copies = tf.getBackend() !== "wasm";
+  return new Map(
+    layout.names.map((name, i) => {
+      const part = mean.subarray(layout.segments[i]!.offset, layout.segments[i]!.offset + layout.segments[i]!.length);
+      return [name, tf.tensor(copies ? part.slice() : part, layout.vars[i]!.shape)];
+    }),
+  );
 }
 
 function checkSplit(rows: number, microBatches: number): number {
@@ -118,6 +132,11 @@ export function computeGradients(model: TransformerLm, inputs: Int32Array, targe
 export interface DataParallelStep extends LossAndGrads {
   /** Some rank asked to stop after this step (e.g. on SIGTERM): every rank stops together. */
   stop: boolean;
+  /**
+   * Where this rank's time went, ms: its micro-batches' forward and backward (`compute`), the
+   * statistics exchange (`stats`: mostly waiting for the slowest rank), the all-reduce (`reduce`).
+   */
+  timing: { compute: number; stats: number; reduce: number };
 }
 
 /**
@@ -137,7 +156,9 @@ export async function dataParallelGradients(
 ): Promise<DataParallelStep> {
   const world = gang?.world ?? 1;
   if (world === 1) {
-    return { ...computeGradients(model, inputs, targets, rows, rows / microBatches), stop: opts.stopRequested ?? false };
+    const t0 = performance.now();
+    const r = computeGradients(model, inputs, targets, rows, rows / microBatches);
+    return { ...r, stop: opts.stopRequested ?? false, timing: { compute: performance.now() - t0, stats: 0, reduce: 0 } };
   }
   const rowsPer = checkSplit(rows, microBatches);
   if (microBatches < world) {
@@ -146,19 +167,22 @@ export async function dataParallelGradients(
   const seqLen = inputs.length / rows;
   const layout = layoutOf(model);
   const [first, end] = microBatchRange(microBatches, gang!.rank, world);
+  const t0 = performance.now();
   const mbs: { loss: number; flat: Float32Array }[] = [];
   for (let k = first; k < end; k++) {
-    mbs.push(microBatch(model, layout, inputs, targets, k, rowsPer, seqLen));
+    mbs.push(microBatch(model, layout, inputs, targets, k, rowsPer, seqLen, scratch(gang!, `flat${k - first}`, Float32Array, layout.length)));
     await new Promise((r) => setImmediate(r));
   }
   const flats = mbs.map((m) => m.flat);
   // One small exchange: each rank's per-tensor maxima, its micro-batch losses and its stop vote.
   const T = layout.segments.length;
-  const mine = new Float64Array(T + mbs.length + 1);
-  mine.set(localMaxima(layout, flats), 0);
-  mbs.forEach((m, i) => (mine[T + i] = m.loss));
-  mine[T + mbs.length] = opts.stopRequested ? 1 : 0;
-  const all = await allGatherBytes(gang!, new Uint8Array(mine.buffer));
+  const stats = new Float64Array(T + mbs.length + 1);
+  stats.set(localMaxima(layout, flats), 0);
+  mbs.forEach((m, i) => (stats[T + i] = m.loss));
+  stats[T + mbs.length] = opts.stopRequested ? 1 : 0;
+  const t1 = performance.now();
+  const all = await allGatherBytes(gang!, new Uint8Array(stats.buffer));
+  const t2 = performance.now();
   const maxima = new Float64Array(T);
   const losses: number[] = [];
   let stop = false;
@@ -174,9 +198,18 @@ export async function dataParallelGradients(
     for (let i = 0; i < b - a; i++) losses[a + i] = v[T + i]!;
     if (v[T + (b - a)] !== 0) stop = true;
   }
-  const { partial, segments } = quantizedPartial(layout, flats, maxima, microBatches);
-  const mean = await allReduceExactMean(gang, partial, segments, microBatches, opts.bucketElements !== undefined ? { bucketElements: opts.bucketElements } : {});
+  // A rank with one micro-batch sends its float32 gradient (the owner of each shard quantizes it),
+  // one with several the exact fixed-point sum of theirs.
+  const segments = layout.segments.map((seg, t) => ({ ...seg, s: scaleExponent(maxima[t]!, microBatches) }));
+  const mine: Contribution = flats.length === 1 ? { kind: "raw", values: flats[0]! } : { kind: "fixed", partial: quantizedPartial(layout, flats, maxima, microBatches).partial };
+  const kinds = [...Array(world).keys()].map((r) => {
+    const [a, b] = microBatchRange(microBatches, r, world);
+    return b - a === 1 ? ("raw" as const) : ("fixed" as const);
+  });
+  const into = scratch(gang!, "mean", Float32Array, layout.length);
+  const mean = await allReduceExactMean(gang, mine, segments, microBatches, { kinds, into, ...(opts.bucketElements !== undefined ? { bucketElements: opts.bucketElements } : {}) });
   let lossSum = 0;
   for (const l of losses) lossSum += l;
-  return { loss: lossSum / microBatches, grads: toTensors(layout, mean), stop };
+  const grads = toTensors(layout, mean);
+  return { loss: lossSum / microBatches, grads, stop, timing: { compute: t1 - t0, stats: t2 - t1, reduce: performance.now() - t2 } };
 }
