@@ -1,7 +1,7 @@
 // Data parallelism: (1) the transport choice — raw TCP with levanter's framing vs a gRPC bidi
 // stream, ping-pong latency and one-way throughput at a few sizes; (2) the exact all-reduce
-// (reduce-scatter + all-gather over the gang's mesh) between 2 processes on loopback, 1 KiB–64 MiB
-// of float32 gradient; (3) trainLm tokens/s on 1 and 2 ranks (one thread each, iris gang on an
+// (reduce-scatter + all-gather over the gang's mesh) between 2 processes on this host, 1 KiB–64 MiB
+// of float32 gradient, through shared memory and over TCP; (3) trainLm tokens/s on 1 and 2 ranks (one thread each, iris gang on an
 // embedded LocalCluster) for the two reference models, and PyTorch (torchPeer.py) at 2 threads
 // on the same model in the same run when /usr/bin/python3 has torch.
 //
@@ -37,7 +37,9 @@ if (args[0] === "--allreduce-rank1") {
   const gang = await formGang({ rank: 1, world: 2, secret: process.env.BENCH_SECRET!, host: "127.0.0.1", port: 0, rendezvous: { register: async () => async () => {}, resolve: async () => args[1]! } });
   for (const bytes of SIZES) {
     const n = bytes / 4;
-    for (let i = 0; i < repsFor(bytes) + 1; i++) await allReduceExactMean(gang, { kind: "raw", values: new Float32Array(n) }, [{ offset: 0, length: n, s: 0 }], 2);
+    const values = new Float32Array(n);
+    const into = new Float32Array(n);
+    for (let i = 0; i < repsFor(bytes) + 1; i++) await allReduceExactMean(gang, { kind: "raw", values }, [{ offset: 0, length: n, s: 0 }], 2, { into });
   }
   await gang.close();
   process.exit(0);
@@ -126,31 +128,36 @@ if (only.includes("transport")) {
 
 // ---- (2) the exact all-reduce between 2 processes -------------------------------------------
 if (only.includes("allreduce")) {
-  console.log("\n(2) exact all-reduce, 2 processes on loopback (float32 gradient bytes; algorithm bandwidth = bytes / time)");
-  const secret = "bench";
-  let announce: (a: string) => void = () => {};
-  const registered = new Promise<string>((r) => (announce = r));
-  const forming = formGang({ rank: 0, world: 2, secret, host: "127.0.0.1", port: 0, rendezvous: { register: async (a) => (announce(a), async () => {}), resolve: async () => "" } });
-  const address = await registered;
-  const child = spawn(process.execPath, ["--import", "tsx", fileURLToPath(import.meta.url), "--allreduce-rank1", address], { stdio: "inherit", env: { ...process.env, BENCH_SECRET: secret } });
-  const gang: Gang = await forming;
-  for (const bytes of SIZES) {
-    const n = bytes / 4;
-    const seg = [{ offset: 0, length: n, s: 0 }];
-    await allReduceExactMean(gang, { kind: "raw", values: new Float32Array(n) }, seg, 2); // warm-up
-    const reps = repsFor(bytes);
-    let total = 0;
-    for (let i = 0; i < reps; i++) {
+  for (const transport of ["shared memory", "tcp"] as const) {
+    console.log(`\n(2) exact all-reduce, 2 processes on this host, ${transport === "tcp" ? "TCP on loopback (LEVANTER_DP_SHM=off: the path between hosts)" : "buckets through /dev/shm (TCP carries the notices)"} — float32 gradient bytes, one micro-batch per rank; algorithm bandwidth = bytes / time`);
+    if (transport === "tcp") process.env.LEVANTER_DP_SHM = "off";
+    const secret = "bench";
+    let announce: (a: string) => void = () => {};
+    const registered = new Promise<string>((r) => (announce = r));
+    const forming = formGang({ rank: 0, world: 2, secret, host: "127.0.0.1", port: 0, rendezvous: { register: async (a) => (announce(a), async () => {}), resolve: async () => "" } });
+    const address = await registered;
+    const child = spawn(process.execPath, ["--import", "tsx", fileURLToPath(import.meta.url), "--allreduce-rank1", address], { stdio: "inherit", env: { ...process.env, BENCH_SECRET: secret } });
+    const gang: Gang = await forming;
+    for (const bytes of SIZES) {
+      const n = bytes / 4;
+      const seg = [{ offset: 0, length: n, s: 0 }];
+      await allReduceExactMean(gang, { kind: "raw", values: new Float32Array(n) }, seg, 2); // warm-up
+      const reps = repsFor(bytes);
+      let total = 0;
       const values = new Float32Array(n);
-      const t0 = performance.now();
-      await allReduceExactMean(gang, { kind: "raw", values }, seg, 2);
-      total += performance.now() - t0;
+      const into = new Float32Array(n);
+      for (let i = 0; i < reps; i++) {
+        const t0 = performance.now();
+        await allReduceExactMean(gang, { kind: "raw", values }, seg, 2, { into });
+        total += performance.now() - t0;
+      }
+      const ms = total / reps;
+      console.log(`allreduce ${fmt(bytes).padStart(7)}  ${ms.toFixed(3).padStart(9)} ms  ${(bytes / (ms / 1000) / 1e9).toFixed(2).padStart(6)} GB/s`);
     }
-    const ms = total / reps;
-    console.log(`allreduce ${fmt(bytes).padStart(7)}  ${ms.toFixed(3).padStart(9)} ms  ${(bytes / (ms / 1000) / 1e9).toFixed(2).padStart(6)} GB/s`);
+    await new Promise<void>((r) => child.on("exit", () => r()));
+    await gang.close();
+    delete process.env.LEVANTER_DP_SHM;
   }
-  await new Promise<void>((r) => child.on("exit", () => r()));
-  await gang.close();
 }
 
 // ---- (3) trainLm tokens/s on 1 and 2 ranks, and PyTorch at 2 threads ------------------------

@@ -176,8 +176,11 @@ export async function allReduceExactMean(
   for (const [g, b] of buckets.entries()) {
     if (b.owner === rank) continue;
     if (shared.peers.has(b.owner)) {
-      const Ctor = mine.kind === "raw" ? Float32Array : Float64Array;
-      new Ctor(shared.own!, layout.contribution + b.lo * source.BYTES_PER_ELEMENT, b.hi - b.lo).set(source.subarray(b.lo, b.hi));
+      // Already there when the caller computed into the region itself.
+      if (source.buffer !== shared.own || source.byteOffset !== layout.contribution) {
+        const Ctor = mine.kind === "raw" ? Float32Array : Float64Array;
+        new Ctor(shared.own!, layout.contribution + b.lo * source.BYTES_PER_ELEMENT, b.hi - b.lo).set(source.subarray(b.lo, b.hi));
+      }
       gang.send(b.owner, Kind.REDUCE_SHM, tag, g);
     } else {
       gang.send(b.owner, Kind.REDUCE, tag, g, payloadOf(source, b.lo, b.hi));

@@ -7,6 +7,7 @@ import type { WasmBackendInternals } from "../kernels/native/heap.ts";
 import { allGatherBytes, allReduceExactMean, finishExactMean, scratch, type Contribution, type Segment } from "../parallel/collectives.ts";
 import { accumulateQuantized, maxAbs, maxOrNaN, scaleExponent } from "../parallel/exactSum.ts";
 import type { Gang } from "../parallel/gang.ts";
+import { ensureShared, sharedLayout } from "../parallel/sharedMemory.ts";
 
 /** Loss and gradients (by parameter name) of one batch; the caller disposes the gradients. */
 export interface LossAndGrads {
@@ -167,10 +168,14 @@ export async function dataParallelGradients(
   const seqLen = inputs.length / rows;
   const layout = layoutOf(model);
   const [first, end] = microBatchRange(microBatches, gang!.rank, world);
+  // A rank with one micro-batch writes its gradient straight into its shared-memory region when
+  // it has one (same-host peers read it there), else into a buffer kept from step to step.
+  const shared = await ensureShared(gang!, layout.length);
+  const direct = end - first === 1 && shared.own ? new Float32Array(shared.own, sharedLayout(shared.length).contribution, layout.length) : undefined;
   const t0 = performance.now();
   const mbs: { loss: number; flat: Float32Array }[] = [];
   for (let k = first; k < end; k++) {
-    mbs.push(microBatch(model, layout, inputs, targets, k, rowsPer, seqLen, scratch(gang!, `flat${k - first}`, Float32Array, layout.length)));
+    mbs.push(microBatch(model, layout, inputs, targets, k, rowsPer, seqLen, direct ?? scratch(gang!, `flat${k - first}`, Float32Array, layout.length)));
     await new Promise((r) => setImmediate(r));
   }
   const flats = mbs.map((m) => m.flat);
