@@ -50,6 +50,11 @@ describe("data-parallel trainLm in an iris gang", () => {
       // Rank 0 alone writes, in the one-rank layout: one metrics line per step.
       const lines = readFileSync(path.join(dir, `run-${ranks}`, "metrics.jsonl"), "utf8").trim().split("\n");
       expect(lines).toHaveLength(20);
+      // Several ranks: where rank 0's step went (forward/backward, waiting, all-reduce).
+      const last = JSON.parse(lines.at(-1)!) as { metrics?: Record<string, number> } & Record<string, number>;
+      const m = last.metrics ?? last;
+      if (ranks === 1) expect(m["parallel/reduce_seconds"]).toBeUndefined();
+      else for (const k of ["compute", "wait", "reduce"]) expect(m[`parallel/${k}_seconds`], `${ranks} ranks: parallel/${k}_seconds`).toBeGreaterThanOrEqual(0);
     }
     const [job, status] = [jobs[1]!, statuses[1]!];
     const { statusText, points } = await cluster.client.getTaskMetrics(status.tasks[0]!.taskId);

@@ -223,7 +223,7 @@ export async function trainLm(input: TrainLmConfig | TrainLmConfigInput, options
       const t0 = performance.now();
       const batch = loader.batch(step);
       const lr = schedule(step);
-      const { loss, grads, stop } = await dataParallelGradients(model, batch.inputs, batch.targets, batch.size, microBatches, dist.gang, { stopRequested: abort.signal.aborted });
+      const { loss, grads, stop, timing } = await dataParallelGradients(model, batch.inputs, batch.targets, batch.size, microBatches, dist.gang, { stopRequested: abort.signal.aborted });
       stopVoted = stop;
       let gradNorm: number;
       try {
@@ -254,6 +254,9 @@ export async function trainLm(input: TrainLmConfig | TrainLmConfigInput, options
         "throughput/mfu": ((flopsPerToken * tps) / tc.peakFlops) * 100,
         "throughput/duration": seconds,
         "train/skipped_steps": skippedSteps,
+        // Where rank 0's step went across the gang: its forward/backward, waiting for the slowest
+        // rank (the statistics exchange), the all-reduce.
+        ...(world > 1 ? { "parallel/compute_seconds": timing.compute / 1000, "parallel/wait_seconds": timing.stats / 1000, "parallel/reduce_seconds": timing.reduce / 1000 } : {}),
       };
       if (!skipped) lastLoss = loss;
       if (done % tc.stepsPerEval === 0 || done === tc.numTrainSteps) {
