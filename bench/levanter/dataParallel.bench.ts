@@ -2,8 +2,9 @@
 // stream, ping-pong latency and one-way throughput at a few sizes; (2) the exact all-reduce
 // (reduce-scatter + all-gather over the gang's mesh) between 2 processes on this host, 1 KiB–64 MiB
 // of float32 gradient, through shared memory and over TCP; (3) trainLm tokens/s on 1 and 2 ranks (one thread each, iris gang on an
-// embedded LocalCluster) for the two reference models, and PyTorch (torchPeer.py) at 2 threads
-// on the same model in the same run when /usr/bin/python3 has torch.
+// embedded LocalCluster) for the two reference models, beside one rank at 2 threads and two
+// independent one-rank runs at once (the ceiling of two processes on this machine), and PyTorch
+// (torchPeer.py) at 2 threads on the same model in the same run when /usr/bin/python3 has torch.
 //
 // Usage: pnpm bench levanter/dataParallel [-- --backend wasm|native --steps N --no-torch --only transport,allreduce,train]
 import * as grpc from "@grpc/grpc-js";
@@ -173,36 +174,49 @@ if (only.includes("train")) {
   const cluster = await LocalCluster.start({ workers: 2, workerCpuMillis: 1000 });
   console.log(`\n(3) trainLm tokens/s (global batch ${BATCH} × 64, backend ${backend}, 1 thread per rank; median of the steps after the first 2)`);
   const tps: Record<string, number> = {};
+  const median = (runDir: string) => {
+    const values = readFileSync(path.join(runDir, "metrics.jsonl"), "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { metrics?: Record<string, number> } & Record<string, number>)
+      .map((r) => (r.metrics ?? r)["throughput/tokens_per_second"]!)
+      .slice(2)
+      .sort((a, b) => a - b);
+    return values[Math.floor(values.length / 2)]!;
+  };
+  const run = async (label: string, m: (typeof models)[keyof typeof models], steps: number, ranks: number, microBatches: number, threads: number, tag: string) => {
+    const runDir = path.join(dir, `${label}-${tag}`);
+    const job = await submitTrainGang(
+      cluster.client,
+      { model: m, data: { trainCache: path.join(dir, "cache") }, trainer: { numTrainSteps: steps, batchSize: BATCH, microBatches, runDir, trackers: ["jsonl"], backend: backend as "wasm", threads, checkpointer: { saveIntervalSeconds: null, keep: null } } },
+      ranks,
+      { name: `bench-${label}-${tag}`, maxRetries: 0, cpuMillis: 1000, env: { LEVANTER_LOG: "warn" } },
+    );
+    const st = await job.wait();
+    if (st.state !== "SUCCEEDED") {
+      console.log(`${label} ${tag}: ${st.state} ${st.error ?? ""}`);
+      return undefined;
+    }
+    return median(runDir);
+  };
   try {
     for (const [label, m] of Object.entries(models)) {
-      const steps = Number(arg("steps") ?? (label === "small" ? 12 : 8));
+      const steps = Number(arg("steps") ?? (label === "small" ? 16 : 10));
       for (const [ranks, microBatches] of [[1, 1], [1, 2], [2, 2]] as const) {
-        const runDir = path.join(dir, `${label}-${ranks}-${microBatches}`);
-        const job = await submitTrainGang(
-          cluster.client,
-          { model: m, data: { trainCache: path.join(dir, "cache") }, trainer: { numTrainSteps: steps, batchSize: BATCH, microBatches, runDir, trackers: ["jsonl"], backend: backend as "wasm", threads: 1, checkpointer: { saveIntervalSeconds: null, keep: null } } },
-          ranks,
-          { name: `bench-${label}-${ranks}-${microBatches}`, maxRetries: 0, cpuMillis: 1000, env: { LEVANTER_LOG: "warn" } },
-        );
-        const st = await job.wait();
-        if (st.state !== "SUCCEEDED") {
-          console.log(`${label} ${ranks} rank(s): ${st.state} ${st.error ?? ""}`);
-          continue;
-        }
-        const values = readFileSync(path.join(runDir, "metrics.jsonl"), "utf8")
-          .trim()
-          .split("\n")
-          .map((l) => (JSON.parse(l) as { metrics?: Record<string, number> } & Record<string, number>))
-          .map((r) => (r.metrics ?? r)["throughput/tokens_per_second"]!)
-          .slice(2)
-          .sort((a, b) => a - b);
-        const med = values[Math.floor(values.length / 2)]!;
+        const med = await run(label, m, steps, ranks, microBatches, 1, `${ranks}-${microBatches}`);
+        if (med === undefined) continue;
         tps[`${label}/${ranks}/${microBatches}`] = med;
         console.log(`${label.padEnd(6)} ${ranks} rank(s), ${microBatches} micro-batch(es): ${med.toFixed(0).padStart(7)} tokens/s`);
       }
+      // What one process does with both cores, and the ceiling of two processes on this machine:
+      // two independent one-rank runs at once (no communication at all).
+      const twoThreads = await run(label, m, steps, 1, 1, 2, "1-1-2threads");
+      if (twoThreads) console.log(`${label.padEnd(6)} 1 rank, 2 threads:            ${twoThreads.toFixed(0).padStart(7)} tokens/s`);
+      const pair = await Promise.all([run(label, m, steps, 1, 1, 1, "alone-a"), run(label, m, steps, 1, 1, 1, "alone-b")]);
       const one = tps[`${label}/1/1`];
       const two = tps[`${label}/2/2`];
-      if (one && two) console.log(`${label.padEnd(6)} 2 ranks / 1 rank: ${(two / one).toFixed(2)}× (vs the same-bits 1-rank run with 2 micro-batches: ${(two / tps[`${label}/1/2`]!).toFixed(2)}×)`);
+      if (pair[0] && pair[1] && one) console.log(`${label.padEnd(6)} two independent 1-rank runs at once: ${pair[0].toFixed(0)} + ${pair[1].toFixed(0)} tokens/s → ceiling ${((pair[0] + pair[1]) / one).toFixed(2)}× one rank`);
+      if (one && two) console.log(`${label.padEnd(6)} 2 ranks / 1 rank: ${(two / one).toFixed(2)}× (vs the same-bits 1-rank run with 2 micro-batches: ${(two / tps[`${label}/1/2`]!).toFixed(2)}×${twoThreads ? `; vs 1 rank at 2 threads: ${(two / twoThreads).toFixed(2)}×` : ""})`);
     }
   } finally {
     await cluster.stop();

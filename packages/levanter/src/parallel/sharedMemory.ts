@@ -9,7 +9,7 @@
 // offers its name to every peer over the authenticated link. A peer that can map the file answers
 // with the nonce it read there, which proves it mapped this very file (the same host and /dev/shm),
 // not a namesake. A pair uses shared memory only when both mapped each other's region; otherwise
-// TCP. The files are unlinked as soon as the answers are in, so a crash leaves nothing behind.
+// TCP. The files are unlinked as soon as the answers are in: a crash after that leaves nothing behind.
 // Without the native addon, with LEVANTER_DP_SHM=off, or without /dev/shm, a rank offers nothing.
 import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
