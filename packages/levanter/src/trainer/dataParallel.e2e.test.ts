@@ -1,5 +1,6 @@
 // trainLm data parallel in real iris gangs on a LocalCluster: 1, 2, 3 and 4 ranks end with the
-// same bits after 20 steps, and only rank 0 writes the run's outputs.
+// same bits after 20 steps (through shared memory and over TCP), so do 2 ranks holding one
+// micro-batch each and 1 rank accumulating both, and only rank 0 writes the run's outputs.
 import { LocalCluster } from "@marin/iris";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
@@ -19,30 +20,39 @@ function checkpointBytes(dir: string): Record<string, string> {
 describe("data-parallel trainLm in an iris gang", () => {
   let cluster: LocalCluster;
   let dir: string;
-  let config: (runDir: string) => TrainLmConfigInput;
+  let config: (runDir: string, microBatches?: number) => TrainLmConfigInput;
   beforeAll(async () => {
     dir = mkdtempSync(path.join(os.tmpdir(), "lev-dp-"));
     await writeByteCache(path.join(dir, "cache"), syntheticDocuments(80, 5));
-    config = (runDir) => ({
+    config = (runDir, microBatches = 12) => ({
       model: { nLayers: 1, dModel: 32, nHeads: 4, seqLen: 16 },
       data: { trainCache: path.join(dir, "cache") },
       optimizer: { learningRate: 5e-3, warmup: 2 },
-      trainer: { numTrainSteps: 20, batchSize: 12, microBatches: 12, runDir, trackers: ["jsonl"], backend: "wasm", threads: 1, statusIntervalSeconds: 0.2, checkpointer: { saveIntervalSeconds: null, keep: [{ every: 10 }] } },
+      trainer: { numTrainSteps: 20, batchSize: 12, microBatches, runDir, trackers: ["jsonl"], backend: "wasm", threads: 1, statusIntervalSeconds: 0.2, checkpointer: { saveIntervalSeconds: null, keep: [{ every: 10 }] } },
     });
-    cluster = await LocalCluster.start({ workers: 10 });
+    cluster = await LocalCluster.start({ workers: 13 });
   });
   afterAll(async () => {
     await cluster?.stop();
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it("1, 2, 3 and 4 ranks give bitwise-identical parameters and optimizer state after 20 steps", async () => {
-    // All four runs at once (10 ranks on 10 workers): their start-ups overlap.
+  it("1, 2, 3 and 4 ranks give bitwise-identical parameters and optimizer state after 20 steps; so do 2 ranks with one micro-batch each and 1 rank accumulating two", async () => {
+    // All six runs at once (13 ranks on 13 workers): their start-ups overlap.
     const t0 = Date.now();
     const jobs = await Promise.all(
-      [1, 2, 3, 4].map((ranks) => submitTrainGang(cluster.client, config(path.join(dir, `run-${ranks}`)), ranks, { name: `dp-${ranks}`, maxRetries: 0, cpuMillis: 100, env: { LEVANTER_LOG: "warn" } })),
+      // The 3-rank gang exchanges over TCP only (the path between hosts), the others through shared memory.
+      [1, 2, 3, 4].map((ranks) =>
+        submitTrainGang(cluster.client, config(path.join(dir, `run-${ranks}`)), ranks, { name: `dp-${ranks}`, maxRetries: 0, cpuMillis: 100, env: { LEVANTER_LOG: "warn", ...(ranks === 3 ? { LEVANTER_DP_SHM: "off" } : {}) } }),
+      ),
+    );
+    // One micro-batch per rank (each sends its float32 gradient) against accumulation on one rank.
+    const perRank = await Promise.all(
+      [1, 2].map((ranks) => submitTrainGang(cluster.client, config(path.join(dir, `mb2-${ranks}`), 2), ranks, { name: `dp-mb2-${ranks}`, maxRetries: 0, cpuMillis: 100, env: { LEVANTER_LOG: "warn" } })),
     );
     const statuses = await Promise.all(jobs.map((j) => j.wait({ timeoutMs: 150_000 })));
+    for (const st of await Promise.all(perRank.map((j) => j.wait({ timeoutMs: 150_000 })))) expect(st.state, JSON.stringify(st)).toBe("SUCCEEDED");
+    expect(checkpointBytes(path.join(dir, "mb2-2", "checkpoints", "step-20"))).toEqual(checkpointBytes(path.join(dir, "mb2-1", "checkpoints", "step-20")));
     console.log(`1, 2, 3 and 4 ranks together: ${Date.now() - t0} ms`);
     for (const st of statuses) expect(st.state, JSON.stringify(st)).toBe("SUCCEEDED");
     const finals = [1, 2, 3, 4].map((ranks) => checkpointBytes(path.join(dir, `run-${ranks}`, "checkpoints", "step-20")));
