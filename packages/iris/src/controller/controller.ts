@@ -180,6 +180,7 @@ export class Controller {
       // Asks the controller's authenticator at request time (whatever it is by then).
       principalOf: (req) => principalOfRequest(this.auth, req),
       resolve: (full) => state.resolveEndpoint(full, ""),
+      resolveAll: (full) => state.resolveEndpoints(full, ""),
       ownerOf: (endpoint) => state.endpointOwnerOf(String(endpoint.name)),
       exists: (full) => {
         try {

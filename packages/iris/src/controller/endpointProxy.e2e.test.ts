@@ -10,6 +10,8 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { IrisClient } from "../client/irisClient.ts";
 import { IrisError } from "../errors.ts";
+import { waitFor } from "../testing.ts";
+import { LOCAL_ADMIN } from "./auth.ts";
 import { Controller } from "./controller.ts";
 import { EndpointProxy, proxyTimeoutOf } from "./endpointProxy.ts";
 
@@ -197,6 +199,56 @@ describe("endpoint proxy", () => {
 });
 
 describe("endpoint ownership and timeouts", () => {
+  it("spreads requests over the replicas of one name by fewest in flight", async () => {
+    // Two replicas under one name (as the tasks of one service job register it); each holds its
+    // requests until the test lets them go.
+    const held: { replica: string; res: http.ServerResponse }[] = [];
+    const replicas = await Promise.all(
+      ["a", "b"].map(async (id) => {
+        const srv = http.createServer((_req, res) => held.push({ replica: id, res }));
+        await new Promise<void>((r) => srv.listen(0, "127.0.0.1", r));
+        return { id, srv, address: `http://127.0.0.1:${(srv.address() as AddressInfo).port}` };
+      }),
+    );
+    const endpoints = replicas.map((r) => ({ endpointId: r.id, name: "/alice/svc", address: r.address, metadata: {} }));
+    const proxy = new EndpointProxy({
+      principalOf: () => LOCAL_ADMIN,
+      resolve: () => endpoints[0]!,
+      resolveAll: () => endpoints,
+      ownerOf: () => "/alice",
+      exists: (n) => n === "/alice/svc",
+      httpAddress: () => undefined,
+    });
+    const front = http.createServer((req, res) => void proxy.route(req, res, new URL(req.url ?? "/", "http://x")));
+    await new Promise<void>((r) => front.listen(0, "127.0.0.1", r));
+    try {
+      const ask = () => fetch(`http://127.0.0.1:${(front.address() as AddressInfo).port}/proxy/alice/svc/v1/models`);
+      const first = ask();
+      await waitFor("the first request to arrive", () => held.length === 1);
+      expect(held[0]!.replica).toBe("a"); // a tie goes to the newest (listed first)
+      const second = ask();
+      await waitFor("the second request to arrive", () => held.length === 2);
+      expect(held[1]!.replica).toBe("b"); // the idle replica, not the newest again
+      expect(proxy.inFlight("a")).toBe(1);
+      held[0]!.res.end("from a");
+      expect(await (await first).text()).toBe("from a");
+      await waitFor("a to be idle", () => proxy.inFlight("a") === 0);
+      // Now a is idle and b busy: the third goes to a.
+      const third = ask();
+      await waitFor("the third request to arrive", () => held.length === 3);
+      expect(held[2]!.replica).toBe("a");
+      held[1]!.res.end("from b");
+      held[2]!.res.end("from a");
+      expect([await (await second).text(), await (await third).text()]).toEqual(["from b", "from a"]);
+      await waitFor("nothing in flight", () => proxy.inFlight("a") + proxy.inFlight("b") === 0);
+    } finally {
+      front.closeAllConnections();
+      await new Promise<void>((done) => front.close(() => done()));
+      for (const r of replicas) r.srv.closeAllConnections();
+      await Promise.all(replicas.map((r) => new Promise<void>((done) => r.srv.close(() => done()))));
+    }
+  });
+
   it("lets only the owner's tree (or an admin) mint", () => {
     const proxy = new EndpointProxy({ principalOf: () => undefined, resolve: () => ({}), ownerOf: () => "/alice/job", exists: () => false, httpAddress: () => "h:1" });
     const e = { name: "/alice/job/serve/m", attemptId: "/alice/job/0:0", address: "x:1" };

@@ -27,6 +27,11 @@ export interface EndpointProxyOptions {
   principalOf: (req: http.IncomingMessage) => Principal | undefined;
   /** The endpoint of a full name (throws IrisError NOT_FOUND when there is none). */
   resolve: (fullName: string) => WireEndpoint;
+  /**
+   * Every live endpoint of a full name, newest first (replicas of one service register the same
+   * name); the proxy sends each request to the one with the fewest requests in flight.
+   */
+  resolveAll?: (fullName: string) => WireEndpoint[];
   /** The job tree that owns an endpoint (the controller's record of who registered it). */
   ownerOf: (endpoint: WireEndpoint) => string;
   /** Whether an endpoint of that full name exists (for longest-prefix matching of proxy paths). */
@@ -62,6 +67,8 @@ export class EndpointProxy {
   private readonly opts: EndpointProxyOptions;
   private readonly key: Buffer;
   private readonly now: () => number;
+  /** Requests in flight through this proxy, by endpoint id. */
+  private readonly inflight = new Map<string, number>();
 
   constructor(opts: EndpointProxyOptions) {
     this.opts = opts;
@@ -139,6 +146,20 @@ export class EndpointProxy {
     return false;
   };
 
+  /** Requests now in flight through the proxy to an endpoint (by its id). */
+  inFlight(endpointId: string): number {
+    return this.inflight.get(endpointId) ?? 0;
+  }
+
+  // The replica of `name` with the fewest requests in flight (ties: the newest).
+  private pick(name: string): WireEndpoint {
+    const all = this.opts.resolveAll?.(name) ?? [this.opts.resolve(name)];
+    if (all.length === 0) throw new IrisError("NOT_FOUND", `no endpoint named ${name}`);
+    let best = all[0]!;
+    for (const e of all.slice(1)) if (this.inFlight(String(e.endpointId ?? e.name)) < this.inFlight(String(best.endpointId ?? best.name))) best = e;
+    return best;
+  }
+
   private sign(payload: string): Buffer {
     return createHmac("sha256", this.key).update(payload).digest();
   }
@@ -173,11 +194,23 @@ export class EndpointProxy {
   private forward(req: http.IncomingMessage, res: http.ServerResponse, name: string, pathAndQuery: string): void {
     let endpoint: WireEndpoint;
     try {
-      endpoint = this.opts.resolve(name);
+      endpoint = this.pick(name);
     } catch (e) {
       reply(res, 404, { code: "NOT_FOUND", message: e instanceof Error ? e.message : String(e) });
       return;
     }
+    // Counted from now until the exchange ends either way.
+    const id = String(endpoint.endpointId ?? endpoint.name);
+    this.inflight.set(id, (this.inflight.get(id) ?? 0) + 1);
+    let counted = true;
+    const uncount = (): void => {
+      if (!counted) return;
+      counted = false;
+      const n = (this.inflight.get(id) ?? 1) - 1;
+      if (n > 0) this.inflight.set(id, n);
+      else this.inflight.delete(id);
+    };
+    res.on("close", uncount);
     const address = String(endpoint.address);
     let target: URL;
     try {

@@ -279,6 +279,11 @@ export class StateQueries extends StateCore {
     return e;
   }
 
+  /** Every live endpoint of that name, newest first (replicas of one service share a name). */
+  resolveEndpoints(name: string, scopeJob: string): WireEndpoint[] {
+    return this.endpointRows("name = ?", this.endpointName(name, scopeJob));
+  }
+
   /** Endpoints whose full name starts with the (scoped) prefix. */
   listEndpoints(prefix: string, scopeJob: string): WireEndpoint[] {
     const full = prefix === "" ? (scopeJob ? `${rootJobOf(scopeJob)}/` : "") : this.endpointName(prefix, scopeJob);
