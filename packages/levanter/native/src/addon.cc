@@ -7,6 +7,7 @@
 
 #include "heap.h"
 #include "attention.h"
+#include "decode.h"
 #include "elementwise.h"
 #include "gemm.h"
 #include "ops.h"
@@ -106,6 +107,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("matmul", Napi::Function::New(env, MatMul));
   registerOps(env, exports);
   registerAttention(env, exports);
+  registerDecode(env, exports);
   registerElementwise(env, exports);
   return exports;
 }

@@ -21,7 +21,11 @@ describe("BatchDecoder", () => {
     await selectBackend({ force: "wasm" });
   });
 
-  const variants: [string, ModelConfigInput, "packed" | "tfjs"][] = [
+  const variants: [string, ModelConfigInput, "native" | "packed" | "tfjs"][] = [
+    ["learned positions, layer norm, gelu, untied", {}, "native"],
+    ["rope, rms norm, swiglu, tied", { positions: "rope", norm: "rms", activation: "swiglu", tieEmbeddings: true }, "native"],
+    ["rope, biases, swiglu, untied", { positions: "rope", useBias: true, activation: "swiglu" }, "native"],
+    ["learned positions, biases, gelu, tied", { useBias: true, tieEmbeddings: true }, "native"],
     ["learned positions, layer norm, gelu, untied", {}, "packed"],
     ["rope, rms norm, swiglu, tied", { positions: "rope", norm: "rms", activation: "swiglu", tieEmbeddings: true }, "packed"],
     ["learned positions, biases, tied", { useBias: true, tieEmbeddings: true }, "packed"],
