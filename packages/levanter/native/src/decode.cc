@@ -24,10 +24,24 @@ namespace {
 typedef float v8 __attribute__((vector_size(32)));
 
 struct Lin {
-  std::vector<float> w;  // [k, n] row-major
+  // W [k, n] as 16-column panels (panel q at q·16·k: [k][16]) and then each of the n % 16 last
+  // columns contiguous over k: a product streams it in order.
+  std::vector<float> p;
   std::vector<float> b;  // [n] or empty
   long k = 0, n = 0;
 };
+
+// Packs a row-major W [k, n] into Lin::p's layout.
+std::vector<float> packLin(const float* w, long k, long n) {
+  std::vector<float> p(static_cast<size_t>(k * n));
+  const long full = n - n % 16;
+  for (long j0 = 0; j0 < full; j0 += 16)
+    for (long kk = 0; kk < k; kk++)
+      for (long c = 0; c < 16; c++) p[j0 * k + kk * 16 + c] = w[kk * n + j0 + c];
+  for (long j = full; j < n; j++)
+    for (long kk = 0; kk < k; kk++) p[j * k + kk] = w[kk * n + j];
+  return p;
+}
 
 struct NormW {
   std::vector<float> s, b;
@@ -77,7 +91,8 @@ Lin linOf(Napi::Env env, const Napi::Value& v, long k, long n, const std::string
   Lin l;
   l.k = k;
   l.n = n;
-  l.w = floats(env, o.Get("w"), static_cast<size_t>(k * n), name + ".w");
+  const std::vector<float> w = floats(env, o.Get("w"), static_cast<size_t>(k * n), name + ".w");
+  l.p = packLin(w.data(), k, n);
   l.b = optFloats(env, o, "b", static_cast<size_t>(n), name);
   return l;
 }
@@ -101,14 +116,15 @@ inline __attribute__((always_inline)) v8 load8(const float* p) {
 
 inline __attribute__((always_inline)) void store8(float* p, v8 v) { std::memcpy(p, &v, sizeof v); }
 
-// Rows i0..i0+R, columns j0..j0+16: each output is ((0 + x0·w0) + x1·w1) + … then + b.
+// Rows i0..i0+R of one 16-column panel (`w`: k × 16, contiguous): each output is
+// ((0 + x0·w0) + x1·w1) + … then + b.
 template <int R>
-inline __attribute__((always_inline)) void tile16(const float* x, long k, const float* w, long n, const float* b, float* y, long j0) {
+inline __attribute__((always_inline)) void tile16(const float* x, long k, const float* w, const float* b, float* y, long n) {
   v8 a0[R], a1[R];
   for (int r = 0; r < R; r++) a0[r] = a1[r] = v8{};
   for (long kk = 0; kk < k; kk++) {
-    const v8 w0 = load8(w + kk * n + j0);
-    const v8 w1 = load8(w + kk * n + j0 + 8);
+    const v8 w0 = load8(w + kk * 16);
+    const v8 w1 = load8(w + kk * 16 + 8);
     for (int r = 0; r < R; r++) {
       const float xs = x[r * k + kk];
       a0[r] += xs * w0;
@@ -118,30 +134,36 @@ inline __attribute__((always_inline)) void tile16(const float* x, long k, const 
   for (int r = 0; r < R; r++) {
     v8 o0 = a0[r], o1 = a1[r];
     if (b) {
-      o0 += load8(b + j0);
-      o1 += load8(b + j0 + 8);
+      o0 += load8(b);
+      o1 += load8(b + 8);
     }
-    store8(y + r * n + j0, o0);
-    store8(y + r * n + j0 + 8, o1);
+    store8(y + r * n, o0);
+    store8(y + r * n + 8, o1);
   }
 }
 
-inline __attribute__((always_inline)) void gemmBody(const float* x, long m, long k, const float* w, long n, const float* b, float* y) {
-  const long full = n - n % 16;
+// y[m, n] = x[m, k] · W (+ b), W packed by packLin: the panels walked in order, each panel
+// reused from L1 by every row tile.
+inline __attribute__((always_inline)) void gemmBody(const float* x, long m, const Lin& l, float* y) {
+  const long k = l.k, n = l.n, full = n - n % 16;
+  const float* b = l.b.empty() ? nullptr : l.b.data();
   for (long j0 = 0; j0 < full; j0 += 16) {
+    const float* w = l.p.data() + j0 * k;
+    const float* bj = b ? b + j0 : nullptr;
     long i = 0;
-    for (; i + 4 <= m; i += 4) tile16<4>(x + i * k, k, w, n, b, y + i * n, j0);
+    for (; i + 4 <= m; i += 4) tile16<4>(x + i * k, k, w, bj, y + i * n + j0, n);
     switch (m - i) {
-      case 3: tile16<3>(x + i * k, k, w, n, b, y + i * n, j0); break;
-      case 2: tile16<2>(x + i * k, k, w, n, b, y + i * n, j0); break;
-      case 1: tile16<1>(x + i * k, k, w, n, b, y + i * n, j0); break;
+      case 3: tile16<3>(x + i * k, k, w, bj, y + i * n + j0, n); break;
+      case 2: tile16<2>(x + i * k, k, w, bj, y + i * n + j0, n); break;
+      case 1: tile16<1>(x + i * k, k, w, bj, y + i * n + j0, n); break;
       default: break;
     }
   }
-  for (long i = 0; i < m; i++) {
-    for (long j = full; j < n; j++) {
+  for (long j = full; j < n; j++) {
+    const float* w = l.p.data() + j * k;  // the tail columns, each contiguous over k
+    for (long i = 0; i < m; i++) {
       float acc = 0;
-      for (long kk = 0; kk < k; kk++) acc += x[i * k + kk] * w[kk * n + j];
+      for (long kk = 0; kk < k; kk++) acc += x[i * k + kk] * w[kk];
       y[i * n + j] = b ? acc + b[j] : acc;
     }
   }
@@ -153,7 +175,7 @@ bool useAvx2() {
   return cpu && activeIsa() != Isa::Scalar;
 }
 
-inline __attribute__((always_inline)) void linear(const Lin& l, const float* x, long m, float* y) { gemmBody(x, m, l.k, l.w.data(), l.n, l.b.empty() ? nullptr : l.b.data(), y); }
+inline __attribute__((always_inline)) void linear(const Lin& l, const float* x, long m, float* y) { gemmBody(x, m, l, y); }
 
 
 // q · k over dh values: 8 lanes, then a fixed pairwise sum (the same bits in every build).
