@@ -474,7 +474,7 @@ type SendEvent = (data: unknown, json?: string) => void;
  * with `data: [DONE]`. A client gone mid-stream aborts `ac`, which cancels the request.
  *
  * On node:http (always, in {@link createInferenceServer}) the events go straight to the socket:
- * one `res.write` per event, no web-stream machinery per token; elsewhere through Hono's streamSSE.
+ * one chunk write per event, no web-stream machinery per token; elsewhere through Hono's streamSSE.
  */
 function streamEvents(c: Context, ac: AbortController, release: () => void, produce: (send: SendEvent) => Promise<void>): Response {
   const res = (c.env as { outgoing?: unknown } | undefined)?.outgoing;
@@ -504,8 +504,13 @@ function streamToNode(res: ServerResponse, ac: AbortController, release: () => v
     if (!res.writableFinished) ac.abort(new Error("the client went away"));
   };
   res.once("close", gone);
+  // After the headers, each event is one HTTP/1.1 chunk written to the socket itself (the
+  // response's own write path adds a cork, a tick and a writev per call); res.end writes the last.
+  const socket = res.socket;
   const send: SendEvent = (data, json) => {
-    if (!res.destroyed && !res.writableEnded) res.write(`data: ${json ?? JSON.stringify(data)}\n\n`);
+    if (res.destroyed || res.writableEnded || !socket || socket.destroyed) return;
+    const event = `data: ${json ?? JSON.stringify(data)}\n\n`;
+    socket.write(`${Buffer.byteLength(event).toString(16)}\r\n${event}\r\n`);
   };
   void (async () => {
     try {
