@@ -56,12 +56,15 @@ interface Layer {
 
 /**
  * Runs a {@link TransformerLm}'s inference forward for a batch of rows of any sequences at any
- * positions: the projections are one rank-2 product each over all rows (matmul.wat on weights
- * packed once, see {@link PackedGemm}; or tf.matMul), everything else — norms, rotary positions,
- * attention over each sequence's preallocated KV buffer, activations, residuals — runs in JS on
- * Float32Arrays. A step runs no tfjs op at all (packed) or 3 per projection (tfjs), whatever
- * the batch, and rows of a sequence written in one step see each other causally (prompt chunks). The values are the model's (same
- * formulas, float64 accumulation); the model is only read.
+ * positions. Where levanter's native addon loads, a step is one addon call
+ * ({@link NativeDecodeStep}: the whole forward in C++ on weights copied once). Otherwise the
+ * projections are one rank-2 product each over all rows (matmul.wat on weights packed once, see
+ * {@link PackedGemm}; or tf.matMul), and everything else — norms, rotary positions, attention over
+ * each sequence's preallocated KV buffer, activations, residuals — runs in JS on Float32Arrays.
+ * A step runs no tfjs op at all (native, packed) or 3 per projection (tfjs), whatever the batch;
+ * rows of a sequence written in one step see each other causally (prompt chunks), and a row's
+ * values do not depend on the other rows. The values are the model's (same formulas); the model is
+ * only read.
  */
 export class BatchDecoder {
   readonly config: ResolvedModelConfig;
