@@ -142,21 +142,24 @@ inline __attribute__((always_inline)) void tile16(const float* x, long k, const 
   }
 }
 
-// y[m, n] = x[m, k] · W (+ b), W packed by packLin: the panels walked in order, each panel
-// reused from L1 by every row tile.
+// y[m, n] = x[m, k] · W (+ b), W packed by packLin: blocks of 8 rows (kept in L1), and for each
+// the panels walked in order, each panel reused by the block's row tiles.
 inline __attribute__((always_inline)) void gemmBody(const float* x, long m, const Lin& l, float* y) {
   const long k = l.k, n = l.n, full = n - n % 16;
   const float* b = l.b.empty() ? nullptr : l.b.data();
-  for (long j0 = 0; j0 < full; j0 += 16) {
-    const float* w = l.p.data() + j0 * k;
-    const float* bj = b ? b + j0 : nullptr;
-    long i = 0;
-    for (; i + 4 <= m; i += 4) tile16<4>(x + i * k, k, w, bj, y + i * n + j0, n);
-    switch (m - i) {
-      case 3: tile16<3>(x + i * k, k, w, bj, y + i * n + j0, n); break;
-      case 2: tile16<2>(x + i * k, k, w, bj, y + i * n + j0, n); break;
-      case 1: tile16<1>(x + i * k, k, w, bj, y + i * n + j0, n); break;
-      default: break;
+  for (long i0 = 0; i0 < m; i0 += 8) {
+    const long mb = std::min<long>(8, m - i0);
+    for (long j0 = 0; j0 < full; j0 += 16) {
+      const float* w = l.p.data() + j0 * k;
+      const float* bj = b ? b + j0 : nullptr;
+      long i = i0;
+      for (; i + 4 <= i0 + mb; i += 4) tile16<4>(x + i * k, k, w, bj, y + i * n + j0, n);
+      switch (i0 + mb - i) {
+        case 3: tile16<3>(x + i * k, k, w, bj, y + i * n + j0, n); break;
+        case 2: tile16<2>(x + i * k, k, w, bj, y + i * n + j0, n); break;
+        case 1: tile16<1>(x + i * k, k, w, bj, y + i * n + j0, n); break;
+        default: break;
+      }
     }
   }
   for (long j = full; j < n; j++) {
@@ -202,6 +205,63 @@ inline __attribute__((always_inline)) void axpyRows(const float* w, float inv, c
     out[j] = a;
   }
 }
+
+// exp on float32 (Cephes' expf: range reduction by ln 2, a degree-5 polynomial, 2^n from the
+// exponent bits; ≤ 2 ulp, arguments clamped to [-87.3, 88.3]), as 8 lanes and as a scalar with
+// the same operations in the same order: the same bits whichever computes an element.
+typedef int32_t vi8 __attribute__((vector_size(32)));
+constexpr float EXP_HI = 88.3f, EXP_LO = -87.3f, LOG2E = 1.44269504088896341f, LN2_HI = 0.693359375f, LN2_LO = -2.12194440e-4f;
+constexpr float EP0 = 1.9875691500e-4f, EP1 = 1.3981999507e-3f, EP2 = 8.3334519073e-3f, EP3 = 4.1665795894e-2f, EP4 = 1.6666665459e-1f, EP5 = 5.0000001201e-1f;
+
+inline __attribute__((always_inline)) v8 expV(v8 x) {
+  const v8 lo = v8{} + EXP_LO, hi = v8{} + EXP_HI;
+  x = x < lo ? lo : x;
+  x = x > hi ? hi : x;
+  const v8 fx = x * LOG2E + 0.5f;
+  vi8 n = __builtin_convertvector(fx, vi8);
+  n = n + (__builtin_convertvector(n, v8) > fx);  // floor: the mask is -1 where truncation rounded up
+  const v8 nf = __builtin_convertvector(n, v8);
+  v8 r = x - nf * LN2_HI;
+  r = r - nf * LN2_LO;
+  v8 p = EP0 + v8{};
+  p = p * r + EP1;
+  p = p * r + EP2;
+  p = p * r + EP3;
+  p = p * r + EP4;
+  p = p * r + EP5;
+  const v8 y = (p * (r * r) + r) + 1.0f;
+  const vi8 bits = (n + 127) << 23;
+  v8 scale;
+  std::memcpy(&scale, &bits, sizeof scale);
+  return y * scale;
+}
+
+inline __attribute__((always_inline)) float expS(float x) {
+  x = x < EXP_LO ? EXP_LO : x;
+  x = x > EXP_HI ? EXP_HI : x;
+  const float fx = x * LOG2E + 0.5f;
+  int32_t n = static_cast<int32_t>(fx);
+  if (static_cast<float>(n) > fx) n -= 1;
+  const float nf = static_cast<float>(n);
+  float r = x - nf * LN2_HI;
+  r = r - nf * LN2_LO;
+  float p = EP0;
+  p = p * r + EP1;
+  p = p * r + EP2;
+  p = p * r + EP3;
+  p = p * r + EP4;
+  p = p * r + EP5;
+  const float y = (p * (r * r) + r) + 1.0f;
+  const int32_t bits = (n + 127) << 23;
+  float scale;
+  std::memcpy(&scale, &bits, sizeof scale);
+  return y * scale;
+}
+
+// GELU (tanh form as x·sigmoid(2u)) and SwiGLU's g·sigmoid(g)·up, element by element.
+constexpr float GELU_C2 = 1.5957691216057308f;  // 2·sqrt(2/π)
+inline __attribute__((always_inline)) v8 geluV(v8 z) { return z / (1.0f + expV(-GELU_C2 * (z + ((0.044715f * z) * z) * z))); }
+inline __attribute__((always_inline)) float geluS(float z) { return z / (1.0f + expS(-GELU_C2 * (z + ((0.044715f * z) * z) * z))); }
 
 // ---- the rest, row by row (norm statistics in float64) ------------------------------
 
@@ -279,8 +339,11 @@ inline __attribute__((always_inline)) void attend(Model& md, long l, const std::
         sc[t] = dot(q, K + t * dh, dh) * scale;
         if (sc[t] > max) max = sc[t];
       }
+      long t = 0;
+      for (; t + 8 <= len; t += 8) store8(sc + t, expV(load8(sc + t) - max));
+      for (; t < len; t++) sc[t] = expS(sc[t] - max);
       double total = 0;
-      for (long t = 0; t < len; t++) total += sc[t] = std::exp(sc[t] - max);  // expf
+      for (t = 0; t < len; t++) total += sc[t];
       const float inv = static_cast<float>(1 / total);
       axpyRows(sc, inv, Vv, len, dh, att + i * d + hh * dh);
     }
@@ -295,13 +358,16 @@ inline __attribute__((always_inline)) void mlp(Model& md, const LayerW& lw, cons
   if (lw.hasGate) {
     float* g = md.g.data();
     linear(lw.gate, h, m, g);
-    for (long i = 0; i < m * f; i++) up[i] = (g[i] / (1.0f + std::exp(-g[i]))) * up[i];
-  } else {
-    const float c2 = static_cast<float>(2 * std::sqrt(2 / M_PI));
-    for (long i = 0; i < m * f; i++) {
-      const float z = up[i];
-      up[i] = z / (1.0f + std::exp(-c2 * (z + 0.044715f * z * z * z)));
+    long i = 0;
+    for (; i + 8 <= m * f; i += 8) {
+      const v8 gv = load8(g + i);
+      store8(up + i, (gv / (1.0f + expV(-gv))) * load8(up + i));
     }
+    for (; i < m * f; i++) up[i] = (g[i] / (1.0f + expS(-g[i]))) * up[i];
+  } else {
+    long i = 0;
+    for (; i + 8 <= m * f; i += 8) store8(up + i, geluV(load8(up + i)));
+    for (; i < m * f; i++) up[i] = geluS(up[i]);
   }
   linear(lw.down, up, m, y);
 }

@@ -30,6 +30,7 @@ describe("BatchDecoder", () => {
     ["rope, rms norm, swiglu, tied", { positions: "rope", norm: "rms", activation: "swiglu", tieEmbeddings: true }, "native"],
     ["rope, biases, swiglu, untied", { positions: "rope", useBias: true, activation: "swiglu" }, "native"],
     ["learned positions, biases, gelu, tied", { useBias: true, tieEmbeddings: true }, "native"],
+    ["rope, swiglu, MLP width 20 (vector tails)", { positions: "rope", activation: "swiglu", dFF: 20 }, "native"],
     ["learned positions, layer norm, gelu, untied", {}, "packed"],
     ["rope, rms norm, swiglu, tied", { positions: "rope", norm: "rms", activation: "swiglu", tieEmbeddings: true }, "packed"],
     ["learned positions, biases, tied", { useBias: true, tieEmbeddings: true }, "packed"],

@@ -31,6 +31,10 @@ describe.skipIf(!load.ok)("native decode step", () => {
   for (const [name, extra] of [
     ["learned positions, layer norm, gelu", {}],
     ["rope, rms norm, swiglu, biases, tied", { positions: "rope", norm: "rms", activation: "swiglu", useBias: true, tieEmbeddings: true }],
+    // An MLP width of 20 / 36 (not a multiple of 8 or 16): a row's activations fall on vector lanes
+    // or on the scalar tail depending on its place in the batch, and the two must agree bit for bit.
+    ["gelu, MLP width 20", { dFF: 20 }],
+    ["rope, swiglu, MLP width 36", { positions: "rope", activation: "swiglu", dFF: 36 }],
   ] as [string, ModelConfigInput][]) {
     it(`a sequence's logits and cache are the same bits alone and in a busy batch (${name})`, () => {
       const model = TransformerLm.init(resolveModelConfig(ModelConfigSchema.parse({ ...SMALL, ...extra }), 257), new Rng(9));
