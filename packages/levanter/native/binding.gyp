@@ -5,7 +5,7 @@
   "targets": [
     {
       "target_name": "levanter_native",
-      "sources": ["src/addon.cc", "src/attention.cc", "src/elementwise.cc", "src/exactsum.cc", "src/gemm.cc", "src/ops.cc"],
+      "sources": ["src/addon.cc", "src/attention.cc", "src/decode.cc", "src/elementwise.cc", "src/exactsum.cc", "src/gemm.cc", "src/ops.cc"],
       "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],
       "defines": ["NAPI_VERSION=8", "NAPI_CPP_EXCEPTIONS", "NODE_ADDON_API_DISABLE_DEPRECATED"],
       "cflags!": ["-fno-exceptions"],

@@ -7,6 +7,7 @@
 
 #include "heap.h"
 #include "attention.h"
+#include "decode.h"
 #include "elementwise.h"
 #include "exactsum.h"
 #include "gemm.h"
@@ -107,6 +108,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("matmul", Napi::Function::New(env, MatMul));
   registerOps(env, exports);
   registerAttention(env, exports);
+  registerDecode(env, exports);
   registerElementwise(env, exports);
   registerExactSum(env, exports);
   return exports;

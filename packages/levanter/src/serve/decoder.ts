@@ -5,6 +5,7 @@ import { nativeGelu } from "../kernels/native/gelu.ts";
 import type { ResolvedModelConfig } from "../models/modelConfig.ts";
 import type { TransformerLm } from "../models/transformer.ts";
 import type { KvLayout, SeqKv } from "./kvPool.ts";
+import { NativeDecodeStep } from "./nativeDecode.ts";
 import { PackedGemm, type PackedWeight, type WeightSource } from "./packedGemm.ts";
 
 /** One token of one sequence in a {@link BatchDecoder.step}. */
@@ -21,10 +22,13 @@ export interface DecodeRow {
 /** Options of a {@link BatchDecoder}. */
 export interface BatchDecoderOptions {
   /**
-   * Where the projections run: `packed` (default) — matmul.wat on weights packed once, no tfjs op
-   * per step; `tfjs` — one tf.matMul each (the fallback where WebAssembly SIMD is unavailable).
+   * Where a step runs: `native` (default where levanter's native addon loads) — the whole step in
+   * one addon call (native/src/decode.cc); `packed` (the default without the addon) — projections
+   * on matmul.wat on weights packed once, the rest in JS; `tfjs` — one tf.matMul per projection
+   * (the fallback where WebAssembly SIMD is unavailable). `native` falls back to `packed` where the
+   * addon is unavailable.
    */
-  projections?: "packed" | "tfjs";
+  projections?: "native" | "packed" | "tfjs";
 }
 
 interface Linear {
@@ -52,12 +56,15 @@ interface Layer {
 
 /**
  * Runs a {@link TransformerLm}'s inference forward for a batch of rows of any sequences at any
- * positions: the projections are one rank-2 product each over all rows (matmul.wat on weights
- * packed once, see {@link PackedGemm}; or tf.matMul), everything else — norms, rotary positions,
- * attention over each sequence's preallocated KV buffer, activations, residuals — runs in JS on
- * Float32Arrays. A step runs no tfjs op at all (packed) or 3 per projection (tfjs), whatever
- * the batch, and rows of a sequence written in one step see each other causally (prompt chunks). The values are the model's (same
- * formulas, float64 accumulation); the model is only read.
+ * positions. Where levanter's native addon loads, a step is one addon call
+ * ({@link NativeDecodeStep}: the whole forward in C++ on weights copied once). Otherwise the
+ * projections are one rank-2 product each over all rows (matmul.wat on weights packed once, see
+ * {@link PackedGemm}; or tf.matMul), and everything else — norms, rotary positions, attention over
+ * each sequence's preallocated KV buffer, activations, residuals — runs in JS on Float32Arrays.
+ * A step runs no tfjs op at all (native, packed) or 3 per projection (tfjs), whatever the batch;
+ * rows of a sequence written in one step see each other causally (prompt chunks), and a row's
+ * values do not depend on the other rows. The values are the model's (same formulas); the model is
+ * only read.
  */
 export class BatchDecoder {
   readonly config: ResolvedModelConfig;
@@ -71,8 +78,9 @@ export class BatchDecoder {
   private readonly ownedHead: tf.Tensor2D | undefined;
   private readonly rope: { cos: Float32Array; sin: Float32Array } | undefined;
   private readonly gemm: PackedGemm | undefined;
-  /** Where the projections run (see {@link BatchDecoderOptions}). */
-  readonly projections: "packed" | "tfjs";
+  private readonly native: NativeDecodeStep | undefined;
+  /** Where a step runs (see {@link BatchDecoderOptions}). */
+  readonly projections: "native" | "packed" | "tfjs";
 
   constructor(model: TransformerLm, opts: BatchDecoderOptions = {}) {
     const cfg = model.config;
@@ -113,6 +121,12 @@ export class BatchDecoder {
       this.head = linear("head");
     }
     this.rope = cfg.positions === "rope" ? ropeTables(cfg) : undefined;
+    this.native = opts.projections === undefined || opts.projections === "native" ? this.createNative() : undefined;
+    if (this.native) {
+      this.gemm = undefined;
+      this.projections = "native";
+      return;
+    }
     const linears = [...this.layers.flatMap((l) => [l.qkv, l.out, ...(l.gate ? [l.gate] : []), l.up, l.down]), this.head];
     const made =
       opts.projections === "tfjs"
@@ -140,6 +154,15 @@ export class BatchDecoder {
     for (const r of rows) {
       if (!(r.pos >= 0 && r.pos < r.kv.capacity)) throw new Error(`internal: position ${r.pos} outside a KV buffer of ${r.kv.capacity}`);
     }
+    if (this.native) {
+      let nWant = 0;
+      for (const r of rows) if (r.logits) nWant++;
+      const want = new Int32Array(nWant);
+      for (let i = 0, k = 0; i < n; i++) if (rows[i]!.logits) want[k++] = i;
+      const logits = this.native.step(rows, want);
+      for (const r of rows) if (r.kv.length < r.pos + 1) r.kv.length = r.pos + 1;
+      return logits;
+    }
     const x = new Float32Array(n * d);
     rows.forEach((r, i) => {
       const te = r.token * d;
@@ -160,6 +183,33 @@ export class BatchDecoder {
     const logits = this.linear(this.head, this.norm(this.finalNorm, hx, want.length), want.length);
     if (logits.length !== want.length * v) throw new Error("internal: head output shape");
     return logits;
+  }
+
+  // The native step's weights: the same values as the JS paths read, kernels row-major [k, n].
+  private createNative(): NativeDecodeStep | undefined {
+    const cfg = this.config;
+    const vals = (t: tf.Tensor) => t.dataSync() as Float32Array;
+    const lin = (l: Linear) => ({ w: vals(l.kernel), ...(l.bias ? { b: l.bias } : {}) });
+    const nm = (x: Norm) => ({ s: x.scale, ...(x.bias ? { b: x.bias } : {}) });
+    // The tied head's kernel is embed/tokens transposed ([D, V]), like the untied one.
+    return NativeDecodeStep.create({
+      config: cfg,
+      ffn: this.layers[0]!.up.kernel.shape[1],
+      tok: this.tokEmbed,
+      ...(this.posEmbed ? { pos: this.posEmbed } : {}),
+      ...(this.rope ? { rope: this.rope } : {}),
+      layers: this.layers.map((l) => ({
+        attnNorm: nm(l.attnNorm),
+        qkv: lin(l.qkv),
+        out: lin(l.out),
+        mlpNorm: nm(l.mlpNorm),
+        ...(l.gate ? { gate: lin(l.gate) } : {}),
+        up: lin(l.up),
+        down: lin(l.down),
+      })),
+      finalNorm: nm(this.finalNorm),
+      head: lin(this.head),
+    });
   }
 
   /** Frees what the decoder allocated (not the model). */

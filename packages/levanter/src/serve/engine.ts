@@ -379,7 +379,8 @@ export class InferenceEngine {
     this.counters.decodeSteps++;
     const v = this.model.config.vocabSize;
     let k = 0;
-    const take = () => all.slice(k * v, ++k * v);
+    // Views into this step's logits (a new array each step, so they stay valid while sampled from).
+    const take = () => all.subarray(k * v, ++k * v);
     for (const s of decoding) s.next = take();
     for (const { job, from, to, scoring } of chunks) {
       let last: Float32Array | undefined;

@@ -22,6 +22,9 @@ export function topIds(row: ArrayLike<number>, k: number): number[] {
     .slice(0, k);
 }
 
+// The whole-vocabulary draw's weights, reused across draws (sampling runs on one thread).
+let scratch = new Float64Array(0);
+
 /**
  * Draws a token from logits: greedy at temperature 0 (ties: the lowest id), else softmax at
  * `temperature` restricted to the `topK` likeliest and then to the smallest prefix whose
@@ -37,11 +40,12 @@ export function sampleToken(row: ArrayLike<number>, temperature: number, topK: n
     // The whole vocabulary: the same float64 arithmetic as below, without id and weight arrays.
     let max = -Infinity;
     for (let i = 0; i < row.length; i++) if (row[i]! > max) max = row[i]!;
-    const w = new Float64Array(row.length);
+    if (scratch.length < row.length) scratch = new Float64Array(row.length);
+    const w = scratch;
     let total = 0;
     for (let i = 0; i < row.length; i++) total += w[i] = Math.exp((row[i]! - max) / temperature);
     let u = rng.next() * total;
-    for (let j = 0; j < w.length; j++) if ((u -= w[j]!) < 0) return j;
+    for (let j = 0; j < row.length; j++) if ((u -= w[j]!) < 0) return j;
     return row.length - 1;
   }
   const ids = topIds(row, topK ?? row.length);

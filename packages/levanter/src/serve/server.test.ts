@@ -85,6 +85,29 @@ describe("InferenceServer", () => {
     expect(raw.trimEnd().endsWith("data: [DONE]")).toBe(true);
   });
 
+
+  it("streams completions as SSE events in OpenAI's chunk shape (field order too), the seeded text of the non-streamed answer", async () => {
+    const body = { prompt: "Once upon", max_tokens: 16, temperature: 1, seed: 11, n: 2, stop: ["zz"] };
+    const whole = await client.completions.create({ model: "tiny", ...body });
+    const r = await post(`${server.url}/v1/completions`, { ...body, stream: true });
+    expect(r.headers.get("content-type")).toBe("text/event-stream");
+    const raw = await r.text();
+    expect(raw.endsWith("data: [DONE]\n\n")).toBe(true);
+    const events = raw.split("\n\n").filter((e) => e && e !== "data: [DONE]");
+    const texts = ["", ""];
+    const finishes: (string | null)[] = [null, null];
+    for (const e of events) {
+      expect(e.startsWith("data: ")).toBe(true);
+      const json = e.slice("data: ".length);
+      const chunk = JSON.parse(json) as { id: string; created: number; model: string; choices: { index: number; text: string; finish_reason: string | null }[] };
+      // The event's bytes are JSON.stringify's of the chunk object in OpenAI's field order.
+      expect(json).toBe(JSON.stringify({ id: chunk.id, object: "text_completion", created: chunk.created, model: "tiny", choices: [{ index: chunk.choices[0]!.index, text: chunk.choices[0]!.text, logprobs: null, finish_reason: chunk.choices[0]!.finish_reason }] }));
+      texts[chunk.choices[0]!.index] += chunk.choices[0]!.text;
+      finishes[chunk.choices[0]!.index] = chunk.choices[0]!.finish_reason ?? finishes[chunk.choices[0]!.index]!;
+    }
+    expect(texts).toEqual(whole.choices.map((c) => c.text));
+    expect(finishes).toEqual(whole.choices.map((c) => c.finish_reason));
+  });
   it("a client that disconnects mid-stream frees its slot", async () => {
     const engine = server.engine()!;
     const r = await post(`${server.url}/v1/chat/completions`, { messages: [{ role: "user", content: "go" }], max_tokens: 100, temperature: 1, seed: 1, stream: true });

@@ -1,7 +1,9 @@
 // The OpenAI-compatible HTTP server over an InferenceEngine (Hono on node:http): routes, validation, SSE, queue limits, metrics.
 import { createAdaptorServer } from "@hono/node-server";
+import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
 import { Hono, type Context } from "hono";
 import { streamSSE } from "hono/streaming";
+import { ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { randomUUID } from "node:crypto";
 import { z } from "zod";
@@ -329,9 +331,12 @@ export async function createInferenceServer(opts: InferenceServerOptions): Promi
         metrics.request(route, 200);
         return streamEvents(c, ac, release, async (send) => {
           const n = base.n ?? 1;
-          if (echo) promptText.forEach((t, p) => Array.from({ length: n }, (_, j) => send({ id, object: "text_completion", created, model, choices: [{ index: p * n + j, text: t, logprobs: null, finish_reason: null }] })));
+          const chunk = (index: number, text: string, finish: string | null) => ({ id, object: "text_completion", created, model, choices: [{ index, text, logprobs: null, finish_reason: finish }] });
+          // Each token's event is this text around the index, text and finish reason (JSON.stringify's bytes).
+          const head = `{"id":${JSON.stringify(id)},"object":"text_completion","created":${created},"model":${JSON.stringify(model)},"choices":[{"index":`;
+          if (echo) promptText.forEach((t, p) => Array.from({ length: n }, (_, j) => send(chunk(p * n + j, t, null))));
           await run(e, prompts, base, ac.signal, (index, text, finish) => {
-            if (text || finish) send({ id, object: "text_completion", created, model, choices: [{ index, text, logprobs: null, finish_reason: finish ?? null }] });
+            if (text || finish) send(undefined, `${head}${index},"text":${JSON.stringify(text)},"logprobs":null,"finish_reason":${finish ? JSON.stringify(finish) : "null"}}]}`);
           });
         });
       }
@@ -385,9 +390,11 @@ export async function createInferenceServer(opts: InferenceServerOptions): Promi
         metrics.request(route, 200);
         return streamEvents(c, ac, release, async (send) => {
           const chunk = (index: number, delta: Record<string, string>, finish: string | null) => ({ id, object: "chat.completion.chunk", created, model, choices: [{ index, delta, logprobs: null, finish_reason: finish }] });
+          // A content event is this text around the index and the text (JSON.stringify's bytes).
+          const head = `{"id":${JSON.stringify(id)},"object":"chat.completion.chunk","created":${created},"model":${JSON.stringify(model)},"choices":[{"index":`;
           for (let i = 0; i < (base.n ?? 1); i++) send(chunk(i, { role: "assistant", content: "" }, null));
           await run(e, [prompt], base, ac.signal, (index, text, finish) => {
-            if (text) send(chunk(index, { content: text }, null));
+            if (text) send(undefined, `${head}${index},"delta":{"content":${JSON.stringify(text)}},"logprobs":null,"finish_reason":null}]}`);
             if (finish) send(chunk(index, {}, finish));
           });
         });
@@ -458,17 +465,25 @@ function flatten(content: z.infer<typeof ContentSchema> | null): string {
   return typeof content === "string" ? content : content.map((p) => p.text).join("");
 }
 
+/** Sends one SSE event: an object (serialised here) or an already serialised JSON text. */
+type SendEvent = (data: unknown, json?: string) => void;
+
 /**
  * An SSE response: `produce` sends events (JSON) in order; an error it throws becomes one error event
  * (unless the client went away), `release` frees the request's queue place, and the stream ends
  * with `data: [DONE]`. A client gone mid-stream aborts `ac`, which cancels the request.
+ *
+ * On node:http (always, in {@link createInferenceServer}) the events go straight to the socket:
+ * one chunk write per event, no web-stream machinery per token; elsewhere through Hono's streamSSE.
  */
-function streamEvents(c: Context, ac: AbortController, release: () => void, produce: (send: (data: unknown) => void) => Promise<void>): Response {
+function streamEvents(c: Context, ac: AbortController, release: () => void, produce: (send: SendEvent) => Promise<void>): Response {
+  const res = (c.env as { outgoing?: unknown } | undefined)?.outgoing;
+  if (res instanceof ServerResponse) return streamToNode(res, ac, release, produce);
   return streamSSE(c, async (stream) => {
     stream.onAbort(() => ac.abort(new Error("the client went away")));
     let chain = Promise.resolve();
     // A client gone mid-stream makes writes fail: its request is cancelled through the abort signal.
-    const send = (data: unknown): void => void (chain = chain.then(() => stream.writeSSE({ data: JSON.stringify(data) })).catch(() => {}));
+    const send: SendEvent = (data, json) => void (chain = chain.then(() => stream.writeSSE({ data: json ?? JSON.stringify(data) })).catch(() => {}));
     try {
       await produce(send);
     } catch (err) {
@@ -479,4 +494,33 @@ function streamEvents(c: Context, ac: AbortController, release: () => void, prod
     await chain;
     await stream.writeSSE({ data: "[DONE]" }).catch(() => {});
   });
+}
+
+// streamEvents on the Node response itself (the same headers and bytes as Hono's streamSSE).
+function streamToNode(res: ServerResponse, ac: AbortController, release: () => void, produce: (send: SendEvent) => Promise<void>): Response {
+  res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive", "transfer-encoding": "chunked" });
+  res.flushHeaders();
+  const gone = () => {
+    if (!res.writableFinished) ac.abort(new Error("the client went away"));
+  };
+  res.once("close", gone);
+  // After the headers, each event is one HTTP/1.1 chunk written to the socket itself (the
+  // response's own write path adds a cork, a tick and a writev per call); res.end writes the last.
+  const socket = res.socket;
+  const send: SendEvent = (data, json) => {
+    if (res.destroyed || res.writableEnded || !socket || socket.destroyed) return;
+    const event = `data: ${json ?? JSON.stringify(data)}\n\n`;
+    socket.write(`${Buffer.byteLength(event).toString(16)}\r\n${event}\r\n`);
+  };
+  void (async () => {
+    try {
+      await produce(send);
+    } catch (err) {
+      if (!ac.signal.aborted) send(errorBody(err instanceof HttpError ? err : new HttpError(500, String((err as Error).message ?? err), "server_error")));
+    } finally {
+      release();
+    }
+    if (!res.destroyed && !res.writableEnded) res.end("data: [DONE]\n\n");
+  })();
+  return RESPONSE_ALREADY_SENT;
 }
