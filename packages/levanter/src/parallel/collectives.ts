@@ -96,9 +96,9 @@ function finishRange(acc: Float64Array, base: number, lo: number, hi: number, se
   }
 }
 
-/** The mean over `count` micro-batches of complete fixed-point sums `acc` (one process, no exchange). */
-export function finishExactMean(acc: Float64Array, segments: readonly Segment[], count: number): Float32Array {
-  const out = new Float32Array(acc.length);
+/** The mean over `count` micro-batches of complete fixed-point sums `acc` (one process, no exchange), into `into` when given. */
+export function finishExactMean(acc: Float64Array, segments: readonly Segment[], count: number, into?: Float32Array): Float32Array {
+  const out = into?.length === acc.length ? into : new Float32Array(acc.length);
   finishRange(acc, 0, 0, acc.length, segments, count, out);
   return out;
 }

@@ -69,9 +69,9 @@ function localMaxima(layout: Layout, flats: readonly Float32Array[]): Float64Arr
   return out;
 }
 
-function quantizedPartial(layout: Layout, flats: readonly Float32Array[], maxima: Float64Array, microBatches: number): { partial: Float64Array; segments: Segment[] } {
+function quantizedPartial(layout: Layout, flats: readonly Float32Array[], maxima: Float64Array, microBatches: number, into?: Float64Array): { partial: Float64Array; segments: Segment[] } {
   const segments = layout.segments.map((seg, t) => ({ ...seg, s: scaleExponent(maxima[t]!, microBatches) }));
-  const partial = new Float64Array(layout.length);
+  const partial = into?.length === layout.length ? into.fill(0) : new Float64Array(layout.length);
   for (const f of flats) {
     for (const seg of segments) if (!Number.isNaN(seg.s)) accumulateQuantized(partial, seg.offset, f.subarray(seg.offset, seg.offset + seg.length), seg.s);
   }
@@ -120,10 +120,12 @@ export function computeGradients(model: TransformerLm, inputs: Int32Array, targe
     return { loss, grads: new Map(layout.names.map((name, i) => [name, grads[layout.vars[i]!.name]!])) };
   }
   const layout = layoutOf(model);
-  const mbs = [...Array(n).keys()].map((k) => microBatch(model, layout, inputs, targets, k, microBatchSize, seqLen));
+  // Buffers kept with the model from step to step (this runs to completion without yielding, so
+  // nothing else uses them meanwhile).
+  const mbs = [...Array(n).keys()].map((k) => microBatch(model, layout, inputs, targets, k, microBatchSize, seqLen, scratch(model, `flat${k}`, Float32Array, layout.length)));
   const flats = mbs.map((m) => m.flat);
-  const { partial, segments } = quantizedPartial(layout, flats, localMaxima(layout, flats), n);
-  const mean = finishExactMean(partial, segments, n);
+  const { partial, segments } = quantizedPartial(layout, flats, localMaxima(layout, flats), n, scratch(model, "partial", Float64Array, layout.length));
+  const mean = finishExactMean(partial, segments, n, scratch(model, "mean", Float32Array, layout.length));
   let lossSum = 0;
   for (const m of mbs) lossSum += m.loss;
   return { loss: lossSum / n, grads: toTensors(layout, mean) };
@@ -206,7 +208,7 @@ export async function dataParallelGradients(
   // A rank with one micro-batch sends its float32 gradient (the owner of each shard quantizes it),
   // one with several the exact fixed-point sum of theirs.
   const segments = layout.segments.map((seg, t) => ({ ...seg, s: scaleExponent(maxima[t]!, microBatches) }));
-  const mine: Contribution = flats.length === 1 ? { kind: "raw", values: flats[0]! } : { kind: "fixed", partial: quantizedPartial(layout, flats, maxima, microBatches).partial };
+  const mine: Contribution = flats.length === 1 ? { kind: "raw", values: flats[0]! } : { kind: "fixed", partial: quantizedPartial(layout, flats, maxima, microBatches, scratch(gang!, "partial", Float64Array, layout.length)).partial };
   const kinds = [...Array(world).keys()].map((r) => {
     const [a, b] = microBatchRange(microBatches, r, world);
     return b - a === 1 ? ("raw" as const) : ("fixed" as const);
