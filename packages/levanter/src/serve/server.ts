@@ -484,16 +484,22 @@ function streamEvents(c: Context, ac: AbortController, release: () => void, prod
     let chain = Promise.resolve();
     // A client gone mid-stream makes writes fail: its request is cancelled through the abort signal.
     const send: SendEvent = (data, json) => void (chain = chain.then(() => stream.writeSSE({ data: json ?? JSON.stringify(data) })).catch(() => {}));
-    try {
-      await produce(send);
-    } catch (err) {
-      if (!ac.signal.aborted) send(errorBody(err instanceof HttpError ? err : new HttpError(500, String((err as Error).message ?? err), "server_error")));
-    } finally {
-      release();
-    }
+    await produceEvents(produce, send, ac, release);
     await chain;
     await stream.writeSSE({ data: "[DONE]" }).catch(() => {});
   });
+}
+
+// Runs a stream's producer: an error (unless the client left) becomes one last error event; the
+// request's slot is released either way.
+async function produceEvents(produce: (send: SendEvent) => Promise<void>, send: SendEvent, ac: AbortController, release: () => void): Promise<void> {
+  try {
+    await produce(send);
+  } catch (err) {
+    if (!ac.signal.aborted) send(errorBody(err instanceof HttpError ? err : new HttpError(500, String((err as Error).message ?? err), "server_error")));
+  } finally {
+    release();
+  }
 }
 
 // streamEvents on the Node response itself (the same headers and bytes as Hono's streamSSE).
@@ -513,13 +519,7 @@ function streamToNode(res: ServerResponse, ac: AbortController, release: () => v
     socket.write(`${Buffer.byteLength(event).toString(16)}\r\n${event}\r\n`);
   };
   void (async () => {
-    try {
-      await produce(send);
-    } catch (err) {
-      if (!ac.signal.aborted) send(errorBody(err instanceof HttpError ? err : new HttpError(500, String((err as Error).message ?? err), "server_error")));
-    } finally {
-      release();
-    }
+    await produceEvents(produce, send, ac, release);
     if (!res.destroyed && !res.writableEnded) res.end("data: [DONE]\n\n");
   })();
   return RESPONSE_ALREADY_SENT;
