@@ -154,6 +154,21 @@ describe("allReduceExactMean on loopback", () => {
     expect(performance.now() - t0).toBeLessThan(3000);
   });
 
+  it("a rank whose assigned port was taken meanwhile listens on another and the gang still forms", async () => {
+    const squatter = net.createServer();
+    await new Promise<void>((r) => squatter.listen(0, "127.0.0.1", r));
+    const taken = (squatter.address() as net.AddressInfo).port;
+    try {
+      const rendezvous = memoryRendezvous();
+      const gangs = await Promise.all([0, 1].map((rank) => formGang({ rank, world: 2, secret: "s", host: "127.0.0.1", port: rank === 0 ? taken : 0, rendezvous, timeoutMs: 10_000 })));
+      open.push(...gangs);
+      expect(gangs[0]!.address).not.toBe(`127.0.0.1:${taken}`);
+      expect(await Promise.all(gangs.map((g) => allGatherJson(g, g.rank)))).toEqual([[0, 1], [0, 1]]);
+    } finally {
+      squatter.close();
+    }
+  });
+
   it("a connection without the gang's secret is refused and changes nothing", async () => {
     const rendezvous = memoryRendezvous();
     const forming = Promise.all([0, 1].map((rank) => formGang({ rank, world: 2, secret: "right", host: "127.0.0.1", port: 0, rendezvous, timeoutMs: 10_000 })));

@@ -249,10 +249,30 @@ export async function formGang(opts: GangOptions): Promise<Gang> {
       (e: unknown) => log("warn", "refused a connection that failed the gang handshake", { rank, error: String(e instanceof Error ? e.message : e) }),
     );
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", (e) => reject(new LevanterError("DISTRIBUTED", `rank ${rank} cannot listen on ${opts.host}:${opts.port}: ${e.message}`, { cause: e })));
-    server.listen(opts.port, opts.host, resolve);
-  });
+  const listen = (port: number) =>
+    new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(port, opts.host, () => {
+        server.off("error", reject);
+        resolve();
+      });
+    });
+  try {
+    await listen(opts.port);
+  } catch (e) {
+    // iris picks a free port and releases it for the task to bind; another socket on the host
+    // (an outgoing connection takes its port from the same range) can take it in between. Every
+    // rank announces the address it actually listens on, so any free port does as well.
+    if (opts.port === 0 || (e as NodeJS.ErrnoException).code !== "EADDRINUSE") {
+      throw new LevanterError("DISTRIBUTED", `rank ${rank} cannot listen on ${opts.host}:${opts.port}: ${(e as Error).message}`, { cause: e });
+    }
+    log("warn", "the gang's port is taken; listening on another", { rank, port: opts.port });
+    try {
+      await listen(0);
+    } catch (e2) {
+      throw new LevanterError("DISTRIBUTED", `rank ${rank} cannot listen on ${opts.host}: ${(e2 as Error).message}`, { cause: e2 });
+    }
+  }
   const address = `${opts.host}:${(server.address() as net.AddressInfo).port}`;
   const waitUntil = (cond: () => boolean, what: () => string): Promise<void> =>
     new Promise((resolve, reject) => {
