@@ -1,7 +1,8 @@
 // The wasm SIMD matMul kernel against the cpu backend: every transpose form, odd sizes, threads.
 import { readFile } from "node:fs/promises";
 import * as tf from "@tensorflow/tfjs";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
+import { quietSuiteBackToWasm } from "./native/testing.ts";
 import { selectBackend } from "../backend.ts";
 import { setWasmThreads, wasmThreads } from "./batchMatMul.ts";
 import { GENERATED_PATH, generatedSource } from "./compileWat.ts";
@@ -42,15 +43,7 @@ describe("matmul.wat", () => {
 });
 
 describe("wasm BatchMatMul kernel", () => {
-  let previous: string | undefined;
-  beforeAll(() => {
-    previous = process.env.LEVANTER_LOG;
-    process.env.LEVANTER_LOG = "silent";
-  });
-  afterAll(async () => {
-    process.env.LEVANTER_LOG = previous;
-    await selectBackend({ force: "wasm", threads: 1 });
-  });
+  quietSuiteBackToWasm();
 
   it("agrees with the cpu backend for every flag, tail, rank and broadcast", async () => {
     await tf.setBackend("cpu");

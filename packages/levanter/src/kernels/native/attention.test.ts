@@ -2,10 +2,10 @@
 // backend (value and gradient; odd head sizes, one-token sequences, an empty batch), and their
 // bits for 1, 2 and 3 threads.
 import * as tf from "@tensorflow/tfjs";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { selectBackend } from "../../backend.ts";
 import { loadNativeAddon } from "./addon.ts";
-import { relErr, sameBits } from "./testing.ts";
+import { relErr, sameBits, quietSuiteBackToWasm } from "./testing.ts";
 import { nativeCausalAttention } from "./attention.ts";
 
 const load = loadNativeAddon();
@@ -41,15 +41,7 @@ function run(native: boolean, [b, t, h, dh]: [number, number, number, number]): 
 }
 
 describe.skipIf(!load.ok)("native fused causal attention", () => {
-  let previous: string | undefined;
-  beforeAll(() => {
-    previous = process.env.LEVANTER_LOG;
-    process.env.LEVANTER_LOG = "silent";
-  });
-  afterAll(async () => {
-    process.env.LEVANTER_LOG = previous;
-    await selectBackend({ force: "wasm", threads: 1 });
-  });
+  quietSuiteBackToWasm();
 
   it("matches the op-by-op attention on cpu, value and gradient, for odd and empty shapes", async () => {
     await tf.setBackend("cpu");

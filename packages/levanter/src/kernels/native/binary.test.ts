@@ -2,10 +2,10 @@
 // and UnsortedSegmentSum against the pure-JS cpu backend, value and gradient, and their bits for 1, 2
 // and 3 threads.
 import * as tf from "@tensorflow/tfjs";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { selectBackend } from "../../backend.ts";
 import { loadNativeAddon } from "./addon.ts";
-import { sameBits } from "./testing.ts";
+import { sameBits, quietSuiteBackToWasm } from "./testing.ts";
 import { broadcastPlan } from "./binary.ts";
 
 const load = loadNativeAddon();
@@ -79,15 +79,7 @@ describe("broadcastPlan", () => {
 });
 
 describe.skipIf(!load.ok)("native binary kernels, Sum and UnsortedSegmentSum", () => {
-  let previous: string | undefined;
-  beforeAll(() => {
-    previous = process.env.LEVANTER_LOG;
-    process.env.LEVANTER_LOG = "silent";
-  });
-  afterAll(async () => {
-    process.env.LEVANTER_LOG = previous;
-    await selectBackend({ force: "wasm", threads: 1 });
-  });
+  quietSuiteBackToWasm();
 
   it("Add, Sub, Multiply, RealDiv (every broadcast), Sum and UnsortedSegmentSum match cpu, value and gradient", async () => {
     await tf.setBackend("cpu");

@@ -5,7 +5,7 @@ import * as tf from "@tensorflow/tfjs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { selectBackend } from "../../backend.ts";
 import { loadNativeAddon } from "./addon.ts";
-import { relErr, sameBits } from "./testing.ts";
+import { relErr, sameBits, quietSuiteBackToWasm } from "./testing.ts";
 
 const load = loadNativeAddon();
 // CI builds the addon at install: there, a missing addon is a failure, not a skip.
@@ -197,15 +197,7 @@ describe("native backend selection", () => {
 });
 
 describe.skipIf(!load.ok)("native non-GEMM kernels", () => {
-  let previous: string | undefined;
-  beforeAll(() => {
-    previous = process.env.LEVANTER_LOG;
-    process.env.LEVANTER_LOG = "silent";
-  });
-  afterAll(async () => {
-    process.env.LEVANTER_LOG = previous;
-    await selectBackend({ force: "wasm", threads: 1 });
-  });
+  quietSuiteBackToWasm();
 
   async function onCpuAndNative<T>(fn: () => T): Promise<{ cpu: T; native: T }> {
     await tf.setBackend("cpu");

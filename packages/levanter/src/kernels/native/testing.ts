@@ -1,4 +1,19 @@
-// Comparisons shared by the native kernel tests (not a test file itself).
+// Comparisons and suite hooks shared by the native kernel tests (not a test file itself).
+import { afterAll, beforeAll } from "vitest";
+import { selectBackend } from "../../backend.ts";
+
+/** In a describe block: silences levanter's logs for the suite, then restores them and the wasm backend. */
+export function quietSuiteBackToWasm(): void {
+  let previous: string | undefined;
+  beforeAll(() => {
+    previous = process.env.LEVANTER_LOG;
+    process.env.LEVANTER_LOG = "silent";
+  });
+  afterAll(async () => {
+    process.env.LEVANTER_LOG = previous;
+    await selectBackend({ force: "wasm", threads: 1 });
+  });
+}
 
 /** The largest absolute difference, relative to the largest |want| (at least 1e-3). */
 export function relErr(got: Float32Array, want: Float32Array): number {

@@ -1,6 +1,7 @@
 // A 50-step training run on the native backend against the wasm backend's loss curve, and its
 // bitwise independence from the thread count (what checkpoints and exact resume rely on).
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
+import { quietSuiteBackToWasm } from "./testing.ts";
 import { selectBackend } from "../../backend.ts";
 import { ModelConfigSchema, resolveModelConfig } from "../../models/modelConfig.ts";
 import { TransformerLm, defaultDecayMask } from "../../models/transformer.ts";
@@ -36,15 +37,7 @@ function train(steps: number): number[] {
 }
 
 describe.skipIf(!load.ok)("native training", () => {
-  let previous: string | undefined;
-  beforeAll(() => {
-    previous = process.env.LEVANTER_LOG;
-    process.env.LEVANTER_LOG = "silent";
-  });
-  afterAll(async () => {
-    process.env.LEVANTER_LOG = previous;
-    await selectBackend({ force: "wasm", threads: 1 });
-  });
+  quietSuiteBackToWasm();
 
   it("follows the wasm backend's 50-step loss curve to float32 tolerance, with the same bits for 1 and 2 threads", async () => {
     await selectBackend({ force: "wasm", threads: 1 });
