@@ -2,7 +2,8 @@
 // stream, ping-pong latency and one-way throughput at a few sizes; (2) the exact all-reduce
 // (reduce-scatter + all-gather over the gang's mesh) between 2 processes on this host, 1 KiB–64 MiB
 // of float32 gradient, through shared memory and over TCP; (3) trainLm tokens/s on 1 and 2 ranks (one thread each, iris gang on an
-// embedded LocalCluster) for the two reference models, beside one rank at 2 threads and two
+// embedded LocalCluster) for the two reference models (global batch 16, as the models define it;
+// and 2 ranks of 16 each, global 32: weak scaling), beside one rank at 2 threads and two
 // independent one-rank runs at once (the ceiling of two processes on this machine), and PyTorch
 // (torchPeer.py) at 2 threads on the same model in the same run when /usr/bin/python3 has torch.
 //
@@ -184,11 +185,11 @@ if (only.includes("train")) {
       .sort((a, b) => a - b);
     return values[Math.floor(values.length / 2)]!;
   };
-  const run = async (label: string, m: (typeof models)[keyof typeof models], steps: number, ranks: number, microBatches: number, threads: number, tag: string) => {
+  const run = async (label: string, m: (typeof models)[keyof typeof models], steps: number, ranks: number, microBatches: number, threads: number, tag: string, batchSize = BATCH) => {
     const runDir = path.join(dir, `${label}-${tag}`);
     const job = await submitTrainGang(
       cluster.client,
-      { model: m, data: { trainCache: path.join(dir, "cache") }, trainer: { numTrainSteps: steps, batchSize: BATCH, microBatches, runDir, trackers: ["jsonl"], backend: backend as "wasm", threads, checkpointer: { saveIntervalSeconds: null, keep: null } } },
+      { model: m, data: { trainCache: path.join(dir, "cache") }, trainer: { numTrainSteps: steps, batchSize, microBatches, runDir, trackers: ["jsonl"], backend: backend as "wasm", threads, checkpointer: { saveIntervalSeconds: null, keep: null } } },
       ranks,
       { name: `bench-${label}-${tag}`, maxRetries: 0, cpuMillis: 1000, env: { LEVANTER_LOG: "warn" } },
     );
@@ -204,15 +205,20 @@ if (only.includes("train")) {
       const steps = Number(arg("steps") ?? (label === "small" ? 40 : 16));
       const rounds = Number(arg("rounds") ?? 3);
       const ratios: string[] = [];
+      const weakRatios: string[] = [];
       // 1 rank and 2 ranks back to back, `rounds` times (this shared machine drifts: every round
       // is printed), then the same-bits one-rank run with 2 micro-batches.
       for (let round = 1; round <= rounds; round++) {
         const one = await run(label, m, steps, 1, 1, 1, `r${round}-1-1`);
         const two = await run(label, m, steps, 2, 2, 1, `r${round}-2-2`);
+        // Weak scaling beside it: each of 2 ranks trains the reference batch (global 2 × BATCH).
+        const weak = await run(label, m, steps, 2, 2, 1, `r${round}-2-2-weak`, 2 * BATCH);
         if (one) tps[`${label}/1/1`] = Math.max(tps[`${label}/1/1`] ?? 0, one);
         if (two) tps[`${label}/2/2`] = Math.max(tps[`${label}/2/2`] ?? 0, two);
-        console.log(`${label.padEnd(6)} round ${round}: 1 rank ${one?.toFixed(0).padStart(6) ?? "failed"} · 2 ranks ${two?.toFixed(0).padStart(6) ?? "failed"} tokens/s${one && two ? ` → ${(two / one).toFixed(2)}×` : ""}`);
+        const vs = (x: number | undefined) => (one && x ? ` (${(x / one).toFixed(2)}×)` : "");
+        console.log(`${label.padEnd(6)} round ${round}: 1 rank ${one?.toFixed(0).padStart(6) ?? "failed"} · 2 ranks ${two?.toFixed(0).padStart(6) ?? "failed"}${vs(two)} · 2 ranks of ${BATCH} each ${weak?.toFixed(0).padStart(6) ?? "failed"}${vs(weak)} tokens/s`);
         if (one && two) ratios.push((two / one).toFixed(2));
+        if (one && weak) weakRatios.push((weak / one).toFixed(2));
       }
       const mb2 = await run(label, m, steps, 1, 2, 1, "1-2");
       if (mb2) console.log(`${label.padEnd(6)} 1 rank, 2 micro-batches (the 2-rank run's bits): ${mb2.toFixed(0).padStart(6)} tokens/s`);
@@ -226,6 +232,7 @@ if (only.includes("train")) {
       const two = tps[`${label}/2/2`];
       if (pair[0] && pair[1] && one) console.log(`${label.padEnd(6)} two independent 1-rank runs at once: ${pair[0].toFixed(0)} + ${pair[1].toFixed(0)} tokens/s → ceiling ${((pair[0] + pair[1]) / one).toFixed(2)}× the best 1-rank round`);
       if (one && two) console.log(`${label.padEnd(6)} 2 ranks / 1 rank by round: ${ratios.join(", ")}× (best of each: ${(two / one).toFixed(2)}×${mb2 ? `; vs the same-bits 1-rank run: ${(two / mb2).toFixed(2)}×` : ""}${twoThreads ? `; vs 1 rank at 2 threads: ${(two / twoThreads).toFixed(2)}×` : ""})`);
+      if (weakRatios.length > 0) console.log(`${label.padEnd(6)} 2 ranks of ${BATCH} each (global ${2 * BATCH}) / 1 rank of ${BATCH}, by round: ${weakRatios.join(", ")}×`);
     }
   } finally {
     await cluster.stop();

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #if defined(__linux__)
 #include <fcntl.h>
@@ -190,6 +191,47 @@ Napi::Value FinishMean(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
+
+// exactRawMean(out: Float32Array, outOffset, copy: Float32Array | null, copyOffset, n, s, count,
+// sources: Float32Array[], sourceOffsets: number[]): the mean of raw float32 contributions in one
+// pass, out[i] = finish(Σ_r round(sources[r][i] · 2^s)) — the same loops as exactQuantizeAdd into
+// a zeroed accumulator and exactFinishMean, run block by block in a cache-resident accumulator
+// (the integer sums are exact, so this is their bits). `copy`, when given, gets the same values.
+Napi::Value RawMean(const Napi::CallbackInfo& info) {
+  auto env = info.Env();
+  const long n = count(info, 4);
+  float* out = elems<float>(info, 0, 1, n, "out");
+  float* copy = info[2].IsNull() || info[2].IsUndefined() ? nullptr : elems<float>(info, 2, 3, n, "copy");
+  const double s = info[5].As<Napi::Number>().DoubleValue();
+  const double c = info[6].As<Napi::Number>().DoubleValue();
+  if (!info[7].IsArray() || !info[8].IsArray()) throw Napi::TypeError::New(env, "levanter native: sources and sourceOffsets must be arrays");
+  auto srcs = info[7].As<Napi::Array>();
+  auto offs = info[8].As<Napi::Array>();
+  if (srcs.Length() != offs.Length()) throw Napi::TypeError::New(env, "levanter native: sources and sourceOffsets differ in length");
+  std::vector<const float*> xs;
+  for (uint32_t r = 0; r < srcs.Length(); r++) {
+    Napi::Value sv = srcs.Get(r);
+    if (!sv.IsTypedArray() || sv.As<Napi::TypedArray>().TypedArrayType() != napi_float32_array) throw Napi::TypeError::New(env, "levanter native: every source must be a Float32Array");
+    auto ta = sv.As<Napi::TypedArray>();
+    const int64_t off = offs.Get(r).As<Napi::Number>().Int64Value();
+    if (off < 0 || static_cast<uint64_t>(off) + static_cast<uint64_t>(n) > ta.ElementLength()) throw Napi::RangeError::New(env, "levanter native: source range outside the array");
+    xs.push_back(reinterpret_cast<const float*>(static_cast<uint8_t*>(ta.ArrayBuffer().Data()) + ta.ByteOffset()) + off);
+  }
+  const double half = std::trunc(s / 2);
+  const double qa = std::pow(2.0, half), qb = std::pow(2.0, s - half);
+  const double fa = std::pow(2.0, -half), fb = std::pow(2.0, -(s - half));
+  constexpr long kBlock = 2048;
+  alignas(32) double acc[kBlock];
+  for (long i = 0; i < n; i += kBlock) {
+    const long m = n - i < kBlock ? n - i : kBlock;
+    std::memset(acc, 0, sizeof(double) * static_cast<size_t>(m));
+    for (const float* x : xs) quantizeAddLoop(acc, x + i, m, qa, qb);
+    finishLoop(acc, out + i, m, fa, fb, c);
+    if (copy) std::memcpy(copy + i, out + i, sizeof(float) * static_cast<size_t>(m));
+  }
+  return env.Undefined();
+}
+
 #ifdef LEV_SHM
 // Shared memory between the ranks of a gang on one host: a file under /dev/shm mapped MAP_SHARED
 // and handed to JS as an external ArrayBuffer (unmapped when the ArrayBuffer is collected).
@@ -256,6 +298,7 @@ void registerExactSum(Napi::Env env, Napi::Object exports) {
   exports.Set("exactQuantizeAdd", Napi::Function::New(env, QuantizeAdd));
   exports.Set("exactAdd", Napi::Function::New(env, Add));
   exports.Set("exactFinishMean", Napi::Function::New(env, FinishMean));
+  exports.Set("exactRawMean", Napi::Function::New(env, RawMean));
 #ifdef LEV_SHM
   exports.Set("shmCreate", Napi::Function::New(env, ShmCreate));
   exports.Set("shmOpen", Napi::Function::New(env, ShmOpen));

@@ -10,7 +10,7 @@
 // sends (N−1)/N of the gradient twice, as a ring does, but every shard is summed in one place in
 // one exact step — which is what makes N ranks give the bits of one.
 import { LevanterError } from "../errors.ts";
-import { accumulateQuantized, addExact, finishMean } from "./exactSum.ts";
+import { accumulateQuantized, addExact, finishMean, rawMean } from "./exactSum.ts";
 import type { Gang } from "./gang.ts";
 import { ensureShared, sharedLayout } from "./sharedMemory.ts";
 import { Kind } from "./wire.ts";
@@ -188,26 +188,60 @@ export async function allReduceExactMean(
   }
   const shmPeers = [...shared.peers.keys()];
   const own = [...buckets.entries()].filter(([, b]) => b.owner === rank);
+  // Every rank sending raw float32 (one micro-batch each): each bucket is quantized, summed and
+  // finished in one pass (rawMean), with no float64 accumulator to fill and read back.
+  const allRaw = kinds.every((k) => k === "raw") && mine.kind === "raw";
+  const resultView = shmPeers.length > 0 ? new Float32Array(shared.own!, layout.result, length) : undefined;
+  const reduceOwnRaw = async (g: number, b: { lo: number; hi: number }) => {
+    // Element i of the gradient is at values[i - delta] of each source.
+    const sources: { values: Float32Array; delta: number }[] = [{ values: (mine as { values: Float32Array }).values, delta: 0 }];
+    const parts = await Promise.all(
+      [...Array(world).keys()]
+        .filter((r) => r !== rank)
+        .map(async (r) => {
+          const region = shared.peers.get(r);
+          if (!region) {
+            const bytes = (await gang.receive(r, Kind.REDUCE, tag, g)).payload;
+            check(r, g, bytes.byteLength, (b.hi - b.lo) * 4, "reduce");
+            return { values: new Float32Array(bytes.buffer, bytes.byteOffset, b.hi - b.lo), delta: b.lo };
+          }
+          await gang.receive(r, Kind.REDUCE_SHM, tag, g);
+          return { values: new Float32Array(region, layout.contribution, length), delta: 0 };
+        }),
+    );
+    sources.push(...parts);
+    for (const seg of segments) {
+      const a = Math.max(b.lo, seg.offset);
+      const e = Math.min(b.hi, seg.offset + seg.length);
+      if (a >= e) continue;
+      const at = sources.map((x) => ({ values: x.values, offset: a - x.delta }));
+      rawMean(at, e - a, seg.s, count, out, a, resultView ? { values: resultView, offset: a } : undefined);
+    }
+  };
+  // Mixed kinds (some rank sends float64 fixed-point partials): a float64 accumulator per bucket.
+  const reduceOwnMixed = async (g: number, b: { lo: number; hi: number }) => {
+    const acc = scratch(gang, "bucket", Float64Array, b.hi - b.lo).fill(0);
+    addContribution(acc, b.lo, b.lo, b.hi, mine, segments);
+    const parts = await Promise.all(
+      [...Array(world).keys()]
+        .filter((r) => r !== rank)
+        .map(async (r) => {
+          const region = shared.peers.get(r);
+          if (!region) return [r, (await gang.receive(r, Kind.REDUCE, tag, g)).payload] as const;
+          await gang.receive(r, Kind.REDUCE_SHM, tag, g);
+          return [r, new Uint8Array(region, layout.contribution + b.lo * width(r), (b.hi - b.lo) * width(r))] as const;
+        }),
+    );
+    for (const [r, bytes] of parts) {
+      check(r, g, bytes.byteLength, (b.hi - b.lo) * width(r), "reduce");
+      addContribution(acc, b.lo, b.lo, b.hi, { kind: kinds[r]!, bytes }, segments);
+    }
+    finishRange(acc, b.lo, b.lo, b.hi, segments, count, out);
+    resultView?.set(out.subarray(b.lo, b.hi), b.lo);
+  };
   const reduceOwn = (async () => {
     for (const [g, b] of own) {
-      const acc = scratch(gang, "bucket", Float64Array, b.hi - b.lo).fill(0);
-      addContribution(acc, b.lo, b.lo, b.hi, mine, segments);
-      const parts = await Promise.all(
-        [...Array(world).keys()]
-          .filter((r) => r !== rank)
-          .map(async (r) => {
-            const region = shared.peers.get(r);
-            if (!region) return [r, (await gang.receive(r, Kind.REDUCE, tag, g)).payload] as const;
-            await gang.receive(r, Kind.REDUCE_SHM, tag, g);
-            return [r, new Uint8Array(region, layout.contribution + b.lo * width(r), (b.hi - b.lo) * width(r))] as const;
-          }),
-      );
-      for (const [r, bytes] of parts) {
-        check(r, g, bytes.byteLength, (b.hi - b.lo) * width(r), "reduce");
-        addContribution(acc, b.lo, b.lo, b.hi, { kind: kinds[r]!, bytes }, segments);
-      }
-      finishRange(acc, b.lo, b.lo, b.hi, segments, count, out);
-      if (shmPeers.length > 0) new Float32Array(shared.own!, layout.result + b.lo * 4, b.hi - b.lo).set(out.subarray(b.lo, b.hi));
+      await (allRaw ? reduceOwnRaw(g, b) : reduceOwnMixed(g, b));
       for (let r = 0; r < world; r++) {
         if (r === rank) continue;
         if (shared.peers.has(r)) gang.send(r, Kind.GATHER_SHM, tag, g);

@@ -2,7 +2,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { Rng } from "../rng.ts";
-import { accumulateQuantized, addExact, exactSumIsNative, exponentAbove, finishMean, maxAbs, scaleExponent, useNativeExactSum } from "./exactSum.ts";
+import { accumulateQuantized, addExact, exactSumIsNative, exponentAbove, finishMean, maxAbs, rawMean, scaleExponent, useNativeExactSum } from "./exactSum.ts";
 
 function randomTensor(rng: Rng, n: number): Float32Array {
   // Magnitudes over ~40 binary orders, both signs: far from what a float32 running sum keeps exact.
@@ -110,5 +110,39 @@ describe("exact fixed-point sums", () => {
     expect(maxAbs(Float32Array.from([1, Number.NaN, 2]))).toBeNaN();
     expect(maxAbs(Float32Array.from([1, Number.NEGATIVE_INFINITY]))).toBeNaN();
     expect(maxAbs(Float32Array.from([-3, 2]))).toBe(3);
+  });
+
+  it("rawMean (one pass over raw float32 contributions) gives the bits of quantize-into-zeros then finish, natively and in JS", () => {
+    const rng = new Rng(13);
+    // Longer than the native block (2048), odd, at offsets into bigger arrays; ties and a tiny tensor.
+    const n = 5003;
+    const sources = [randomTensor(rng, n + 7), randomTensor(rng, n + 1), Float32Array.from({ length: n }, (_, i) => ((i % 2 ? -1 : 1) * (2 * i + 1)) / 2 ** 20)];
+    const offsets = [7, 1, 0];
+    let m = 0;
+    for (const [r, x] of sources.entries()) m = Math.max(m, maxAbs(x.subarray(offsets[r]!, offsets[r]! + n)));
+    const s = scaleExponent(m, 3);
+    const acc = new Float64Array(n);
+    for (const [r, x] of sources.entries()) accumulateQuantized(acc, 0, x.subarray(offsets[r]!, offsets[r]! + n), s);
+    const want = new Float32Array(n);
+    finishMean(acc, 0, n, s, 3, want, 0);
+    for (const native of exactSumIsNative() ? [true, false] : [false]) {
+      useNativeExactSum(native);
+      try {
+        const out = new Float32Array(n + 3).fill(9);
+        const copy = new Float32Array(n + 5).fill(9);
+        rawMean(sources.map((values, r) => ({ values, offset: offsets[r]! })), n, s, 3, out, 2, { values: copy, offset: 4 });
+        expect(Buffer.from(out.buffer, 8, n * 4).equals(Buffer.from(want.buffer))).toBe(true);
+        expect(Buffer.from(copy.buffer, 16, n * 4).equals(Buffer.from(want.buffer))).toBe(true);
+        // Nothing outside the range is touched.
+        expect([out[0], out[1], out[n + 2], copy[3], copy[n + 4]]).toEqual([9, 9, 9, 9, 9]);
+        // A non-finite tensor (NaN scale) gives NaN everywhere, in both outputs.
+        const nanOut = new Float32Array(4);
+        const nanCopy = new Float32Array(4);
+        rawMean([{ values: new Float32Array(4), offset: 0 }], 4, Number.NaN, 1, nanOut, 0, { values: nanCopy, offset: 0 });
+        expect([...nanOut, ...nanCopy].every(Number.isNaN)).toBe(true);
+      } finally {
+        useNativeExactSum(true);
+      }
+    }
   });
 });

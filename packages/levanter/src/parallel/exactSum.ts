@@ -18,13 +18,14 @@ interface ExactKernels {
   exactQuantizeAdd(acc: Float64Array, accOffset: number, values: Float32Array, valuesOffset: number, n: number, s: number): void;
   exactAdd(dst: Float64Array, dstOffset: number, src: Float64Array, srcOffset: number, n: number): void;
   exactFinishMean(acc: Float64Array, accOffset: number, out: Float32Array, outOffset: number, n: number, s: number, count: number): void;
+  exactRawMean(out: Float32Array, outOffset: number, copy: Float32Array | null, copyOffset: number, n: number, s: number, count: number, sources: Float32Array[], sourceOffsets: number[]): void;
 }
 
 let kernels: ExactKernels | null | undefined;
 function native(): ExactKernels | null {
   if (kernels === undefined) {
     const load = loadNativeAddon();
-    kernels = load.ok && typeof load.addon.exactQuantizeAdd === "function" ? (load.addon as unknown as ExactKernels) : null;
+    kernels = load.ok && typeof load.addon.exactRawMean === "function" ? (load.addon as unknown as ExactKernels) : null;
   }
   return kernels;
 }
@@ -119,4 +120,33 @@ export function addExact(dst: Float64Array, dstOffset: number, src: Float64Array
   const k = native();
   if (k) return k.exactAdd(dst, dstOffset, src, 0, src.length);
   for (let i = 0; i < src.length; i++) dst[dstOffset + i]! += src[i]!;
+}
+
+/** Where one raw (float32) contribution's elements start: `values[offset ...]`. */
+export interface RawSource {
+  values: Float32Array;
+  offset: number;
+}
+
+/**
+ * The mean of `count` micro-batches from raw float32 contributions alone (one micro-batch each):
+ * `length` elements of `sources`, quantized with scale exponent `s`, summed exactly and finished
+ * into `out` at `outOffset` (and `copy` at `copyOffset` when given). The same bits as
+ * {@link accumulateQuantized} of every source into a zeroed accumulator then {@link finishMean},
+ * in one pass (natively, block by block in a cache-resident accumulator).
+ */
+export function rawMean(sources: readonly RawSource[], length: number, s: number, count: number, out: Float32Array, outOffset: number, copy?: { values: Float32Array; offset: number }): void {
+  if (Number.isNaN(s)) {
+    out.fill(Number.NaN, outOffset, outOffset + length);
+    copy?.values.fill(Number.NaN, copy.offset, copy.offset + length);
+    return;
+  }
+  const k = native();
+  if (k) {
+    return k.exactRawMean(out, outOffset, copy?.values ?? null, copy?.offset ?? 0, length, s, count, sources.map((x) => x.values), sources.map((x) => x.offset));
+  }
+  const acc = new Float64Array(length);
+  for (const x of sources) accumulateQuantized(acc, 0, x.values.subarray(x.offset, x.offset + length), s);
+  finishMean(acc, 0, length, s, count, out, outOffset);
+  copy?.values.set(out.subarray(outOffset, outOffset + length), copy.offset);
 }
