@@ -66,6 +66,11 @@ struct Model {
   std::vector<float> scores;
 };
 
+// What JS holds: the model until decodeFree, then nothing.
+struct Handle {
+  std::unique_ptr<Model> model;
+};
+
 [[noreturn]] void fail(Napi::Env env, const std::string& what) { throw Napi::TypeError::New(env, "levanter native decode: " + what); }
 
 std::vector<float> floats(Napi::Env env, const Napi::Value& v, size_t want, const std::string& name) {
@@ -460,7 +465,24 @@ Napi::Value Create(const Napi::CallbackInfo& info) {
   }
   md->finalNorm = normOf(env, o.Get("finalNorm"), d, "finalNorm");
   md->head = linOf(env, o.Get("head"), d, md->V, "head");
-  return Napi::External<Model>::New(env, md.release(), [](Napi::Env, Model* p) { delete p; });
+  // The handle owns the weights until decodeFree (BatchDecoder.dispose) or, failing that, until
+  // the garbage collector finalizes it.
+  return Napi::External<Handle>::New(env, new Handle{std::move(md)}, [](Napi::Env, Handle* h) { delete h; });
+}
+
+Model& modelOf(Napi::Env env, const Napi::Value& v, const char* what) {
+  if (!v.IsExternal()) fail(env, std::string(what) + ": expected a model from decodeCreate");
+  Handle* h = v.As<Napi::External<Handle>>().Data();
+  if (!h->model) throw Napi::Error::New(env, std::string("levanter native decode: ") + what + " on a model that was freed (the decoder was disposed)");
+  return *h->model;
+}
+
+// decodeFree(model): frees the weights now (idempotent); later steps on it throw.
+Napi::Value Free(const Napi::CallbackInfo& info) {
+  auto env = info.Env();
+  if (!info[0].IsExternal()) fail(env, "decodeFree: expected a model from decodeCreate");
+  info[0].As<Napi::External<Handle>>().Data()->model.reset();
+  return env.Undefined();
 }
 
 template <typename A>
@@ -472,8 +494,7 @@ A typed(Napi::Env env, const Napi::Value& v, napi_typedarray_type t, const char*
 // decodeStep(model, tokens: Int32Array, positions: Int32Array, kvs: Float32Array[], want: Int32Array, out: Float32Array)
 Napi::Value Step(const Napi::CallbackInfo& info) {
   auto env = info.Env();
-  if (!info[0].IsExternal()) fail(env, "decodeStep: expected a model from decodeCreate");
-  Model& md = *info[0].As<Napi::External<Model>>().Data();
+  Model& md = modelOf(env, info[0], "decodeStep");
   auto tokens = typed<Napi::Int32Array>(env, info[1], napi_int32_array, "tokens");
   auto positions = typed<Napi::Int32Array>(env, info[2], napi_int32_array, "positions");
   if (!info[3].IsArray()) fail(env, "decodeStep: kvs: expected an array");
@@ -509,4 +530,5 @@ Napi::Value Step(const Napi::CallbackInfo& info) {
 void registerDecode(Napi::Env env, Napi::Object exports) {
   exports.Set("decodeCreate", Napi::Function::New(env, Create));
   exports.Set("decodeStep", Napi::Function::New(env, Step));
+  exports.Set("decodeFree", Napi::Function::New(env, Free));
 }

@@ -49,6 +49,8 @@ export class HfTokenizer implements Tokenizer {
   }
 
   decode(ids: ArrayLike<number>): string {
+    // The library refuses an empty list; its text is empty.
+    if (ids.length === 0) return "";
     return this.#impl.decode(Array.from(ids), { skip_special_tokens: true });
   }
 

@@ -212,9 +212,10 @@ export class BatchDecoder {
     });
   }
 
-  /** Frees what the decoder allocated (not the model). */
+  /** Frees what the decoder allocated (not the model), the native step's copy of the weights included. */
   dispose(): void {
     this.ownedHead?.dispose();
+    this.native?.dispose();
   }
 
   // `x [n, din] · kernel (+ bias)`: one upload, one matMul, one read back.

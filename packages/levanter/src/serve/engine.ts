@@ -8,6 +8,7 @@ import { Rng } from "../rng.ts";
 import { tokenizerNamed } from "../trainer/evaluate.ts";
 import { loadModelFromCheckpoint } from "../trainer/trainState.ts";
 import { BatchDecoder, type DecodeRow } from "./decoder.ts";
+import { Detokenizer } from "./detokenize.ts";
 import { KvPool, type SeqKv } from "./kvPool.ts";
 import { logSumExp, logprobOf, sampleToken, topIds } from "./sampling.ts";
 
@@ -149,6 +150,8 @@ interface Seq {
   /** Its prompt is prefilled and its first token sampled: it decodes from now on. */
   started: boolean;
   generated: number[];
+  /** The text of `generated`, kept up to date token by token. */
+  detok: Detokenizer;
   text: string;
   emitted: number;
   finish?: "stop" | "length";
@@ -327,6 +330,7 @@ export class InferenceEngine {
           kv: this.pool.allocate(job.capacity),
           started: false,
           generated: [],
+          detok: new Detokenizer(this.tokenizer),
           text: "",
           emitted: 0,
           ...(req.logprobs !== undefined ? { logprobs: emptyLogprobs() } : {}),
@@ -442,11 +446,14 @@ export class InferenceEngine {
       lp.token_logprobs.push(logprobOf(row, token));
       lp.top_logprobs.push(this.topLogprobs(row, req.logprobs!));
     }
-    seq.text = this.tokenizer.decode(seq.generated);
+    // Text before the stable length of the last token was searched then: look only where a stop
+    // string could newly end.
+    const searched = seq.detok.stableLength;
+    seq.text = seq.detok.push(token);
     const stops = req.stop ?? [];
     let cut = -1;
     for (const s of stops) {
-      const i = s.length ? seq.text.indexOf(s) : -1;
+      const i = s.length ? seq.text.indexOf(s, Math.max(0, searched - s.length + 1)) : -1;
       if (i >= 0 && (cut < 0 || i < cut)) cut = i;
     }
     if (cut >= 0) {

@@ -113,6 +113,22 @@ describe.skipIf(!load.ok)("native decode step", () => {
     }
   });
 
+  it("dispose frees the native weights at once: a later step throws a clear error, a second dispose is harmless", () => {
+    const model = TransformerLm.init(resolveModelConfig(ModelConfigSchema.parse(SMALL), 257), new Rng(2));
+    const dec = new BatchDecoder(model);
+    const pool = new KvPool(dec.layout, 1 << 20);
+    try {
+      const kv = pool.allocate(4);
+      expect(dec.projections).toBe("native");
+      expect(dec.step([{ kv, token: 1, pos: 0, logits: true }]).length).toBe(257);
+      dec.dispose();
+      expect(() => dec.step([{ kv, token: 2, pos: 1, logits: true }])).toThrow(/model that was freed \(the decoder was disposed\)/);
+      expect(() => dec.dispose()).not.toThrow();
+    } finally {
+      model.dispose();
+    }
+  });
+
   it("falls back to the packed JS path where the addon is off", () => {
     const before = process.env.LEVANTER_NATIVE;
     process.env.LEVANTER_NATIVE = "off";

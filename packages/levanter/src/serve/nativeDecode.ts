@@ -42,6 +42,7 @@ export interface NativeModelSpec {
 
 type CreateFn = (spec: object) => unknown;
 type StepFn = (model: unknown, tokens: Int32Array, positions: Int32Array, kvs: Float32Array[], want: Int32Array, out: Float32Array) => void;
+type FreeFn = (model: unknown) => void;
 
 /**
  * A model's whole forward step in the native addon (one call per step: embeddings, norms,
@@ -52,12 +53,22 @@ type StepFn = (model: unknown, tokens: Int32Array, positions: Int32Array, kvs: F
 export class NativeDecodeStep {
   private readonly handle: unknown;
   private readonly run: StepFn;
+  private readonly free: FreeFn | undefined;
   private readonly vocab: number;
 
-  private constructor(handle: unknown, run: StepFn, vocab: number) {
+  private constructor(handle: unknown, run: StepFn, free: FreeFn | undefined, vocab: number) {
     this.handle = handle;
     this.run = run;
+    this.free = free;
     this.vocab = vocab;
+  }
+
+  /**
+   * Frees the addon's copy of the weights now (else the garbage collector does, some time after
+   * the last reference goes). Idempotent; a step after it throws.
+   */
+  dispose(): void {
+    this.free?.(this.handle);
   }
 
   /** Copies the weights into the addon; undefined where it is unavailable (LEVANTER_NATIVE=off, not built). */
@@ -86,7 +97,8 @@ export class NativeDecodeStep {
       finalNorm: spec.finalNorm,
       head: spec.head,
     });
-    return new NativeDecodeStep(handle, run, c.vocabSize);
+    const free = load.addon.decodeFree as FreeFn | undefined;
+    return new NativeDecodeStep(handle, run, typeof free === "function" ? free : undefined, c.vocabSize);
   }
 
   /**
