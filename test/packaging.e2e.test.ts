@@ -3,8 +3,15 @@
 // only: (a) a plain node ESM script (an iris LocalCluster job with a module task and its result, a
 // zephyr count, a two-step marin experiment), (b) `tsc --noEmit` on a TypeScript file importing
 // each package, (c) `npx marin run` on an experiment of that project.
+//
+// Third-party native dependencies (better-sqlite3, zstd-napi) install through prebuild-install,
+// which on a machine with internet downloads a prebuilt binary from GitHub. These machines cannot
+// reach it, so the test hands prebuild-install local prebuilds made of the workspace's own builds
+// of the same versions (its `<pkg>_local_prebuilds` folder) instead of compiling them a second
+// time; a version that differs from the workspace's finds none and compiles as before. Levanter's
+// own addon is built from source, as every user's install builds it.
 import { spawnSync, type SpawnSyncReturns } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -25,10 +32,35 @@ function userEnv(): NodeJS.ProcessEnv {
   return env;
 }
 
-function run(cmd: string, args: string[], cwd: string, timeoutMs = 300_000): SpawnSyncReturns<string> {
-  const r = spawnSync(cmd, args, { cwd, env: userEnv(), encoding: "utf8", timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024 });
+function run(cmd: string, args: string[], cwd: string, timeoutMs = 300_000, extraEnv: NodeJS.ProcessEnv = {}): SpawnSyncReturns<string> {
+  const r = spawnSync(cmd, args, { cwd, env: { ...userEnv(), ...extraEnv }, encoding: "utf8", timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024 });
   if (r.status !== 0) throw new Error(`${cmd} ${args.join(" ")} (in ${cwd}) exited ${r.status ?? r.signal}\n--- stdout\n${r.stdout}\n--- stderr\n${r.stderr}`);
   return r;
+}
+
+/**
+ * prebuild-install's local prebuilds of the workspace's native dependencies, by package: the
+ * environment that points prebuild-install at them (empty where the workspace has no build).
+ */
+function localPrebuilds(dir: string): NodeJS.ProcessEnv {
+  mkdirSync(dir, { recursive: true });
+  const env: NodeJS.ProcessEnv = {};
+  const abi = `node-v${process.versions.modules}`;
+  for (const { name, binary, runtime } of [
+    { name: "better-sqlite3", binary: "build/Release/better_sqlite3.node", runtime: abi },
+    { name: "zstd-napi", binary: "build/Release/binding.node", runtime: "napi-v8" },
+  ]) {
+    const pnpmDir = path.join(root, "node_modules", ".pnpm");
+    const entry = readdirSync(pnpmDir).find((d) => d.startsWith(`${name}@`));
+    if (!entry) continue;
+    const pkgDir = path.join(pnpmDir, entry, "node_modules", name);
+    if (!existsSync(path.join(pkgDir, binary))) continue;
+    const version = (JSON.parse(readFileSync(path.join(pkgDir, "package.json"), "utf8")) as { version: string }).version;
+    // The name prebuild-install looks for: {name}-v{version}-{runtime}-v{abi}-{platform}{libc}-{arch}.tar.gz
+    run("tar", ["-czf", path.join(dir, `${name}-v${version}-${runtime}-${process.platform}-${process.arch}.tar.gz`), "-C", pkgDir, binary], root);
+    env[`npm_config_${name.replace(/[^a-zA-Z0-9]/g, "_")}_local_prebuilds`] = dir;
+  }
+  return env;
 }
 
 beforeAll(() => {
@@ -42,7 +74,7 @@ beforeAll(() => {
   writeFileSync(path.join(project, "package.json"), JSON.stringify({ name: "scratch", private: true, type: "module" }, null, 2));
   // The toolchain a TypeScript user brings, pinned to the workspace's versions.
   const ts = (JSON.parse(spawnSync("node", ["-p", "JSON.stringify(require('./package.json').devDependencies)"], { cwd: root, encoding: "utf8" }).stdout) as Record<string, string>);
-  run("npm", ["install", "--no-audit", "--no-fund", "--prefer-offline", ...files.map((f) => path.join(tarballs, f)), `typescript@${ts.typescript}`, `@types/node@${ts["@types/node"]}`], project, 600_000);
+  run("npm", ["install", "--no-audit", "--no-fund", "--prefer-offline", ...files.map((f) => path.join(tarballs, f)), `typescript@${ts.typescript}`, `@types/node@${ts["@types/node"]}`], project, 600_000, localPrebuilds(path.join(scratch, "prebuilds")));
 }, 900_000);
 
 afterAll(() => {
