@@ -34,11 +34,6 @@ export class Detokenizer {
     this.tokenizer = tokenizer;
   }
 
-  /** The ids pushed so far. */
-  get tokens(): readonly number[] {
-    return this.ids;
-  }
-
   /** Appends one id; returns the text of all ids so far. */
   push(id: number): string {
     this.ids.push(id);
