@@ -90,6 +90,39 @@ describe("code bundles", () => {
     }
   }, 90_000);
 
+  it("an attempt holds its bundle while it runs; the cache keeps bundleCacheKeep and removes older unused ones", async () => {
+    await startWorker("w1", { bundleCacheKeep: 1 });
+    const files = (tag: string) => ({
+      "package.json": JSON.stringify({ name: "ws", private: true, type: "module" }),
+      "pnpm-lock.yaml": EMPTY_LOCKFILE,
+      // The task reports its bundle's holds as it runs, and its own pid.
+      "jobs/holds.mjs": `import fs from "node:fs";\nexport function main() { const d = ".iris-holders"; return { tag: ${JSON.stringify(tag)}, pid: process.pid, cwd: process.cwd(), holds: fs.readdirSync(d).map((f) => Number(fs.readFileSync(d + "/" + f, "utf8"))) }; }\n`,
+    });
+    const runFrom = async (tag: string) => {
+      const ws = makeWorkspace(path.join(dir, `ws-${tag}`), files(tag));
+      const job = await client.submit({ name: `holds-${tag}`, entrypoint: { module: path.join(ws, "jobs/holds.mjs"), export: "main" } }, { bundle: ws });
+      const st = await job.wait({ timeoutMs: 60_000 });
+      expect(st.state, JSON.stringify(st.tasks[0])).toBe("SUCCEEDED");
+      const lines: string[] = [];
+      for await (const e of job.logs()) lines.push(e.line);
+      return { result: (await job.results())[0] as { pid: number; cwd: string; holds: number[] }, lines };
+    };
+    const a = await runFrom("a");
+    // While it ran, the one hold on its bundle was the attempt's process (its keeper, which runs
+    // the task), no longer the worker (this test's process); it is gone once the attempt ended.
+    expect(a.result.holds).toHaveLength(1);
+    expect(a.result.holds[0]).not.toBe(process.pid);
+    expect(a.result.holds[0]).toBeGreaterThan(0);
+    await waitFor("the hold released", () => fs.readdirSync(path.join(a.result.cwd, ".iris-holders")).length === 0, { timeoutMs: 10_000 });
+    // Time passes (pruning spares a bundle used in the last minute), then another bundle is built.
+    const old = new Date(Date.now() - 10 * 60_000);
+    fs.utimesSync(path.join(a.result.cwd, ".iris-bundle-built"), old, old);
+    const b = await runFrom("b");
+    expect(b.lines.some((l) => l.includes("removed 1 older unused bundle(s) from the cache (it keeps 1)"))).toBe(true);
+    expect(fs.existsSync(a.result.cwd)).toBe(false);
+    expect(fs.existsSync(path.join(b.result.cwd, "jobs", "holds.mjs"))).toBe(true);
+  }, 90_000);
+
   it("fails the task BUILD_FAILED with the build log's tail when the install fails", async () => {
     await startWorker("w1");
     const ws = makeWorkspace(path.join(dir, "ws"), {

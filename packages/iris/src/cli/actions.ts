@@ -133,6 +133,7 @@ export function realActions(io: CliIo): CliActions {
         ...(a.verbose ? { onEvent: (e) => io.err(`${JSON.stringify(e)}\n`) } : {}),
         ...(a.bundleCache !== undefined ? { bundleCacheDir: a.bundleCache } : {}),
         ...(a.bundleInstallFlags !== undefined ? { bundleInstallFlags: a.bundleInstallFlags } : {}),
+        ...(a.bundleCacheKeep !== undefined ? { bundleCacheKeep: a.bundleCacheKeep } : {}),
         ...(a.adopt === false ? { adoptAttempts: false } : {}),
         ...(a.adoptGraceMs !== undefined ? { adoptGraceMs: a.adoptGraceMs } : {}),
       });

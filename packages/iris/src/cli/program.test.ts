@@ -90,13 +90,14 @@ describe("iris CLI parsing", () => {
       verbose: false,
       bundleCache: undefined,
       bundleInstallFlags: undefined,
+      bundleCacheKeep: undefined,
       adopt: true,
       adoptGraceMs: undefined,
     });
     const bundled = await cli([
-      "worker", "--controller", "c:1", "--bundle-cache", "/cache", "--bundle-install-flag=--ignore-scripts", "--no-adopt", "--adopt-grace", "2.5",
+      "worker", "--controller", "c:1", "--bundle-cache", "/cache", "--bundle-install-flag=--ignore-scripts", "--no-adopt", "--adopt-grace", "2.5", "--bundle-cache-keep", "3",
     ]);
-    expect(bundled.args).toMatchObject({ bundleCache: "/cache", bundleInstallFlags: ["--ignore-scripts"], adopt: false, adoptGraceMs: 2500 });
+    expect(bundled.args).toMatchObject({ bundleCache: "/cache", bundleInstallFlags: ["--ignore-scripts"], adopt: false, adoptGraceMs: 2500, bundleCacheKeep: 3 });
     const drain = await cli(["worker", "drain", "w-1", "--controller", "c:1"]);
     expect(drain.calls).toEqual([{ action: "workerDrain", args: { controller: "c:1", token: undefined, workerId: "w-1" } }]);
     const run = await cli(["job", "run", "--controller", "c:1", "--bundle", "--", "echo", "hi"]);

@@ -63,6 +63,8 @@ export interface WorkerArgs extends ClientArgs {
   bundleCache?: string | undefined;
   /** Extra flags of the bundles' `pnpm install`. */
   bundleInstallFlags?: string[] | undefined;
+  /** `--bundle-cache-keep N`: built bundles the cache keeps (0 = all). */
+  bundleCacheKeep?: number | undefined;
   /** `--no-adopt`: a restart ends the attempts instead of adopting them. */
   adopt?: boolean | undefined;
   /** How long attempts outlive a dead worker waiting to be adopted. */
@@ -281,6 +283,7 @@ export function buildProgram(
     .option("--advertise-host <host>", "host tasks advertise to others (IRIS_ADVERTISE_HOST)")
     .option("-v, --verbose", "print worker events as JSON lines on stderr", false)
     .option("--bundle-cache <dir>", "where code bundles are unpacked and built (default: $IRIS_BUNDLE_CACHE or ~/.cache/iris/bundles)")
+    .addOption(new Option("--bundle-cache-keep <n>", "built bundles the cache keeps, the most recently used; older unused ones are removed (0 = keep all; default 8)").argParser(parseInteger(0)))
     .option("--no-adopt", "with --state-dir: a restarted worker ends its previous run's attempts instead of adopting them")
     .addOption(new Option("--adopt-grace <seconds>", "how long attempts outlive a dead worker, waiting for it to restart (default 10)").argParser(parseSeconds))
     .addOption(new Option("--bundle-install-flag <flag>", "extra flag of the bundles' pnpm install, e.g. --ignore-scripts (repeatable)").argParser(collect((s: string) => s)))
@@ -296,6 +299,7 @@ export function buildProgram(
         verbose: boolean;
         bundleCache?: string;
         bundleInstallFlag?: string[];
+        bundleCacheKeep?: number;
         adopt: boolean;
         adoptGrace?: number;
       }) =>
@@ -310,6 +314,7 @@ export function buildProgram(
             verbose: o.verbose,
             bundleCache: o.bundleCache,
             bundleInstallFlags: o.bundleInstallFlag,
+            bundleCacheKeep: o.bundleCacheKeep,
             adopt: o.adopt,
             adoptGraceMs: o.adoptGrace,
           }),

@@ -11,6 +11,7 @@ import { runnerArgv, type RunnerSpec } from "../runner/runnerSpec.ts";
 import { readRunnerReport } from "../taskResult.ts";
 import { withRunnerReport, type AttemptOutcome } from "./attemptOutcome.ts";
 import { AttemptProcess, type LogLine } from "./attemptProcess.ts";
+import type { BundleHold } from "./bundleCache.ts";
 import { KeptAttempt, keeperFiles } from "./keptAttempt.ts";
 import { readProcStat } from "./processGroup.ts";
 import { spawnedRecord, type AttemptRecord } from "./attemptStore.ts";
@@ -96,6 +97,7 @@ export class AttemptLauncher {
     this.#ctx.attempts.set(local.uid, local);
     let outcome: AttemptOutcome;
     let resultPath: string | undefined;
+    let hold: BundleHold | undefined;
     try {
       const record: AttemptRecord = {
         attemptUid: local.uid,
@@ -138,6 +140,8 @@ export class AttemptLauncher {
           bundleDir = await this.#ctx.bundles.ensure(spec.bundleId, (line) =>
             this.#shipper.queue(local, { stream: "stdout", line: `[iris build] ${line}`, timeMs: Date.now() }),
           );
+          // Held (first by this worker, then by the attempt's process) until the attempt ends.
+          hold = this.#ctx.bundles.hold(bundleDir, local.uid);
         } catch (e) {
           this.#finish(local, { kind: "BUILD_FAILED", message: errorText(e) });
           return;
@@ -203,6 +207,7 @@ export class AttemptLauncher {
         void proc.exited.finally(() => this.#reaper.remove(pgid));
       }
       if (proc.pid !== undefined) {
+        hold?.setPid(proc.pid);
         local.pid = proc.pid;
         local.state = "RUNNING";
         this.#ctx.store.write({
@@ -218,6 +223,8 @@ export class AttemptLauncher {
       if (resultPath !== undefined) outcome = withRunnerReport(outcome, readRunnerReport(resultPath));
     } catch (e) {
       outcome = { kind: "LAUNCH_FAILED", message: `could not start the attempt: ${errorText(e)}` };
+    } finally {
+      hold?.release();
     }
     this.#finish(local, outcome);
   }

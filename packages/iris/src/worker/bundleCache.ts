@@ -2,7 +2,8 @@
 // its id), unpack it into `<cache>/<hex>/`, install its dependencies (`pnpm install
 // --frozen-lockfile --offline`, online only when the store lacks a package), and hand back the
 // directory attempts run from. Each bundle is built once per cache; concurrent attempts share the
-// build.
+// build. After each build the cache keeps the `keep` most recently used bundles and removes older
+// ones that no live process holds (several workers may share one cache directory).
 import { spawn } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import fs from "node:fs";
@@ -15,6 +16,15 @@ import { toIrisError } from "../internal/rpc.ts";
 const BUILT_MARKER = ".iris-bundle-built";
 /** Lines of the build's output kept for the error of a failed build. */
 const TAIL_LINES = 20;
+/** Inside a bundle's directory: one file per attempt running from it, holding that process's pid. */
+const HOLDERS = ".iris-holders";
+/** Built bundles a cache keeps by default (the most recently used). */
+export const DEFAULT_BUNDLE_CACHE_KEEP = 8;
+/**
+ * A bundle used this recently is never removed: another worker on the same cache may have just
+ * found it and not yet recorded its hold.
+ */
+const RECENT_USE_MS = 60_000;
 
 /** A bundle that could not be fetched, unpacked or installed; the message ends with the log's tail. */
 export class BundleBuildError extends Error {
@@ -27,9 +37,33 @@ export interface BundleCacheOptions {
   pnpm?: string;
   /** Extra flags for `pnpm install` (e.g. `--ignore-scripts`). */
   installFlags?: readonly string[];
+  /**
+   * Built bundles to keep: after each build, older ones beyond this many (by last use) are removed
+   * unless a live process holds them. 0 keeps every bundle. Default {@link DEFAULT_BUNDLE_CACHE_KEEP}.
+   */
+  keep?: number;
 }
 
-/** A worker's bundle cache (one directory; never pruned by the worker). */
+/** An attempt's hold on a bundle: the cache does not remove it while the holding process lives. */
+export interface BundleHold {
+  /** The process that runs from the bundle now (the attempt's runner once it is spawned). */
+  setPid(pid: number): void;
+  /** The attempt is over here (a process that still lives keeps its hold until it ends). */
+  release(): void;
+}
+
+// Whether process `pid` exists (EPERM: it does, as another user's).
+function alive(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/** A worker's bundle cache (one directory, pruned to the `keep` most recently used bundles). */
 export class BundleCache {
   readonly dir: string;
   readonly #client: WorkerControlServiceClient;
@@ -49,7 +83,15 @@ export class BundleCache {
    */
   ensure(id: string, onLine: (line: string) => void): Promise<string> {
     const dir = path.join(this.dir, id.replace(/^sha256:/, ""));
-    if (fs.existsSync(path.join(dir, BUILT_MARKER))) {
+    const marker = path.join(dir, BUILT_MARKER);
+    if (fs.existsSync(marker)) {
+      // The marker's time is the bundle's last use (what pruning orders by).
+      try {
+        const now = new Date();
+        fs.utimesSync(marker, now, now);
+      } catch {
+        // Removed meanwhile by another worker's pruning: built again below on the next call.
+      }
       onLine(`bundle ${id} is cached at ${dir}`);
       return Promise.resolve(dir);
     }
@@ -58,9 +100,103 @@ export class BundleCache {
       onLine(`waiting for the build of bundle ${id} started by another attempt`);
       return running;
     }
-    const build = this.#build(id, dir, onLine).finally(() => this.#building.delete(id));
+    const build = this.#build(id, dir, onLine)
+      .then((built) => {
+        const removed = this.prune();
+        if (removed.length > 0) onLine(`removed ${removed.length} older unused bundle(s) from the cache (it keeps ${this.#keep()})`);
+        return built;
+      })
+      .finally(() => this.#building.delete(id));
     this.#building.set(id, build);
     return build;
+  }
+
+  /**
+   * Records that process `pid` (default: this one) runs from the bundle at `dir` for `holder` (an
+   * attempt's uid), so that no worker on this cache removes it meanwhile.
+   */
+  hold(dir: string, holder: string, pid: number = process.pid): BundleHold {
+    const file = path.join(dir, HOLDERS, holder);
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    fs.writeFileSync(file, String(pid));
+    let current = pid;
+    return {
+      setPid: (p) => {
+        current = p;
+        fs.writeFileSync(file, String(p));
+      },
+      // A process that still lives (a kept attempt outliving this worker, to be adopted) keeps
+      // its hold; pruning clears it once that process is gone.
+      release: () => {
+        if (current === process.pid || !alive(current)) fs.rmSync(file, { force: true });
+      },
+    };
+  }
+
+  #keep(): number {
+    return this.#opts.keep ?? DEFAULT_BUNDLE_CACHE_KEEP;
+  }
+
+  /**
+   * Removes built bundles beyond the `keep` most recently used, except those a live process holds,
+   * one being built here, and any used in the last minute; returns the removed directories. Stale
+   * holds (their process is gone) are cleared on the way.
+   */
+  prune(now: number = Date.now()): string[] {
+    const keep = this.#keep();
+    if (keep <= 0 || !fs.existsSync(this.dir)) return [];
+    const building = new Set([...this.#building.keys()].map((id) => id.replace(/^sha256:/, "")));
+    const built: { dir: string; usedMs: number; name: string }[] = [];
+    for (const name of fs.readdirSync(this.dir)) {
+      // What a removal interrupted by a crash left behind.
+      if (name.endsWith(".trash")) fs.rmSync(path.join(this.dir, name), { recursive: true, force: true });
+      if (!/^[0-9a-f]{64}$/.test(name)) continue;
+      const dir = path.join(this.dir, name);
+      try {
+        built.push({ dir, name, usedMs: fs.statSync(path.join(dir, BUILT_MARKER)).mtimeMs });
+      } catch {
+        // Not built (yet): not this pass's business.
+      }
+    }
+    built.sort((a, b) => b.usedMs - a.usedMs);
+    const removed: string[] = [];
+    for (const b of built.slice(keep)) {
+      if (building.has(b.name) || now - b.usedMs < RECENT_USE_MS || this.#held(b.dir)) continue;
+      // Renamed first, so that no one finds a half-removed bundle under its name.
+      const trash = `${b.dir}.${randomBytes(4).toString("hex")}.trash`;
+      try {
+        fs.renameSync(b.dir, trash);
+      } catch {
+        continue;
+      }
+      fs.rmSync(trash, { recursive: true, force: true });
+      removed.push(b.dir);
+    }
+    return removed;
+  }
+
+  // Whether a live process holds the bundle at `dir`; removes the holds of dead ones.
+  #held(dir: string): boolean {
+    const holders = path.join(dir, HOLDERS);
+    let names: string[];
+    try {
+      names = fs.readdirSync(holders);
+    } catch {
+      return false;
+    }
+    let held = false;
+    for (const n of names) {
+      const file = path.join(holders, n);
+      let pid: number;
+      try {
+        pid = Number(fs.readFileSync(file, "utf8").trim());
+      } catch {
+        continue;
+      }
+      if (alive(pid)) held = true;
+      else fs.rmSync(file, { force: true });
+    }
+    return held;
   }
 
   async #build(id: string, dir: string, onLine: (line: string) => void): Promise<string> {

@@ -112,6 +112,7 @@ export class Worker {
       heartbeatFile,
       bundles: new BundleCache(opts.bundleCacheDir ?? defaultBundleCacheDir(), client, {
         ...(opts.bundleInstallFlags === undefined ? {} : { installFlags: opts.bundleInstallFlags }),
+        ...(opts.bundleCacheKeep === undefined ? {} : { keep: opts.bundleCacheKeep }),
       }),
       attempts: new Map(),
       stopping: false,

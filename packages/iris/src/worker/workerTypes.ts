@@ -60,10 +60,15 @@ export interface WorkerOptions {
   logLimits?: Partial<LogLimits>;
   /**
    * Where fetched code bundles are unpacked and built, one directory per bundle (kept across
-   * restarts; never pruned by the worker). Default: `$IRIS_BUNDLE_CACHE`, else
-   * `~/.cache/iris/bundles`.
+   * restarts). Default: `$IRIS_BUNDLE_CACHE`, else `~/.cache/iris/bundles`.
    */
   bundleCacheDir?: string;
+  /**
+   * Built bundles the cache keeps: after each build, the least recently used beyond this many are
+   * removed unless a live process (an attempt, on any worker sharing the cache) runs from them.
+   * 0 keeps all. Default 8.
+   */
+  bundleCacheKeep?: number;
   /**
    * Whether attempts survive a restart of this worker and are adopted by the next one on the same
    * `stateDir` (default: true with `stateDir`, which keeps the worker's id; without it, never).
