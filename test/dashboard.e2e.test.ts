@@ -1,10 +1,13 @@
 // The iris web dashboard in headless Chromium (Debian `chromium`, driven by playwright-core): a
 // LocalCluster with a token; sign in; live log lines and chart points; a failed job's failure
-// kind; a marin run's DAG; a wrong token; the narrow layout. Screenshots of each view go to
+// kind; a marin run's DAG; the playground (a served model; Stop mid-stream); a wrong token; the
+// narrow layout. Screenshots of each view go to
 // test-artifacts/dashboard/ (git-ignored); the overview's is the one in packages/iris/README.md.
 /// <reference lib="dom" />
 // (page.evaluate callbacks run in the browser: they use its globals.)
 import { spawn } from "node:child_process";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -248,6 +251,62 @@ describe.skipIf(!haveChromium)("iris dashboard in Chromium", () => {
       page.off("response", onResponse);
     } finally {
       await server.close();
+    }
+  });
+
+  it("the playground's Stop button ends a stream: the text stops growing and the model's server sees the request closed", async () => {
+    // A slow OpenAI-style server (one token every 100 ms, up to 300), so that Stop comes mid-stream.
+    let served = 0;
+    let closedEarly = false;
+    const slow = http.createServer((req, res) => {
+      req.resume();
+      res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
+      let n = 0;
+      const timer = setInterval(() => {
+        if (n === 300) {
+          clearInterval(timer);
+          res.end("data: [DONE]\n\n");
+          return;
+        }
+        n++;
+        served = n;
+        res.write(`data: ${JSON.stringify({ object: "text_completion", choices: [{ index: 0, text: " t", finish_reason: null }] })}\n\n`);
+      }, 100);
+      res.on("close", () => {
+        clearInterval(timer);
+        if (n < 300) closedEarly = true;
+      });
+    });
+    await new Promise<void>((r) => slow.listen(0, "127.0.0.1", r));
+    try {
+      const name = "/root/demo/serve/slow";
+      await cluster.client.registerEndpoint(name, `127.0.0.1:${(slow.address() as AddressInfo).port}`);
+      await view("#/endpoints");
+      await page.click(`a[href="#/playground/${encodeURIComponent(name)}"]`);
+      await page.waitForSelector("#h-play");
+      await page.click('button[role="tab"]:has-text("Completion")');
+      await page.fill("textarea", "Slowly");
+      await page.click('button:has-text("Generate")');
+      const text = () => page.evaluate(() => document.querySelector('[data-testid="completion"]')?.textContent ?? "");
+      // A few tokens in, press Stop.
+      await page.waitForFunction(() => (document.querySelector('[data-testid="completion"]')?.textContent ?? "").split("t").length > 3, undefined, { timeout: 30_000 });
+      await page.click('button:has-text("Stop")');
+      await page.waitForSelector('button:has-text("Generate"):not([disabled])', { timeout: 10_000 });
+      // The abort reached the model's server through the controller's proxy...
+      const deadline = Date.now() + 10_000;
+      while (!closedEarly && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      expect(closedEarly).toBe(true);
+      expect(served).toBeLessThan(300);
+      // ...and nothing more is shown: the text is the same after five more token intervals (a
+      // window to observe that nothing arrives, not a wait for something to happen).
+      const atStop = await text();
+      const servedAtStop = served;
+      await page.waitForTimeout(500);
+      expect(await text()).toBe(atStop);
+      expect(served).toBe(servedAtStop);
+      expect(await page.locator(".error").count()).toBe(0);
+    } finally {
+      await new Promise<void>((r) => slow.close(() => r()));
     }
   });
 
