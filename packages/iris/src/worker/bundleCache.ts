@@ -48,7 +48,7 @@ export interface BundleCacheOptions {
 export interface BundleHold {
   /** The process that runs from the bundle now (the attempt's runner once it is spawned). */
   setPid(pid: number): void;
-  /** The attempt is over here (a process that still lives keeps its hold until it ends). */
+  /** The attempt is over. */
   release(): void;
 }
 
@@ -119,17 +119,11 @@ export class BundleCache {
     const file = path.join(dir, HOLDERS, holder);
     fs.mkdirSync(path.dirname(file), { recursive: true });
     fs.writeFileSync(file, String(pid));
-    let current = pid;
+    // A kept attempt that outlives this worker (to be adopted by the next one) is never released
+    // here: its hold stays with its live process, and pruning clears it once that process is gone.
     return {
-      setPid: (p) => {
-        current = p;
-        fs.writeFileSync(file, String(p));
-      },
-      // A process that still lives (a kept attempt outliving this worker, to be adopted) keeps
-      // its hold; pruning clears it once that process is gone.
-      release: () => {
-        if (current === process.pid || !alive(current)) fs.rmSync(file, { force: true });
-      },
+      setPid: (p) => fs.writeFileSync(file, String(p)),
+      release: () => fs.rmSync(file, { force: true }),
     };
   }
 
