@@ -95,8 +95,8 @@ describe("code bundles", () => {
     const files = (tag: string) => ({
       "package.json": JSON.stringify({ name: "ws", private: true, type: "module" }),
       "pnpm-lock.yaml": EMPTY_LOCKFILE,
-      // The task reports its bundle's holds as it runs, and its own pid.
-      "jobs/holds.mjs": `import fs from "node:fs";\nexport function main() { const d = ".iris-holders"; return { tag: ${JSON.stringify(tag)}, pid: process.pid, cwd: process.cwd(), holds: fs.readdirSync(d).map((f) => Number(fs.readFileSync(d + "/" + f, "utf8"))) }; }\n`,
+      // The task reports its bundle's holds (their pids) as it runs, and its own pid.
+      "jobs/holds.mjs": `import fs from "node:fs";\nexport function main() { const d = ".iris-holders"; return { tag: ${JSON.stringify(tag)}, pid: process.pid, cwd: process.cwd(), holds: fs.readdirSync(d).map((f) => JSON.parse(fs.readFileSync(d + "/" + f, "utf8")).pid) }; }\n`,
     });
     const runFrom = async (tag: string) => {
       const ws = makeWorkspace(path.join(dir, `ws-${tag}`), files(tag));

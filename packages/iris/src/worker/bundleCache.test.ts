@@ -84,4 +84,13 @@ describe("BundleCache.prune", () => {
     h2.release();
     expect(cache.prune(now)).toEqual([ended]);
   });
+
+  it("a hold naming a live pid with another start time (the pid was reused) does not keep the bundle", () => {
+    const now = Date.now();
+    bundle(1, now, 10 * MINUTE);
+    const old = bundle(2, now, 20 * MINUTE);
+    fs.mkdirSync(path.join(old, ".iris-holders"));
+    fs.writeFileSync(path.join(old, ".iris-holders", "attempt-a"), JSON.stringify({ pid: process.pid, startTicks: "1" }));
+    expect(new BundleCache(dir, noClient, { keep: 1 }).prune(now)).toEqual([old]);
+  });
 });

@@ -9,14 +9,16 @@ import { createHash, randomBytes } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import * as tar from "tar";
+import { z } from "zod";
 import type { WorkerControlServiceClient } from "../internal/rpc.ts";
 import { toIrisError } from "../internal/rpc.ts";
+import { processAlive, readProcStat } from "./processGroup.ts";
 
 /** The marker of a complete build inside a bundle's directory. */
 const BUILT_MARKER = ".iris-bundle-built";
 /** Lines of the build's output kept for the error of a failed build. */
 const TAIL_LINES = 20;
-/** Inside a bundle's directory: one file per attempt running from it, holding that process's pid. */
+/** Inside a bundle's directory: one file per attempt running from it, naming that process. */
 const HOLDERS = ".iris-holders";
 /** Built bundles a cache keeps by default (the most recently used). */
 export const DEFAULT_BUNDLE_CACHE_KEEP = 8;
@@ -52,16 +54,17 @@ export interface BundleHold {
   release(): void;
 }
 
-// Whether process `pid` exists (EPERM: it does, as another user's).
-function alive(pid: number): boolean {
-  if (!Number.isInteger(pid) || pid <= 0) return false;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === "EPERM";
-  }
+// A hold's file: the holding process, with its start time when /proc has it (a reused pid is
+// someone else).
+function holdText(pid: number): string {
+  const startTicks = readProcStat(pid)?.startTicks;
+  return JSON.stringify(startTicks === undefined ? { pid } : { pid, startTicks });
 }
+
+const holdSchema = z.object({ pid: z.number().int(), startTicks: z.string().optional() });
+
+// A bundle's directory name: its id's hex digest.
+const hexOf = (id: string): string => id.replace(/^sha256:/, "");
 
 /** A worker's bundle cache (one directory, pruned to the `keep` most recently used bundles). */
 export class BundleCache {
@@ -82,7 +85,7 @@ export class BundleCache {
    * Rejects with {@link BundleBuildError}.
    */
   ensure(id: string, onLine: (line: string) => void): Promise<string> {
-    const dir = path.join(this.dir, id.replace(/^sha256:/, ""));
+    const dir = path.join(this.dir, hexOf(id));
     const marker = path.join(dir, BUILT_MARKER);
     if (fs.existsSync(marker)) {
       // The marker's time is the bundle's last use (what pruning orders by).
@@ -118,11 +121,11 @@ export class BundleCache {
   hold(dir: string, holder: string, pid: number = process.pid): BundleHold {
     const file = path.join(dir, HOLDERS, holder);
     fs.mkdirSync(path.dirname(file), { recursive: true });
-    fs.writeFileSync(file, String(pid));
+    fs.writeFileSync(file, holdText(pid));
     // A kept attempt that outlives this worker (to be adopted by the next one) is never released
     // here: its hold stays with its live process, and pruning clears it once that process is gone.
     return {
-      setPid: (p) => fs.writeFileSync(file, String(p)),
+      setPid: (p) => fs.writeFileSync(file, holdText(p)),
       release: () => fs.rmSync(file, { force: true }),
     };
   }
@@ -139,7 +142,7 @@ export class BundleCache {
   prune(now: number = Date.now()): string[] {
     const keep = this.#keep();
     if (keep <= 0 || !fs.existsSync(this.dir)) return [];
-    const building = new Set([...this.#building.keys()].map((id) => id.replace(/^sha256:/, "")));
+    const building = new Set([...this.#building.keys()].map(hexOf));
     const built: { dir: string; usedMs: number; name: string }[] = [];
     for (const name of fs.readdirSync(this.dir)) {
       // What a removal interrupted by a crash left behind.
@@ -181,13 +184,19 @@ export class BundleCache {
     let held = false;
     for (const n of names) {
       const file = path.join(holders, n);
-      let pid: number;
+      let text: string;
       try {
-        pid = Number(fs.readFileSync(file, "utf8").trim());
+        text = fs.readFileSync(file, "utf8");
       } catch {
-        continue;
+        continue; // released meanwhile
       }
-      if (alive(pid)) held = true;
+      let hold: z.infer<typeof holdSchema> | undefined;
+      try {
+        hold = holdSchema.parse(JSON.parse(text));
+      } catch {
+        hold = undefined; // unreadable: no process to keep it for
+      }
+      if (hold && processAlive(hold.pid, hold.startTicks)) held = true;
       else fs.rmSync(file, { force: true });
     }
     return held;

@@ -34,6 +34,26 @@ interface ProcStat {
   rssPages: number;
 }
 
+/**
+ * Whether process `pid` is running on this host: not a zombie and, given `startTicks` (from
+ * {@link readProcStat}), the very process that had it (a reused pid is someone else). Without
+ * /proc, the pid alone decides.
+ */
+export function processAlive(pid: number, startTicks?: string): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  const stat = readProcStat(pid);
+  if (stat === undefined) {
+    if (fs.existsSync("/proc/self/stat")) return false;
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch (e) {
+      return (e as NodeJS.ErrnoException).code === "EPERM";
+    }
+  }
+  return stat.state !== "Z" && (startTicks === undefined || stat.startTicks === startTicks);
+}
+
 /** Parses `/proc/<pid>/stat`; undefined when the process is gone or /proc is unavailable. */
 export function readProcStat(pid: number | "self"): ProcStat | undefined {
   let text: string;

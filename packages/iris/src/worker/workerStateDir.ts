@@ -7,7 +7,7 @@ import path from "node:path";
 import { z } from "zod";
 import { IrisError } from "../errors.ts";
 import { AttemptStore, killRecordedAttempt } from "./attemptStore.ts";
-import { readProcStat } from "./processGroup.ts";
+import { processAlive, readProcStat } from "./processGroup.ts";
 
 /** The file in a state directory that names the worker process holding it. */
 export const OWNER_FILE = "worker.pid";
@@ -80,18 +80,7 @@ export function ownerAlive(owner: OwnerRecord): boolean {
   if (owner.hostname !== undefined && owner.hostname !== os.hostname()) return true;
   const boot = bootId();
   if (owner.bootId !== undefined && boot !== undefined && owner.bootId !== boot) return false;
-  const stat = readProcStat(owner.pid);
-  if (stat === undefined) {
-    // Without /proc, fall back to the pid alone.
-    if (fs.existsSync("/proc/self/stat")) return false;
-    try {
-      process.kill(owner.pid, 0);
-      return true;
-    } catch {
-      return false;
-    }
-  }
-  return stat.state !== "Z" && (owner.startTicks === undefined || stat.startTicks === owner.startTicks);
+  return processAlive(owner.pid, owner.startTicks);
 }
 
 /** State directories claimed by workers of this process (several can run in one, as in LocalCluster). */

@@ -188,33 +188,38 @@ export async function allReduceExactMean(
   }
   const shmPeers = [...shared.peers.keys()];
   const own = [...buckets.entries()].filter(([, b]) => b.owner === rank);
-  // Every rank sending raw float32 (one micro-batch each): each bucket is quantized, summed and
-  // finished in one pass (rawMean), with no float64 accumulator to fill and read back.
-  const allRaw = kinds.every((k) => k === "raw") && mine.kind === "raw";
-  const resultView = shmPeers.length > 0 ? new Float32Array(shared.own!, layout.result, length) : undefined;
-  const reduceOwnRaw = async (g: number, b: { lo: number; hi: number }) => {
-    // Element i of the gradient is at values[i - delta] of each source.
-    const sources: { values: Float32Array; delta: number }[] = [{ values: (mine as { values: Float32Array }).values, delta: 0 }];
-    const parts = await Promise.all(
+  // The other ranks' contributions to bucket g, as the bytes of its elements (checked in size):
+  // read in place from a same-host peer's region, else the TCP payload.
+  const receiveParts = (g: number, b: { lo: number; hi: number }) =>
+    Promise.all(
       [...Array(world).keys()]
         .filter((r) => r !== rank)
         .map(async (r) => {
           const region = shared.peers.get(r);
-          if (!region) {
-            const bytes = (await gang.receive(r, Kind.REDUCE, tag, g)).payload;
-            check(r, g, bytes.byteLength, (b.hi - b.lo) * 4, "reduce");
-            return { values: new Float32Array(bytes.buffer, bytes.byteOffset, b.hi - b.lo), delta: b.lo };
+          let bytes: Uint8Array;
+          if (region) {
+            await gang.receive(r, Kind.REDUCE_SHM, tag, g);
+            bytes = new Uint8Array(region, layout.contribution + b.lo * width(r), (b.hi - b.lo) * width(r));
+          } else {
+            bytes = (await gang.receive(r, Kind.REDUCE, tag, g)).payload;
+            check(r, g, bytes.byteLength, (b.hi - b.lo) * width(r), "reduce");
           }
-          await gang.receive(r, Kind.REDUCE_SHM, tag, g);
-          return { values: new Float32Array(region, layout.contribution, length), delta: 0 };
+          return { r, bytes };
         }),
     );
-    sources.push(...parts);
+  // Every rank sending raw float32 (one micro-batch each): each bucket is quantized, summed and
+  // finished in one pass (rawMean), with no float64 accumulator to fill and read back.
+  const mineRaw = mine.kind === "raw" && kinds.every((k) => k === "raw") ? mine.values : undefined;
+  const resultView = shmPeers.length > 0 ? new Float32Array(shared.own!, layout.result, length) : undefined;
+  const reduceOwnRaw = async (g: number, b: { lo: number; hi: number }, values: Float32Array) => {
+    // Element i of the gradient is at sources[k].values[i - sources[k].from].
+    const sources = [{ values, from: 0 }];
+    for (const { bytes } of await receiveParts(g, b)) sources.push({ values: new Float32Array(bytes.buffer, bytes.byteOffset, b.hi - b.lo), from: b.lo });
     for (const seg of segments) {
       const a = Math.max(b.lo, seg.offset);
       const e = Math.min(b.hi, seg.offset + seg.length);
       if (a >= e) continue;
-      const at = sources.map((x) => ({ values: x.values, offset: a - x.delta }));
+      const at = sources.map((x) => ({ values: x.values, offset: a - x.from }));
       rawMean(at, e - a, seg.s, count, out, a, resultView ? { values: resultView, offset: a } : undefined);
     }
   };
@@ -222,26 +227,13 @@ export async function allReduceExactMean(
   const reduceOwnMixed = async (g: number, b: { lo: number; hi: number }) => {
     const acc = scratch(gang, "bucket", Float64Array, b.hi - b.lo).fill(0);
     addContribution(acc, b.lo, b.lo, b.hi, mine, segments);
-    const parts = await Promise.all(
-      [...Array(world).keys()]
-        .filter((r) => r !== rank)
-        .map(async (r) => {
-          const region = shared.peers.get(r);
-          if (!region) return [r, (await gang.receive(r, Kind.REDUCE, tag, g)).payload] as const;
-          await gang.receive(r, Kind.REDUCE_SHM, tag, g);
-          return [r, new Uint8Array(region, layout.contribution + b.lo * width(r), (b.hi - b.lo) * width(r))] as const;
-        }),
-    );
-    for (const [r, bytes] of parts) {
-      check(r, g, bytes.byteLength, (b.hi - b.lo) * width(r), "reduce");
-      addContribution(acc, b.lo, b.lo, b.hi, { kind: kinds[r]!, bytes }, segments);
-    }
+    for (const { r, bytes } of await receiveParts(g, b)) addContribution(acc, b.lo, b.lo, b.hi, { kind: kinds[r]!, bytes }, segments);
     finishRange(acc, b.lo, b.lo, b.hi, segments, count, out);
     resultView?.set(out.subarray(b.lo, b.hi), b.lo);
   };
   const reduceOwn = (async () => {
     for (const [g, b] of own) {
-      await (allRaw ? reduceOwnRaw(g, b) : reduceOwnMixed(g, b));
+      await (mineRaw ? reduceOwnRaw(g, b, mineRaw) : reduceOwnMixed(g, b));
       for (let r = 0; r < world; r++) {
         if (r === rank) continue;
         if (shared.peers.has(r)) gang.send(r, Kind.GATHER_SHM, tag, g);

@@ -122,7 +122,7 @@ export function addExact(dst: Float64Array, dstOffset: number, src: Float64Array
   for (let i = 0; i < src.length; i++) dst[dstOffset + i]! += src[i]!;
 }
 
-/** Where one raw (float32) contribution's elements start: `values[offset ...]`. */
+/** Where a run of float32 elements starts: `values[offset ...]` (a raw contribution, or where a copy goes). */
 export interface RawSource {
   values: Float32Array;
   offset: number;
@@ -135,7 +135,7 @@ export interface RawSource {
  * {@link accumulateQuantized} of every source into a zeroed accumulator then {@link finishMean},
  * in one pass (natively, block by block in a cache-resident accumulator).
  */
-export function rawMean(sources: readonly RawSource[], length: number, s: number, count: number, out: Float32Array, outOffset: number, copy?: { values: Float32Array; offset: number }): void {
+export function rawMean(sources: readonly RawSource[], length: number, s: number, count: number, out: Float32Array, outOffset: number, copy?: RawSource): void {
   if (Number.isNaN(s)) {
     out.fill(Number.NaN, outOffset, outOffset + length);
     copy?.values.fill(Number.NaN, copy.offset, copy.offset + length);

@@ -21,17 +21,23 @@ const REWRITE_CONTEXT = 4;
 export class Detokenizer {
   private readonly ids: number[] = [];
   private committed = "";
+  private pending = "";
   private prefix = 0;
   private read = 0;
-  /** The text of the ids so far (committed text and the pending tail). */
-  text = "";
-  /** Length of the text that no later token can change. */
-  stableLength = 0;
-
   private readonly tokenizer: Tokenizer;
 
   constructor(tokenizer: Tokenizer) {
     this.tokenizer = tokenizer;
+  }
+
+  /** The text of the ids so far (committed text and the pending tail). */
+  get text(): string {
+    return this.committed + this.pending;
+  }
+
+  /** Length of the text that no later token can change. */
+  get stableLength(): number {
+    return this.committed.length;
   }
 
   /** Appends one id; returns the text of all ids so far. */
@@ -42,17 +48,15 @@ export class Detokenizer {
     if (!window.startsWith(before)) {
       // The decoder rewrote text before `read`: start over from the whole list.
       this.committed = this.tokenizer.decode(this.ids);
+      this.pending = "";
       this.read = this.ids.length;
       this.prefix = Math.max(0, this.read - REWRITE_CONTEXT);
-      this.text = this.committed;
-      this.stableLength = this.committed.length;
-      return this.text;
+      return this.committed;
     }
-    const tail = window.slice(before.length);
-    this.text = this.committed + tail;
-    if (!tail.endsWith("\uFFFD")) {
-      this.committed = this.text;
-      this.stableLength = this.committed.length;
+    this.pending = window.slice(before.length);
+    if (!this.pending.endsWith("\uFFFD")) {
+      this.committed += this.pending;
+      this.pending = "";
       this.prefix = this.read;
       this.read = this.ids.length;
     }

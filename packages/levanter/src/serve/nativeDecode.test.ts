@@ -98,35 +98,34 @@ describe.skipIf(!load.ok)("native decode step", () => {
     }
   });
 
-  it("refuses a token outside the vocabulary and a position outside the buffer, naming them", () => {
+  // The SMALL model's decoder with one 4-position buffer; disposes both after `fn` (dispose is idempotent).
+  const withSmallDecoder = (fn: (dec: BatchDecoder, kv: SeqKv) => void) => {
     const model = TransformerLm.init(resolveModelConfig(ModelConfigSchema.parse(SMALL), 257), new Rng(2));
     const dec = new BatchDecoder(model);
-    const pool = new KvPool(dec.layout, 1 << 20);
     try {
-      const kv = pool.allocate(4);
-      expect(() => dec.step([{ kv, token: 257, pos: 0, logits: true }])).toThrow(/token 257 outside the vocabulary/);
-      expect(() => dec.step([{ kv, token: 1, pos: 4, logits: true }])).toThrow(/position 4 outside a KV buffer of 4/);
-      expect(kv.length).toBe(0);
+      fn(dec, new KvPool(dec.layout, 1 << 20).allocate(4));
     } finally {
       dec.dispose();
       model.dispose();
     }
+  };
+
+  it("refuses a token outside the vocabulary and a position outside the buffer, naming them", () => {
+    withSmallDecoder((dec, kv) => {
+      expect(() => dec.step([{ kv, token: 257, pos: 0, logits: true }])).toThrow(/token 257 outside the vocabulary/);
+      expect(() => dec.step([{ kv, token: 1, pos: 4, logits: true }])).toThrow(/position 4 outside a KV buffer of 4/);
+      expect(kv.length).toBe(0);
+    });
   });
 
   it("dispose frees the native weights at once: a later step throws a clear error, a second dispose is harmless", () => {
-    const model = TransformerLm.init(resolveModelConfig(ModelConfigSchema.parse(SMALL), 257), new Rng(2));
-    const dec = new BatchDecoder(model);
-    const pool = new KvPool(dec.layout, 1 << 20);
-    try {
-      const kv = pool.allocate(4);
+    withSmallDecoder((dec, kv) => {
       expect(dec.projections).toBe("native");
       expect(dec.step([{ kv, token: 1, pos: 0, logits: true }]).length).toBe(257);
       dec.dispose();
       expect(() => dec.step([{ kv, token: 2, pos: 1, logits: true }])).toThrow(/model that was freed \(the decoder was disposed\)/);
       expect(() => dec.dispose()).not.toThrow();
-    } finally {
-      model.dispose();
-    }
+    });
   });
 
   it("falls back to the packed JS path where the addon is off", () => {
