@@ -1,5 +1,5 @@
 // Code bundles and worker lifecycle on loopback: a module job whose code exists only in its bundle,
-// upload deduplication, a failed build (BUILD_FAILED with the log's tail), drain (PREEMPTED, the
+// upload deduplication, the controller's pruning of unused bundles, a failed build (BUILD_FAILED with the log's tail), drain (PREEMPTED, the
 // task finishes elsewhere, the drained worker deregisters) and a stopped worker deregistering.
 import fs from "node:fs";
 import os from "node:os";
@@ -122,6 +122,58 @@ describe("code bundles", () => {
     expect(fs.existsSync(a.result.cwd)).toBe(false);
     expect(fs.existsSync(path.join(b.result.cwd, "jobs", "holds.mjs"))).toBe(true);
   }, 90_000);
+
+  it("the controller removes bundles nothing needs (bundleKeep); a client whose bundle was removed uploads it again", async () => {
+    // A controller that keeps 1 bundle beyond those live jobs use, with no grace time.
+    await controller.stop();
+    client.close();
+    const logs: string[] = [];
+    controller = await Controller.start({ host: "127.0.0.1", port: 0, dbPath: path.join(dir, "controller2", "c.sqlite"), workerTimeoutMs: 3000, bundleKeep: 1, bundleGraceMs: 0, log: (l) => logs.push(l) });
+    client = IrisClient.connect(controller.address);
+    await startWorker("w1");
+    const stored = () => fs.readdirSync(controller.bundles.dir).filter((f) => f.endsWith(".tgz")).map((f) => `sha256:${f.slice(0, -4)}`).sort();
+    const ws = (tag: string, body: string) =>
+      makeWorkspace(path.join(dir, `ws-${tag}`), {
+        "package.json": JSON.stringify({ name: `ws-${tag}`, private: true, type: "module" }),
+        "pnpm-lock.yaml": EMPTY_LOCKFILE,
+        "jobs/main.mjs": body,
+      });
+    const wsA = ws("a", "export function main() { return 'a'; }\n");
+    const wsB = ws("b", "export async function main() { await new Promise((r) => setTimeout(r, 120_000)); }\n");
+    const wsC = ws("c", "export function main() { return 'c'; }\n");
+    const run = (name: string, root: string) => client.submit({ name, entrypoint: { module: path.join(root, "jobs/main.mjs"), export: "main" } }, { bundle: root });
+
+    const a = await run("a", wsA);
+    expect((await a.wait({ timeoutMs: 60_000 })).state).toBe("SUCCEEDED");
+    const idA = (await client.uploadBundle(wsA)).id;
+    const b = await run("b", wsB);
+    const idB = (await client.uploadBundle(wsB)).id;
+    await waitFor("b running", async () => (await b.status()).state === "RUNNING", { timeoutMs: 30_000 });
+    // Storing C pushes out A (ended, least recently used); B stays while its job runs.
+    const idC = (await client.uploadBundle(wsC)).id;
+    expect(stored()).toEqual([idB, idC].sort());
+    expect(logs.some((l) => l.includes(`removed 1 unused code bundle (${idA})`))).toBe(true);
+
+    // The same client submits A's code again: the controller refuses the spec (A is gone), the
+    // client uploads A again and the job runs.
+    const again = await run("a2", wsA);
+    expect((await again.wait({ timeoutMs: 60_000 })).state).toBe("SUCCEEDED");
+    expect(await again.results()).toEqual(["a"]);
+    expect(stored()).toEqual([idA, idB].sort());
+
+    // A spec that names a removed bundle itself gets a clear error; uploading it again works.
+    const refused = await client.submit({ name: "c", entrypoint: { module: "jobs/main.mjs", export: "main" }, bundle: idC }).catch((e: unknown) => e);
+    expect(refused).toMatchObject({ code: "FAILED_PRECONDITION", message: expect.stringContaining(`bundle ${idC} is not stored on this controller`) });
+    expect((await client.uploadBundle(wsC)).uploaded).toBe(true);
+    const c = await client.submit({ name: "c", entrypoint: { module: "jobs/main.mjs", export: "main" }, bundle: idC });
+    expect((await c.wait({ timeoutMs: 60_000 })).state).toBe("SUCCEEDED");
+
+    // Once B ends nothing holds its bundle: the next prune removes it.
+    await b.terminate();
+    await b.wait({ timeoutMs: 30_000 });
+    controller.pruneBundles();
+    expect(stored()).not.toContain(idB);
+  }, 120_000);
 
   it("fails the task BUILD_FAILED with the build log's tail when the install fails", async () => {
     await startWorker("w1");

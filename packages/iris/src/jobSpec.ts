@@ -93,6 +93,19 @@ function valueDepthOver(v: unknown, limit: number, depth = 0): boolean {
 /** The id of a code bundle: `sha256:` and the hex SHA-256 of its bytes. */
 export const BUNDLE_ID = /^sha256:[0-9a-f]{64}$/;
 
+/**
+ * The message of LaunchJob's FAILED_PRECONDITION for a spec whose bundle the controller does not
+ * hold (never uploaded, or removed as unused since); the client knows it by the id it names.
+ */
+export function bundleMissingMessage(id: string): string {
+  return `bundle ${id} is not stored on this controller (never uploaded, or removed as unused since): upload it again`;
+}
+
+/** Whether `e` is LaunchJob refusing a spec because the controller does not hold bundle `id`. */
+export function isBundleMissing(e: unknown, id: string): boolean {
+  return e instanceof IrisError && e.code === "FAILED_PRECONDITION" && e.message.includes(bundleMissingMessage(id));
+}
+
 /** A relative path that stays inside its root (no `..` segment, no leading `/`). */
 export function isBundlePath(p: string): boolean {
   return p !== "" && !p.startsWith("/") && !p.startsWith("file:") && !p.split(/[\\/]/).includes("..");
@@ -377,9 +390,12 @@ export interface ResourceAmounts {
   devices: Record<string, number>;
 }
 
+/** The final job states. */
+export const TERMINAL_JOB_STATES: readonly JobState[] = ["SUCCEEDED", "FAILED", "KILLED", "UNSCHEDULABLE"];
+
 /** Whether a job state is final. */
 export function isTerminalJobState(state: string): boolean {
-  return state === "SUCCEEDED" || state === "FAILED" || state === "KILLED" || state === "UNSCHEDULABLE";
+  return (TERMINAL_JOB_STATES as readonly string[]).includes(state);
 }
 
 /** Formats zod issues for people: `resources.cpuMillis: expected …, got …; …`. */

@@ -100,6 +100,7 @@ export function realActions(io: CliIo): CliActions {
         ...(a.workerTimeoutMs !== undefined ? { workerTimeoutMs: a.workerTimeoutMs } : {}),
         ...(a.schedulingTimeoutMs !== undefined ? { schedulingTimeoutMs: a.schedulingTimeoutMs } : {}),
         ...(a.httpPort !== undefined ? { httpPort: a.httpPort } : {}),
+        ...(a.bundleKeep !== undefined ? { bundleKeep: a.bundleKeep } : {}),
       });
       const all = a.host === "0.0.0.0" || a.host === "::";
       io.out(

@@ -121,6 +121,9 @@ describe("iris CLI parsing", () => {
     expect((await cli(["cluster", "local", "--http-port", "8080"])).args).toMatchObject({ httpPort: 8080 });
     expect((await cli(["controller", "--db", "d", "--http-port", "0"])).args).toMatchObject({ httpPort: 0 });
     expect((await cli(["cluster", "local", "--http-port", "70000"])).code).toBe(1);
+    expect((await cli(["controller", "--db", "d", "--bundle-keep", "0"])).args).toMatchObject({ bundleKeep: 0 });
+    expect((await cli(["controller", "--db", "d"])).args).not.toHaveProperty("bundleKeep");
+    expect((await cli(["controller", "--db", "d", "--bundle-keep", "-1"])).code).toBe(1);
   });
 
   it("builds a job spec from job run options and the command after --", async () => {

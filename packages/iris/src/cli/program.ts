@@ -43,6 +43,8 @@ export interface ControllerArgs {
   schedulingTimeoutMs: number | undefined;
   /** Also serve HTTP (API, /metrics, the endpoint proxy) on this port; undefined = none. */
   httpPort?: number | undefined;
+  /** `--bundle-keep`: uploaded bundles kept beyond those live jobs use (0 = all; default 32). */
+  bundleKeep?: number | undefined;
 }
 
 /** `iris db backup`. */
@@ -236,6 +238,7 @@ export function buildProgram(
     .addOption(new Option("--worker-timeout <seconds>", "a worker silent this long is lost (default 30)").argParser(parseSeconds))
     .addOption(schedulingTimeoutOption("a job that sets none"))
     .addOption(new Option("--http-port <port>", "also serve HTTP (API, /metrics, the endpoint proxy /proxy and /cap) on this port (0: any free port)").argParser(parseInteger(0, 65535)))
+    .addOption(new Option("--bundle-keep <n>", "uploaded code bundles kept beyond those unfinished jobs run from, the most recently used; older ones are removed (0 = keep all; default 32)").argParser(parseInteger(0)))
     .action(
       (o: {
         port: number;
@@ -249,6 +252,7 @@ export function buildProgram(
         workerTimeout?: number;
         schedulingTimeout?: number;
         httpPort?: number;
+        bundleKeep?: number;
       }) => {
         if ((o.tlsCert === undefined) !== (o.tlsKey === undefined)) {
           throw new CommanderError(1, "iris.tls", "error: --tls-cert and --tls-key go together");
@@ -265,6 +269,7 @@ export function buildProgram(
           workerTimeoutMs: o.workerTimeout,
           schedulingTimeoutMs: o.schedulingTimeout,
           ...(o.httpPort !== undefined ? { httpPort: o.httpPort } : {}),
+          ...(o.bundleKeep !== undefined ? { bundleKeep: o.bundleKeep } : {}),
         }),
         );
       },

@@ -9,7 +9,7 @@ import type { LogBatch__Output } from "../internal/generated/iris/v1/LogBatch.ts
 import { createControllerClient, toIrisError, unary } from "../internal/rpc.ts";
 import type { ControllerServiceClient } from "../internal/rpc.ts";
 import { endpointFromWire, jobSpecToWire, jobStatusFromWire, logEntryFromWire, metricPointFromWire, workerSummaryFromWire } from "../internal/codec.ts";
-import { formatIssues, isTerminalJobState, jobSpecInputSchema } from "../jobSpec.ts";
+import { formatIssues, isBundleMissing, isTerminalJobState, jobSpecInputSchema } from "../jobSpec.ts";
 import type { Endpoint, EndpointCapability, JobSpecInput, JobStatus, LogEntry, MetricPoint, WorkerSummary } from "../jobSpec.ts";
 import { packBundle, rebaseEntrypoint } from "./bundle.ts";
 
@@ -126,6 +126,8 @@ export class IrisClient {
   /** The underlying generated gRPC client (for tools that need an RPC not wrapped here). */
   readonly rpc: ControllerServiceClient;
   readonly #bundles = new Map<string, Promise<UploadedBundle>>();
+  /** The id each finished upload in {@link IrisClient.#bundles} stored. */
+  readonly #bundleIds = new Map<string, string>();
 
   private constructor(address: string, opts: IrisClientOptions) {
     this.address = address;
@@ -163,10 +165,30 @@ export class IrisClient {
     const name = this.resolveName(spec.name ? spec.name : generated);
     try {
       const bundled = await this.#withBundle(spec, opts.bundle);
-      const r = await unary(this.rpc, "launchJob", { spec: jobSpecToWire(bundled, name) });
-      return this.handle(r.name, r.instanceId);
+      try {
+        const r = await unary(this.rpc, "launchJob", { spec: jobSpecToWire(bundled, name) });
+        return this.handle(r.name, r.instanceId);
+      } catch (e) {
+        // The controller removed the bundle as unused since this client uploaded it: forget the
+        // upload, and when submit made it, upload again and retry once.
+        if (bundled.bundle === undefined || !isBundleMissing(e, bundled.bundle)) throw e;
+        this.#forgetBundle(bundled.bundle);
+        if (spec.bundle !== undefined || opts.bundle === undefined || opts.bundle === false) throw e;
+        const again = await this.#withBundle(spec, opts.bundle);
+        const r = await unary(this.rpc, "launchJob", { spec: jobSpecToWire(again, name) });
+        return this.handle(r.name, r.instanceId);
+      }
     } catch (e) {
       throw toIrisError(e, callSite);
+    }
+  }
+
+  /** Drops every cached upload of bundle `id`, so that the next use uploads it again. */
+  #forgetBundle(id: string): void {
+    for (const [key, bundleId] of this.#bundleIds) {
+      if (bundleId !== id) continue;
+      this.#bundles.delete(key);
+      this.#bundleIds.delete(key);
     }
   }
 
@@ -183,9 +205,17 @@ export class IrisClient {
     const key = root ?? "";
     let p = this.#bundles.get(key);
     if (p === undefined) {
-      p = this.#upload(root);
-      this.#bundles.set(key, p);
-      p.catch(() => this.#bundles.delete(key));
+      const upload = this.#upload(root);
+      p = upload;
+      this.#bundles.set(key, upload);
+      upload.then(
+        (b) => {
+          if (this.#bundles.get(key) === upload) this.#bundleIds.set(key, b.id);
+        },
+        () => {
+          if (this.#bundles.get(key) === upload) this.#bundles.delete(key);
+        },
+      );
     }
     return p;
   }

@@ -15,11 +15,14 @@ export type Authorize = (call: { metadata: grpc.Metadata }, method: string) => P
 /** The gRPC status of an error (IrisError code → status). */
 export type ToStatus = (e: unknown) => Partial<grpc.StatusObject>;
 
+/** Told when a stored bundle is used: `stored` is true when this call has just stored it. */
+export type OnBundleUsed = (id: string, stored: boolean) => void;
+
 /**
  * UploadBundle: the first message names the bundle and its size; a bundle already stored ends the
  * call at once (`uploaded: false`); otherwise the chunks are written and checked (size, hash).
  */
-export function uploadBundleHandler(bundles: BundleStore, authorize: Authorize, toStatus: ToStatus): ControllerServiceHandlers["UploadBundle"] {
+export function uploadBundleHandler(bundles: BundleStore, authorize: Authorize, toStatus: ToStatus, used: OnBundleUsed = () => {}): ControllerServiceHandlers["UploadBundle"] {
   return (call, callback) => {
     const who = authorize(call, "UploadBundle");
     if (!("role" in who)) return callback(who);
@@ -49,7 +52,10 @@ export function uploadBundleHandler(bundles: BundleStore, authorize: Authorize, 
     });
     call.on("end", () => {
       if (failure) return callback(failure);
-      if (stored) return callback(null, { ...stored, uploaded: false });
+      if (stored) {
+        used(stored.bundleId, false);
+        return callback(null, { ...stored, uploaded: false });
+      }
       if (writer === undefined || announced === undefined) {
         return callback({ code: grpc.status.INVALID_ARGUMENT, details: "UploadBundle: empty stream (the first message names the bundle)" });
       }
@@ -58,6 +64,7 @@ export function uploadBundleHandler(bundles: BundleStore, authorize: Authorize, 
       } catch (e) {
         return callback(toStatus(e));
       }
+      used(announced.bundleId, true);
       callback(null, { ...announced, uploaded: true });
     });
     call.on("error", () => fail(new IrisError("CANCELLED", "upload cancelled")));
@@ -65,7 +72,7 @@ export function uploadBundleHandler(bundles: BundleStore, authorize: Authorize, 
 }
 
 /** FetchBundle: streams a stored bundle to a worker in BUNDLE_CHUNK_BYTES chunks. */
-export function fetchBundleHandler(bundles: BundleStore, authorize: Authorize, toStatus: ToStatus): WorkerControlServiceHandlers["FetchBundle"] {
+export function fetchBundleHandler(bundles: BundleStore, authorize: Authorize, toStatus: ToStatus, used: OnBundleUsed = () => {}): WorkerControlServiceHandlers["FetchBundle"] {
   return (call) => {
     const p = authorize(call, "FetchBundle");
     if (!("role" in p)) return void call.emit("error", p);
@@ -79,6 +86,7 @@ export function fetchBundleHandler(bundles: BundleStore, authorize: Authorize, t
     }
     if (size === undefined) return void call.emit("error", { code: grpc.status.NOT_FOUND, details: `bundle ${call.request.bundleId} is not stored on the controller` });
     const sizeBytes = size;
+    used(call.request.bundleId, false);
     const stream = fs.createReadStream(file, { highWaterMark: BUNDLE_CHUNK_BYTES });
     stream.on("data", (data) => {
       if (!call.write({ data, sizeBytes })) {

@@ -1,6 +1,8 @@
 // The controller's store of code bundles: content-addressed files (`<dir>/<hex>.tgz`) written from
 // an upload stream (hashed as it arrives, checked against the id, then renamed into place) and
-// read back in chunks for the workers that fetch them.
+// read back in chunks for the workers that fetch them. A file's mtime is when the bundle was last
+// used (stored, looked up by a client, fetched by a worker); pruning keeps the most recently used
+// ones and every one a live job needs.
 import { createHash, randomBytes } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
@@ -12,10 +14,32 @@ export const BUNDLE_CHUNK_BYTES = 1024 * 1024;
 /** Default largest bundle a controller stores (`ControllerOptions.maxBundleBytes`). */
 export const DEFAULT_MAX_BUNDLE_BYTES = 1024 * 1024 * 1024;
 
+/** Default number of bundles a controller keeps beyond those live jobs use (`ControllerOptions.bundleKeep`). */
+export const DEFAULT_BUNDLE_KEEP = 32;
+/** Default time a bundle stays after its last use whatever else happens (`ControllerOptions.bundleGraceMs`). */
+export const DEFAULT_BUNDLE_GRACE_MS = 10 * 60_000;
+
+const BUNDLE_FILE = /^([0-9a-f]{64})\.tgz$/;
+const PART_FILE = /^[0-9a-f]{64}\.tgz\.[0-9a-f]+\.part$/;
+
+/** What {@link BundleStore.prune} keeps. */
+export interface PruneOptions {
+  /** Bundles a job that has not ended names: never removed. */
+  inUse: ReadonlySet<string>;
+  /** Keep the `keep` most recently used bundles (0: keep every bundle, prune nothing). */
+  keep: number;
+  /** And any used within the last `graceMs` (a client between its upload and its submit). */
+  graceMs: number;
+  /** The time now, in ms since the epoch (the controller's clock). */
+  now: number;
+}
+
 /** The bundles a controller holds, one file each under its directory. */
 export class BundleStore {
   readonly dir: string;
   readonly maxBytes: number;
+  /** Temporary files of the uploads in progress (never pruned). */
+  readonly #writing = new Set<string>();
 
   constructor(dir: string, maxBytes = DEFAULT_MAX_BUNDLE_BYTES) {
     this.dir = dir;
@@ -49,7 +73,55 @@ export class BundleStore {
     if (sizeBytes > this.maxBytes) {
       throw new IrisError("RESOURCE_EXHAUSTED", `bundle ${id} is ${sizeBytes} bytes; this controller stores at most ${this.maxBytes}`);
     }
-    return new BundleWriter(id, file, sizeBytes);
+    const w = new BundleWriter(id, file, sizeBytes, () => this.#writing.delete(w.tmpFile));
+    this.#writing.add(w.tmpFile);
+    return w;
+  }
+
+  /** Marks a stored bundle used at `now` (its file's mtime); a missing one is ignored. */
+  touch(id: string, now: number): void {
+    try {
+      fs.utimesSync(this.fileOf(id), now / 1000, now / 1000);
+    } catch (e) {
+      if (e instanceof IrisError) throw e;
+    }
+  }
+
+  /**
+   * Removes the bundles nothing needs: not in use by a live job, not among the `keep` most
+   * recently used, and not used within `graceMs`; and partial uploads left by an earlier process
+   * (older than `graceMs`). Returns the ids removed, most recently used first.
+   */
+  prune(o: PruneOptions): string[] {
+    if (o.keep <= 0) return [];
+    let names: string[];
+    try {
+      names = fs.readdirSync(this.dir);
+    } catch {
+      return [];
+    }
+    const bundles: { id: string; file: string; usedMs: number }[] = [];
+    for (const name of names) {
+      const file = path.join(this.dir, name);
+      const m = BUNDLE_FILE.exec(name);
+      if (!m && !PART_FILE.test(name)) continue;
+      let usedMs: number;
+      try {
+        usedMs = fs.statSync(file).mtimeMs;
+      } catch {
+        continue; // removed meanwhile
+      }
+      if (m) bundles.push({ id: `sha256:${m[1]}`, file, usedMs });
+      else if (!this.#writing.has(file) && o.now - usedMs >= o.graceMs) fs.rmSync(file, { force: true });
+    }
+    bundles.sort((a, b) => b.usedMs - a.usedMs || (a.id < b.id ? -1 : 1));
+    const removed: string[] = [];
+    bundles.forEach((b, rank) => {
+      if (rank < o.keep || o.inUse.has(b.id) || o.now - b.usedMs < o.graceMs) return;
+      fs.rmSync(b.file, { force: true });
+      removed.push(b.id);
+    });
+    return removed;
   }
 }
 
@@ -61,15 +133,22 @@ export class BundleWriter {
   readonly #size: number;
   readonly #hash = createHash("sha256");
   readonly #fd: number;
+  readonly #done: () => void;
   #written = 0;
   #closed = false;
 
-  constructor(id: string, file: string, size: number) {
+  constructor(id: string, file: string, size: number, done: () => void = () => {}) {
     this.#id = id;
     this.#file = file;
     this.#size = size;
+    this.#done = done;
     this.#tmp = `${file}.${randomBytes(4).toString("hex")}.part`;
     this.#fd = fs.openSync(this.#tmp, "w");
+  }
+
+  /** The temporary file the upload is written to. */
+  get tmpFile(): string {
+    return this.#tmp;
   }
 
   /** Appends a chunk; INVALID_ARGUMENT once more bytes arrive than were announced. */
@@ -107,5 +186,6 @@ export class BundleWriter {
     if (this.#closed) return;
     this.#closed = true;
     fs.closeSync(this.#fd);
+    this.#done();
   }
 }

@@ -20,10 +20,10 @@ import { principalOfRequest } from "./httpAuth.ts";
 import { serveHttp } from "./httpFace.ts";
 import type { HttpRoute } from "./httpFace.ts";
 import { capacityFromWire, jobSpecFromWire } from "../internal/codec.ts";
-import { isTerminalJobState, normalizeJobSpec } from "../jobSpec.ts";
+import { bundleMissingMessage, isTerminalJobState, normalizeJobSpec } from "../jobSpec.ts";
 import { ControllerState } from "./controllerState.ts";
 import type { Clock } from "./controllerState.ts";
-import { BundleStore } from "./bundleStore.ts";
+import { BundleStore, DEFAULT_BUNDLE_GRACE_MS, DEFAULT_BUNDLE_KEEP } from "./bundleStore.ts";
 import { fetchBundleHandler, uploadBundleHandler } from "./bundleRpc.ts";
 import { openDb } from "./db.ts";
 import { ControllerMetrics } from "./rpcMetrics.ts";
@@ -73,6 +73,13 @@ export interface ControllerOptions {
   bundleDir?: string;
   /** The largest bundle this controller stores, in bytes (default 1 GiB); bigger: RESOURCE_EXHAUSTED. */
   maxBundleBytes?: number;
+  /**
+   * Bundles kept beyond those a job that has not ended runs from: the most recently used (stored,
+   * looked up or fetched); older ones are removed (default 32; 0 keeps every bundle).
+   */
+  bundleKeep?: number;
+  /** A bundle used within this long is never removed (default 10 minutes). */
+  bundleGraceMs?: number;
   clock?: Clock;
 }
 
@@ -87,6 +94,9 @@ function rpcError(e: unknown): Partial<grpc.StatusObject> {
 function taskPage(req: { taskPageSize: number; taskPageToken: string }): { pageSize: number; pageToken: string } {
   return { pageSize: req.taskPageSize, pageToken: req.taskPageToken };
 }
+
+/** How often the controller looks for stored bundles nothing needs any more. */
+const BUNDLE_PRUNE_INTERVAL_MS = 60_000;
 
 /** How long after a job ended log reads wait for its attempts' last lines. */
 const LOG_GRACE_MS = 3000;
@@ -132,6 +142,9 @@ export class Controller {
   readonly state: ControllerState;
   /** The uploaded code bundles. */
   readonly bundles: BundleStore;
+  readonly #bundlePolicy: { keep: number; graceMs: number };
+  readonly #now: () => number;
+  #lastBundlePrune = -Infinity;
   private readonly server: grpc.Server;
   private readonly db: Db;
   /** Who is calling (every face asks it: gRPC, the HTTP API, extra routes). */
@@ -165,9 +178,12 @@ export class Controller {
     tickMs: number,
     now: () => number,
     bundles: BundleStore,
+    bundlePolicy: { keep: number; graceMs: number },
   ) {
     this.server = server;
     this.bundles = bundles;
+    this.#bundlePolicy = bundlePolicy;
+    this.#now = now;
     this.db = db;
     this.state = state;
     this.port = port;
@@ -244,7 +260,10 @@ export class Controller {
       throw e;
     }
     const bundles = new BundleStore(opts.bundleDir ?? path.join(path.dirname(path.resolve(opts.dbPath)), "bundles"), opts.maxBundleBytes);
-    const self = new Controller(server, db, state, port, host, { auth, taskTokens, insecure, log }, Math.max(50, Math.min(500, Math.floor(workerTimeoutMs / 4))), opts.clock ? () => opts.clock!.now() : Date.now, bundles);
+    const self = new Controller(server, db, state, port, host, { auth, taskTokens, insecure, log }, Math.max(50, Math.min(500, Math.floor(workerTimeoutMs / 4))), opts.clock ? () => opts.clock!.now() : Date.now, bundles, {
+      keep: opts.bundleKeep ?? DEFAULT_BUNDLE_KEEP,
+      graceMs: opts.bundleGraceMs ?? DEFAULT_BUNDLE_GRACE_MS,
+    });
     const proto = loadIrisProto();
     const handlers = self.metrics.instrument(self.controllerHandlers());
     server.addService(proto.ControllerService.service, handlers);
@@ -252,6 +271,7 @@ export class Controller {
     self.httpRoutes.push(...dashboardRoutes({ auth: self.auth, handlers, onChange: (l) => self.onChange(l) }));
     if (opts.httpPort !== undefined) await self.serveHttp(host, opts.httpPort, handlers, opts.tls);
     ref.self = self;
+    self.pruneBundles();
     self.scheduleSoon();
     return self;
   }
@@ -284,9 +304,27 @@ export class Controller {
       this.state.checkWorkers();
       this.state.expireEndpoints();
       this.metrics.timeScheduler(() => this.state.schedulePass());
+      if (this.#now() - this.#lastBundlePrune >= BUNDLE_PRUNE_INTERVAL_MS) this.pruneBundles();
     } catch (e) {
       if (!this.stopped) console.error("iris controller: tick failed:", e);
     }
+  }
+
+  /**
+   * Removes the stored bundles nothing needs any more (see {@link ControllerOptions.bundleKeep}):
+   * after each new upload, at start and once a minute. Returns the ids removed.
+   */
+  pruneBundles(): string[] {
+    this.#lastBundlePrune = this.#now();
+    const removed = this.bundles.prune({ ...this.#bundlePolicy, inUse: this.state.bundlesInUse(), now: this.#lastBundlePrune });
+    if (removed.length > 0) this.log(`iris controller: removed ${removed.length} unused code bundle${removed.length === 1 ? "" : "s"} (${removed.join(", ")})`);
+    return removed;
+  }
+
+  /** A stored bundle was used now; a newly stored one may push older ones out. */
+  private bundleUsed(id: string, stored: boolean): void {
+    this.bundles.touch(id, this.#now());
+    if (stored) this.pruneBundles();
   }
 
   private scheduleSoon(): void {
@@ -390,6 +428,12 @@ export class Controller {
         if (name.length > LIMITS.nameChars) throw new IrisError("INVALID_ARGUMENT", `invalid job spec: name: expected at most ${LIMITS.nameChars} characters`);
         checkMaySubmit(p, name);
         const spec = normalizeJobSpec(jobSpecFromWire(req.spec), name);
+        if (spec.bundle !== undefined) {
+          // Checked here, not at the worker's fetch: a bundle removed as unused since the client
+          // uploaded it is a clear error the client answers by uploading it again.
+          if (this.bundles.size(spec.bundle) === undefined) throw new IrisError("FAILED_PRECONDITION", bundleMissingMessage(spec.bundle));
+          this.bundles.touch(spec.bundle, this.#now());
+        }
         return s.launchJob(spec);
       }),
       GetJob: this.unary("GetJob", (req, p) => s.jobStatus(s.findJob(placeJobName(p, req.name), req.instanceId).instance_id, taskPage(req))),
@@ -536,9 +580,10 @@ export class Controller {
       GetBundle: this.unary("GetBundle", (req) => {
         const size = this.bundles.size(req.bundleId);
         if (size === undefined) throw new IrisError("NOT_FOUND", `bundle ${req.bundleId} is not stored here: upload it`);
+        this.bundles.touch(req.bundleId, this.#now());
         return { bundleId: req.bundleId, sizeBytes: size, uploaded: false };
       }),
-      UploadBundle: uploadBundleHandler(this.bundles, (call, m) => this.authorize(call, m), rpcError),
+      UploadBundle: uploadBundleHandler(this.bundles, (call, m) => this.authorize(call, m), rpcError, (id, stored) => this.bundleUsed(id, stored)),
       DrainWorker: this.unary("DrainWorker", (req) => {
         const preempted = s.drainWorker(req.workerId);
         this.scheduleSoon();
@@ -601,7 +646,7 @@ export class Controller {
         call.on("end", () => (failure ? callback(failure) : callback(null, {})));
         call.on("error", () => undefined);
       },
-      FetchBundle: fetchBundleHandler(this.bundles, (call, m) => this.authorize(call, m), rpcError),
+      FetchBundle: fetchBundleHandler(this.bundles, (call, m) => this.authorize(call, m), rpcError, (id) => this.bundleUsed(id, false)),
       DeregisterWorker: this.unary("DeregisterWorker", (req) => {
         s.deregisterWorker(req.workerId);
         this.scheduleSoon();

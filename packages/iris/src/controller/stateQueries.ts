@@ -10,7 +10,7 @@ import type { Endpoint as WireEndpoint } from "../internal/generated/iris/v1/End
 import type { LogEntry as WireLogEntry } from "../internal/generated/iris/v1/LogEntry.ts";
 import type { MetricPoint as WireMetricPoint } from "../internal/generated/iris/v1/MetricPoint.ts";
 import { endpointToWire, jobStatusToWire, logEntryToWire, metricPointToWire, runAttemptToWire, workerInfoToWire } from "../internal/codec.ts";
-import { isTerminalJobState } from "../jobSpec.ts";
+import { isTerminalJobState, TERMINAL_JOB_STATES } from "../jobSpec.ts";
 import type { JobSpec, JobState } from "../jobSpec.ts";
 import type { SchedResources } from "./scheduler.ts";
 import { StateCore } from "./stateCore.ts";
@@ -64,6 +64,13 @@ export class StateQueries extends StateCore {
     ) as JobRow | undefined;
     if (!j) throw new IrisError("NOT_FOUND", `no job named ${name}${instanceId ? ` with instance ${instanceId}` : ""}`);
     return j;
+  }
+
+  /** The code bundles that jobs which have not ended run from. */
+  bundlesInUse(): Set<string> {
+    const ended = TERMINAL_JOB_STATES.map((st) => `'${st}'`).join(", ");
+    const rows = this.stmt(`SELECT DISTINCT json_extract(spec, '$.bundle') AS bundle FROM jobs WHERE state NOT IN (${ended}) AND json_extract(spec, '$.bundle') IS NOT NULL`).all() as { bundle: string }[];
+    return new Set(rows.map((r) => r.bundle));
   }
 
   specOf(instanceId: string): JobSpec {
