@@ -7,7 +7,7 @@
 // independent one-rank runs at once (the ceiling of two processes on this machine), and PyTorch
 // (torchPeer.py) at 2 threads on the same model in the same run when /usr/bin/python3 has torch.
 //
-// Usage: pnpm bench levanter/dataParallel [-- --backend wasm|native --steps N --rounds R --no-torch --only transport,allreduce,train]
+// Usage: pnpm bench levanter/dataParallel [-- --backend wasm|native --steps N --rounds R --batch B --models small,large --no-torch --only transport,allreduce,train]
 import * as grpc from "@grpc/grpc-js";
 import { LocalCluster } from "@marin/iris";
 import { spawn, spawnSync } from "node:child_process";
@@ -166,7 +166,9 @@ if (only.includes("allreduce")) {
 if (only.includes("train")) {
   const backend = arg("backend") ?? (loadNativeAddon().ok ? "native" : "wasm");
   const models = { small: { nLayers: 2, dModel: 128, nHeads: 4, seqLen: 64 }, large: { nLayers: 4, dModel: 256, nHeads: 8, seqLen: 64 } } as const;
-  const BATCH = 16;
+  // Global batch in sequences (default 16, the reference models' batch); --models small,large picks models.
+  const BATCH = Number(arg("batch") ?? 16);
+  const picked = (arg("models") ?? "small,large").split(",");
   const dir = mkdtempSync(path.join(os.tmpdir(), "bench-dp-"));
   // Byte tokens of a repeated pangram: throughput does not depend on the text.
   const docs = Array.from({ length: 400 }, (_, i) => `${i}: the quick brown fox jumps over the lazy dog. `.repeat(6));
@@ -201,7 +203,7 @@ if (only.includes("train")) {
     return median(runDir);
   };
   try {
-    for (const [label, m] of Object.entries(models)) {
+    for (const [label, m] of Object.entries(models).filter(([l]) => picked.includes(l))) {
       const steps = Number(arg("steps") ?? (label === "small" ? 40 : 16));
       const rounds = Number(arg("rounds") ?? 3);
       const ratios: string[] = [];
@@ -242,7 +244,7 @@ if (only.includes("train")) {
   if (args.includes("--no-torch") || spawnSync(python, ["-c", "import torch"], { stdio: "ignore" }).status !== 0) {
     console.log("PyTorch peer skipped (no torch in /usr/bin/python3, or --no-torch)");
   } else {
-    for (const [label, m] of Object.entries(models)) {
+    for (const [label, m] of Object.entries(models).filter(([l]) => picked.includes(l))) {
       const r = spawnSync(python, [path.join(here, "torchPeer.py"), "--layers", String(m.nLayers), "--d", String(m.dModel), "--heads", String(m.nHeads), "--seq", String(m.seqLen), "--batch", String(BATCH), "--steps", label === "small" ? "10" : "5", "--threads", "2"], {
         encoding: "utf8",
         env: { ...process.env, OPENBLAS_NUM_THREADS: "2", OMP_NUM_THREADS: "2" },
