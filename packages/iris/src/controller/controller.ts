@@ -323,8 +323,13 @@ export class Controller {
 
   /** A stored bundle was used now; a newly stored one may push older ones out. */
   private bundleUsed(id: string, stored: boolean): void {
-    this.bundles.touch(id, this.#now());
-    if (stored) this.pruneBundles();
+    try {
+      this.bundles.touch(id, this.#now());
+      if (stored) this.pruneBundles();
+    } catch (e) {
+      // Never the caller's failure: its bundle is stored; the next prune tries again.
+      this.log(`iris controller: pruning code bundles failed: ${e instanceof Error ? e.message : String(e)}`);
+    }
   }
 
   private scheduleSoon(): void {

@@ -262,7 +262,9 @@ struct Tiling {
   long mt, nt, mTiles, nTiles;
 };
 
-// Depends only on the shape: the same tiles for every thread count.
+// Depends only on the shape: the same tiles for every thread count. (It must: OpenBLAS gives other
+// bits for a product computed whole than in row or column tiles — measured on the model's shapes —
+// so a tiling that followed the thread count would change results with it.)
 Tiling tiling(long batches, long m, long n) {
   Tiling t{m, n, 1, 1};
   // Up to 4 tiles per product (each tile repacks its operands, so fewer is cheaper; 4 keep up
