@@ -6,18 +6,11 @@ import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { LevanterError } from "../errors.ts";
-import { generate } from "../generate.ts";
 import { setLogSink } from "../internal/log.ts";
-import { serveCommand } from "../serve/serveCommand.ts";
-import { evaluateCheckpoint, tokenizerNamed } from "../trainer/evaluate.ts";
-import { loadTrainLmConfig } from "../trainer/configFile.ts";
-import { pauseAfterStepHook } from "../trainer/pauseAfterStep.ts";
-import { runTrainGang } from "../trainer/gangJob.ts";
-import { trainLm } from "../trainer/trainLm.ts";
-import { encodeDocument } from "../data/tokenizer.ts";
-import { finalizeTokenCache, writeTokenCacheShard } from "../sharding/tokenCacheWriter.ts";
-import { TrainProgress, type ProgressMode } from "./trainOutput.ts";
-import { stripWordTags } from "./wordTags.ts";
+import type { ServeCommandOptions } from "../serve/serveCommand.ts";
+import type { ProgressMode } from "./trainOutput.ts";
+// Each command loads what it runs when it runs (tfjs, the trainer, the server…), so that
+// `levanter --help` and a mistyped flag answer at once.
 
 /** File under `trainer.runDir` that receives the JSON log lines in human output mode. */
 export const LOG_FILE = "log.jsonl";
@@ -37,6 +30,7 @@ function num(v: string): number {
 // eval and generate print their result; their structured log lines (backend choice, …) would be
 // noise: warnings and errors are printed as text, the rest dropped (LEVANTER_LOG=silent: nothing).
 async function withTextWarnings<T>(fn: () => Promise<T>): Promise<T> {
+  const { TrainProgress } = await import("./trainOutput.ts");
   const text = new TrainProgress(process.stderr, "none");
   const previous = setLogSink((record) => {
     if (record.level === "warn" || record.level === "error") text.logRecord(record);
@@ -74,16 +68,19 @@ export function buildProgram(): Command {
     .argument("[overrides...]", "config overrides, e.g. --trainer.numTrainSteps=100")
     .allowUnknownOption()
     .action(async (overrides: string[], opts: { config: string; logFormat: "human" | "json"; progress: "auto" | ProgressMode; requireCheckpoint?: boolean; ranks?: number; cluster?: string }) => {
+      const { loadTrainLmConfig } = await import("../trainer/configFile.ts");
       const config = loadTrainLmConfig(opts.config, [...overrides, ...(opts.requireCheckpoint ? ["--trainer.requireCheckpoint=true"] : [])]);
       if (opts.ranks !== undefined || opts.cluster !== undefined) {
         const ranks = opts.ranks ?? 1;
         if (ranks < 1) throw new LevanterError("INVALID_CONFIG", `--ranks: expected a positive integer, got ${ranks}`);
         const token = process.env.IRIS_AUTH_TOKEN;
+        const { runTrainGang } = await import("../trainer/gangJob.ts");
         const r = await runTrainGang(config, ranks, { logOut: process.stderr, ...(opts.cluster !== undefined ? { cluster: opts.cluster } : {}), ...(token ? { token } : {}) });
         process.stdout.write(`${JSON.stringify(r)}\n`);
         if (r.state !== "SUCCEEDED") process.exitCode = 1;
         return;
       }
+      const [{ trainLm }, { pauseAfterStepHook }, { TrainProgress }] = await Promise.all([import("../trainer/trainLm.ts"), import("../trainer/pauseAfterStep.ts"), import("./trainOutput.ts")]);
       // Test-only fault injection (LEVANTER_PAUSE_AFTER_STEP): stop at an exact step.
       const pause = pauseAfterStepHook();
       if (opts.logFormat === "json") {
@@ -128,6 +125,7 @@ export function buildProgram(): Command {
     .option("--batch-size <n>", "sequences per batch", int, 16)
     .option("--max-batches <n>", "evaluate at most this many batches", int)
     .action(async (opts: { checkpoint: string; data: string; tokenizer?: string; batchSize: number; maxBatches?: number }) => {
+      const { evaluateCheckpoint } = await import("../trainer/evaluate.ts");
       const r = await withTextWarnings(() =>
         evaluateCheckpoint({
           checkpoint: opts.checkpoint,
@@ -151,6 +149,7 @@ export function buildProgram(): Command {
     .option("--seed <n>", "sampling seed", int, 0)
     .option("--tokenizer <tokenizer.json>", "HF tokenizer for non-byte checkpoints")
     .action(async (opts: { checkpoint: string; prompt: string; maxTokens: number; temperature: number; topK?: number; seed: number; tokenizer?: string }) => {
+      const { generate } = await import("../generate.ts");
       const r = await withTextWarnings(() =>
         generate({
           checkpoint: opts.checkpoint,
@@ -175,7 +174,7 @@ export function buildProgram(): Command {
     .option("--max-batch <n>", "sequences decoded together", int, 32)
     .option("--max-queue <n>", "requests waiting for a slot before 429", int, 256)
     .option("--kv-budget-mb <n>", "KV cache memory budget (MiB)", int, 512)
-    .action(serveCommand);
+    .action(async (opts: ServeCommandOptions) => (await import("../serve/serveCommand.ts")).serveCommand(opts));
 
   program
     .command("tokenize")
@@ -185,6 +184,12 @@ export function buildProgram(): Command {
     .option("--strip-word-tags", "the files are word/TAG tokens (the Brown Corpus): keep the words, as prose")
     .argument("<files...>", "text files, one document each")
     .action(async (files: string[], opts: { out: string; tokenizer: string; stripWordTags?: boolean }) => {
+      const [{ tokenizerNamed }, { encodeDocument }, { finalizeTokenCache, writeTokenCacheShard }, { stripWordTags }] = await Promise.all([
+        import("../trainer/evaluate.ts"),
+        import("../data/tokenizer.ts"),
+        import("../sharding/tokenCacheWriter.ts"),
+        import("./wordTags.ts"),
+      ]);
       const tokenizer = await tokenizerNamed(opts.tokenizer === "byte" ? "byte" : "hf", opts.tokenizer === "byte" ? undefined : opts.tokenizer);
       const docs = async function* () {
         for (const f of files) {
