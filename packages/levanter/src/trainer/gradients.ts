@@ -4,8 +4,8 @@ import * as tf from "@tensorflow/tfjs";
 import { LevanterError } from "../errors.ts";
 import type { TransformerLm } from "../models/transformer.ts";
 import type { WasmBackendInternals } from "../kernels/native/heap.ts";
-import { allGatherBytes, allReduceExactMean, finishExactMean, scratch, type Contribution, type Segment } from "../parallel/collectives.ts";
-import { accumulateQuantized, maxAbs, maxOrNaN, scaleExponent } from "../parallel/exactSum.ts";
+import { allGatherBytes, allReduceExactMean, scratch, type Contribution, type Segment } from "../parallel/collectives.ts";
+import { accumulateQuantized, maxAbs, maxOrNaN, rawMean, scaleExponent } from "../parallel/exactSum.ts";
 import type { Gang } from "../parallel/gang.ts";
 import { ensureShared, sharedLayout } from "../parallel/sharedMemory.ts";
 
@@ -124,8 +124,13 @@ export function computeGradients(model: TransformerLm, inputs: Int32Array, targe
   // nothing else uses them meanwhile).
   const mbs = [...Array(n).keys()].map((k) => microBatch(model, layout, inputs, targets, k, microBatchSize, seqLen, scratch(model, `flat${k}`, Float32Array, layout.length)));
   const flats = mbs.map((m) => m.flat);
-  const { partial, segments } = quantizedPartial(layout, flats, localMaxima(layout, flats), n, scratch(model, "partial", Float64Array, layout.length));
-  const mean = finishExactMean(partial, segments, n, scratch(model, "mean", Float32Array, layout.length));
+  // The exact mean in one pass per tensor: the bits of quantizing every micro-batch into a
+  // fixed-point sum and finishing it, without the 8-byte-per-element accumulator.
+  const maxima = localMaxima(layout, flats);
+  const mean = scratch(model, "mean", Float32Array, layout.length);
+  for (const [t, seg] of layout.segments.entries()) {
+    rawMean(flats.map((values) => ({ values, offset: seg.offset })), seg.length, scaleExponent(maxima[t]!, n), n, mean, seg.offset);
+  }
   let lossSum = 0;
   for (const m of mbs) lossSum += m.loss;
   return { loss: lossSum / n, grads: toTensors(layout, mean) };
