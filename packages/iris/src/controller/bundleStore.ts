@@ -1,8 +1,8 @@
 // The controller's store of code bundles: content-addressed files (`<dir>/<hex>.tgz`) written from
 // an upload stream (hashed as it arrives, checked against the id, then renamed into place) and
 // read back in chunks for the workers that fetch them. A file's mtime is when the bundle was last
-// used (stored, looked up by a client, fetched by a worker); pruning keeps the most recently used
-// ones and every one a live job needs.
+// used (stored, looked up by a client, named by a submitted job, fetched by a worker); pruning
+// keeps the most recently used ones and every one a live job needs.
 import { createHash, randomBytes } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
