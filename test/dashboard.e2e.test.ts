@@ -13,6 +13,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { LocalCluster } from "@marin/iris";
+import { waitFor } from "@marin/iris/testing";
 import { chromium } from "playwright-core";
 import type { Browser, BrowserContext, Page, Request, Response } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -293,8 +294,7 @@ describe.skipIf(!haveChromium)("iris dashboard in Chromium", () => {
       await page.click('button:has-text("Stop")');
       await page.waitForSelector('button:has-text("Generate"):not([disabled])', { timeout: 10_000 });
       // The abort reached the model's server through the controller's proxy...
-      const deadline = Date.now() + 10_000;
-      while (!closedEarly && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      await waitFor("the model's server to see the request closed", () => closedEarly);
       expect(closedEarly).toBe(true);
       expect(served).toBeLessThan(300);
       // ...and nothing more is shown: the text is the same after five more token intervals (a

@@ -125,9 +125,8 @@ export class IrisClient {
   readonly scopeJob: string;
   /** The underlying generated gRPC client (for tools that need an RPC not wrapped here). */
   readonly rpc: ControllerServiceClient;
-  readonly #bundles = new Map<string, Promise<UploadedBundle>>();
-  /** The id each finished upload in {@link IrisClient.#bundles} stored. */
-  readonly #bundleIds = new Map<string, string>();
+  /** Uploads by root (`""`: the current work tree), with the id once stored. */
+  readonly #bundles = new Map<string, { upload: Promise<UploadedBundle>; id?: string }>();
 
   private constructor(address: string, opts: IrisClientOptions) {
     this.address = address;
@@ -185,11 +184,7 @@ export class IrisClient {
 
   /** Drops every cached upload of bundle `id`, so that the next use uploads it again. */
   #forgetBundle(id: string): void {
-    for (const [key, bundleId] of this.#bundleIds) {
-      if (bundleId !== id) continue;
-      this.#bundles.delete(key);
-      this.#bundleIds.delete(key);
-    }
+    for (const [key, entry] of this.#bundles) if (entry.id === id) this.#bundles.delete(key);
   }
 
   /**
@@ -203,21 +198,19 @@ export class IrisClient {
    */
   uploadBundle(root?: string): Promise<UploadedBundle> {
     const key = root ?? "";
-    let p = this.#bundles.get(key);
-    if (p === undefined) {
-      const upload = this.#upload(root);
-      p = upload;
-      this.#bundles.set(key, upload);
-      upload.then(
-        (b) => {
-          if (this.#bundles.get(key) === upload) this.#bundleIds.set(key, b.id);
-        },
+    let entry = this.#bundles.get(key);
+    if (entry === undefined) {
+      const e: { upload: Promise<UploadedBundle>; id?: string } = { upload: this.#upload(root) };
+      this.#bundles.set(key, e);
+      e.upload.then(
+        (b) => (e.id = b.id),
         () => {
-          if (this.#bundles.get(key) === upload) this.#bundles.delete(key);
+          if (this.#bundles.get(key) === e) this.#bundles.delete(key);
         },
       );
+      entry = e;
     }
-    return p;
+    return entry.upload;
   }
 
   async #upload(root: string | undefined): Promise<UploadedBundle> {

@@ -7,6 +7,7 @@ import { createHash, randomBytes } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import { IrisError } from "../errors.ts";
+import { beyondRetention } from "../internal/retention.ts";
 import { BUNDLE_ID } from "../jobSpec.ts";
 
 /** Bytes of one FetchBundle chunk. */
@@ -114,14 +115,9 @@ export class BundleStore {
       if (m) bundles.push({ id: `sha256:${m[1]}`, file, usedMs });
       else if (!this.#writing.has(file) && o.now - usedMs >= o.graceMs) fs.rmSync(file, { force: true });
     }
-    bundles.sort((a, b) => b.usedMs - a.usedMs || (a.id < b.id ? -1 : 1));
-    const removed: string[] = [];
-    bundles.forEach((b, rank) => {
-      if (rank < o.keep || o.inUse.has(b.id) || o.now - b.usedMs < o.graceMs) return;
-      fs.rmSync(b.file, { force: true });
-      removed.push(b.id);
-    });
-    return removed;
+    const stale = beyondRetention(bundles, { ...o, spare: (b) => o.inUse.has(b.id) });
+    for (const b of stale) fs.rmSync(b.file, { force: true });
+    return stale.map((b) => b.id);
   }
 }
 

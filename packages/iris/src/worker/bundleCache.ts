@@ -11,6 +11,7 @@ import path from "node:path";
 import * as tar from "tar";
 import { z } from "zod";
 import type { WorkerControlServiceClient } from "../internal/rpc.ts";
+import { beyondRetention } from "../internal/retention.ts";
 import { toIrisError } from "../internal/rpc.ts";
 import { processAlive, readProcStat } from "./processGroup.ts";
 
@@ -155,10 +156,8 @@ export class BundleCache {
         // Not built (yet): not this pass's business.
       }
     }
-    built.sort((a, b) => b.usedMs - a.usedMs);
     const removed: string[] = [];
-    for (const b of built.slice(keep)) {
-      if (building.has(b.name) || now - b.usedMs < RECENT_USE_MS || this.#held(b.dir)) continue;
+    for (const b of beyondRetention(built, { keep, graceMs: RECENT_USE_MS, now, spare: (x) => building.has(x.name) || this.#held(x.dir) })) {
       // Renamed first, so that no one finds a half-removed bundle under its name.
       const trash = `${b.dir}.${randomBytes(4).toString("hex")}.trash`;
       try {

@@ -1,5 +1,4 @@
 // Test helpers: waiting on a condition with a deadline (never a sleep), and whether a pid is alive.
-import fs from "node:fs";
 
 /**
  * Polls `check` until it returns a value other than `undefined`/`false`, or throws after
@@ -22,17 +21,4 @@ export async function waitFor<T>(
 }
 
 /** Whether a process with this pid exists (and is not a zombie awaiting its parent). */
-export function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  try {
-    // A zombie still answers kill(0); its state letter in /proc says it is dead.
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
-  } catch {
-    return false;
-  }
-}
+export { processAlive } from "../processGroup.ts";
