@@ -244,61 +244,75 @@ export default () => [
 });
 
 describe("a SIGKILL during publish never leaves a half-filled output folder", () => {
-  it("the output folder is absent or complete at every moment; the next run completes the publish", async () => {
-    const FILES = 2000;
-    const calls = path.join(tmp, "publish-calls");
-    const script = await writeScript(
-      "publish.ts",
-      `export default () => [m.defineStep({ name: "pub/big", config: { files: ${FILES} }, fn: async (ctx) => {
+  const FILES = 2000;
+  // The runner is SIGKILLed (a real SIGKILL of its process, by itself) at an exact point of the
+  // publish: the script, which runs in the runner's process, wraps fs.promises.rename and kills the
+  // process just before, or just after, the rename of the staging folder to the output folder.
+  // Deterministic where a watcher racing the runner for the journal's few microseconds was not.
+  for (const at of ["before-rename", "after-rename"] as const) {
+    it(`killed ${at}: the output folder is absent or complete at every moment; the next run completes the publish`, async () => {
+      const dir = path.join(tmp, `publish-${at}`);
+      await fs.mkdir(dir);
+      const calls = path.join(dir, "calls");
+      const killed = path.join(dir, "killed");
+      const script = await writeScript(
+        `publish-${at}.ts`,
+        `import { promises as fsp, appendFileSync } from "node:fs";
+const realRename = fsp.rename;
+fsp.rename = async (from, to) => {
+  const publishing = process.env.KILL_AT !== undefined && /^staging-\\d+$/.test(path.basename(String(from))) && /^big-/.test(path.basename(String(to)));
+  const die = () => { appendFileSync(process.env.KILLED, process.env.KILL_AT + "\\n"); process.kill(process.pid, "SIGKILL"); };
+  if (publishing && process.env.KILL_AT === "before-rename") die();
+  await realRename(from, to);
+  if (publishing && process.env.KILL_AT === "after-rename") die();
+};
+export default () => [m.defineStep({ name: "pub/big", config: { files: ${FILES} }, fn: async (ctx) => {
   await appendFile(process.env.CALLS, "x\\n");
   for (let i = 0; i < ctx.config.files; i++) await writeFile(path.join(ctx.outputPath, "f" + i), String(i));
   return { files: ctx.config.files };
 } })];`,
-    );
-    const prefix = path.join(tmp, "publish-out");
-    const metaRoot = path.join(prefix, "pub", ".marin");
-    const run = start(["run", script, "--prefix", prefix], { CALLS: calls });
-    let killedAtJournal = false;
-    const seen = new Set<number>();
-    try {
-      // Watch synchronously (the runner is another process): kill it the moment its journal appears.
-      const deadline = Date.now() + 120_000;
-      for (;;) {
-        if (Date.now() > deadline) throw new Error("the publish never started");
-        const id = existsSync(metaRoot) ? readdirSync(metaRoot).find((n) => n.startsWith("big-")) : undefined;
-        if (id) {
-          const out = path.join(prefix, "pub", id);
-          if (existsSync(out)) seen.add(readdirSync(out).length);
-          if (existsSync(path.join(metaRoot, id, "publish.json"))) {
-            run.child.kill("SIGKILL");
-            killedAtJournal = true;
-            if (existsSync(out)) seen.add(readdirSync(out).length);
-            break;
+      );
+      const prefix = path.join(dir, "out");
+      const metaRoot = path.join(prefix, "pub", ".marin");
+      const outputs = () => (existsSync(path.join(prefix, "pub")) ? readdirSync(path.join(prefix, "pub")).filter((n) => n.startsWith("big-")) : []);
+      // While the runner lives, every look at the output folder finds it absent or holding all its files.
+      const seen: number[] = [];
+      const run = start(["run", script, "--prefix", prefix], { CALLS: calls, KILLED: killed, KILL_AT: at });
+      let running = true;
+      const watching = (async () => {
+        while (running) {
+          for (const id of outputs()) {
+            try {
+              seen.push(readdirSync(path.join(prefix, "pub", id)).length);
+            } catch {
+              // renamed away between the listing and the look: nothing seen
+            }
           }
+          await new Promise((r) => setImmediate(r));
         }
-        if (run.child.exitCode !== null) break;
-      }
-    } finally {
-      run.child.kill("SIGKILL");
-    }
-    await run.done;
-    expect(killedAtJournal).toBe(true);
-    // Every time the output folder was visible, it held all its files.
-    for (const n of seen) expect(n).toBe(FILES);
-    const id = readdirSync(metaRoot).find((n) => n.startsWith("big-"))!;
-    const out = path.join(prefix, "pub", id);
-    if (existsSync(out)) expect(readdirSync(out)).toHaveLength(FILES);
-    const status = await marin(["status", "--prefix", prefix]);
-    const succeeded = /SUCCESS/.test(status.stdout);
-    if (!succeeded) {
+      })();
+      const r = await run.done;
+      running = false;
+      await watching;
+      expect(r.signal, r.stdout + r.stderr).toBe("SIGKILL");
+      expect(await fs.readFile(killed, "utf8")).toBe(`${at}\n`);
+      for (const n of seen) expect(n).toBe(FILES);
+      const id = readdirSync(metaRoot).find((n) => n.startsWith("big-"))!;
+      const out = path.join(prefix, "pub", id);
+      expect(existsSync(path.join(metaRoot, id, "publish.json"))).toBe(true);
+      if (at === "before-rename") expect(existsSync(out)).toBe(false);
+      else expect(readdirSync(out)).toHaveLength(FILES);
+
+      const status = await marin(["status", "--prefix", prefix]);
       expect(status.stdout).toMatch(/pub\/big-\w+\s+RUNNING \(publish pending: the next run completes it\)/);
       expect((await marin(["plan", script, "--prefix", prefix])).stdout).toMatch(/publish pending/);
-    }
-    const again = await marin(["run", script, "--prefix", prefix], { CALLS: calls });
-    expect(again.code, again.stderr).toBe(0);
-    expect(readdirSync(out)).toHaveLength(FILES);
-    expect(again.stdout).toMatch(/files: 2000/);
-    // Completed from the journal: the step's function ran once in all.
-    expect((await fs.readFile(calls, "utf8")).trim().split("\n")).toHaveLength(1);
-  });
+      const again = await marin(["run", script, "--prefix", prefix], { CALLS: calls });
+      expect(again.code, again.stderr).toBe(0);
+      expect(readdirSync(out)).toHaveLength(FILES);
+      expect(again.stdout).toMatch(/files: 2000/);
+      expect(existsSync(path.join(metaRoot, id, "publish.json"))).toBe(false);
+      // Completed from the journal: the step's function ran once in all.
+      expect((await fs.readFile(calls, "utf8")).trim().split("\n")).toHaveLength(1);
+    });
+  }
 });
