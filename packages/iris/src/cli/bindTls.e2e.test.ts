@@ -11,6 +11,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Controller } from "../controller/controller.ts";
 import { IrisClient } from "../client/irisClient.ts";
+import type { IrisError } from "../errors.ts";
 import { waitFor } from "../testing.ts";
 import { Worker } from "../worker/worker.ts";
 
@@ -75,6 +76,9 @@ beforeAll(() => {
   openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=127.0.0.1");
   fs.writeFileSync(path.join(dir, "san.ext"), "subjectAltName=IP:127.0.0.1,DNS:localhost\n");
   openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-out", "server.pem", "-days", "2", "-extfile", "san.ext");
+  // Signed by the trusted CA, but for another address only.
+  fs.writeFileSync(path.join(dir, "elsewhere.ext"), "subjectAltName=IP:10.9.9.9,DNS:elsewhere.example\n");
+  openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-out", "elsewhere.pem", "-days", "2", "-extfile", "elsewhere.ext");
 });
 afterAll(() => {
   fs.rmSync(dir, { recursive: true, force: true });
@@ -137,6 +141,9 @@ describe("iris controller: TLS", () => {
       };
       const ok = await run(["--tls-ca", path.join(dir, "ca.pem")]);
       expect(ok.code, ok.err).toBe(0);
+      // Dialled by IP, without Node's RFC 6066 warning about an IP as the TLS server name.
+      expect(address).toMatch(/^127\.0\.0\.1:\d+$/);
+      expect(ok.err).not.toMatch(/DEP0123|ServerName/);
       const viaEnv = await run([], { IRIS_TLS_CA: path.join(dir, "ca.pem") });
       expect(viaEnv.code, viaEnv.err).toBe(0);
       const wrong = await run(["--tls-ca", path.join(dir, "other-ca.pem")]);
@@ -147,6 +154,31 @@ describe("iris controller: TLS", () => {
       expect(plain.code).toBe(1);
     } finally {
       expect(await c.stop()).toBe(0);
+    }
+  });
+
+  it("a certificate from the trusted CA but for another address is refused, by IP and by name", async () => {
+    const controller = await Controller.start({
+      port: 0,
+      dbPath: path.join(dir, "elsewhere.sqlite"),
+      token: "tls-admin-token",
+      tls: { cert: fs.readFileSync(path.join(dir, "elsewhere.pem")), key: fs.readFileSync(path.join(dir, "server.key")) },
+    });
+    try {
+      const port = controller.address.split(":").pop()!;
+      for (const address of [`127.0.0.1:${port}`, `localhost:${port}`]) {
+        const client = IrisClient.connect(address, { token: "tls-admin-token", tlsCa: path.join(dir, "ca.pem"), user: "tls" });
+        try {
+          const err = await client.list().then(() => undefined, (e: unknown) => e as IrisError);
+          expect(err?.code).toBe("UNAVAILABLE");
+          expect(err?.message).toMatch(/does not match certificate's altnames/);
+          expect(err?.message).toMatch(/not issued for the address dialled/);
+        } finally {
+          client.close();
+        }
+      }
+    } finally {
+      await controller.stop();
     }
   });
 

@@ -3,7 +3,9 @@
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 import fs from "node:fs";
+import net from "node:net";
 import path from "node:path";
+import tls from "node:tls";
 import { IrisError, irisCodeOf } from "../errors.ts";
 import type { ProtoGrpcType as ControllerProto } from "./generated/controller.ts";
 import type { ControllerServiceClient } from "./generated/iris/v1/ControllerService.ts";
@@ -42,12 +44,41 @@ export interface RpcClientOptions {
   tlsCa?: string | undefined;
 }
 
+/** A client channel's credentials and the channel options that go with them. */
+export interface ChannelSecurity {
+  credentials: grpc.ChannelCredentials;
+  options: grpc.ChannelOptions;
+}
+
+/** The name sent as TLS SNI to a controller addressed by IP (RFC 6066 forbids an IP there). */
+const SNI_FOR_IP = "iris-controller.invalid";
+
 /**
- * The channel credentials of a client: TLS trusting `tlsCa` (a PEM file or PEM text; default
- * `IRIS_TLS_CA`), plaintext when there is none. An unreadable CA file is INVALID_ARGUMENT.
+ * The host of a gRPC target: `host:port`, `[v6]:port`, a bare host, or those behind `dns:`,
+ * `dns:///`, `ipv4:` or `ipv6:`; undefined for other schemes (`unix:`).
  */
-export function channelCredentials(tlsCa: string | undefined = process.env.IRIS_TLS_CA): grpc.ChannelCredentials {
-  if (tlsCa === undefined || tlsCa === "") return grpc.credentials.createInsecure();
+export function targetHost(address: string): string | undefined {
+  let rest = address;
+  const scheme = /^(?:dns|ipv4|ipv6):(?:\/\/[^/]*\/)?/i.exec(rest);
+  if (scheme) rest = rest.slice(scheme[0].length);
+  else if (/^[a-z][a-z0-9+.-]*:/i.test(rest) && !/^[^:]+:\d+$/.test(rest)) return undefined;
+  if (net.isIP(rest) !== 0) return rest;
+  const v6 = /^\[([^\]]+)\](?::\d+)?$/.exec(rest);
+  if (v6) return v6[1];
+  const host = rest.replace(/:\d+$/, "");
+  return host === "" ? undefined : host;
+}
+
+/**
+ * The channel credentials of a client of `address`: TLS trusting `tlsCa` (a PEM file or PEM text;
+ * default `IRIS_TLS_CA`), plaintext when there is none. An unreadable CA file is INVALID_ARGUMENT.
+ *
+ * A controller addressed by IP is still verified against that IP (its certificate must carry it
+ * as an IP subjectAltName), but the TLS server name sent is a placeholder: grpc-js would send the
+ * IP, which RFC 6066 forbids and Node answers with a DEP0123 warning on every such process.
+ */
+export function channelSecurity(address: string, tlsCa: string | undefined = process.env.IRIS_TLS_CA): ChannelSecurity {
+  if (tlsCa === undefined || tlsCa === "") return { credentials: grpc.credentials.createInsecure(), options: {} };
   let pem: Buffer;
   if (tlsCa.includes("-----BEGIN")) pem = Buffer.from(tlsCa);
   else {
@@ -57,7 +88,11 @@ export function channelCredentials(tlsCa: string | undefined = process.env.IRIS_
       throw new IrisError("INVALID_ARGUMENT", `TLS CA ${tlsCa}: ${(e as Error).message}`);
     }
   }
-  return grpc.credentials.createSsl(pem);
+  const host = targetHost(address);
+  if (host === undefined || net.isIP(host) === 0) return { credentials: grpc.credentials.createSsl(pem), options: {} };
+  // grpc-js hands the check the override name: this one checks the address actually dialled.
+  const credentials = grpc.credentials.createSsl(pem, null, null, { checkServerIdentity: (_name, cert) => tls.checkServerIdentity(host, cert) });
+  return { credentials, options: { "grpc.ssl_target_name_override": SNI_FOR_IP } };
 }
 
 // Every call gets the token through an interceptor: grpc-js sends call credentials only on
@@ -72,8 +107,9 @@ function authInterceptor(token: string): grpc.Interceptor {
     });
 }
 
-function clientOptions(opts: RpcClientOptions): grpc.ClientOptions {
+function clientOptions(opts: RpcClientOptions, tlsOptions: grpc.ChannelOptions): grpc.ClientOptions {
   return {
+    ...tlsOptions,
     interceptors: opts.token ? [authInterceptor(opts.token)] : [],
     "grpc.max_receive_message_length": 64 * 1024 * 1024,
     "grpc.keepalive_time_ms": 30_000,
@@ -87,13 +123,15 @@ function clientOptions(opts: RpcClientOptions): grpc.ClientOptions {
 /** A client of the controller's client-facing service (`iris.v1.ControllerService`). */
 export function createControllerClient(address: string, opts: RpcClientOptions = {}): ControllerServiceClient {
   const { ControllerService } = loadIrisProto();
-  return new ControllerService(address, channelCredentials(opts.tlsCa), clientOptions(opts));
+  const sec = channelSecurity(address, opts.tlsCa);
+  return new ControllerService(address, sec.credentials, clientOptions(opts, sec.options));
 }
 
 /** A client of the controller's worker-facing service (`iris.v1.WorkerControlService`). */
 export function createWorkerControlClient(address: string, opts: RpcClientOptions = {}): WorkerControlServiceClient {
   const { WorkerControlService } = loadIrisProto();
-  return new WorkerControlService(address, channelCredentials(opts.tlsCa), clientOptions(opts));
+  const sec = channelSecurity(address, opts.tlsCa);
+  return new WorkerControlService(address, sec.credentials, clientOptions(opts, sec.options));
 }
 
 /**
@@ -121,7 +159,9 @@ export function toIrisError(err: unknown, callSite?: Error): IrisError {
   const e = err as Partial<grpc.ServiceError> | undefined;
   const code = typeof e?.code === "number" ? irisCodeOf(e.code) : "UNKNOWN";
   let message = typeof e?.details === "string" && e.details !== "" ? e.details : String((err as Error)?.message ?? err);
-  if (code === "UNAVAILABLE" && /certificate|SSL|TLS|handshake|wrong version number/i.test(message)) {
+  if (code === "UNAVAILABLE" && /ERR_TLS_CERT_ALTNAME_INVALID|does not match certificate's altnames/.test(message)) {
+    message += " (TLS: the controller's certificate is not issued for the address dialled; connect by a name or IP it lists as a subjectAltName)";
+  } else if (code === "UNAVAILABLE" && /certificate|SSL|TLS|handshake|wrong version number/i.test(message)) {
     message +=
       " (TLS: the controller's certificate is not trusted by this client, or one side speaks TLS and the other does not; " +
       "give the CA that signed it with --tls-ca or IRIS_TLS_CA)";

@@ -10,7 +10,7 @@ import os from "node:os";
 import path from "node:path";
 import * as grpc from "@grpc/grpc-js";
 import { IrisError } from "../errors.ts";
-import { channelCredentials, loadIrisProto, unary, type WorkerControlServiceClient } from "../internal/rpc.ts";
+import { channelSecurity, loadIrisProto, unary, type WorkerControlServiceClient } from "../internal/rpc.ts";
 import { AttemptLauncher, ORPHAN_GRACE_MS } from "./attemptLauncher.ts";
 import { AttemptStore } from "./attemptStore.ts";
 import { BundleCache } from "./bundleCache.ts";
@@ -278,7 +278,9 @@ function workerControlClient(address: string, token: string | undefined, tlsCa: 
         next(metadata, listener);
       },
     });
-  return new WorkerControlService(address, channelCredentials(tlsCa), {
+  const sec = channelSecurity(address, tlsCa);
+  return new WorkerControlService(address, sec.credentials, {
+    ...sec.options,
     interceptors: token !== undefined && token !== "" ? [bearer] : [],
     "grpc.initial_reconnect_backoff_ms": REGISTER_BACKOFF_START_MS,
     "grpc.max_reconnect_backoff_ms": REGISTER_BACKOFF_MAX_MS,
