@@ -4,7 +4,8 @@
 // of float32 gradient, through shared memory and over TCP; (3) trainLm tokens/s on 1 and 2 ranks (one thread each, iris gang on an
 // embedded LocalCluster) for the two reference models (global batch 16, as the models define it;
 // and 2 ranks of 16 each, global 32: weak scaling), beside one rank at 2 threads and two
-// independent one-rank runs at once (the ceiling of two processes on this machine), and PyTorch
+// independent one-rank runs at once, on the whole batch each (the ceiling of two processes on this
+// machine) and on half of it each (the ceiling of 2 ranks at that global batch), and PyTorch
 // (torchPeer.py) at 2 threads on the same model in the same run when /usr/bin/python3 has torch.
 //
 // Usage: pnpm bench levanter/dataParallel [-- --backend wasm|native --steps N --rounds R --batch B --models small,large --no-torch --only transport,allreduce,train]
@@ -230,9 +231,17 @@ if (only.includes("train")) {
       const twoThreads = await run(label, m, steps, 1, 1, 2, "1-1-2threads");
       if (twoThreads) console.log(`${label.padEnd(6)} 1 rank, 2 threads: ${twoThreads.toFixed(0).padStart(6)} tokens/s`);
       const pair = await Promise.all([run(label, m, 2 * steps, 1, 1, 1, "alone-a"), run(label, m, 2 * steps, 1, 1, 1, "alone-b")]);
+      // The ceiling of the 2-rank run itself (strong scaling): two independent one-rank runs at
+      // once, each on half the global batch, as each rank computes it — everything 2 ranks do but
+      // talk. Their tokens/s summed over the best 1-rank round bounds what any all-reduce can give.
+      const halves = BATCH % 2 === 0 ? await Promise.all([run(label, m, 2 * steps, 1, 1, 1, "half-a", BATCH / 2), run(label, m, 2 * steps, 1, 1, 1, "half-b", BATCH / 2)]) : [];
       const one = tps[`${label}/1/1`];
       const two = tps[`${label}/2/2`];
       if (pair[0] && pair[1] && one) console.log(`${label.padEnd(6)} two independent 1-rank runs at once: ${pair[0].toFixed(0)} + ${pair[1].toFixed(0)} tokens/s → ceiling ${((pair[0] + pair[1]) / one).toFixed(2)}× the best 1-rank round`);
+      if (halves[0] && halves[1] && one) {
+        const ceiling = (halves[0] + halves[1]) / one;
+        console.log(`${label.padEnd(6)} two independent 1-rank runs at once of batch ${BATCH / 2} (a rank's half, no communication): ${halves[0].toFixed(0)} + ${halves[1].toFixed(0)} tokens/s → strong-scaling ceiling ${ceiling.toFixed(2)}× the best 1-rank round${two ? `; 2 ranks reach ${((two / one / ceiling) * 100).toFixed(0)} % of it` : ""}`);
+      }
       if (one && two) console.log(`${label.padEnd(6)} 2 ranks / 1 rank by round: ${ratios.join(", ")}× (best of each: ${(two / one).toFixed(2)}×${mb2 ? `; vs the same-bits 1-rank run: ${(two / mb2).toFixed(2)}×` : ""}${twoThreads ? `; vs 1 rank at 2 threads: ${(two / twoThreads).toFixed(2)}×` : ""})`);
       if (weakRatios.length > 0) console.log(`${label.padEnd(6)} 2 ranks of ${BATCH} each (global ${2 * BATCH}) / 1 rank of ${BATCH}, by round: ${weakRatios.join(", ")}×`);
     }

@@ -75,7 +75,9 @@ export function buildProgram(): Command {
         if (ranks < 1) throw new LevanterError("INVALID_CONFIG", `--ranks: expected a positive integer, got ${ranks}`);
         const token = process.env.IRIS_AUTH_TOKEN;
         const { runTrainGang } = await import("../trainer/gangJob.ts");
-        const r = await runTrainGang(config, ranks, { logOut: process.stderr, ...(opts.cluster !== undefined ? { cluster: opts.cluster } : {}), ...(token ? { token } : {}) });
+        // Rank 0's progress lines (as iris gets them) on stderr, beside every rank's log lines.
+        const statusSink = async (text: string) => void process.stderr.write(`${text}\n`);
+        const r = await runTrainGang(config, ranks, { logOut: process.stderr, statusSink, ...(opts.cluster !== undefined ? { cluster: opts.cluster } : {}), ...(token ? { token } : {}) });
         process.stdout.write(`${JSON.stringify(r)}\n`);
         if (r.state !== "SUCCEEDED") process.exitCode = 1;
         return;

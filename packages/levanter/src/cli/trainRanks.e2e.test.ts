@@ -1,4 +1,4 @@
-// `levanter train --ranks 2` as a real process: an embedded local cluster runs the gang.
+// `levanter train --ranks 2` as a real process (an embedded local cluster runs the gang), and runTrainGang's statusSink.
 import { execFile } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
@@ -7,6 +7,7 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { syntheticDocuments, writeByteCache } from "../internal/testCorpus.ts";
+import { runTrainGang } from "../trainer/gangJob.ts";
 
 const pkgDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const main = path.join(pkgDir, "src/cli/main.ts");
@@ -18,7 +19,7 @@ describe("levanter train --ranks", () => {
     await writeByteCache(path.join(dir, "cache"), syntheticDocuments(40, 5));
     writeFileSync(
       path.join(dir, "c.yaml"),
-      `model: {nLayers: 1, dModel: 16, nHeads: 2, seqLen: 16}\ndata: {trainCache: ${path.join(dir, "cache")}}\ntrainer: {numTrainSteps: 4, batchSize: 4, trackers: [jsonl], backend: wasm, threads: 1, runDir: ${path.join(dir, "run")}}\n`,
+      `model: {nLayers: 1, dModel: 16, nHeads: 2, seqLen: 16}\ndata: {trainCache: ${path.join(dir, "cache")}}\ntrainer: {numTrainSteps: 4, batchSize: 4, trackers: [jsonl], backend: wasm, threads: 1, statusIntervalSeconds: 0.01, runDir: ${path.join(dir, "run")}}\n`,
     );
   });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -35,6 +36,29 @@ describe("levanter train --ranks", () => {
     expect(stderr).toMatch(/\[rank 0\] .*"rank":0/);
     expect(stderr).toMatch(/\[rank 1\] .*"rank":1/);
     expect(stderr).toMatch(/"world":2,"microBatches":2/);
+    // Rank 0's progress reached iris and came back as progress lines, the last step's among them.
+    expect(stderr).toMatch(/^step [1-4]\/4 \(\d+\.\d%\) · loss \d/m);
+    expect(stderr).toMatch(/^step 4\/4 \(100\.0%\)/m);
     expect(readFileSync(path.join(dir, "run", "metrics.jsonl"), "utf8").trim().split("\n")).toHaveLength(4);
+  });
+
+  it("runTrainGang hands rank 0's status reports, with their metrics, to statusSink", async () => {
+    const seen: { text: string; metrics: Record<string, number> }[] = [];
+    const r = await runTrainGang(
+      { model: { nLayers: 1, dModel: 16, nHeads: 2, seqLen: 16 }, data: { trainCache: path.join(dir, "cache") }, trainer: { numTrainSteps: 4, batchSize: 4, trackers: ["jsonl"], backend: "wasm", threads: 1, statusIntervalSeconds: 0.01, runDir: path.join(dir, "run-sink") } },
+      2,
+      { statusSink: async (text, metrics) => void seen.push({ text, metrics }) },
+    );
+    expect(r.state, r.error).toBe("SUCCEEDED");
+    expect(seen.length).toBeGreaterThan(0);
+    expect(seen.at(-1)!.text).toMatch(/^step 4\/4 \(100\.0%\)/);
+    // Each text once, in step order; the metrics points came with them (the gang's, not empty).
+    const steps = seen.map((s) => Number(/^step (\d+)/.exec(s.text)![1]));
+    expect(steps).toEqual([...steps].sort((a, b) => a - b));
+    expect(new Set(seen.map((s) => s.text)).size).toBe(seen.length);
+    const withMetrics = seen.filter((s) => Object.keys(s.metrics).length > 0);
+    expect(withMetrics.length).toBeGreaterThan(0);
+    expect(withMetrics.at(-1)!.metrics.step).toBe(4);
+    expect(withMetrics.some((s) => (s.metrics["throughput/tokens_per_second"] ?? 0) > 0)).toBe(true);
   });
 });

@@ -1,10 +1,11 @@
 // The iris job of a data-parallel training run: `ranks` gang members each running trainLm, which
 // joins the gang by itself (see distributed.ts); used by `levanter train --ranks` and by marin.
-import { getIrisCtx, IrisClient, LocalCluster, localWorkerCapacity, type Job, type JobSpecInput } from "@marin/iris";
+import { getIrisCtx, IrisClient, LocalCluster, localWorkerCapacity, type Job, type JobSpecInput, type JobStatus } from "@marin/iris";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { LevanterError } from "../errors.ts";
 import { log } from "../internal/log.ts";
+import type { StatusSink } from "./status.ts";
 import type { TrainLmResult } from "./trainLm.ts";
 import { parseTrainLmConfig, type TrainLmConfig, type TrainLmConfigInput } from "./trainerConfig.ts";
 
@@ -68,6 +69,41 @@ export interface RunTrainGangOptions {
   logOut?: NodeJS.WritableStream;
   /** Terminates the gang when it fires. */
   signal?: AbortSignal;
+  /**
+   * Receives rank 0's status reports as they reach iris (the progress line — step, loss, tok/s,
+   * MFU, ETA — and the metrics point reported with it), so a caller inside an iris task can show
+   * the gang's progress as its own (marin's `trainLmStep` does). A failing sink is logged, never
+   * raised.
+   */
+  statusSink?: StatusSink;
+}
+
+/**
+ * Follows rank 0's status on `client` and hands each new one to `sink` in order: called with
+ * every job status the wait sees; a new status text fetches the newest metrics point with it.
+ */
+function rankZeroStatus(client: IrisClient, sink: StatusSink): { onStatus: (st: JobStatus) => void; flush: () => Promise<void> } {
+  let lastText = "";
+  let lastStep = -Infinity;
+  let chain = Promise.resolve();
+  return {
+    onStatus: (st) => {
+      const t0 = st.tasks.find((t) => t.index === 0);
+      const text = t0?.statusText;
+      if (!t0 || text === undefined || text === "" || text === lastText) return;
+      lastText = text;
+      chain = chain
+        .then(async () => {
+          const { points } = await client.getTaskMetrics(t0.taskId);
+          const newest = points.at(-1);
+          const fresh = newest !== undefined && newest.step > lastStep;
+          if (fresh) lastStep = newest.step;
+          await sink(text, fresh ? newest.metrics : {});
+        })
+        .catch((e: unknown) => log("warn", "forwarding rank 0's status failed", { error: String(e) }));
+    },
+    flush: () => chain,
+  };
 }
 
 // Tasks may run in another directory (or on another machine sharing the filesystem): every
@@ -105,7 +141,9 @@ export async function runTrainGang(input: TrainLmConfig | TrainLmConfigInput, ra
       ...(local ? { cpuMillis: localWorkerCapacity(ranks).cpuMillis } : {}),
       env: { LEVANTER_LOG: process.env.LEVANTER_LOG ?? "info" },
     });
-    const job = ctx ? await ctx.submitChild(spec) : await (local?.client ?? client!).submit(spec);
+    const jobClient = ctx ? ctx.client : (local?.client ?? client!);
+    const job = ctx ? await ctx.submitChild(spec) : await jobClient.submit(spec);
+    const progress = opts.statusSink ? rankZeroStatus(jobClient, opts.statusSink) : undefined;
     const onAbort = () => void job.terminate().catch(() => {});
     opts.signal?.addEventListener("abort", onAbort, { once: true });
     const out = opts.logOut;
@@ -114,8 +152,8 @@ export async function runTrainGang(input: TrainLmConfig | TrainLmConfigInput, ra
           for await (const e of job.logs({ follow: true })) out.write(`[rank ${e.taskIndex}] ${e.line}\n`);
         })().catch(() => {})
       : Promise.resolve();
-    const status = await job.wait().finally(() => opts.signal?.removeEventListener("abort", onAbort));
-    await logs;
+    const status = await job.wait(progress ? { onStatus: progress.onStatus } : {}).finally(() => opts.signal?.removeEventListener("abort", onAbort));
+    await Promise.all([logs, progress?.flush()]);
     const results = status.state === "SUCCEEDED" ? await job.results() : [];
     const r0 = results[0] as TrainLmResult | undefined;
     return {
