@@ -46,5 +46,14 @@ describe("trainLmStep with ranks: 2", () => {
     // The step's result, in the run's summary, says it ran on 2 ranks.
     expect(first.out).toMatch(/\n\s+train\s+ran\s/);
     expect(first.out).toMatch(/\n {2}train:\n(?: {4}\w+: .*\n)* {4}ranks: 2\n/);
+    // Both ranks' log lines are in the step's log, each marked with its rank.
+    const logs = await new Promise<string>((resolve) => {
+      const c = spawn(process.execPath, ["--import", "tsx", cli, "logs", "train", "--prefix", path.join(tmp, "out")], { cwd: repoRoot, env: { ...process.env, npm_lifecycle_event: "" }, stdio: ["ignore", "pipe", "inherit"] });
+      let out = "";
+      c.stdout.on("data", (d) => (out += d));
+      c.on("close", () => resolve(out));
+    });
+    expect(logs).toMatch(/\[rank 0\] .*"rank":0/);
+    expect(logs).toMatch(/\[rank 1\] .*"rank":1/);
   });
 });

@@ -191,8 +191,9 @@ export function trainLmStep(opts: TrainLmStepOptions): Step<any> {
           },
         } satisfies Parameters<typeof levanterTrainLm>[0];
       if (cfg.ranks > 1) {
-        // Rank 0's progress becomes this step's, as one rank's would (live view, dashboard).
-        const gang = await runTrainGang(levanterConfig, cfg.ranks, { signal: ctx.signal, statusSink: async (text, metrics) => ctx.reportStatus(text, metrics) });
+        // Rank 0's progress becomes this step's, as one rank's would (live view, dashboard), and
+        // every rank's log lines go to this step's log, each prefixed with its rank.
+        const gang = await runTrainGang(levanterConfig, cfg.ranks, { signal: ctx.signal, logOut: process.stderr, statusSink: async (text, metrics) => ctx.reportStatus(text, metrics) });
         if (gang.state !== "SUCCEEDED" || !gang.result) throw new Error(`the ${cfg.ranks}-rank training gang ${gang.job} ended ${gang.state}${gang.error ? `: ${gang.error}` : ""}`);
         const r = gang.result;
         return { steps: r.step, ranks: cfg.ranks, ...(r.resumedFrom !== undefined ? { resumedFrom: r.resumedFrom } : {}), ...(r.finalLoss !== undefined ? { finalTrainLoss: r.finalLoss } : {}), parameters: r.parameterCount };
