@@ -97,7 +97,7 @@ export function channelSecurity(address: string, tlsCa: string | undefined = pro
 
 // Every call gets the token through an interceptor: grpc-js sends call credentials only on
 // secure channels, and the loopback/cluster channels here are insecure.
-function authInterceptor(token: string): grpc.Interceptor {
+export function authInterceptor(token: string): grpc.Interceptor {
   return (options, nextCall) =>
     new grpc.InterceptingCall(nextCall(options), {
       start(metadata, listener, next) {

@@ -8,9 +8,8 @@ import { randomUUID } from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import * as grpc from "@grpc/grpc-js";
 import { IrisError } from "../errors.ts";
-import { channelSecurity, loadIrisProto, unary, type WorkerControlServiceClient } from "../internal/rpc.ts";
+import { authInterceptor, channelSecurity, loadIrisProto, unary, type WorkerControlServiceClient } from "../internal/rpc.ts";
 import { AttemptLauncher, ORPHAN_GRACE_MS } from "./attemptLauncher.ts";
 import { AttemptStore } from "./attemptStore.ts";
 import { BundleCache } from "./bundleCache.ts";
@@ -271,17 +270,10 @@ export class Worker {
  */
 function workerControlClient(address: string, token: string | undefined, tlsCa: string | undefined): WorkerControlServiceClient {
   const { WorkerControlService } = loadIrisProto();
-  const bearer: grpc.Interceptor = (options, nextCall) =>
-    new grpc.InterceptingCall(nextCall(options), {
-      start(metadata, listener, next) {
-        metadata.set("authorization", `Bearer ${token}`);
-        next(metadata, listener);
-      },
-    });
   const sec = channelSecurity(address, tlsCa);
   return new WorkerControlService(address, sec.credentials, {
     ...sec.options,
-    interceptors: token !== undefined && token !== "" ? [bearer] : [],
+    interceptors: token !== undefined && token !== "" ? [authInterceptor(token)] : [],
     "grpc.initial_reconnect_backoff_ms": REGISTER_BACKOFF_START_MS,
     "grpc.max_reconnect_backoff_ms": REGISTER_BACKOFF_MAX_MS,
     "grpc.keepalive_time_ms": 30_000,
