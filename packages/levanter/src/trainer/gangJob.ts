@@ -84,7 +84,9 @@ export interface RunTrainGangOptions {
  */
 function rankZeroStatus(client: IrisClient, sink: StatusSink): { onStatus: (st: JobStatus) => void; flush: () => Promise<void> } {
   let lastText = "";
-  let lastStep = -Infinity;
+  // When the last forwarded point was recorded: a retried attempt's points (resumed at an
+  // earlier step) are new too.
+  let lastTimeMs = -Infinity;
   let chain = Promise.resolve();
   return {
     onStatus: (st) => {
@@ -96,8 +98,8 @@ function rankZeroStatus(client: IrisClient, sink: StatusSink): { onStatus: (st: 
         .then(async () => {
           const { points } = await client.getTaskMetrics(t0.taskId);
           const newest = points.at(-1);
-          const fresh = newest !== undefined && newest.step > lastStep;
-          if (fresh) lastStep = newest.step;
+          const fresh = newest !== undefined && newest.timeMs > lastTimeMs;
+          if (fresh) lastTimeMs = newest.timeMs;
           await sink(text, fresh ? newest.metrics : {});
         })
         .catch((e: unknown) => log("warn", "forwarding rank 0's status failed", { error: String(e) }));
