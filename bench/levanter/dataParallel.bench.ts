@@ -1,7 +1,9 @@
 // Data parallelism: (1) the transport choice — raw TCP with levanter's framing vs a gRPC bidi
 // stream, ping-pong latency and one-way throughput at a few sizes; (2) the exact all-reduce
 // (reduce-scatter + all-gather over the gang's mesh) between 2 processes on this host, 1 KiB–64 MiB
-// of float32 gradient, through shared memory and over TCP; (3) trainLm tokens/s on 1 and 2 ranks (one thread each, iris gang on an
+// of float32 gradient, through shared memory and over TCP; (3) a machine check (one single-threaded
+// GEMM process alone, then two at once: what two busy cores give here before any communication),
+// then trainLm tokens/s on 1 and 2 ranks (one thread each, iris gang on an
 // embedded LocalCluster) for the two reference models (global batch 16, as the models define it;
 // and 2 ranks of 16 each, global 32: weak scaling), beside one rank at 2 threads and two
 // independent one-rank runs at once, on the whole batch each (the ceiling of two processes on this
@@ -45,6 +47,19 @@ if (args[0] === "--allreduce-rank1") {
     for (let i = 0; i < repsFor(bytes) + 1; i++) await allReduceExactMean(gang, { kind: "raw", values }, [{ offset: 0, length: n, s: 0 }], 2, { into });
   }
   await gang.close();
+  process.exit(0);
+}
+
+// ---- child mode: one single-threaded GEMM process of the machine check -----------------------
+if (args[0] === "--gemm-probe") {
+  const { measureMatMulGflops, selectBackend } = await import("@marin/levanter");
+  await selectBackend({ force: args[1] as "native" | "wasm", threads: 1 });
+  // A rank's largest product on the large model: its 8 rows × 64 tokens through the MLP.
+  const rates: number[] = [];
+  const until = performance.now() + Number(args[2]) * 1000;
+  while (performance.now() < until) rates.push(measureMatMulGflops(512, 256, 1024, 10).wall);
+  rates.sort((a, b) => a - b);
+  console.log(JSON.stringify({ gflops: rates[Math.floor(rates.length / 2)] }));
   process.exit(0);
 }
 
@@ -175,6 +190,21 @@ if (only.includes("train")) {
   const docs = Array.from({ length: 400 }, (_, i) => `${i}: the quick brown fox jumps over the lazy dog. `.repeat(6));
   await writeTokenCacheShard(path.join(dir, "cache"), 0, docs.map((d) => encodeDocument(byteTokenizer, d)), { tokenizer: byteTokenizer.name, vocabSize: byteTokenizer.vocabSize });
   await finalizeTokenCache(path.join(dir, "cache"));
+  // The machine's own ceiling for two processes: one single-threaded GEMM process alone, then two
+  // at once. What two busy cores lose to each other here (shared caches and memory, the host)
+  // bounds every 2-process scheme, before any communication.
+  const probe = () =>
+    new Promise<number>((resolve, reject) => {
+      const c = spawn(process.execPath, ["--import", "tsx", fileURLToPath(import.meta.url), "--gemm-probe", backend, "4"], { stdio: ["ignore", "pipe", "inherit"] });
+      let out = "";
+      c.stdout.on("data", (d: Buffer) => (out += d.toString()));
+      c.on("exit", (code) => (code === 0 ? resolve((JSON.parse(out.trim().split("\n").pop()!) as { gflops: number }).gflops) : reject(new Error(`gemm probe exited ${code}`))));
+    });
+  const alone = await probe();
+  const [pa, pb] = await Promise.all([probe(), probe()]);
+  const alone2 = await probe();
+  const best = Math.max(alone, alone2);
+  console.log(`\n(3) machine check: GEMM [512,256]·[256,1024] on ${backend}, one thread a process: alone ${alone.toFixed(1)}, ${alone2.toFixed(1)} GFLOP/s; two processes at once ${pa.toFixed(1)} + ${pb.toFixed(1)} → ${((pa + pb) / best).toFixed(2)}× one (the most 2 processes get from compute-bound work here)`);
   const cluster = await LocalCluster.start({ workers: 2, workerCpuMillis: 1000 });
   console.log(`\n(3) trainLm tokens/s (global batch ${BATCH} × 64, backend ${backend}, 1 thread per rank; median of the steps after the first 2)`);
   const tps: Record<string, number> = {};

@@ -98,7 +98,7 @@ describe("an unusable --prefix is refused before anything runs", () => {
     const sys = await marin(["run", hello, "--prefix", "/sys/marin-no-such"]);
     expect(sys.code).toBe(1);
     expect(sys.stderr).toMatch(/--prefix \/sys\/marin-no-such: permission denied \(EPERM\)/);
-    expect(sys.stderr).not.toMatch(/\n\s+at /);
+    expect(sys.stderr, `stderr was: ${sys.stderr}`).not.toMatch(/\n\s+at /);
   });
 });
 
