@@ -42,6 +42,11 @@ export interface RpcClientOptions {
    * must chain to. Default: `IRIS_TLS_CA` when set, else plaintext.
    */
   tlsCa?: string | undefined;
+  /**
+   * grpc-js's reconnect backoff, ms: the first retry after a lost connection and the cap
+   * (default 200 and 2000; grpc-js alone would back off up to 2 minutes).
+   */
+  reconnectBackoffMs?: { initial: number; max: number };
 }
 
 /** A client channel's credentials and the channel options that go with them. */
@@ -115,8 +120,8 @@ function clientOptions(opts: RpcClientOptions, tlsOptions: grpc.ChannelOptions):
     "grpc.keepalive_time_ms": 30_000,
     // A controller that restarts is dialled again within 2 s (grpc-js would otherwise back off
     // to minutes), so workers reconcile before they are declared lost.
-    "grpc.initial_reconnect_backoff_ms": 200,
-    "grpc.max_reconnect_backoff_ms": 2000,
+    "grpc.initial_reconnect_backoff_ms": opts.reconnectBackoffMs?.initial ?? 200,
+    "grpc.max_reconnect_backoff_ms": opts.reconnectBackoffMs?.max ?? 2000,
   };
 }
 

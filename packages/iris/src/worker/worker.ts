@@ -9,7 +9,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { IrisError } from "../errors.ts";
-import { authInterceptor, channelSecurity, loadIrisProto, unary, type WorkerControlServiceClient } from "../internal/rpc.ts";
+import { createWorkerControlClient, unary } from "../internal/rpc.ts";
 import { AttemptLauncher, ORPHAN_GRACE_MS } from "./attemptLauncher.ts";
 import { AttemptStore } from "./attemptStore.ts";
 import { BundleCache } from "./bundleCache.ts";
@@ -88,7 +88,9 @@ export class Worker {
     this.stateDir = stateDir;
     this.#ownsStateDir = ownsStateDir;
     this.id = id;
-    const client = workerControlClient(opts.controller, opts.token, opts.tlsCa);
+    // Reconnect backoff capped like registration's: a controller back from an outage is dialled
+    // again within seconds, not after grpc-js's minutes (calls in between fail at once).
+    const client = createWorkerControlClient(opts.controller, { token: opts.token, tlsCa: opts.tlsCa, reconnectBackoffMs: { initial: REGISTER_BACKOFF_START_MS, max: REGISTER_BACKOFF_MAX_MS } });
     const heartbeatFile = (opts.adoptAttempts ?? !ownsStateDir) ? path.join(stateDir, HEARTBEAT_FILE) : undefined;
     if (heartbeatFile !== undefined) {
       // Kept attempts (a previous run's among them) live as long as this file is fresh.
@@ -261,24 +263,6 @@ export class Worker {
       // A faulty listener must not take the worker down.
     }
   }
-}
-
-/**
- * The worker's channel to the controller. Its reconnect backoff is capped like registration's:
- * grpc-js otherwise backs off up to 2 minutes between connection attempts, and calls made in
- * between fail at once, so a controller back from an outage would go unnoticed for that long.
- */
-function workerControlClient(address: string, token: string | undefined, tlsCa: string | undefined): WorkerControlServiceClient {
-  const { WorkerControlService } = loadIrisProto();
-  const sec = channelSecurity(address, tlsCa);
-  return new WorkerControlService(address, sec.credentials, {
-    ...sec.options,
-    interceptors: token !== undefined && token !== "" ? [authInterceptor(token)] : [],
-    "grpc.initial_reconnect_backoff_ms": REGISTER_BACKOFF_START_MS,
-    "grpc.max_reconnect_backoff_ms": REGISTER_BACKOFF_MAX_MS,
-    "grpc.keepalive_time_ms": 30_000,
-    "grpc.max_receive_message_length": 64 * 1024 * 1024,
-  });
 }
 
 /** Where bundles are cached without `bundleCacheDir`: `$IRIS_BUNDLE_CACHE`, else `~/.cache/iris/bundles`. */

@@ -28,15 +28,17 @@ describe("trainLmStep with ranks: 2", () => {
       `export default () => { const docs = m.importCorpus({ files: ${JSON.stringify(path.join(tmp, "docs", "*.txt"))}, shards: 1 }); const tok = m.tokenize({ input: m.outputOf(docs), validationFraction: 0 });\n` +
       `  return [m.trainLmStep({ data: m.outputOf(tok), model: { nLayers: 1, dModel: 16, nHeads: 2, seqLen: 16 }, trainer: { numTrainSteps: 4, batchSize: 4, microBatches: 4 }, backend: "wasm", ranks: ${ranks} })]; };\n`;
     await fs.writeFile(script, body(2));
-    const run = () =>
-      new Promise<{ code: number | null; out: string }>((resolve) => {
-        const child = spawn(process.execPath, ["--import", "tsx", cli, "run", script, "--prefix", path.join(tmp, "out")], { cwd: repoRoot, env: { ...process.env, npm_lifecycle_event: "" }, stdio: ["ignore", "pipe", "pipe"] });
+    // `marin ARGS` as a real process: its exit code, its stdout, and stdout and stderr together.
+    const marin = (...args: string[]) =>
+      new Promise<{ code: number | null; stdout: string; out: string }>((resolve) => {
+        const child = spawn(process.execPath, ["--import", "tsx", cli, ...args, "--prefix", path.join(tmp, "out")], { cwd: repoRoot, env: { ...process.env, npm_lifecycle_event: "" }, stdio: ["ignore", "pipe", "pipe"] });
+        let stdout = "";
         let out = "";
-        child.stdout.on("data", (d) => (out += d));
+        child.stdout.on("data", (d) => ((stdout += d), (out += d)));
         child.stderr.on("data", (d) => (out += d));
-        child.on("close", (code) => resolve({ code, out }));
+        child.on("close", (code) => resolve({ code, stdout, out }));
       });
-    const first = await run();
+    const first = await marin("run", script);
     expect(first.code, first.out).toBe(0);
     const outDir = path.join(tmp, "out");
     const trainDir = (await fs.readdir(outDir)).find((d) => d.startsWith("train-"));
@@ -47,12 +49,7 @@ describe("trainLmStep with ranks: 2", () => {
     expect(first.out).toMatch(/\n\s+train\s+ran\s/);
     expect(first.out).toMatch(/\n {2}train:\n(?: {4}\w+: .*\n)* {4}ranks: 2\n/);
     // Both ranks' log lines are in the step's log, each marked with its rank.
-    const logs = await new Promise<string>((resolve) => {
-      const c = spawn(process.execPath, ["--import", "tsx", cli, "logs", "train", "--prefix", path.join(tmp, "out")], { cwd: repoRoot, env: { ...process.env, npm_lifecycle_event: "" }, stdio: ["ignore", "pipe", "inherit"] });
-      let out = "";
-      c.stdout.on("data", (d) => (out += d));
-      c.on("close", () => resolve(out));
-    });
+    const logs = (await marin("logs", "train")).stdout;
     expect(logs).toMatch(/\[rank 0\] .*"rank":0/);
     expect(logs).toMatch(/\[rank 1\] .*"rank":1/);
   });
