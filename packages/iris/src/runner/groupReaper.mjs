@@ -53,5 +53,7 @@ setInterval(() => {
   if (process.ppid !== workerPid) reap();
 }, pollMs);
 if (process.ppid !== workerPid || !process.connected) reap();
-// Only now: messages sent before the listener above was attached would have been lost.
-else process.send?.({ ready: true });
+// Only now: messages sent before the listener above was attached would have been lost. The worker
+// may die between the check above and this write (EPIPE): with a callback the error comes here
+// instead of as an unhandled 'error' event (a stack trace on the worker's inherited stderr).
+else process.send?.({ ready: true }, (/** @type {Error | null} */ err) => err && reap());
