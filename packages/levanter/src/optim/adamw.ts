@@ -17,6 +17,11 @@ export interface AdamWOptions {
   maxGradNorm: number;
   /** Whether a parameter (by name) is decayed. */
   decayMask: (name: string) => boolean;
+  /**
+   * ZeRO-1: the parameters (by name) whose moments this optimizer keeps and updates; the others
+   * are another rank's (default: all). {@link AdamW.apply} then takes gradients of these alone.
+   */
+  owned?: ReadonlySet<string>;
 }
 
 /** AdamW's scalar state, kept in float64 and stored as JSON so a restore is bit-exact. */
@@ -43,7 +48,11 @@ export class AdamW {
   constructor(params: Map<string, tf.Variable>, options: AdamWOptions) {
     this.params = params;
     this.options = options;
+    for (const name of options.owned ?? []) {
+      if (!params.has(name)) throw new LevanterError("INTERNAL", `AdamW: owned parameter ${name} is not a parameter`);
+    }
     for (const [name, p] of params) {
+      if (options.owned && !options.owned.has(name)) continue;
       this.m.set(name, tf.tidy(() => tf.variable(tf.zerosLike(p), false)));
       this.v.set(name, tf.tidy(() => tf.variable(tf.zerosLike(p), false)));
     }
@@ -54,27 +63,40 @@ export class AdamW {
     return this.scalars.step;
   }
 
+  /** The names of the parameters whose moments this optimizer keeps (all, unless `owned`). */
+  get ownedNames(): string[] {
+    return [...this.m.keys()];
+  }
+
   /** The global L2 norm of `grads` (by name, same shapes as the parameters). */
   globalNorm(grads: Map<string, tf.Tensor>): number {
+    return this.normFromTerms(this.normTerms(grads, [...this.params.keys()]));
+  }
+
+  /**
+   * The terms of the global norm, Σ g² of each gradient of `names` (by name): float64 from the
+   * native kernel, else float32 values from tfjs. A data-parallel gang with sharded ownership
+   * computes each term where the tensor lives and {@link AdamW.normFromTerms} combines them.
+   */
+  normTerms(grads: Map<string, tf.Tensor>, names: readonly string[]): number[] {
     const addon = nativeAddon();
-    if (addon) {
-      // One native pass per gradient, summed in float64 in parameter order.
+    return names.map((n) => {
+      const g = grads.get(n);
+      if (!g) throw new LevanterError("INTERNAL", `no gradient for parameter ${n}`);
+      return addon ? nativeSumSquares(addon, g) : tf.tidy(() => g.square().sum().dataSync()[0]!);
+    });
+  }
+
+  /** The global norm from every parameter's term, in parameter order: the same bits wherever the terms were computed. */
+  normFromTerms(terms: readonly number[]): number {
+    if (terms.length !== this.params.size) throw new LevanterError("INTERNAL", `AdamW: ${terms.length} norm terms for ${this.params.size} parameters`);
+    if (nativeAddon()) {
+      // Summed in float64 in parameter order.
       let total = 0;
-      for (const n of this.params.keys()) {
-        const g = grads.get(n);
-        if (!g) throw new LevanterError("INTERNAL", `no gradient for parameter ${n}`);
-        total += nativeSumSquares(addon, g);
-      }
+      for (const t of terms) total += t;
       return Math.sqrt(total);
     }
-    return tf.tidy(() => {
-      const sq = [...this.params.keys()].map((n) => {
-        const g = grads.get(n);
-        if (!g) throw new LevanterError("INTERNAL", `no gradient for parameter ${n}`);
-        return g.square().sum();
-      });
-      return tf.addN(sq).sqrt().dataSync()[0]!;
-    });
+    return tf.tidy(() => tf.addN(terms.map((t) => tf.scalar(t, "float32"))).sqrt().dataSync()[0]!);
   }
 
   /**
@@ -90,8 +112,8 @@ export class AdamW {
     if (nativeAddon()) {
       // The same float32 operations in one fused native pass per parameter.
       tf.tidy(() => {
-        for (const [name, p] of this.params) {
-          const m = this.m.get(name)!;
+        for (const [name, m] of this.m) {
+          const p = this.params.get(name)!;
           const v = this.v.get(name)!;
           const attrs: AdamWAttrs = { clip, beta1: b1, beta2: b2, bc1: 1 - b1p, bc2: 1 - b2p, epsilon, weightDecay: weightDecay > 0 && decayMask(name) ? weightDecay : 0, lr };
           const [p1, m1, v1] = tf.engine().runKernel(ADAMW_KERNEL, { p, g: grads.get(name)!, m, v }, attrs as unknown as tf.NamedAttrMap) as tf.Tensor[];
@@ -104,10 +126,10 @@ export class AdamW {
       return gradNorm;
     }
     tf.tidy(() => {
-      for (const [name, p] of this.params) {
+      for (const [name, m] of this.m) {
+        const p = this.params.get(name)!;
         let g = grads.get(name)!;
         if (clip !== 1) g = g.mul(clip);
-        const m = this.m.get(name)!;
         const v = this.v.get(name)!;
         const m1 = m.mul(b1).add(g.mul(1 - b1));
         const v1 = v.mul(b2).add(g.square().mul(1 - b2));
@@ -122,23 +144,43 @@ export class AdamW {
     return gradNorm;
   }
 
-  /** The whole state: moments by `<param>/adam_m|adam_v` and the scalars (JSON-safe). */
-  state(): { arrays: Map<string, Float32Array>; scalars: AdamWScalars } {
+  /**
+   * The whole state: moments by `<param>/adam_m|adam_v` and the scalars (JSON-safe). With
+   * `owned`, the other ranks' moments come from `others` (by the same keys).
+   */
+  state(others?: ReadonlyMap<string, Float32Array>): { arrays: Map<string, Float32Array>; scalars: AdamWScalars } {
     const arrays = new Map<string, Float32Array>();
-    for (const [name, m] of this.m) arrays.set(`${name}/adam_m`, m.dataSync() as Float32Array);
-    for (const [name, v] of this.v) arrays.set(`${name}/adam_v`, v.dataSync() as Float32Array);
+    for (const kind of ["adam_m", "adam_v"] as const) {
+      const slots = kind === "adam_m" ? this.m : this.v;
+      for (const name of this.params.keys()) {
+        const key = `${name}/${kind}`;
+        const a = slots.get(name)?.dataSync() ?? others?.get(key);
+        if (!a) throw new LevanterError("INTERNAL", `AdamW.state: no ${key} (another rank's, and not gathered)`);
+        arrays.set(key, a as Float32Array);
+      }
+    }
     return { arrays, scalars: { ...this.scalars } };
   }
 
-  /** Restores a state produced by {@link AdamW.state}, bit for bit. */
+  /** The moments this optimizer keeps (with `owned`: this rank's), keyed as {@link AdamW.state} keys them. */
+  ownMoments(): Map<string, Float32Array> {
+    const out = new Map<string, Float32Array>();
+    for (const [name, m] of this.m) out.set(`${name}/adam_m`, m.dataSync() as Float32Array);
+    for (const [name, v] of this.v) out.set(`${name}/adam_v`, v.dataSync() as Float32Array);
+    return out;
+  }
+
+  /** Restores a state produced by {@link AdamW.state}, bit for bit (with `owned`: those moments; all must be present). */
   load(arrays: Map<string, Float32Array>, scalars: AdamWScalars): void {
-    for (const [kind, slots] of [["adam_m", this.m], ["adam_v", this.v]] as const) {
-      for (const [name, slot] of slots) {
+    for (const kind of ["adam_m", "adam_v"] as const) {
+      const slots = kind === "adam_m" ? this.m : this.v;
+      for (const [name, p] of this.params) {
         const a = arrays.get(`${name}/${kind}`);
-        if (!a || a.length !== slot.size) {
+        if (!a || a.length !== p.size) {
           throw new LevanterError("CHECKPOINT_CORRUPT", `optimizer state ${name}/${kind}: missing or wrong size`);
         }
-        tf.tidy(() => slot.assign(tf.tensor(a, slot.shape, "float32")));
+        const slot = slots.get(name);
+        if (slot) tf.tidy(() => slot.assign(tf.tensor(a, slot.shape, "float32")));
       }
     }
     this.scalars = { ...scalars };

@@ -87,6 +87,75 @@ function bounds(length: number, parts: number, i: number): [number, number] {
   return [Math.floor((i * length) / parts), Math.floor(((i + 1) * length) / parts)];
 }
 
+// The shards of a collective over `length` elements: the given ones checked (contiguous, in rank
+// order, covering everything — every rank must pass the same), else equal parts.
+function checkShards(gang: Gang, length: number, shards: readonly (readonly [number, number])[] | undefined): readonly (readonly [number, number])[] {
+  if (shards === undefined) return Array.from({ length: gang.world }, (_, j) => bounds(length, gang.world, j));
+  let at = 0;
+  const ok = shards.length === gang.world && shards.every(([lo, hi]) => lo === at && hi >= lo && ((at = hi), true)) && at === length;
+  if (!ok) throw new LevanterError("INTERNAL", `collective shards ${JSON.stringify(shards)} do not split ${length} elements over ${gang.world} ranks in order`);
+  return shards;
+}
+
+/**
+ * All-gather of a float32 array split into shards (`shards[r]`, contiguous in rank order): on
+ * entry each rank's own shard of `data` is valid, on return all of it, on every rank. Same-host
+ * peers read the shard from this rank's shared region (`shared: true`, the default when they
+ * mapped it), others get it over TCP, in buckets. With `shared: false` everything goes over TCP
+ * (for a gather right after another one through the region, which a slower peer may still be
+ * reading). `to`: only that rank receives (a gather to one rank); the others only send.
+ */
+export async function allGatherShards(
+  gang: Gang,
+  data: Float32Array,
+  shards: readonly (readonly [number, number])[],
+  opts: { shared?: boolean; to?: number; bucketElements?: number } = {},
+): Promise<Float32Array> {
+  if (gang.world === 1) return data;
+  const length = data.length;
+  checkShards(gang, length, shards);
+  const { rank, world } = gang;
+  const tag = gang.seq++;
+  const bucket = Math.max(1, opts.bucketElements ?? DEFAULT_BUCKET_ELEMENTS);
+  const shared = opts.shared === false ? undefined : await ensureShared(gang, length);
+  const region = shared?.own !== undefined && shared.peers.size > 0 ? new Float32Array(shared.own, sharedLayout(shared.length).result, length) : undefined;
+  const receivers = [...Array(world).keys()].filter((r) => r !== rank && (opts.to === undefined || opts.to === r));
+  const [lo, hi] = shards[rank]!;
+  if (region && receivers.some((r) => shared!.peers.has(r))) region.set(data.subarray(lo, hi), lo);
+  for (let a = lo, g = 0; a < hi; a += bucket, g++) {
+    const e = Math.min(hi, a + bucket);
+    for (const r of receivers) {
+      if (region && shared!.peers.has(r)) gang.send(r, Kind.GATHER_SHM, tag, g);
+      else gang.send(r, Kind.GATHER, tag, g, new Uint8Array(data.buffer, data.byteOffset + a * 4, (e - a) * 4));
+    }
+  }
+  if (opts.to !== undefined && opts.to !== rank) return data;
+  await Promise.all(
+    [...Array(world).keys()]
+      .filter((r) => r !== rank)
+      .map(async (r) => {
+        const [rlo, rhi] = shards[r]!;
+        const theirs = shared?.peers.get(r);
+        for (let a = rlo, g = 0; a < rhi; a += bucket, g++) {
+          const e = Math.min(rhi, a + bucket);
+          if (theirs) {
+            await gang.receive(r, Kind.GATHER_SHM, tag, g);
+            data.set(new Float32Array(theirs, sharedLayout(shared!.length).result + a * 4, e - a), a);
+            continue;
+          }
+          const f = await gang.receive(r, Kind.GATHER, tag, g);
+          if (f.payload.byteLength !== (e - a) * 4) {
+            const err = new LevanterError("DISTRIBUTED", `rank ${r} sent ${f.payload.byteLength} bytes for bucket ${g} of gather ${tag}, expected ${(e - a) * 4}`);
+            gang.fail(err);
+            throw err;
+          }
+          data.set(new Float32Array(f.payload.buffer, f.payload.byteOffset, e - a), a);
+        }
+      }),
+  );
+  return data;
+}
+
 // Means of the elements [lo, hi) into `out`, segment by segment; `acc` holds elements from `base`.
 function finishRange(acc: Float64Array, base: number, lo: number, hi: number, segments: readonly Segment[], count: number, out: Float32Array): void {
   for (const seg of segments) {
@@ -139,7 +208,15 @@ export async function allReduceExactMean(
   mine: Contribution,
   segments: readonly Segment[],
   count: number,
-  opts: { bucketElements?: number; kinds?: readonly ("raw" | "fixed")[]; into?: Float32Array } = {},
+  opts: {
+    bucketElements?: number;
+    kinds?: readonly ("raw" | "fixed")[];
+    into?: Float32Array;
+    /** Each rank's shard `[lo, hi)` of the elements, contiguous in rank order (default: equal parts). */
+    shards?: readonly (readonly [number, number])[];
+    /** False: reduce-scatter only — just this rank's shard of the result is written (ZeRO-1). */
+    gather?: boolean;
+  } = {},
 ): Promise<Float32Array> {
   const length = mine.kind === "raw" ? mine.values.length : mine.partial.length;
   if (!gang || gang.world === 1) {
@@ -151,6 +228,8 @@ export async function allReduceExactMean(
   const layout = sharedLayout(shared.length);
   const out = opts.into?.length === length ? opts.into : new Float32Array(length);
   const { rank, world } = gang;
+  const shards = checkShards(gang, length, opts.shards);
+  const gather = opts.gather ?? true;
   const kinds = opts.kinds ?? Array.from({ length: world }, () => mine.kind);
   const width = (r: number) => (kinds[r] === "raw" ? 4 : 8);
   const tag = gang.seq++;
@@ -158,7 +237,7 @@ export async function allReduceExactMean(
   // Buckets of every shard, numbered globally in shard order.
   const buckets: { owner: number; lo: number; hi: number }[] = [];
   for (let j = 0; j < world; j++) {
-    const [start, end] = bounds(length, world, j);
+    const [start, end] = shards[j]!;
     for (let lo = start; lo < end; lo += bucket) buckets.push({ owner: j, lo, hi: Math.min(end, lo + bucket) });
   }
   const payloadOf = (a: Float64Array | Float32Array, lo: number, hi: number) => new Uint8Array(a.buffer, a.byteOffset + lo * a.BYTES_PER_ELEMENT, (hi - lo) * a.BYTES_PER_ELEMENT);
@@ -210,7 +289,7 @@ export async function allReduceExactMean(
   // Every rank sending raw float32 (one micro-batch each): each bucket is quantized, summed and
   // finished in one pass (rawMean), with no float64 accumulator to fill and read back.
   const mineRaw = mine.kind === "raw" && kinds.every((k) => k === "raw") ? mine.values : undefined;
-  const resultView = shmPeers.length > 0 ? new Float32Array(shared.own!, layout.result, length) : undefined;
+  const resultView = gather && shmPeers.length > 0 ? new Float32Array(shared.own!, layout.result, length) : undefined;
   const reduceOwnRaw = async (g: number, b: { lo: number; hi: number }, values: Float32Array) => {
     // Element i of the gradient is at sources[k].values[i - sources[k].from].
     const sources = [{ values, from: 0 }];
@@ -234,6 +313,7 @@ export async function allReduceExactMean(
   const reduceOwn = (async () => {
     for (const [g, b] of own) {
       await (mineRaw ? reduceOwnRaw(g, b, mineRaw) : reduceOwnMixed(g, b));
+      if (!gather) continue;
       for (let r = 0; r < world; r++) {
         if (r === rank) continue;
         if (shared.peers.has(r)) gang.send(r, Kind.GATHER_SHM, tag, g);
@@ -243,7 +323,7 @@ export async function allReduceExactMean(
   })();
   const gatherOthers = Promise.all(
     [...buckets.entries()]
-      .filter(([, b]) => b.owner !== rank)
+      .filter(([, b]) => gather && b.owner !== rank)
       .map(async ([g, b]) => {
         const region = shared.peers.get(b.owner);
         if (region) {

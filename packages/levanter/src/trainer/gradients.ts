@@ -8,6 +8,7 @@ import { allGatherBytes, allReduceExactMean, scratch, type Contribution, type Se
 import { accumulateQuantized, maxAbs, maxOrNaN, rawMean, scaleExponent } from "../parallel/exactSum.ts";
 import type { Gang } from "../parallel/gang.ts";
 import { ensureShared, sharedLayout } from "../parallel/sharedMemory.ts";
+import type { ShardPlan } from "../parallel/zero.ts";
 
 /** Loss and gradients (by parameter name) of one batch; the caller disposes the gradients. */
 export interface LossAndGrads {
@@ -80,10 +81,11 @@ function quantizedPartial(layout: Layout, flats: readonly Float32Array[], maxima
 
 // The wasm backend copies a tensor's values into its heap; others (cpu) may keep the array
 // itself, so `mean` (a buffer reused next step) is copied for them.
-function toTensors(layout: Layout, mean: Float32Array): Map<string, tf.Tensor> {
+function toTensors(layout: Layout, mean: Float32Array, [first, end]: readonly [number, number] = [0, layout.names.length]): Map<string, tf.Tensor> {
   const copies = tf.getBackend() !== "wasm";
   return new Map(
-    layout.names.map((name, i) => {
+    layout.names.slice(first, end).map((name, j) => {
+      const i = first + j;
       const part = mean.subarray(layout.segments[i]!.offset, layout.segments[i]!.offset + layout.segments[i]!.length);
       return [name, tf.tensor(copies ? part.slice() : part, layout.vars[i]!.shape)];
     }),
@@ -140,6 +142,8 @@ export function computeGradients(model: TransformerLm, inputs: Int32Array, targe
 export interface DataParallelStep extends LossAndGrads {
   /** Some rank asked to stop after this step (e.g. on SIGTERM): every rank stops together. */
   stop: boolean;
+  /** Rank 0 asked for a checkpoint after this step (`saveRequested` there): every rank helps. */
+  save: boolean;
   /**
    * Where this rank's time went, ms: its micro-batches' forward and backward (`compute`), the
    * statistics exchange (`stats`: mostly waiting for the slowest rank), the all-reduce (`reduce`).
@@ -160,13 +164,20 @@ export async function dataParallelGradients(
   rows: number,
   microBatches: number,
   gang: Gang | undefined,
-  opts: { stopRequested?: boolean; bucketElements?: number } = {},
+  opts: {
+    stopRequested?: boolean;
+    /** This rank (only rank 0's vote counts) wants a checkpoint after this step. */
+    saveRequested?: boolean;
+    bucketElements?: number;
+    /** ZeRO-1: the gradients come back only for the tensors this rank owns in `zero`. */
+    zero?: ShardPlan;
+  } = {},
 ): Promise<DataParallelStep> {
   const world = gang?.world ?? 1;
   if (world === 1) {
     const t0 = performance.now();
     const r = computeGradients(model, inputs, targets, rows, rows / microBatches);
-    return { ...r, stop: opts.stopRequested ?? false, timing: { compute: performance.now() - t0, stats: 0, reduce: 0 } };
+    return { ...r, stop: opts.stopRequested ?? false, save: opts.saveRequested ?? false, timing: { compute: performance.now() - t0, stats: 0, reduce: 0 } };
   }
   const rowsPer = checkSplit(rows, microBatches);
   if (microBatches < world) {
@@ -186,29 +197,33 @@ export async function dataParallelGradients(
     await new Promise((r) => setImmediate(r));
   }
   const flats = mbs.map((m) => m.flat);
-  // One small exchange: each rank's per-tensor maxima, its micro-batch losses and its stop vote.
+  // One small exchange: each rank's per-tensor maxima, its micro-batch losses, its stop vote and
+  // its save vote (rank 0's decides).
   const T = layout.segments.length;
-  const stats = new Float64Array(T + mbs.length + 1);
+  const stats = new Float64Array(T + mbs.length + 2);
   stats.set(localMaxima(layout, flats), 0);
   mbs.forEach((m, i) => (stats[T + i] = m.loss));
   stats[T + mbs.length] = opts.stopRequested ? 1 : 0;
+  stats[T + mbs.length + 1] = opts.saveRequested ? 1 : 0;
   const t1 = performance.now();
   const all = await allGatherBytes(gang!, new Uint8Array(stats.buffer));
   const t2 = performance.now();
   const maxima = new Float64Array(T);
   const losses: number[] = [];
   let stop = false;
+  let save = false;
   for (const [r, bytes] of all.entries()) {
     const [a, b] = microBatchRange(microBatches, r, world);
-    if (bytes.byteLength !== (T + (b - a) + 1) * 8) {
-      const err = new LevanterError("DISTRIBUTED", `rank ${r} sent ${bytes.byteLength} bytes of step statistics, expected ${(T + (b - a) + 1) * 8}`);
+    if (bytes.byteLength !== (T + (b - a) + 2) * 8) {
+      const err = new LevanterError("DISTRIBUTED", `rank ${r} sent ${bytes.byteLength} bytes of step statistics, expected ${(T + (b - a) + 2) * 8}`);
       gang!.fail(err);
       throw err;
     }
-    const v = new Float64Array(bytes.buffer, bytes.byteOffset, T + (b - a) + 1);
+    const v = new Float64Array(bytes.buffer, bytes.byteOffset, T + (b - a) + 2);
     for (let t = 0; t < T; t++) maxima[t] = r === 0 ? v[t]! : maxOrNaN(maxima[t]!, v[t]!);
     for (let i = 0; i < b - a; i++) losses[a + i] = v[T + i]!;
     if (v[T + (b - a)] !== 0) stop = true;
+    if (r === 0 && v[T + (b - a) + 1] !== 0) save = true;
   }
   // A rank with one micro-batch sends its float32 gradient (the owner of each shard quantizes it),
   // one with several the exact fixed-point sum of theirs.
@@ -219,9 +234,14 @@ export async function dataParallelGradients(
     return b - a === 1 ? ("raw" as const) : ("fixed" as const);
   });
   const into = scratch(gang!, "mean", Float32Array, layout.length);
-  const mean = await allReduceExactMean(gang, mine, segments, microBatches, { kinds, into, ...(opts.bucketElements !== undefined ? { bucketElements: opts.bucketElements } : {}) });
+  const mean = await allReduceExactMean(gang, mine, segments, microBatches, {
+    kinds,
+    into,
+    ...(opts.bucketElements !== undefined ? { bucketElements: opts.bucketElements } : {}),
+    ...(opts.zero ? { shards: opts.zero.ranges, gather: false } : {}),
+  });
   let lossSum = 0;
   for (const l of losses) lossSum += l;
-  const grads = toTensors(layout, mean);
-  return { loss: lossSum / microBatches, grads, stop, timing: { compute: t1 - t0, stats: t2 - t1, reduce: performance.now() - t2 } };
+  const grads = toTensors(layout, mean, opts.zero?.tensors[gang!.rank]);
+  return { loss: lossSum / microBatches, grads, stop, save, timing: { compute: t1 - t0, stats: t2 - t1, reduce: performance.now() - t2 } };
 }

@@ -3,7 +3,7 @@ import { getIrisCtx } from "@marin/iris";
 import * as tf from "@tensorflow/tfjs";
 import path from "node:path";
 import { selectBackend, type BackendSelection } from "../backend.ts";
-import { Checkpointer } from "../checkpoint/checkpointer.ts";
+import { Checkpointer, type SavedCheckpoint } from "../checkpoint/checkpointer.ts";
 import { TokenLoader, ValidationBatches } from "../data/tokenLoader.ts";
 import type { Tokenizer } from "../data/tokenizer.ts";
 import { LevanterError } from "../errors.ts";
@@ -17,6 +17,7 @@ import { TokenCacheReader } from "../sharding/tokenCacheReader.ts";
 import { evaluateLm, tokenizerNamed, type EvalResult } from "./evaluate.ts";
 import { initializeDistributed, type Distributed } from "../distributed.ts";
 import { dataParallelGradients } from "./gradients.ts";
+import { ShardedOptimizerState } from "./sharded.ts";
 import { checkContinuesRun, runDifferences, runIdentity } from "./runIdentity.ts";
 import { formatStatus, StatusReporter, type StatusSink } from "./status.ts";
 import { assignParams, readTrainCheckpoint, saveTrainState } from "./trainState.ts";
@@ -122,9 +123,12 @@ export async function trainLm(input: TrainLmConfig | TrainLmConfigInput, options
     const rng = new Rng(tc.seed);
     model = TransformerLm.init(modelConfig, rng);
     const noDecay = config.optimizer.noDecay?.map((r) => new RegExp(r));
+    // ZeRO-1 on a gang: each rank keeps and updates the Adam moments of its own tensors only.
+    const sharded = world > 1 && dist.gang ? new ShardedOptimizerState(model, dist.gang) : undefined;
     optimizer = new AdamW(model.params, {
       ...config.optimizer,
       decayMask: noDecay ? (n) => !noDecay.some((r) => r.test(n)) : defaultDecayMask,
+      ...(sharded ? { owned: sharded.ownedNames() } : {}),
     });
     const loaderSeed = dc.seed ?? tc.seed;
     const loader = new TokenLoader(reader, { seqLen, batchSize: tc.batchSize, seed: loaderSeed, shuffle: dc.shuffle });
@@ -185,24 +189,26 @@ export async function trainLm(input: TrainLmConfig | TrainLmConfigInput, options
     const hooks = lead ? (options.hooks ?? []) : [];
     log("info", "training", { parameters: model.parameterCount(), startStep, totalSteps: tc.numTrainSteps, backend: backend.name, world, microBatches });
 
-    const save = async (step: number, force: boolean) => {
+    // Rank 0 writes. With ZeRO-1 every rank calls this at the same step (rank 0's decision came
+    // with the step's statistics, `decided`), and rank 0 first gathers the others' moments.
+    const save = async (step: number, force: boolean, decided?: SavedCheckpoint) => {
+      const others = sharded ? await sharded.gatherMoments(optimizer!) : undefined;
       if (!lead) return undefined;
-      const saved = await checkpointer.onStep(
-        step,
-        (dir, isTemporary) =>
-          saveTrainState(dir, isTemporary, {
-            step,
-            model: model!,
-            optimizer: optimizer!,
-            rng,
-            tokenizer: tokenizer.name,
-            loader: { seed: loaderSeed, step, batchSize: tc.batchSize, seqLen },
-            run,
-          }),
-        { force },
+      const saved = decided ?? checkpointer.decide(step, { force });
+      if (!saved) return undefined;
+      await checkpointer.commit(saved, (dir, isTemporary) =>
+        saveTrainState(dir, isTemporary, {
+          step,
+          model: model!,
+          optimizer: others ? { state: () => optimizer!.state(others) } : optimizer!,
+          rng,
+          tokenizer: tokenizer.name,
+          loader: { seed: loaderSeed, step, batchSize: tc.batchSize, seqLen },
+          run,
+        }),
       );
-      if (saved && !saved.isTemporary) lastSavedStep = step;
-      if (saved) lastCheckpointStep = step;
+      if (!saved.isTemporary) lastSavedStep = step;
+      lastCheckpointStep = step;
       return saved;
     };
     const runEval = (): EvalResult | undefined =>
@@ -223,11 +229,18 @@ export async function trainLm(input: TrainLmConfig | TrainLmConfigInput, options
       const t0 = performance.now();
       const batch = loader.batch(step);
       const lr = schedule(step);
-      const { loss, grads, stop, timing } = await dataParallelGradients(model, batch.inputs, batch.targets, batch.size, microBatches, dist.gang, { stopRequested: abort.signal.aborted });
+      // With ZeRO-1 rank 0 decides now whether a checkpoint follows this step (the interval
+      // clock read before the step, not after) and its vote travels with the step's statistics.
+      const decision = sharded && lead && step + 1 < tc.numTrainSteps ? checkpointer.decide(step + 1) : undefined;
+      const { loss, grads, stop, save: saveVoted, timing } = await dataParallelGradients(model, batch.inputs, batch.targets, batch.size, microBatches, dist.gang, {
+        stopRequested: abort.signal.aborted,
+        saveRequested: decision !== undefined,
+        ...(sharded ? { zero: sharded.plan } : {}),
+      });
       stopVoted = stop;
       let gradNorm: number;
       try {
-        gradNorm = optimizer.globalNorm(grads);
+        gradNorm = sharded ? await sharded.globalNorm(optimizer, grads) : optimizer.globalNorm(grads);
         // Checked before anything is applied: a non-finite update would poison the parameters and
         // Adam's moments for good.
         if (!Number.isFinite(loss) || !Number.isFinite(gradNorm)) {
@@ -237,6 +250,7 @@ export async function trainLm(input: TrainLmConfig | TrainLmConfigInput, options
           log("warn", "non-finite step skipped", { step, loss, gradNorm, skippedSteps });
         } else {
           optimizer.apply(grads, lr, gradNorm);
+          await sharded?.gatherParams();
         }
       } finally {
         tf.dispose([...grads.values()]);
@@ -272,7 +286,10 @@ export async function trainLm(input: TrainLmConfig | TrainLmConfigInput, options
         formatStatus({ step: done, totalSteps: tc.numTrainSteps, loss, tokensPerSecond: tps, mfu: metrics["throughput/mfu"]!, secondsPerStep }),
         { step: done, ...metrics, ...(lastCheckpointStep !== undefined ? { "checkpoint/step": lastCheckpointStep } : {}) },
       );
-      if (done < tc.numTrainSteps && !stopping()) await save(done, false);
+      if (done < tc.numTrainSteps && !stopping()) {
+        if (!sharded) await save(done, false);
+        else if (saveVoted) await save(done, false, decision);
+      }
     }
 
     // The end (or a stop request): a permanent checkpoint of the last step, final hooks, reports.

@@ -33,7 +33,7 @@ export type TrainState = z.infer<typeof trainStateSchema>;
 export async function saveTrainState(
   dir: string,
   isTemporary: boolean,
-  s: { step: number; model: TransformerLm; optimizer: AdamW; rng: Rng; tokenizer: string; loader: TrainState["loader"]; run?: RunIdentity },
+  s: { step: number; model: TransformerLm; optimizer: Pick<AdamW, "state">; rng: Rng; tokenizer: string; loader: TrainState["loader"]; run?: RunIdentity },
 ): Promise<void> {
   const arrays: Record<string, { shape: number[]; data: Float32Array }> = {};
   for (const [name, p] of s.model.params) arrays[PARAM_PREFIX + name] = { shape: p.shape, data: p.dataSync() as Float32Array };
