@@ -235,7 +235,10 @@ if (only.includes("train")) {
   };
   try {
     for (const [label, m] of Object.entries(models).filter(([l]) => picked.includes(l))) {
-      const steps = Number(arg("steps") ?? (label === "small" ? 40 : 16));
+      // Long enough to be steady: the first tens of steps of a gang run slower (both processes'
+      // JIT and first touches compete for the two cores), and host stalls come in bursts; 40 and
+      // 16 steps (1–3 s a run) were mostly warm-up.
+      const steps = Number(arg("steps") ?? (label === "small" ? 200 : 40));
       const rounds = Number(arg("rounds") ?? 3);
       const ratios: string[] = [];
       const weakRatios: string[] = [];

@@ -2,7 +2,7 @@
 // updates, then an all-gather of the parameters) against one rank with the same micro-batches:
 // the same bits every step, on the wasm backend and on the native kernels (real loopback gangs).
 import * as tf from "@tensorflow/tfjs";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { selectBackend } from "../backend.ts";
 import { localGangs } from "../internal/testGang.ts";
 import { loadNativeAddon } from "../kernels/native/addon.ts";
@@ -14,14 +14,24 @@ import { computeGradients, dataParallelGradients } from "./gradients.ts";
 import { ShardedOptimizerState } from "./sharded.ts";
 
 process.env.LEVANTER_LOG = "silent";
+afterEach(() => {
+  delete process.env.LEVANTER_DP_SHM;
+});
 const opts: AdamWOptions = { beta1: 0.9, beta2: 0.95, epsilon: 1e-8, weightDecay: 0.1, maxGradNorm: 0.5, decayMask: defaultDecayMask };
 const cfg = resolveModelConfig(ModelConfigSchema.parse({ nLayers: 2, dModel: 16, nHeads: 2, seqLen: 8, vocabSize: 20 }));
 const bits = (a: ArrayLike<number> & { buffer: ArrayBufferLike; byteOffset: number; byteLength: number }) => Buffer.from(a.buffer, a.byteOffset, a.byteLength).toString("base64");
 const paramBits = (m: TransformerLm) => [...m.params.values()].map((p) => bits(p.dataSync() as Float32Array));
 
-describe.each(["wasm", ...(loadNativeAddon().ok ? ["native"] : [])] as const)("ZeRO-1 on %s", (backend) => {
+const cases: [backend: "wasm" | "native", transport: string][] = [
+  ["wasm", "shared memory where the addon loads"],
+  ["wasm", "TCP only"],
+  ...(loadNativeAddon().ok ? [["native", "shared memory"] as ["native", string]] : []),
+];
+
+describe.each(cases)("ZeRO-1 on %s, %s", (backend, transport) => {
   it("2, 3 and 4 ranks give one rank's parameters, norms and gathered Adam moments at every step", async () => {
     await selectBackend({ force: backend, threads: 1 });
+    if (transport === "TCP only") process.env.LEVANTER_DP_SHM = "off";
     const rows = 12;
     const rng = new Rng(3);
     const batches = Array.from({ length: 3 }, () => [Int32Array.from({ length: rows * 8 }, () => rng.int(20)), Int32Array.from({ length: rows * 8 }, () => rng.int(20))] as const);
