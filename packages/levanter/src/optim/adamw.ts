@@ -82,7 +82,10 @@ export class AdamW {
     const addon = nativeAddon();
     return names.map((n) => {
       const g = grads.get(n);
-      if (!g) throw new LevanterError("INTERNAL", `no gradient for parameter ${n}`);
+      if (!g) {
+        const hint = this.options.owned && !this.options.owned.has(n) ? ` (${n} is another rank's: a sharded optimizer's norm comes from ShardedOptimizerState.globalNorm)` : "";
+        throw new LevanterError("INTERNAL", `no gradient for parameter ${n}${hint}`);
+      }
       return addon ? nativeSumSquares(addon, g) : tf.tidy(() => g.square().sum().dataSync()[0]!);
     });
   }

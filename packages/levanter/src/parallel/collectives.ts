@@ -214,7 +214,12 @@ export async function allReduceExactMean(
     into?: Float32Array;
     /** Each rank's shard `[lo, hi)` of the elements, contiguous in rank order (default: equal parts). */
     shards?: readonly (readonly [number, number])[];
-    /** False: reduce-scatter only — just this rank's shard of the result is written (ZeRO-1). */
+    /**
+     * False: reduce-scatter only — just this rank's shard of the result is written (ZeRO-1). It
+     * returns as soon as this rank's own shard is reduced, while peers may still be reading its
+     * contribution (in its shared region): run a collective that every peer enters only after its
+     * reduce before this rank writes its region again.
+     */
     gather?: boolean;
   } = {},
 ): Promise<Float32Array> {

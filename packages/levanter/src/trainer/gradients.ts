@@ -138,12 +138,16 @@ export function computeGradients(model: TransformerLm, inputs: Int32Array, targe
   return { loss: lossSum / n, grads: toTensors(layout, mean) };
 }
 
+const SAVE_KINDS = ["temporary", "permanent"] as const;
+/** A checkpoint's kind, as rank 0 votes it with a step's statistics. */
+export type SaveKind = (typeof SAVE_KINDS)[number];
+
 /** What {@link dataParallelGradients} returns: the step's loss and gradients, and the gang's stop vote. */
 export interface DataParallelStep extends LossAndGrads {
   /** Some rank asked to stop after this step (e.g. on SIGTERM): every rank stops together. */
   stop: boolean;
   /** Rank 0 asked for a checkpoint after this step (`saveRequested` there): every rank helps. */
-  save: boolean;
+  save: SaveKind | undefined;
   /**
    * Where this rank's time went, ms: its micro-batches' forward and backward (`compute`), the
    * statistics exchange (`stats`: mostly waiting for the slowest rank), the all-reduce (`reduce`).
@@ -166,10 +170,16 @@ export async function dataParallelGradients(
   gang: Gang | undefined,
   opts: {
     stopRequested?: boolean;
-    /** This rank (only rank 0's vote counts) wants a checkpoint after this step. */
-    saveRequested?: boolean;
+    /** This rank (only rank 0's vote counts) wants a checkpoint of this kind after this step. */
+    saveRequested?: SaveKind;
     bucketElements?: number;
-    /** ZeRO-1: the gradients come back only for the tensors this rank owns in `zero`. */
+    /**
+     * ZeRO-1: the gradients come back only for the tensors this rank owns in `zero` (a
+     * reduce-scatter). The caller must run a collective after it that every peer enters only once
+     * its reduce is done (trainLm: the norm terms' all-gather) before calling this again: a rank
+     * with one micro-batch computes its next gradient straight into its shared region, which a
+     * slower peer may still be reading.
+     */
     zero?: ShardPlan;
   } = {},
 ): Promise<DataParallelStep> {
@@ -177,7 +187,7 @@ export async function dataParallelGradients(
   if (world === 1) {
     const t0 = performance.now();
     const r = computeGradients(model, inputs, targets, rows, rows / microBatches);
-    return { ...r, stop: opts.stopRequested ?? false, save: opts.saveRequested ?? false, timing: { compute: performance.now() - t0, stats: 0, reduce: 0 } };
+    return { ...r, stop: opts.stopRequested ?? false, save: opts.saveRequested, timing: { compute: performance.now() - t0, stats: 0, reduce: 0 } };
   }
   const rowsPer = checkSplit(rows, microBatches);
   if (microBatches < world) {
@@ -204,14 +214,14 @@ export async function dataParallelGradients(
   stats.set(localMaxima(layout, flats), 0);
   mbs.forEach((m, i) => (stats[T + i] = m.loss));
   stats[T + mbs.length] = opts.stopRequested ? 1 : 0;
-  stats[T + mbs.length + 1] = opts.saveRequested ? 1 : 0;
+  stats[T + mbs.length + 1] = opts.saveRequested === undefined ? 0 : SAVE_KINDS.indexOf(opts.saveRequested) + 1;
   const t1 = performance.now();
   const all = await allGatherBytes(gang!, new Uint8Array(stats.buffer));
   const t2 = performance.now();
   const maxima = new Float64Array(T);
   const losses: number[] = [];
   let stop = false;
-  let save = false;
+  let save: SaveKind | undefined;
   for (const [r, bytes] of all.entries()) {
     const [a, b] = microBatchRange(microBatches, r, world);
     if (bytes.byteLength !== (T + (b - a) + 2) * 8) {
@@ -223,7 +233,7 @@ export async function dataParallelGradients(
     for (let t = 0; t < T; t++) maxima[t] = r === 0 ? v[t]! : maxOrNaN(maxima[t]!, v[t]!);
     for (let i = 0; i < b - a; i++) losses[a + i] = v[T + i]!;
     if (v[T + (b - a)] !== 0) stop = true;
-    if (r === 0 && v[T + (b - a) + 1] !== 0) save = true;
+    if (r === 0) save = SAVE_KINDS[v[T + (b - a) + 1]! - 1];
   }
   // A rank with one micro-batch sends its float32 gradient (the owner of each shard quantizes it),
   // one with several the exact fixed-point sum of theirs.

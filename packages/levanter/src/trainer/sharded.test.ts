@@ -29,58 +29,83 @@ const cases: [backend: "wasm" | "native", transport: string][] = [
 ];
 
 describe.each(cases)("ZeRO-1 on %s, %s", (backend, transport) => {
-  it("2, 3 and 4 ranks give one rank's parameters, norms and gathered Adam moments at every step", async () => {
+  it("2, 3 and 4 ranks give one rank's parameters, norms and gathered Adam moments at every step (12 micro-batches, and one per rank); a 1-rank state resumes on N", async () => {
     await selectBackend({ force: backend, threads: 1 });
     if (transport === "TCP only") process.env.LEVANTER_DP_SHM = "off";
     const rows = 12;
     const rng = new Rng(3);
-    const batches = Array.from({ length: 3 }, () => [Int32Array.from({ length: rows * 8 }, () => rng.int(20)), Int32Array.from({ length: rows * 8 }, () => rng.int(20))] as const);
-    // One rank accumulating 12 micro-batches.
-    const one = TransformerLm.init(cfg, new Rng(5));
-    const oneOpt = new AdamW(one.params, opts);
-    const reference: { norm: number; params: string[] }[] = [];
-    for (const [x, y] of batches) {
-      const { grads } = computeGradients(one, x, y, rows, 1);
-      const norm = oneOpt.globalNorm(grads);
-      oneOpt.apply(grads, 1e-2, norm);
-      tf.dispose([...grads.values()]);
-      reference.push({ norm, params: paramBits(one) });
-    }
-    const moments = [...oneOpt.state().arrays].map(([k, a]) => [k, bits(a)]);
-    for (const world of [2, 3, 4]) {
-      const gangs = await localGangs(world);
-      const models = gangs.map(() => TransformerLm.init(cfg, new Rng(5)));
-      try {
-        const shards = gangs.map((g, r) => new ShardedOptimizerState(models[r]!, g));
-        const opt = shards.map((s, r) => new AdamW(models[r]!.params, { ...opts, owned: s.ownedNames() }));
-        // Each rank keeps the moments of its tensors only, and together they own every tensor once.
-        expect(opt.flatMap((o) => o.ownedNames).sort()).toEqual([...one.params.keys()].sort());
-        for (const [k, [x, y]] of batches.entries()) {
-          const norms = await Promise.all(
-            gangs.map(async (g, r) => {
-              const st = await dataParallelGradients(models[r]!, x, y, rows, 12, g, { zero: shards[r]!.plan });
-              expect([...st.grads.keys()].sort()).toEqual([...shards[r]!.ownedNames()].sort());
-              const norm = await shards[r]!.globalNorm(opt[r]!, st.grads);
-              opt[r]!.apply(st.grads, 1e-2, norm);
-              await shards[r]!.gatherParams();
-              tf.dispose([...st.grads.values()]);
-              return norm;
-            }),
-          );
-          expect(norms, `${world} ranks, step ${k}`).toEqual(norms.map(() => reference[k]!.norm));
-          for (const m of models) expect(paramBits(m), `${world} ranks, step ${k}`).toEqual(reference[k]!.params);
+    const batches = Array.from({ length: 4 }, () => [Int32Array.from({ length: rows * 8 }, () => rng.int(20)), Int32Array.from({ length: rows * 8 }, () => rng.int(20))] as const);
+    // One rank accumulating `count` micro-batches: 3 steps, its state, then a 4th step.
+    const reference = (count: number) => {
+      const one = TransformerLm.init(cfg, new Rng(5));
+      const oneOpt = new AdamW(one.params, opts);
+      const steps: { norm: number; params: string[] }[] = [];
+      let state: ReturnType<AdamW["state"]> | undefined;
+      let params: Map<string, Float32Array> | undefined;
+      for (const [k, [x, y]] of batches.entries()) {
+        if (k === 3) {
+          state = oneOpt.state();
+          params = new Map([...one.params].map(([n, p]) => [n, (p.dataSync() as Float32Array).slice()]));
         }
-        const gathered = await Promise.all(gangs.map((_, r) => shards[r]!.gatherMoments(opt[r]!)));
-        expect(gathered.slice(1).every((g) => g === undefined)).toBe(true);
-        expect([...opt[0]!.state(gathered[0]!).arrays].map(([k, a]) => [k, bits(a)])).toEqual(moments);
-        // Without the others' moments, the state of a sharded optimizer cannot be taken.
-        expect(() => opt[0]!.state()).toThrow(/not gathered/);
-      } finally {
-        await Promise.all(gangs.map((g) => g.close()));
-        for (const m of models) m.dispose();
+        const { grads } = computeGradients(one, x, y, rows, rows / count);
+        const norm = oneOpt.globalNorm(grads);
+        oneOpt.apply(grads, 1e-2, norm);
+        tf.dispose([...grads.values()]);
+        steps.push({ norm, params: paramBits(one) });
+      }
+      one.dispose();
+      oneOpt.dispose();
+      return { steps, state: state!, params: params!, moments: [...state!.arrays].map(([k, a]) => [k, bits(a)]) };
+    };
+    for (const world of [2, 3, 4]) {
+      for (const count of [12, world]) {
+        const ref = reference(count);
+        const gangs = await localGangs(world);
+        const models = gangs.map(() => TransformerLm.init(cfg, new Rng(5)));
+        const what = `${world} ranks, ${count} micro-batches`;
+        try {
+          const shards = gangs.map((g, r) => new ShardedOptimizerState(models[r]!, g));
+          let opt = shards.map((s, r) => new AdamW(models[r]!.params, { ...opts, owned: s.ownedNames() }));
+          // Each rank keeps the moments of its tensors only, and together they own every tensor once.
+          expect(opt.flatMap((o) => o.ownedNames).sort()).toEqual([...models[0]!.params.keys()].sort());
+          const step = async (k: number) => {
+            const [x, y] = batches[k]!;
+            const norms = await Promise.all(
+              gangs.map(async (g, r) => {
+                const st = await dataParallelGradients(models[r]!, x, y, rows, count, g, { zero: shards[r]!.plan });
+                expect([...st.grads.keys()].sort()).toEqual([...shards[r]!.ownedNames()].sort());
+                const norm = await shards[r]!.globalNorm(opt[r]!, st.grads);
+                opt[r]!.apply(st.grads, 1e-2, norm);
+                await shards[r]!.gatherParams();
+                tf.dispose([...st.grads.values()]);
+                return norm;
+              }),
+            );
+            expect(norms, `${what}, step ${k}`).toEqual(norms.map(() => ref.steps[k]!.norm));
+            for (const m of models) expect(paramBits(m), `${what}, step ${k}`).toEqual(ref.steps[k]!.params);
+          };
+          for (const k of [0, 1, 2]) await step(k);
+          const gathered = await Promise.all(gangs.map((_, r) => shards[r]!.gatherMoments(opt[r]!)));
+          expect(gathered.slice(1).every((g) => g === undefined)).toBe(true);
+          expect([...opt[0]!.state(gathered[0]!).arrays].map(([k, a]) => [k, bits(a)])).toEqual(ref.moments);
+          // Without the others' moments, the state of a sharded optimizer cannot be taken.
+          expect(() => opt[0]!.state()).toThrow(/not gathered/);
+          // Resume on N ranks from the one-rank state after step 3: each rank loads its own
+          // tensors' moments from the full state; the next step matches one rank's.
+          for (const o of opt) o.dispose();
+          opt = shards.map((s, r) => new AdamW(models[r]!.params, { ...opts, owned: s.ownedNames() }));
+          for (const [r, o] of opt.entries()) {
+            o.load(ref.state.arrays, ref.state.scalars);
+            for (const [n, p] of models[r]!.params) tf.tidy(() => p.assign(tf.tensor(ref.params.get(n)!, p.shape)));
+            for (const [key, a] of o.ownMoments()) expect(bits(a), key).toBe(bits(ref.state.arrays.get(key)!));
+          }
+          await step(3);
+          for (const o of opt) o.dispose();
+        } finally {
+          await Promise.all(gangs.map((g) => g.close()));
+          for (const m of models) m.dispose();
+        }
       }
     }
-    one.dispose();
-    oneOpt.dispose();
   });
 });

@@ -69,12 +69,13 @@ export class ShardedOptimizerState {
    */
   async gatherMoments(optimizer: AdamW): Promise<Map<string, Float32Array> | undefined> {
     const { rank } = this.#gang;
-    const mine = optimizer.ownMoments();
+    // Rank 0 only receives (its own moments are read where they are, by AdamW.state).
+    const mine = rank === 0 ? undefined : optimizer.ownMoments();
     const out = new Map<string, Float32Array>();
     for (const kind of ["adam_m", "adam_v"] as const) {
       const flat = new Float32Array(this.#length);
       const [a, b] = this.plan.tensors[rank]!;
-      for (let t = a; t < b; t++) flat.set(mine.get(`${this.#names[t]}/${kind}`)!, this.#offsets[t]!);
+      for (let t = a; t < b && mine; t++) flat.set(mine.get(`${this.#names[t]}/${kind}`)!, this.#offsets[t]!);
       await allGatherShards(this.#gang, flat, this.plan.ranges, { shared: false, to: 0 });
       if (rank !== 0) continue;
       for (let t = 0; t < this.#names.length; t++) {

@@ -16,7 +16,7 @@ import { lrSchedule } from "../optim/schedule.ts";
 import { TokenCacheReader } from "../sharding/tokenCacheReader.ts";
 import { evaluateLm, tokenizerNamed, type EvalResult } from "./evaluate.ts";
 import { initializeDistributed, type Distributed } from "../distributed.ts";
-import { dataParallelGradients } from "./gradients.ts";
+import { dataParallelGradients, type SaveKind } from "./gradients.ts";
 import { ShardedOptimizerState } from "./sharded.ts";
 import { checkContinuesRun, runDifferences, runIdentity } from "./runIdentity.ts";
 import { formatStatus, StatusReporter, type StatusSink } from "./status.ts";
@@ -190,10 +190,14 @@ export async function trainLm(input: TrainLmConfig | TrainLmConfigInput, options
     log("info", "training", { parameters: model.parameterCount(), startStep, totalSteps: tc.numTrainSteps, backend: backend.name, world, microBatches });
 
     // Rank 0 writes. With ZeRO-1 every rank calls this at the same step (rank 0's decision came
-    // with the step's statistics, `decided`), and rank 0 first gathers the others' moments.
-    const save = async (step: number, force: boolean, decided?: SavedCheckpoint) => {
+    // with the step's statistics, `decided`, its kind as `voted`), and rank 0 first gathers the
+    // others' moments; every rank then knows whether a permanent checkpoint of `step` exists.
+    const save = async (step: number, force: boolean, decided?: SavedCheckpoint, voted?: SaveKind) => {
       const others = sharded ? await sharded.gatherMoments(optimizer!) : undefined;
-      if (!lead) return undefined;
+      if (!lead) {
+        if (force || voted === "permanent") lastSavedStep = step;
+        return undefined;
+      }
       const saved = decided ?? checkpointer.decide(step, { force });
       if (!saved) return undefined;
       await checkpointer.commit(saved, (dir, isTemporary) =>
@@ -234,7 +238,7 @@ export async function trainLm(input: TrainLmConfig | TrainLmConfigInput, options
       const decision = sharded && lead && step + 1 < tc.numTrainSteps ? checkpointer.decide(step + 1) : undefined;
       const { loss, grads, stop, save: saveVoted, timing } = await dataParallelGradients(model, batch.inputs, batch.targets, batch.size, microBatches, dist.gang, {
         stopRequested: abort.signal.aborted,
-        saveRequested: decision !== undefined,
+        ...(decision ? { saveRequested: decision.isTemporary ? "temporary" : "permanent" } : {}),
         ...(sharded ? { zero: sharded.plan } : {}),
       });
       stopVoted = stop;
@@ -288,7 +292,7 @@ export async function trainLm(input: TrainLmConfig | TrainLmConfigInput, options
       );
       if (done < tc.numTrainSteps && !stopping()) {
         if (!sharded) await save(done, false);
-        else if (saveVoted) await save(done, false, decision);
+        else if (saveVoted) await save(done, false, decision, saveVoted);
       }
     }
 
