@@ -109,3 +109,51 @@ describe.each(cases)("ZeRO-1 on %s, %s", (backend, transport) => {
     }
   });
 });
+
+describe("ZeRO-1 with more ranks than tensors", () => {
+  it("a rank that owns no tensor still takes part: norm, update, parameter and moment gathers match one rank", async () => {
+    await selectBackend({ force: "wasm", threads: 1 });
+    const rng = new Rng(11);
+    const shapes = [[3, 5], [7]];
+    const values = shapes.map((s) => Float32Array.from({ length: s.reduce((a, b) => a * b, 1) }, () => rng.next() - 0.5));
+    const grads = shapes.map((s) => Float32Array.from({ length: s.reduce((a, b) => a * b, 1) }, () => rng.next() - 0.5));
+    const names = ["a/kernel", "b/bias"];
+    // Only `params` of the model is used here: two tensors over three ranks.
+    const fakeModel = () => ({ params: new Map(names.map((n, i) => [n, tf.variable(tf.tensor(values[i]!, shapes[i]!), true)])) }) as unknown as TransformerLm;
+    const gradMap = (only: ReadonlySet<string>) => new Map(names.filter((n) => only.has(n)).map((n) => [n, tf.tensor(grads[names.indexOf(n)]!, shapes[names.indexOf(n)]!)]));
+    const one = fakeModel();
+    const oneOpt = new AdamW(one.params, opts);
+    const g1 = gradMap(new Set(names));
+    const norm = oneOpt.globalNorm(g1);
+    oneOpt.apply(g1, 1e-2, norm);
+    tf.dispose([...g1.values()]);
+    const gangs = await localGangs(3);
+    const models = gangs.map(() => fakeModel());
+    try {
+      const shards = gangs.map((g, r) => new ShardedOptimizerState(models[r]!, g));
+      // 15 and 7 elements: the cut nearest a third (7.3) is before the first tensor, so rank 0 —
+      // the one that writes checkpoints — owns nothing and gathers every moment.
+      expect(shards.map((s) => s.ownedNames().size)).toEqual([0, 1, 1]);
+      const opt = shards.map((s, r) => new AdamW(models[r]!.params, { ...opts, owned: s.ownedNames() }));
+      const norms = await Promise.all(
+        gangs.map(async (_, r) => {
+          const g = gradMap(shards[r]!.ownedNames());
+          const n = await shards[r]!.globalNorm(opt[r]!, g);
+          opt[r]!.apply(g, 1e-2, n);
+          await shards[r]!.gatherParams();
+          tf.dispose([...g.values()]);
+          return n;
+        }),
+      );
+      expect(norms).toEqual([norm, norm, norm]);
+      for (const m of models) expect(paramBits(m)).toEqual(paramBits(one));
+      const gathered = await Promise.all(gangs.map((_, r) => shards[r]!.gatherMoments(opt[r]!)));
+      expect([...opt[0]!.state(gathered[0]!).arrays].map(([k, a]) => [k, bits(a)])).toEqual([...oneOpt.state().arrays].map(([k, a]) => [k, bits(a)]));
+      for (const o of opt) o.dispose();
+    } finally {
+      await Promise.all(gangs.map((g) => g.close()));
+      for (const m of [one, ...models]) for (const p of m.params.values()) p.dispose();
+      oneOpt.dispose();
+    }
+  });
+});
