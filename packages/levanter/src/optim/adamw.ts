@@ -63,11 +63,6 @@ export class AdamW {
     return this.scalars.step;
   }
 
-  /** The names of the parameters whose moments this optimizer keeps (all, unless `owned`). */
-  get ownedNames(): string[] {
-    return [...this.m.keys()];
-  }
-
   /** The global L2 norm of `grads` (by name, same shapes as the parameters). */
   globalNorm(grads: Map<string, tf.Tensor>): number {
     return this.normFromTerms(this.normTerms(grads, [...this.params.keys()]));
@@ -152,14 +147,14 @@ export class AdamW {
    * `owned`, the other ranks' moments come from `others` (by the same keys).
    */
   state(others?: ReadonlyMap<string, Float32Array>): { arrays: Map<string, Float32Array>; scalars: AdamWScalars } {
+    const own = this.ownMoments();
     const arrays = new Map<string, Float32Array>();
     for (const kind of ["adam_m", "adam_v"] as const) {
-      const slots = kind === "adam_m" ? this.m : this.v;
       for (const name of this.params.keys()) {
         const key = `${name}/${kind}`;
-        const a = slots.get(name)?.dataSync() ?? others?.get(key);
+        const a = own.get(key) ?? others?.get(key);
         if (!a) throw new LevanterError("INTERNAL", `AdamW.state: no ${key} (another rank's, and not gathered)`);
-        arrays.set(key, a as Float32Array);
+        arrays.set(key, a);
       }
     }
     return { arrays, scalars: { ...this.scalars } };

@@ -118,7 +118,8 @@ export async function allGatherShards(
   const tag = gang.seq++;
   const bucket = Math.max(1, opts.bucketElements ?? DEFAULT_BUCKET_ELEMENTS);
   const shared = opts.shared === false ? undefined : await ensureShared(gang, length);
-  const region = shared?.own !== undefined && shared.peers.size > 0 ? new Float32Array(shared.own, sharedLayout(shared.length).result, length) : undefined;
+  const resultAt = shared ? sharedLayout(shared.length).result : 0;
+  const region = shared?.own !== undefined && shared.peers.size > 0 ? new Float32Array(shared.own, resultAt, length) : undefined;
   const receivers = [...Array(world).keys()].filter((r) => r !== rank && (opts.to === undefined || opts.to === r));
   const [lo, hi] = shards[rank]!;
   if (region && receivers.some((r) => shared!.peers.has(r))) region.set(data.subarray(lo, hi), lo);
@@ -140,7 +141,7 @@ export async function allGatherShards(
           const e = Math.min(rhi, a + bucket);
           if (theirs) {
             await gang.receive(r, Kind.GATHER_SHM, tag, g);
-            data.set(new Float32Array(theirs, sharedLayout(shared!.length).result + a * 4, e - a), a);
+            data.set(new Float32Array(theirs, resultAt + a * 4, e - a), a);
             continue;
           }
           const f = await gang.receive(r, Kind.GATHER, tag, g);

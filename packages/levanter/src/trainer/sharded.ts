@@ -4,7 +4,6 @@
 // it saves. Every per-tensor computation is the one kernel call a single rank makes on the whole
 // tensor, and the norm's terms are combined in parameter order, so the bits do not depend on N.
 import * as tf from "@tensorflow/tfjs";
-import { LevanterError } from "../errors.ts";
 import type { WasmBackendInternals } from "../kernels/native/heap.ts";
 import type { TransformerLm } from "../models/transformer.ts";
 import type { AdamW } from "../optim/adamw.ts";
@@ -20,6 +19,8 @@ export class ShardedOptimizerState {
   readonly #vars: tf.Variable[];
   readonly #offsets: number[];
   readonly #length: number;
+  /** The rank that owns each tensor. */
+  readonly #owner: number[];
 
   constructor(model: TransformerLm, gang: Gang) {
     this.#gang = gang;
@@ -32,11 +33,12 @@ export class ShardedOptimizerState {
       this.#vars.map((v) => v.size),
       gang.world,
     );
+    this.#owner = this.plan.tensors.flatMap(([a, b], r) => Array.from({ length: b - a }, () => r));
   }
 
   /** The parameters this rank owns, by name. */
-  ownedNames(rank = this.#gang.rank): Set<string> {
-    const [a, b] = this.plan.tensors[rank]!;
+  ownedNames(): Set<string> {
+    const [a, b] = this.plan.tensors[this.#gang.rank]!;
     return new Set(this.#names.slice(a, b));
   }
 
@@ -46,7 +48,7 @@ export class ShardedOptimizerState {
     const terms = new Float64Array(this.#names.length);
     terms.set(optimizer.normTerms(grads, this.#names.slice(a, b)), a);
     const all = await allGatherFloat64(this.#gang, terms);
-    const combined = this.#names.map((_, t) => all[this.#ownerOf(t)]![t]!);
+    const combined = this.#owner.map((r, t) => all[r]![t]!);
     return optimizer.normFromTerms(combined);
   }
 
@@ -84,12 +86,6 @@ export class ShardedOptimizerState {
       }
     }
     return rank === 0 ? out : undefined;
-  }
-
-  #ownerOf(t: number): number {
-    const r = this.plan.tensors.findIndex(([a, b]) => t >= a && t < b);
-    if (r < 0) throw new LevanterError("INTERNAL", `tensor ${t} has no owner in ${JSON.stringify(this.plan.tensors)}`);
-    return r;
   }
 }
 

@@ -189,9 +189,10 @@ export async function trainLm(input: TrainLmConfig | TrainLmConfigInput, options
     const hooks = lead ? (options.hooks ?? []) : [];
     log("info", "training", { parameters: model.parameterCount(), startStep, totalSteps: tc.numTrainSteps, backend: backend.name, world, microBatches });
 
-    // Rank 0 writes. With ZeRO-1 every rank calls this at the same step (rank 0's decision came
-    // with the step's statistics, `decided`, its kind as `voted`), and rank 0 first gathers the
-    // others' moments; every rank then knows whether a permanent checkpoint of `step` exists.
+    // Rank 0 writes. Every rank calls this at the same step (rank 0's decision came with the
+    // step's statistics, `decided`, its kind as `voted`; a final save is `force`d everywhere);
+    // with ZeRO-1 rank 0 first gathers the others' moments. Every rank then knows whether a
+    // permanent checkpoint of `step` exists.
     const save = async (step: number, force: boolean, decided?: SavedCheckpoint, voted?: SaveKind) => {
       const others = sharded ? await sharded.gatherMoments(optimizer!) : undefined;
       if (!lead) {
@@ -233,9 +234,9 @@ export async function trainLm(input: TrainLmConfig | TrainLmConfigInput, options
       const t0 = performance.now();
       const batch = loader.batch(step);
       const lr = schedule(step);
-      // With ZeRO-1 rank 0 decides now whether a checkpoint follows this step (the interval
-      // clock read before the step, not after) and its vote travels with the step's statistics.
-      const decision = sharded && lead && step + 1 < tc.numTrainSteps ? checkpointer.decide(step + 1) : undefined;
+      // Rank 0 decides now whether a checkpoint follows this step (the interval clock read before
+      // the step, not after); on a gang its vote travels with the step's statistics.
+      const decision = lead && step + 1 < tc.numTrainSteps ? checkpointer.decide(step + 1) : undefined;
       const { loss, grads, stop, save: saveVoted, timing } = await dataParallelGradients(model, batch.inputs, batch.targets, batch.size, microBatches, dist.gang, {
         stopRequested: abort.signal.aborted,
         ...(decision ? { saveRequested: decision.isTemporary ? "temporary" : "permanent" } : {}),
@@ -290,10 +291,7 @@ export async function trainLm(input: TrainLmConfig | TrainLmConfigInput, options
         formatStatus({ step: done, totalSteps: tc.numTrainSteps, loss, tokensPerSecond: tps, mfu: metrics["throughput/mfu"]!, secondsPerStep }),
         { step: done, ...metrics, ...(lastCheckpointStep !== undefined ? { "checkpoint/step": lastCheckpointStep } : {}) },
       );
-      if (done < tc.numTrainSteps && !stopping()) {
-        if (!sharded) await save(done, false);
-        else if (saveVoted) await save(done, false, decision, saveVoted);
-      }
+      if (saveVoted && done < tc.numTrainSteps && !stopping()) await save(done, false, decision, saveVoted);
     }
 
     // The end (or a stop request): a permanent checkpoint of the last step, final hooks, reports.
