@@ -201,7 +201,7 @@ describe.skipIf(!haveChromium)("iris dashboard in Chromium", () => {
   it("marin run's embedded cluster prints the dashboard URL on its first line", async () => {
     const r = await marin(["run", EXPERIMENT, "--prefix", path.join(tmp, "embedded"), "--only", "dash/square"]);
     expect(r.code, r.stdout + r.stderr).toBe(0);
-    expect(r.stderr.split("\n")[0]).toMatch(/^marin: dashboard at http:\/\/127\.0\.0\.1:\d+\/#\/pipelines\//);
+    expect(r.stderr.split("\n")[0]).toMatch(/^marin: dashboard at http:\/\/127\.0\.0\.1:\d+\/login\?code=[A-Za-z0-9_-]+#\/pipelines\//);
   });
 
   it("the playground streams a completion and a chat reply from a served tiny model through the controller's proxy", async () => {

@@ -361,6 +361,15 @@ export class Controller {
     return `${origin}/login?code=${sessionsOf(this.auth).mintLoginCode(`Bearer ${this.adminToken}`)}`;
   }
 
+  /** One line saying how callers authenticate (what `iris controller` and `iris cluster local` print). */
+  authNotice(): string {
+    if (!this.auth.enabled) return this.insecure ? "auth OFF (--insecure): anyone who can reach it runs commands as this user" : "auth OFF (--no-auth): any local process or user runs commands as this user";
+    if (this.adminToken === undefined) return "auth on (--token / --auth-file)";
+    return this.credentialsFile
+      ? `auth on: minted an admin token, in ${this.credentialsFile} (mode 0600; the iris CLI, workers and clients of this user find it there)`
+      : "auth on: minted an admin token (not recorded)";
+  }
+
   // ---- internals ------------------------------------------------------------------------------
 
   private tick(): void {
