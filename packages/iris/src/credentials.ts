@@ -5,7 +5,7 @@
 // `~/.config/iris/credentials.json`; mode 0600 in a 0700 directory, written atomically under a
 // lock file (several controllers may start at once). `127.0.0.1`, `localhost` and `::1` are one
 // address. A file owned by another user, or readable by others, is ignored.
-import { randomBytes } from "node:crypto";
+import { createHmac, randomBytes } from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -175,7 +175,11 @@ export function removeCredentials(address: string, token: string, file = credent
   }
 }
 
-/** A new random admin token (256 bits). */
-export function mintAdminToken(): string {
-  return `iris-admin.${randomBytes(32).toString("base64url")}`;
+/**
+ * The admin token a controller mints: derived from its database's random secret (32 bytes drawn
+ * when the database is created), so a new database gets a new random token and a controller
+ * restarted on the same database keeps it (its workers and clients stay signed in).
+ */
+export function mintAdminToken(secret: Buffer): string {
+  return `iris-admin.${createHmac("sha256", secret).update("iris admin token v1").digest("base64url")}`;
 }

@@ -266,7 +266,7 @@ export class Controller {
       if (opts.noAuth && given) throw new IrisError("INVALID_ARGUMENT", "--no-auth turns auth off: give it without --token or --auth-file");
       // Auth on by default: a loopback controller started without credentials mints its own admin
       // token (a non-loopback one still needs --token, --auth-file or --insecure).
-      if (!given && !opts.noAuth && isLoopbackHost(host)) token = minted = mintAdminToken();
+      if (!given && !opts.noAuth && isLoopbackHost(host)) token = minted = mintAdminToken(state.taskTokenSecret());
       const authOn = token !== undefined || Boolean(opts.authFile);
       if (authOn) taskTokens = new TaskTokens(state.taskTokenSecret(), (uid) => state.attemptForToken(uid));
       auth = createAuthenticator({ token, authFile: opts.authFile, taskTokens, log });
