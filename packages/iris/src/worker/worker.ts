@@ -4,6 +4,7 @@
 // This file owns the daemon's lifecycle (state directory, start, stop); its three parts are
 // reconciler.ts (registration, watch, reconcile), attemptLauncher.ts (attempts' processes) and
 // logShipper.ts (PushLogs). The protocol is specified in proto/README.md ("Worker protocol").
+import { resolveToken } from "../credentials.ts";
 import { randomUUID } from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
@@ -90,7 +91,7 @@ export class Worker {
     this.id = id;
     // Reconnect backoff capped like registration's: a controller back from an outage is dialled
     // again within seconds, not after grpc-js's minutes (calls in between fail at once).
-    const client = createWorkerControlClient(opts.controller, { token: opts.token, tlsCa: opts.tlsCa, reconnectBackoffMs: { initial: REGISTER_BACKOFF_START_MS, max: REGISTER_BACKOFF_MAX_MS } });
+    const client = createWorkerControlClient(opts.controller, { token: resolveToken(opts.controller, opts.token), tlsCa: opts.tlsCa, reconnectBackoffMs: { initial: REGISTER_BACKOFF_START_MS, max: REGISTER_BACKOFF_MAX_MS } });
     const heartbeatFile = (opts.adoptAttempts ?? !ownsStateDir) ? path.join(stateDir, HEARTBEAT_FILE) : undefined;
     if (heartbeatFile !== undefined) {
       // Kept attempts (a previous run's among them) live as long as this file is fresh.
