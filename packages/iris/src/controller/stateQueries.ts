@@ -167,6 +167,12 @@ export class StateQueries extends StateCore {
     return w?.state === "ALIVE" || w?.state === "DRAINING";
   }
 
+  /** Whether worker `workerId` has a live attempt of a job that runs from bundle `bundleId`. */
+  workerRunsBundle(workerId: string, bundleId: string): boolean {
+    const rows = this.stmt("SELECT DISTINCT instance_id FROM attempts WHERE worker_id = ? AND state IN ('ASSIGNED','BUILDING','RUNNING')").all(workerId) as { instance_id: string }[];
+    return rows.some((r) => this.specOf(r.instance_id).bundle === bundleId);
+  }
+
   /** The complete desired set of a worker: live attempts with their specs, attempts to stop. */
   desiredSet(workerId: string, extraStops: StopAttempt[] = []): { run: RunAttempt[]; stop: StopAttempt[] } {
     const rows = this.db
