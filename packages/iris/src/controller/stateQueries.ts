@@ -99,9 +99,7 @@ export class StateQueries extends StateCore {
   }
 
   protected attemptOf(instanceId: string, idx: number, attempt: number): AttemptRow | undefined {
-    return this.db
-      .prepare("SELECT * FROM attempts WHERE instance_id = ? AND idx = ? AND attempt = ?")
-      .get(instanceId, idx, attempt) as AttemptRow | undefined;
+    return this.stmt("SELECT * FROM attempts WHERE instance_id = ? AND idx = ? AND attempt = ?").get(instanceId, idx, attempt) as AttemptRow | undefined;
   }
 
   /** A job's tasks counted by state. */
