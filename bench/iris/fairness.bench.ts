@@ -4,15 +4,15 @@
 //      scheduling timeout), and
 //   B. 100,000 single tasks (one job) wait for busy workers.
 // Goal: within 2× of idle. Also the longest scheduling pass seen in each phase. The controller
-// runs in this process (real gRPC on loopback, real SQLite); workers are played by raw
-// WorkerControl clients that register and never run anything (attempts stay ASSIGNED).
+// runs in this process (real gRPC on loopback for the client, real SQLite); workers are played
+// through the controller state's own register/reconcile calls and never run anything (attempts
+// stay ASSIGNED).
 //
 //   pnpm bench iris/fairness [-- --members N --probes N]
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { Controller, IrisClient } from "@marin/iris";
-import { createWorkerControlClient, unary } from "../../packages/iris/src/internal/rpc.ts";
 
 const arg = (name: string, dflt: number): number => {
   const i = process.argv.indexOf(`--${name}`);
@@ -30,7 +30,6 @@ const fmt = (xs: number[]): string => `p50 ${pct(xs, 0.5).toFixed(1)} ms, p90 ${
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "iris-fair-"));
 const controller = await Controller.start({ port: 0, dbPath: path.join(dir, "c.sqlite"), schedulingTimeoutMs: 10 * 60_000, workerTimeoutMs: 10 * 60_000 });
 const client = IrisClient.connect(controller.address);
-const wc = createWorkerControlClient(controller.address);
 
 // The longest scheduling pass: timed around the state's pass (the controller's own timer too).
 let longestPass = 0;
@@ -60,11 +59,12 @@ async function launchLatencies(label: string, user: string, constraints: { key: 
 const workerIds: string[] = [];
 const register = (id: string, cpuMillis: number, pool: string) => {
   workerIds.push(id);
-  return unary(wc, "registerWorker", { workerId: id, host: "127.0.0.1", attributes: { pool }, capacity: { cpuMillis, memoryBytes: 64 * 1024 ** 3 }, instanceId: id });
+  return controller.state.registerWorker({ workerId: id, host: "127.0.0.1", attributes: { pool }, capacity: { cpuMillis, memoryBytes: 64 * 1024 ** 3, devices: {} } });
 };
 /** The raw workers report that they run nothing: what was stopped frees its capacity. */
 async function reconcileAll(): Promise<void> {
-  for (const id of workerIds) await unary(wc, "reconcile", { workerId: id, observed: [] });
+  for (const id of workerIds) controller.state.reconcile(id, [], { healthy: true });
+  await new Promise((r) => setImmediate(r));
 }
 
 /** Polls (every 2 ms) until job `name`'s first task is ASSIGNED; ms since `t0`. */
@@ -141,6 +141,5 @@ const fair = await assignedAfter(carol.name, t0);
 report(`B: carol's job queued behind ${MEMBERS} older tasks, shared workers freed → assigned: ${Number.isNaN(fair) ? "not within 60 s" : `${fair.toFixed(1)} ms`}`);
 
 client.close();
-wc.close();
 await controller.stop();
 fs.rmSync(dir, { recursive: true, force: true });
