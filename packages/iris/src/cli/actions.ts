@@ -3,6 +3,8 @@
 //
 // Components load on first use: every command pays for grpc-js and zod, but only `iris controller`
 // and `iris cluster local` for SQLite and the controller, and `--help` for none of it.
+import fs from "node:fs";
+import { IrisError } from "../errors.ts";
 import type { IrisClient, Job } from "../client/irisClient.ts";
 import { isTerminalJobState } from "../jobSpec.ts";
 import {
@@ -16,6 +18,18 @@ import {
   jobExitCode,
 } from "./output.ts";
 import type { ClientArgs, CliActions, CliIo } from "./program.ts";
+
+/** The credential in a `--credential-file`: refused when others may read the file. */
+function readCredentialFile(file: string): string {
+  let st: fs.Stats;
+  try {
+    st = fs.statSync(file);
+  } catch (e) {
+    throw new IrisError("INVALID_ARGUMENT", `--credential-file ${file}: ${(e as Error).message}`);
+  }
+  if ((st.mode & 0o077) !== 0) throw new IrisError("INVALID_ARGUMENT", `--credential-file ${file}: readable by others (mode ${(st.mode & 0o777).toString(8)}); it must be 0600`);
+  return fs.readFileSync(file, "utf8").trim();
+}
 
 /** Resolves at the first SIGINT or SIGTERM; a second one exits at once (130). */
 function untilSignal(): Promise<NodeJS.Signals> {
@@ -122,9 +136,12 @@ export function realActions(io: CliIo): CliActions {
 
     async worker(a) {
       const { Worker } = await import("../worker/worker.ts");
+      const token = a.credentialFile !== undefined ? readCredentialFile(a.credentialFile) : a.token;
       const worker = await Worker.start({
         controller: a.controller,
-        ...(a.token ? { token: a.token } : {}),
+        ...(token ? { token } : {}),
+        ...(a.workerId !== undefined ? { workerId: a.workerId } : {}),
+        ...(a.preemptible === true ? { preemptible: true } : {}),
         ...(a.tlsCa ? { tlsCa: a.tlsCa } : {}),
         ...(a.cpuMillis !== undefined ? { cpuMillis: a.cpuMillis } : {}),
         ...(a.memoryBytes !== undefined ? { memoryBytes: a.memoryBytes } : {}),
@@ -145,7 +162,25 @@ export function realActions(io: CliIo): CliActions {
       });
       // A refused token stops the worker by itself: `worker.done` rejects with the IrisError, which
       // `run` prints as `UNAUTHENTICATED: …` with exit code 1.
-      const signalled = untilSignal().then(() => worker.stop());
+      // A preemptible worker (a Slurm job) hands its attempts back PREEMPTED when its host goes:
+      // SIGUSR1 is Slurm's warning before the time limit (--signal), SIGTERM a cancel or the limit.
+      let signalled: Promise<void>;
+      if (a.preemptible === true) {
+        signalled = new Promise<void>((resolve) => {
+          const onSignal = (sig: NodeJS.Signals): void => {
+            process.off("SIGUSR1", onSignal);
+            process.off("SIGTERM", onSignal);
+            process.off("SIGINT", onSignal);
+            process.once("SIGINT", () => process.exit(130));
+            const why = sig === "SIGUSR1" ? "the time limit is near (SIGUSR1)" : `its host is being taken back (${sig})`;
+            io.err(`iris worker ${worker.id} draining: ${why}\n`);
+            resolve(worker.stop(sig === "SIGINT" ? {} : { preempted: `${process.env.SLURM_JOB_ID ? `slurm job ${process.env.SLURM_JOB_ID}: ` : ""}${why}` }));
+          };
+          process.on("SIGUSR1", onSignal);
+          process.on("SIGTERM", onSignal);
+          process.on("SIGINT", onSignal);
+        });
+      } else signalled = untilSignal().then(() => worker.stop());
       await Promise.race([signalled, worker.done]);
       stopping = true;
       await worker.stop();

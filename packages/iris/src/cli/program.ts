@@ -71,6 +71,12 @@ export interface WorkerArgs extends ClientArgs {
   adopt?: boolean | undefined;
   /** How long attempts outlive a dead worker waiting to be adopted. */
   adoptGraceMs?: number | undefined;
+  /** `--worker-id`: register under this id (providers start workers with the id they expect). */
+  workerId?: string | undefined;
+  /** `--credential-file`: a file (mode 0600) holding the worker's registration credential. */
+  credentialFile?: string | undefined;
+  /** `--preemptible`: SIGTERM and SIGUSR1 hand the attempts back PREEMPTED (a Slurm job ending). */
+  preemptible?: boolean | undefined;
 }
 
 /** `iris worker drain ID`. */
@@ -292,6 +298,9 @@ export function buildProgram(
     .option("--no-adopt", "with --state-dir: a restarted worker ends its previous run's attempts instead of adopting them")
     .addOption(new Option("--adopt-grace <seconds>", "how long attempts outlive a dead worker, waiting for it to restart (default 10)").argParser(parseSeconds))
     .addOption(new Option("--bundle-install-flag <flag>", "extra flag of the bundles' pnpm install, e.g. --ignore-scripts (repeatable)").argParser(collect((s: string) => s)))
+    .option("--worker-id <id>", "register under this id (default: kept in --state-dir, else <hostname>-<random>)")
+    .option("--credential-file <file>", "read the registration credential from this file (readable by its owner only); instead of --token")
+    .option("--preemptible", "the host can be taken back (a Slurm job): on SIGTERM, or on SIGUSR1 (the warning before a time limit), the worker hands its attempts back PREEMPTED and leaves", false)
     .action(
       (o: {
         controller?: string;
@@ -307,6 +316,9 @@ export function buildProgram(
         bundleCacheKeep?: number;
         adopt: boolean;
         adoptGrace?: number;
+        workerId?: string;
+        credentialFile?: string;
+        preemptible: boolean;
       }) =>
         run(() =>
           actions.worker({
@@ -322,6 +334,9 @@ export function buildProgram(
             bundleCacheKeep: o.bundleCacheKeep,
             adopt: o.adopt,
             adoptGraceMs: o.adoptGrace,
+            workerId: o.workerId,
+            credentialFile: o.credentialFile,
+            preemptible: o.preemptible,
           }),
         ),
     );
