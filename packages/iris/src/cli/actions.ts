@@ -122,9 +122,20 @@ export function realActions(io: CliIo): CliActions {
 
     async worker(a) {
       const { Worker } = await import("../worker/worker.ts");
+      let token = a.token;
+      if (a.credentialFile !== undefined) {
+        const fs = await import("node:fs");
+        const st = fs.statSync(a.credentialFile);
+        if ((st.mode & 0o077) !== 0) {
+          io.err(`iris worker: ${a.credentialFile} is readable by others (mode ${(st.mode & 0o777).toString(8)}): chmod 600 it\n`);
+          return 2;
+        }
+        token = fs.readFileSync(a.credentialFile, "utf8").trim() || undefined;
+      }
       const worker = await Worker.start({
         controller: a.controller,
-        ...(a.token ? { token: a.token } : {}),
+        ...(token ? { token } : {}),
+        ...(a.workerId ? { workerId: a.workerId } : {}),
         ...(a.tlsCa ? { tlsCa: a.tlsCa } : {}),
         ...(a.cpuMillis !== undefined ? { cpuMillis: a.cpuMillis } : {}),
         ...(a.memoryBytes !== undefined ? { memoryBytes: a.memoryBytes } : {}),
@@ -174,6 +185,26 @@ export function realActions(io: CliIo): CliActions {
       await cluster.stop();
       return 0;
     },
+
+    async clusterUp(a) {
+      const { runClusterUp } = await import("../autoscaler/clusterUp.ts");
+      return runClusterUp(a, io, untilSignal);
+    },
+
+    clusterStatus: (a) =>
+      withClient(a, async (client) => {
+        const status = await client.clusterStatus();
+        const { formatClusterStatus } = await import("../autoscaler/statusText.ts");
+        io.out(a.json ? `${JSON.stringify(status, null, 2)}\n` : formatClusterStatus(status as Parameters<typeof formatClusterStatus>[0]));
+        return 0;
+      }),
+
+    clusterDown: (a) =>
+      withClient(a, async (client) => {
+        const n = await client.clusterDown();
+        io.out(`iris cluster down: drained and stopped ${n} worker${n === 1 ? "" : "s"}\n`);
+        return 0;
+      }),
 
     jobRun: (a) =>
       withClient(a, async (client) => {
