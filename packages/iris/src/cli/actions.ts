@@ -3,8 +3,6 @@
 //
 // Components load on first use: every command pays for grpc-js and zod, but only `iris controller`
 // and `iris cluster local` for SQLite and the controller, and `--help` for none of it.
-import fs from "node:fs";
-import { IrisError } from "../errors.ts";
 import type { IrisClient, Job } from "../client/irisClient.ts";
 import { isTerminalJobState } from "../jobSpec.ts";
 import {
@@ -18,18 +16,6 @@ import {
   jobExitCode,
 } from "./output.ts";
 import type { ClientArgs, CliActions, CliIo } from "./program.ts";
-
-/** The credential in a `--credential-file`: refused when others may read the file. */
-function readCredentialFile(file: string): string {
-  let st: fs.Stats;
-  try {
-    st = fs.statSync(file);
-  } catch (e) {
-    throw new IrisError("INVALID_ARGUMENT", `--credential-file ${file}: ${(e as Error).message}`);
-  }
-  if ((st.mode & 0o077) !== 0) throw new IrisError("INVALID_ARGUMENT", `--credential-file ${file}: readable by others (mode ${(st.mode & 0o777).toString(8)}); it must be 0600`);
-  return fs.readFileSync(file, "utf8").trim();
-}
 
 /** Resolves at the first SIGINT or SIGTERM; a second one exits at once (130). */
 function untilSignal(): Promise<NodeJS.Signals> {
@@ -136,11 +122,20 @@ export function realActions(io: CliIo): CliActions {
 
     async worker(a) {
       const { Worker } = await import("../worker/worker.ts");
-      const token = a.credentialFile !== undefined ? readCredentialFile(a.credentialFile) : a.token;
+      let token = a.token;
+      if (a.credentialFile !== undefined) {
+        const fs = await import("node:fs");
+        const st = fs.statSync(a.credentialFile);
+        if ((st.mode & 0o077) !== 0) {
+          io.err(`iris worker: ${a.credentialFile} is readable by others (mode ${(st.mode & 0o777).toString(8)}): chmod 600 it\n`);
+          return 2;
+        }
+        token = fs.readFileSync(a.credentialFile, "utf8").trim() || undefined;
+      }
       const worker = await Worker.start({
         controller: a.controller,
         ...(token ? { token } : {}),
-        ...(a.workerId !== undefined ? { workerId: a.workerId } : {}),
+        ...(a.workerId ? { workerId: a.workerId } : {}),
         ...(a.preemptible === true ? { preemptible: true } : {}),
         ...(a.tlsCa ? { tlsCa: a.tlsCa } : {}),
         ...(a.cpuMillis !== undefined ? { cpuMillis: a.cpuMillis } : {}),
@@ -209,6 +204,26 @@ export function realActions(io: CliIo): CliActions {
       await cluster.stop();
       return 0;
     },
+
+    async clusterUp(a) {
+      const { runClusterUp } = await import("../autoscaler/clusterUp.ts");
+      return runClusterUp(a, io, untilSignal);
+    },
+
+    clusterStatus: (a) =>
+      withClient(a, async (client) => {
+        const status = await client.clusterStatus();
+        const { formatClusterStatus } = await import("../autoscaler/statusText.ts");
+        io.out(a.json ? `${JSON.stringify(status, null, 2)}\n` : formatClusterStatus(status as Parameters<typeof formatClusterStatus>[0]));
+        return 0;
+      }),
+
+    clusterDown: (a) =>
+      withClient(a, async (client) => {
+        const n = await client.clusterDown();
+        io.out(`iris cluster down: drained and stopped ${n} worker${n === 1 ? "" : "s"}\n`);
+        return 0;
+      }),
 
     jobRun: (a) =>
       withClient(a, async (client) => {
