@@ -75,6 +75,8 @@ export interface GroupStatus {
 /** `iris cluster status --json`. */
 export interface ClusterStatus {
   atMs: number;
+  /** When the last round started (0 before the first). */
+  lastRoundAtMs: number;
   groups: GroupStatus[];
   /** The last decisions of every group, newest last. */
   decisions: DecisionRecord[];
@@ -102,6 +104,7 @@ export class Autoscaler {
   private readonly log: DecisionRecord[] = [];
   private readonly lastHold = new Map<string, { reason: string; atMs: number }>();
   private last: PolicyOutput | undefined;
+  private lastRoundAtMs = 0;
   private lastWorkers = new Map<string, PolicyWorker[]>();
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
@@ -158,6 +161,7 @@ export class Autoscaler {
   private async round(): Promise<PolicyOutput> {
     const provided = await this.listAll();
     const now = this.now();
+    this.lastRoundAtMs = now;
     const snap = this.opts.state.autoscalerSnapshot();
     const registered = new Map(snap.workers.map((w) => [w.id, w]));
     const byGroup = new Map<string, PolicyWorker[]>(this.groups.map((g) => [g.name, []]));
@@ -330,7 +334,7 @@ export class Autoscaler {
         decisions: this.log.filter((r) => r.group === g.name).slice(-10),
       };
     });
-    return { atMs: this.now(), groups, decisions: this.log.slice(-50) };
+    return { atMs: this.now(), lastRoundAtMs: this.lastRoundAtMs, groups, decisions: this.log.slice(-50) };
   }
 
   /**

@@ -187,7 +187,10 @@ const arbDemand = fc.record({
   priority: fc.integer({ min: 0, max: 2 }),
 });
 
-function build(groups: fc.GeneratorValue<typeof arbGroup>[], demands: fc.GeneratorValue<typeof arbDemand>[]): PolicyInput {
+type GroupArb = typeof arbGroup extends fc.Arbitrary<infer T> ? T : never;
+type DemandArb = typeof arbDemand extends fc.Arbitrary<infer T> ? T : never;
+
+function build(groups: GroupArb[], demands: DemandArb[]): PolicyInput {
   let n = 0;
   return {
     nowMs: T0,
