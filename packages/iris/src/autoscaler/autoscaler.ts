@@ -167,7 +167,11 @@ export class Autoscaler {
     const byGroup = new Map<string, PolicyWorker[]>(this.groups.map((g) => [g.name, []]));
     for (const p of provided) {
       const list = byGroup.get(p.group);
-      if (!list || p.state === "ended") continue;
+      if (p.state === "ended") {
+        await this.reapEnded(p);
+        continue;
+      }
+      if (!list) continue;
       const r = registered.get(p.workerId);
       let state: PolicyWorker["state"];
       let busy = false;
@@ -212,14 +216,37 @@ export class Autoscaler {
         this.known.set(w.workerId, { worker: w, startedHere: this.known.get(w.workerId)?.startedHere ?? false });
       }
     }
+    const vanished: ProvidedWorker[] = [];
     for (const [id, k] of this.known) {
       if (seen.has(id)) continue;
       if (k.startedHere && now - k.worker.startedAtMs < LIST_GRACE_MS && k.worker.state !== "ended") continue;
-      this.known.delete(id);
-      this.idleSince.delete(id);
-      this.everRegistered.delete(id);
+      // Gone from the engine's list altogether: it ended (reaped below like one listed "ended").
+      vanished.push({ ...k.worker, state: "ended" });
     }
-    return [...this.known.values()].map((k) => k.worker);
+    return [...[...this.known.values()].map((k) => k.worker).filter((w) => !vanished.some((v) => v.workerId === w.workerId)), ...vanished];
+  }
+
+  /**
+   * A provided worker whose engine says it ended (a Slurm job cancelled, past its time limit,
+   * preempted, its node failed): attempts still live on it end PREEMPTED (the preemption budget,
+   * never the failure budget) rather than waiting for the worker timeout, the worker leaves the
+   * cluster, and its credential is revoked.
+   */
+  private async reapEnded(p: ProvidedWorker): Promise<void> {
+    try {
+      this.opts.state.drainWorker(p.workerId);
+    } catch {
+      // Not registered (any more): nothing to hand back.
+    }
+    try {
+      this.opts.state.deregisterWorker(p.workerId);
+    } catch {
+      // Already gone.
+    }
+    this.known.delete(p.workerId);
+    this.idleSince.delete(p.workerId);
+    this.everRegistered.delete(p.workerId);
+    await this.forget(p.workerId);
   }
 
   private group(name: string): ScaleGroupConfig {

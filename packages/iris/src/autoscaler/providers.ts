@@ -5,6 +5,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { LocalProvider, type LocalProviderOptions } from "./localProvider.ts";
 import type { ScaleGroupConfig, WorkerProvider } from "./provider.ts";
+import { SlurmProvider } from "./slurmProvider.ts";
 
 /** What every provider factory is given. */
 export interface ProviderContext {
@@ -22,7 +23,10 @@ export interface ProviderContext {
 export type ProviderFactory = (ctx: ProviderContext) => WorkerProvider;
 
 /** The providers by `provider:` name. The slurm provider registers itself here. */
-export const PROVIDER_FACTORIES = new Map<string, ProviderFactory>([["local", (ctx) => new LocalProvider(ctx.local ?? {})]]);
+export const PROVIDER_FACTORIES = new Map<string, ProviderFactory>([
+  ["local", (ctx) => new LocalProvider(ctx.local ?? {})],
+  ["slurm", (ctx) => new SlurmProvider({ stateDir: ctx.stateDir, clusterId: ctx.clusterId })],
+]);
 
 /** One provider per kind the groups use. Throws for a kind nobody registered. */
 export function createProviders(groups: readonly ScaleGroupConfig[], ctx: ProviderContext): Map<string, WorkerProvider> {

@@ -23,8 +23,10 @@ import { workerCommandLine } from "./workerCommand.ts";
 
 /** Options of {@link SlurmProvider}. */
 export interface SlurmProviderOptions {
-  /** The cluster's state directory: the cluster id, batch scripts and worker logs live under it. */
+  /** The cluster's state directory: batch scripts and worker logs live under it. */
   stateDir: string;
+  /** This cluster's id (in every job's comment); default: one kept in `<stateDir>/slurm-cluster-id`. */
+  clusterId?: string;
   /** Environment for Slurm's commands (SLURM_CONF, PATH); default `process.env`. */
   env?: NodeJS.ProcessEnv;
   /** A Slurm command taking longer than this fails (default 30 s). */
@@ -157,6 +159,11 @@ export class SlurmProvider implements WorkerProvider {
     this.#opts = opts;
     this.#env = opts.env ?? process.env;
     fs.mkdirSync(opts.stateDir, { recursive: true });
+    if (opts.clusterId !== undefined) {
+      if (!/^[\w.-]+$/.test(opts.clusterId)) throw new Error(`cluster id ${JSON.stringify(opts.clusterId)} is not usable in a Slurm comment`);
+      this.clusterId = opts.clusterId;
+      return;
+    }
     const idFile = path.join(opts.stateDir, "slurm-cluster-id");
     let id: string;
     try {
