@@ -15,6 +15,9 @@ import { fileURLToPath } from "node:url";
 import { IrisClient } from "../../packages/iris/src/client/irisClient.ts";
 import { startCluster } from "../../packages/iris/src/autoscaler/clusterUp.ts";
 import { validateClusterConfig } from "../../packages/iris/src/autoscaler/config.ts";
+import { PROVIDER_FACTORIES } from "../../packages/iris/src/autoscaler/providers.ts";
+import { SlurmProvider } from "../../packages/iris/src/autoscaler/slurmProvider.ts";
+import { workerCommandLine } from "../../packages/iris/src/autoscaler/workerCommand.ts";
 import { slurmAvailability, startSlurm, type TestSlurm } from "../../packages/iris/src/internal/testing/slurm.ts";
 
 function median(xs: number[]): number {
@@ -57,6 +60,21 @@ export async function scaleUpLatency(runs: number): Promise<{ oursMs: number; fl
     controller: { host: "127.0.0.1", port: 0, db: path.join(dir, "iris.sqlite") },
     scaleGroups: [{ name: "bench", provider: "slurm", maxWorkers: 2, idleTimeout: "2s", worker: { cpu: 1, memory: "1G" }, slurm: { partition: slurm.partition } }],
   });
+  // The workers run the built iris (bin/iris.mjs → dist/), as an installed iris does, when it is
+  // built; else from source under tsx (several seconds slower to start).
+  const bin = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../packages/iris/bin/iris.mjs");
+  const built = fs.existsSync(path.join(path.dirname(bin), "..", "dist", "cli", "main.js"));
+  if (built) {
+    PROVIDER_FACTORIES.set("slurm", (ctx) => new SlurmProvider({
+      stateDir: ctx.stateDir,
+      clusterId: ctx.clusterId,
+      workerCommand: (req) => {
+        const argv = workerCommandLine(req);
+        return [process.execPath, bin, ...argv.slice(argv.indexOf("worker"))];
+      },
+    }));
+  }
+  console.log(`  workers run ${built ? "the built iris (bin/iris.mjs)" : "iris from source (tsx)"}`);
   const cluster = await startCluster(config, { log: () => undefined });
   const client = IrisClient.connect(cluster.controller.address, { user: "bench" });
   const ours: number[] = [];

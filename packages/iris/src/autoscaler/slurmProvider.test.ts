@@ -2,7 +2,7 @@
 // script (the real commands run in slurmProvider.e2e.test.ts).
 import { describe, expect, it } from "vitest";
 import type { ProviderStartRequest } from "./provider.ts";
-import { batchScript, parseSqueue, sbatchArgs, slurmTimeLimitSeconds, warningSeconds } from "./slurmProvider.ts";
+import { batchScript, parseSqueue, sbatchArgs, sbatchEnv, slurmTimeLimitSeconds, warningSeconds } from "./slurmProvider.ts";
 
 const req = (slurm: Partial<NonNullable<ProviderStartRequest["group"]["slurm"]>> = {}): ProviderStartRequest => ({
   group: {
@@ -48,19 +48,34 @@ describe("slurm provider parts", () => {
     const args = sbatchArgs(req({ account: "proj", qos: "high", timeLimit: "1:00:00", extraArgs: ["--constraint=a100"] }), {
       comment: "iris:abc:w-1",
       logFile: "/state/logs/slurm-gpu-%j.log",
-      env: { PATH: "/bin", HOME: "/root", IRIS_TOKEN: "secret", NODE_OPTIONS: "--conditions=x" },
     });
     expect(args).toEqual([
       "--parsable", "--job-name=iris-gpu", "--comment=iris:abc:w-1", "--output=/state/logs/slurm-gpu-%j.log", "--error=/state/logs/slurm-gpu-%j.log",
       "--open-mode=append", "--nodes=1", "--ntasks=1", "--cpus-per-task=3", "--mem=8192M", "--partition=main", "--signal=B:USR1@300",
-      "--no-requeue", "--export=PATH,HOME,NODE_OPTIONS", "--account=proj", "--qos=high", "--time=1:00:00", "--gres=gpu:2", "--constraint=a100",
+      "--no-requeue", "--export=ALL", "--account=proj", "--qos=high", "--time=1:00:00", "--gres=gpu:2", "--constraint=a100",
     ]);
-    expect(args.join(" ")).not.toContain("secret");
+  });
+
+  it("runs sbatch (whose environment the job inherits) with the listed variables and Slurm's own only", () => {
+    expect(sbatchEnv({ PATH: "/bin", HOME: "/root", IRIS_TOKEN: "secret", AWS_SECRET_ACCESS_KEY: "k", SLURM_CONF: "/etc/slurm.conf", SBATCH_PARTITION: "p", NODE_OPTIONS: "--x" })).toEqual({
+      PATH: "/bin",
+      HOME: "/root",
+      SLURM_CONF: "/etc/slurm.conf",
+      SBATCH_PARTITION: "p",
+      NODE_OPTIONS: "--x",
+    });
   });
 
   it("writes a batch script that runs the setup lines, then execs the worker with quoted arguments", () => {
-    const script = batchScript(req({ setup: ["module load nodejs/20"] }), ["/usr/bin/node", "/opt/iris/bin/iris.mjs", "worker", "--attr", "note=it's here"]);
+    const script = batchScript(req({ setup: ["module load nodejs/20"] }), ["/usr/bin/node", "/opt/iris/bin/iris.mjs", "worker", "--attr", "note=it's here"], {
+      PATH: "/bin:/usr/bin",
+      IRIS_TOKEN: "secret",
+      NODE_OPTIONS: "--max-old-space-size=4096 --conditions=x",
+    });
     const lines = script.split("\n");
+    // Only the listed variables, never the rest of the controller's environment.
+    expect(lines.filter((l) => l.startsWith("export "))).toEqual(["export PATH=/bin:/usr/bin", "export NODE_OPTIONS='--max-old-space-size=4096 --conditions=x'"]);
+    expect(script).not.toContain("secret");
     expect(lines[0]).toBe("#!/bin/bash");
     expect(lines.indexOf("module load nodejs/20")).toBeLessThan(lines.findIndex((l) => l.startsWith("exec ")));
     expect(lines.find((l) => l.startsWith("exec "))).toBe(`exec /usr/bin/node /opt/iris/bin/iris.mjs worker --attr 'note=it'\\''s here'`);

@@ -11,7 +11,8 @@
 //   Output goes to `<state>/logs/slurm-<group>-<job id>.log`.
 // - `--signal=B:USR1@<secs>` warns the worker before the time limit: it hands its attempts back
 //   (PREEMPTED) and leaves, so the job ends before Slurm kills it.
-// - The job's environment is a short list of variables (PATH, HOME, NODE_OPTIONS …), never the
+// - The job's environment is a short list of variables (PATH, HOME, NODE_OPTIONS …): sbatch runs
+//   with only those (and SLURM_*), and the batch script exports them again; never the
 //   controller's whole environment (which may hold its own token).
 import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -37,6 +38,16 @@ export interface SlurmProviderOptions {
 
 /** Variables a worker's job gets from the controller's environment (when set); nothing else. */
 const EXPORTED_VARS = ["PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TZ", "TMPDIR", "NODE_OPTIONS", "NODE_PATH", "NODE_EXTRA_CA_CERTS", "IRIS_STATE_DIR", "IRIS_BUNDLE_CACHE", "IRIS_TLS_CA"];
+
+/** The environment sbatch runs with (and the job inherits): the listed variables and Slurm's own. */
+export function sbatchEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const out: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(env)) {
+    if (v === undefined) continue;
+    if (EXPORTED_VARS.includes(k) || k.startsWith("SLURM_") || k.startsWith("SBATCH_")) out[k] = v;
+  }
+  return out;
+}
 
 /** Slurm job states (squeue `%T`) in which the job still runs or will run. */
 const PENDING_STATES = new Set(["PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "RESV_DEL_HOLD", "SPECIAL_EXIT"]);
@@ -81,11 +92,10 @@ export function warningSeconds(timeLimit: string | undefined): number {
 }
 
 /** The sbatch arguments for one worker of `req.group` (everything but the script path). */
-export function sbatchArgs(req: ProviderStartRequest, o: { comment: string; logFile: string; env: NodeJS.ProcessEnv }): string[] {
+export function sbatchArgs(req: ProviderStartRequest, o: { comment: string; logFile: string }): string[] {
   const g = req.group;
   const s = g.slurm;
   if (s === undefined) throw new Error(`scale group ${g.name} has no slurm section`);
-  const exported = EXPORTED_VARS.filter((v) => o.env[v] !== undefined && o.env[v] !== "" && !String(o.env[v]).includes(","));
   const args = [
     "--parsable",
     `--job-name=iris-${g.name}`,
@@ -100,7 +110,10 @@ export function sbatchArgs(req: ProviderStartRequest, o: { comment: string; logF
     `--partition=${s.partition}`,
     `--signal=B:USR1@${warningSeconds(s.timeLimit)}`,
     "--no-requeue",
-    `--export=${exported.length === 0 ? "NONE" : exported.join(",")}`,
+    // sbatch itself runs with only the listed variables and SLURM_*/SBATCH_* (sbatchEnv), so ALL
+    // exports exactly those. NONE, NIL or a list make slurmd build the environment through
+    // --get-user-env, several seconds of every worker's start.
+    "--export=ALL",
   ];
   if (s.account !== undefined) args.push(`--account=${s.account}`);
   if (s.qos !== undefined) args.push(`--qos=${s.qos}`);
@@ -112,13 +125,15 @@ export function sbatchArgs(req: ProviderStartRequest, o: { comment: string; logF
 }
 
 /** The batch script: the group's setup lines, then `exec` of the worker (so Slurm's signals reach it). */
-export function batchScript(req: ProviderStartRequest, argv: readonly string[]): string {
+export function batchScript(req: ProviderStartRequest, argv: readonly string[], env: NodeJS.ProcessEnv = {}): string {
+  const exported = EXPORTED_VARS.filter((v) => env[v] !== undefined && env[v] !== "").map((v) => `export ${v}=${shQuote(env[v]!)}`);
   return [
     "#!/bin/bash",
     `# iris worker ${req.workerId} of scale group ${req.group.name}`,
     "set -e",
+    ...exported,
     ...(req.group.slurm?.setup ?? []),
-    `echo "iris: worker ${req.workerId} starting in slurm job $SLURM_JOB_ID on $(hostname)"`,
+    `echo "iris: worker ${req.workerId} starting in slurm job $SLURM_JOB_ID on $(hostname) at $(date -u +%FT%T.%3NZ)"`,
     `exec ${argv.map(shQuote).join(" ")}`,
     "",
   ].join("\n");
@@ -180,7 +195,7 @@ export class SlurmProvider implements WorkerProvider {
 
   #run(program: string, args: readonly string[]): Promise<string> {
     return new Promise((resolve, reject) => {
-      execFile(program, args as string[], { env: this.#env, timeout: this.#opts.commandTimeoutMs ?? 30_000, maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => {
+      execFile(program, args as string[], { env: program === "sbatch" ? sbatchEnv(this.#env) : this.#env, timeout: this.#opts.commandTimeoutMs ?? 30_000, maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => {
         if (err === null) resolve(stdout);
         else {
           const why = stderr.trim().split("\n").filter((l) => l.trim() !== "").join("; ");
@@ -205,8 +220,8 @@ export class SlurmProvider implements WorkerProvider {
     fs.mkdirSync(logs, { recursive: true });
     const script = path.join(scripts, `${req.workerId}.sh`);
     const argv = [...(this.#opts.workerCommand ?? workerCommandLine)(req), "--preemptible"];
-    fs.writeFileSync(script, batchScript(req, argv), { mode: 0o700 });
-    const args = sbatchArgs(req, { comment: this.#comment(req.workerId), logFile: path.join(logs, `slurm-${req.group.name}-%j.log`), env: this.#env });
+    fs.writeFileSync(script, batchScript(req, argv, this.#env), { mode: 0o700 });
+    const args = sbatchArgs(req, { comment: this.#comment(req.workerId), logFile: path.join(logs, `slurm-${req.group.name}-%j.log`) });
     const out = await this.#run("sbatch", [...args, script]);
     const jobId = out.trim().split("\n").pop()!.split(";")[0]!.trim();
     if (!/^\d+(_\d+)?$/.test(jobId)) throw new SlurmCommandError("sbatch", `unexpected output ${JSON.stringify(out.trim())}`);
