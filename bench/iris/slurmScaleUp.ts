@@ -18,7 +18,7 @@ import { validateClusterConfig } from "../../packages/iris/src/autoscaler/config
 import { PROVIDER_FACTORIES } from "../../packages/iris/src/autoscaler/providers.ts";
 import { SlurmProvider } from "../../packages/iris/src/autoscaler/slurmProvider.ts";
 import { workerCommandLine } from "../../packages/iris/src/autoscaler/workerCommand.ts";
-import { slurmAvailability, startSlurm, type TestSlurm } from "../../packages/iris/src/internal/testing/slurm.ts";
+import { slurmAvailability, startSlurm, type TestSlurm } from "@marin/iris/testing";
 
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
