@@ -130,9 +130,21 @@ export function realActions(io: CliIo): CliActions {
 
     async worker(a) {
       const { Worker } = await import("../worker/worker.ts");
+      let token = a.token;
+      if (a.credentialFile !== undefined) {
+        const fs = await import("node:fs");
+        const st = fs.statSync(a.credentialFile);
+        if ((st.mode & 0o077) !== 0) {
+          io.err(`iris worker: ${a.credentialFile} is readable by others (mode ${(st.mode & 0o777).toString(8)}): chmod 600 it\n`);
+          return 2;
+        }
+        token = fs.readFileSync(a.credentialFile, "utf8").trim() || undefined;
+      }
       const worker = await Worker.start({
         controller: a.controller,
-        ...(a.token ? { token: a.token } : {}),
+        ...(token ? { token } : {}),
+        ...(a.workerId ? { workerId: a.workerId } : {}),
+        ...(a.preemptible === true ? { preemptible: true } : {}),
         ...(a.tlsCa ? { tlsCa: a.tlsCa } : {}),
         ...(a.cpuMillis !== undefined ? { cpuMillis: a.cpuMillis } : {}),
         ...(a.memoryBytes !== undefined ? { memoryBytes: a.memoryBytes } : {}),
@@ -153,7 +165,25 @@ export function realActions(io: CliIo): CliActions {
       });
       // A refused token stops the worker by itself: `worker.done` rejects with the IrisError, which
       // `run` prints as `UNAUTHENTICATED: …` with exit code 1.
-      const signalled = untilSignal().then(() => worker.stop());
+      // A preemptible worker (a Slurm job) hands its attempts back PREEMPTED when its host goes:
+      // SIGUSR1 is Slurm's warning before the time limit (--signal), SIGTERM a cancel or the limit.
+      let signalled: Promise<void>;
+      if (a.preemptible === true) {
+        signalled = new Promise<void>((resolve) => {
+          const onSignal = (sig: NodeJS.Signals): void => {
+            process.off("SIGUSR1", onSignal);
+            process.off("SIGTERM", onSignal);
+            process.off("SIGINT", onSignal);
+            process.once("SIGINT", () => process.exit(130));
+            const why = sig === "SIGUSR1" ? "the time limit is near (SIGUSR1)" : `its host is being taken back (${sig})`;
+            io.err(`iris worker ${worker.id} draining: ${why}\n`);
+            resolve(worker.stop(sig === "SIGINT" ? {} : { preempted: `${process.env.SLURM_JOB_ID ? `slurm job ${process.env.SLURM_JOB_ID}: ` : ""}${why}` }));
+          };
+          process.on("SIGUSR1", onSignal);
+          process.on("SIGTERM", onSignal);
+          process.on("SIGINT", onSignal);
+        });
+      } else signalled = untilSignal().then(() => worker.stop());
       await Promise.race([signalled, worker.done]);
       stopping = true;
       await worker.stop();
@@ -185,6 +215,26 @@ export function realActions(io: CliIo): CliActions {
       await cluster.stop();
       return 0;
     },
+
+    async clusterUp(a) {
+      const { runClusterUp } = await import("../autoscaler/clusterUp.ts");
+      return runClusterUp(a, io, untilSignal);
+    },
+
+    clusterStatus: (a) =>
+      withClient(a, async (client) => {
+        const status = await client.clusterStatus();
+        const { formatClusterStatus } = await import("../autoscaler/statusText.ts");
+        io.out(a.json ? `${JSON.stringify(status, null, 2)}\n` : formatClusterStatus(status as Parameters<typeof formatClusterStatus>[0]));
+        return 0;
+      }),
+
+    clusterDown: (a) =>
+      withClient(a, async (client) => {
+        const n = await client.clusterDown();
+        io.out(`iris cluster down: drained and stopped ${n} worker${n === 1 ? "" : "s"}\n`);
+        return 0;
+      }),
 
     jobRun: (a) =>
       withClient(a, async (client) => {

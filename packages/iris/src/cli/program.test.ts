@@ -93,7 +93,12 @@ describe("iris CLI parsing", () => {
       bundleCacheKeep: undefined,
       adopt: true,
       adoptGraceMs: undefined,
+      workerId: undefined,
+      credentialFile: undefined,
+      preemptible: false,
     });
+    const provided = await cli(["worker", "--controller", "c:1", "--worker-id", "w-7", "--credential-file", "/state/w-7.cred", "--preemptible"]);
+    expect(provided.args).toMatchObject({ workerId: "w-7", credentialFile: "/state/w-7.cred", preemptible: true });
     const bundled = await cli([
       "worker", "--controller", "c:1", "--bundle-cache", "/cache", "--bundle-install-flag=--ignore-scripts", "--no-adopt", "--adopt-grace", "2.5", "--bundle-cache-keep", "3",
     ]);

@@ -75,6 +75,24 @@ export interface WorkerArgs extends ClientArgs {
   adopt?: boolean | undefined;
   /** How long attempts outlive a dead worker waiting to be adopted. */
   adoptGraceMs?: number | undefined;
+  /** `--worker-id`: register under this id (what a provider that started the worker expects). */
+  workerId?: string | undefined;
+  /** `--credential-file`: read the registration credential from this file (instead of --token). */
+  credentialFile?: string | undefined;
+  /** `--preemptible`: SIGTERM and SIGUSR1 hand the attempts back PREEMPTED (a Slurm job ending). */
+  preemptible?: boolean | undefined;
+}
+
+/** `iris cluster up`. */
+export interface ClusterUpArgs {
+  configFile: string;
+  /** Leave the provided workers running at shutdown (the next `up` adopts them). */
+  keepWorkers: boolean;
+}
+
+/** `iris cluster status`. */
+export interface ClusterStatusArgs extends ClientArgs {
+  json: boolean;
 }
 
 /** `iris worker drain ID`. */
@@ -158,6 +176,9 @@ export interface CliActions {
   worker(a: WorkerArgs): Promise<number>;
   workerDrain(a: WorkerDrainArgs): Promise<number>;
   clusterLocal(a: ClusterLocalArgs): Promise<number>;
+  clusterUp(a: ClusterUpArgs): Promise<number>;
+  clusterStatus(a: ClusterStatusArgs): Promise<number>;
+  clusterDown(a: ClientArgs): Promise<number>;
   jobRun(a: JobRunArgs): Promise<number>;
   jobList(a: JobListArgs): Promise<number>;
   jobStatus(a: JobNameArgs): Promise<number>;
@@ -301,11 +322,14 @@ export function buildProgram(
     .option("--state-dir <dir>", "keeps the worker id and attempt records across restarts (default: a fresh directory under $IRIS_STATE_DIR or ~/.cache/iris/workers)")
     .option("--advertise-host <host>", "host tasks advertise to others (IRIS_ADVERTISE_HOST)")
     .option("-v, --verbose", "print worker events as JSON lines on stderr", false)
+    .option("--worker-id <id>", "register under this id (default: kept in the state directory, else <hostname>-<random>)")
+    .option("--credential-file <file>", "read the registration credential from this file (mode 0600; instead of --token, which shows in ps)")
     .option("--bundle-cache <dir>", "where code bundles are unpacked and built (default: $IRIS_BUNDLE_CACHE or ~/.cache/iris/bundles)")
     .addOption(new Option("--bundle-cache-keep <n>", "built bundles the cache keeps, the most recently used; older unused ones are removed (0 = keep all; default 8)").argParser(parseInteger(0)))
     .option("--no-adopt", "with --state-dir: a restarted worker ends its previous run's attempts instead of adopting them")
     .addOption(new Option("--adopt-grace <seconds>", "how long attempts outlive a dead worker, waiting for it to restart (default 10)").argParser(parseSeconds))
     .addOption(new Option("--bundle-install-flag <flag>", "extra flag of the bundles' pnpm install, e.g. --ignore-scripts (repeatable)").argParser(collect((s: string) => s)))
+    .option("--preemptible", "the host can be taken back (a Slurm job): on SIGTERM, or on SIGUSR1 (the warning before a time limit), the worker hands its attempts back PREEMPTED and leaves", false)
     .action(
       (o: {
         controller?: string;
@@ -321,9 +345,14 @@ export function buildProgram(
         bundleCacheKeep?: number;
         adopt: boolean;
         adoptGrace?: number;
+        workerId?: string;
+        credentialFile?: string;
+        preemptible: boolean;
       }) =>
         run(() =>
           actions.worker({
+            workerId: o.workerId,
+            credentialFile: o.credentialFile,
             ...clientArgs(o),
             cpuMillis: o.cpu,
             memoryBytes: o.memory,
@@ -336,6 +365,7 @@ export function buildProgram(
             bundleCacheKeep: o.bundleCacheKeep,
             adopt: o.adopt,
             adoptGraceMs: o.adoptGrace,
+            preemptible: o.preemptible,
           }),
         ),
     );
@@ -347,7 +377,28 @@ export function buildProgram(
     .addOption(tokenOption())
     .action((id: string, o: { controller?: string; token?: string }) => run(() => actions.workerDrain({ ...clientArgs(o), workerId: id })));
 
-  const cluster = program.command("cluster").description("clusters in one process");
+  const cluster = program.command("cluster").description("clusters: in one process, or grown and shrunk by an autoscaler");
+  cluster
+    .command("up")
+    .description("run a controller with the autoscaler of a cluster config (scale groups on local or Slurm workers) in the foreground; SIGINT/SIGTERM drains and stops the workers it started")
+    .requiredOption("--config <file>", "the cluster config (YAML; see the iris README, Running on Slurm)")
+    .option("--keep-workers", "at shutdown leave the provided workers running: the next up on the same db adopts them", false)
+    .action((o: { config: string; keepWorkers: boolean }) => run(() => actions.clusterUp({ configFile: o.config, keepWorkers: o.keepWorkers })));
+  cluster
+    .command("status")
+    .description("the autoscaler's scale groups (min, max, pending, booting, ready, idle, draining, demand) and its last decisions")
+    .option("--json", "print JSON", false)
+    .addOption(controllerOption())
+    .addOption(tlsCaOption())
+    .addOption(tokenOption())
+    .action((o: { controller?: string; token?: string; json: boolean }) => run(() => actions.clusterStatus({ ...clientArgs(o), json: o.json })));
+  cluster
+    .command("down")
+    .description("drain and stop every worker the autoscaler's providers started (admin)")
+    .addOption(controllerOption())
+    .addOption(tlsCaOption())
+    .addOption(tokenOption())
+    .action((o: { controller?: string; token?: string }) => run(() => actions.clusterDown(clientArgs(o))));
   cluster
     .command("local")
     .description("run a controller and N workers in this process (real gRPC on loopback)")

@@ -358,6 +358,21 @@ export class IrisClient {
   }
 
   /** Registered workers and their load. */
+  /**
+   * The autoscaler's status (`iris cluster status --json`: per group its workers by state, demand,
+   * backoff and last decisions), as the controller's JSON. FAILED_PRECONDITION without an autoscaler.
+   */
+  async clusterStatus(): Promise<unknown> {
+    const r = await unary(this.rpc, "getClusterStatus", {});
+    return JSON.parse(r.statusJson) as unknown;
+  }
+
+  /** Drains and stops every worker the autoscaler's providers started (admins only). Returns how many. */
+  async clusterDown(): Promise<number> {
+    const r = await unary(this.rpc, "clusterDown", {});
+    return r.stopped;
+  }
+
   async listWorkers(): Promise<WorkerSummary[]> {
     const r = await unary(this.rpc, "listWorkers", {});
     return r.workers.map(workerSummaryFromWire);

@@ -108,7 +108,8 @@ export const RPC_ROLES: Readonly<Record<string, readonly Role[]>> = (() => {
     MintEndpointToken: CLIENT,
     GetBundle: CLIENT,
     UploadBundle: CLIENT,
-    // DrainWorker: admins only (not listed).
+    // DrainWorker, ClusterDown: admins only (not listed).
+    GetClusterStatus: ["admin", "user"],
     // WorkerControlService.
     RegisterWorker: WORKER,
     Reconcile: WORKER,

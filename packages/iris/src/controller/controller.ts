@@ -104,6 +104,16 @@ export interface ControllerOptions {
 
 type Listener = () => void;
 
+/** What the controller asks of an attached autoscaler (src/autoscaler/autoscaler.ts). */
+export interface ClusterHooks {
+  /** Its status, serialisable as JSON. */
+  status(): unknown;
+  /** Drains and stops every provided worker; resolves to how many. */
+  down(): Promise<number>;
+}
+
+const NO_AUTOSCALER = "this controller runs no autoscaler: start it with iris cluster up --config FILE";
+
 function rpcError(e: unknown): Partial<grpc.StatusObject> {
   if (e instanceof IrisError) return { code: grpcStatusOf(e.code), details: e.message };
   return { code: grpc.status.INTERNAL, details: e instanceof Error ? e.message : String(e) };
@@ -195,6 +205,8 @@ export class Controller {
   private readonly changeListeners = new Set<(kind: "job" | "worker", id: string) => void>();
   /** RPC counts and latencies, scheduler cycle time (`/metrics`). */
   private readonly metrics = new ControllerMetrics();
+  /** The autoscaler of `iris cluster up`, when one is attached (GetClusterStatus, ClusterDown). */
+  private cluster: ClusterHooks | undefined;
   private generation = 0;
   private scheduleQueued = false;
   private stopped = false;
@@ -385,6 +397,11 @@ export class Controller {
     return this.credentialsFile
       ? `auth on: minted an admin token, in ${this.credentialsFile} (mode 0600; the iris CLI, workers and clients of this user find it there)`
       : "auth on: minted an admin token (not recorded)";
+  }
+
+  /** Attaches an autoscaler: GetClusterStatus and ClusterDown answer through it. */
+  attachCluster(hooks: ClusterHooks): void {
+    this.cluster = hooks;
   }
 
   // ---- internals ------------------------------------------------------------------------------
@@ -707,6 +724,20 @@ export class Controller {
         return { bundleId: req.bundleId, sizeBytes: size, uploaded: false };
       }),
       UploadBundle: uploadBundleHandler(this.bundles, (call, m) => this.authorize(call, m), rpcError, (id, stored) => this.bundleUsed(id, stored)),
+      GetClusterStatus: this.unary("GetClusterStatus", () => {
+        if (!this.cluster) throw new IrisError("FAILED_PRECONDITION", NO_AUTOSCALER);
+        return { statusJson: JSON.stringify(this.cluster.status()) };
+      }),
+      ClusterDown: (call, callback) => {
+        const p = this.authorize(call, "ClusterDown");
+        if (!("role" in p)) return callback(p);
+        const cluster = this.cluster;
+        if (!cluster) return callback(rpcError(new IrisError("FAILED_PRECONDITION", NO_AUTOSCALER)));
+        cluster.down().then(
+          (stopped) => callback(null, { stopped }),
+          (e: unknown) => callback(rpcError(e)),
+        );
+      },
       DrainWorker: this.unary("DrainWorker", (req) => {
         const preempted = s.drainWorker(req.workerId);
         this.scheduleSoon();

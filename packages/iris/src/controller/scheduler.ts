@@ -19,6 +19,10 @@
 //   hold them (judged against the registered workers' total capacity, not what is free now; a gang
 //   of n needs n distinct such workers, its summed request named in the reason); with no worker
 //   registered, once a task has waited `schedulingTimeoutMs` (see `SchedTask.waitingSinceMs`).
+//   With an autoscaler, the worker shapes its scale groups could start count too
+//   (`SchedSnapshot.startable`): a task is UNSCHEDULABLE at once only when neither a registered
+//   worker nor any group could ever hold it (the reason names the largest group's shape), and
+//   the no-worker timeout does not apply while some group could.
 // - Devices match by kind: a request of `{ gpu: 2 }` needs 2 free `gpu` on one worker. CPU and
 //   memory are fungible.
 //
@@ -102,6 +106,19 @@ export interface SchedSnapshot {
   registered?: SchedCapacity[];
   /** The time the scheduling timeouts are judged at (default 0: none has run out). */
   nowMs?: number;
+  /**
+   * The worker shapes an autoscaler's scale groups could start, each up to `count` workers (its
+   * maxWorkers). Given (non-empty), they count beside `registered` for "could ever fit".
+   */
+  startable?: SchedStartable[];
+}
+
+/** A scale group's worker shape (see {@link SchedSnapshot.startable}). */
+export interface SchedStartable extends SchedCapacity {
+  /** The group's name, for reasons. */
+  name: string;
+  /** How many such workers the group may run. */
+  count: number;
 }
 
 /** What {@link schedule} decided: every pending task is in exactly one of the three lists. */
@@ -597,9 +614,27 @@ export function schedule(snapshot: SchedSnapshot): SchedResult {
     return n;
   }
 
+  const startable = snapshot.startable !== undefined && snapshot.startable.length > 0 ? snapshot.startable : undefined;
+  const startableCount = new Map<TaskClass, number>();
+  function couldStart(cls: TaskClass): number {
+    let n = startableCount.get(cls);
+    if (n === undefined) {
+      n = 0;
+      for (const g of startable ?? []) if (holdsClass(g, cls, kindNames)) n += g.count;
+      startableCount.set(cls, n);
+    }
+    return n;
+  }
+
   function neverFits(i: number): string | undefined {
     const t = pending[i];
     if (registered === undefined) return undefined;
+    if (startable !== undefined) {
+      const cls = taskClass[i];
+      const n = t.gangId !== undefined ? gangs.get(t.gangId)!.length : 1;
+      if (capable(cls) + couldStart(cls) >= n) return undefined;
+      return neverStartsReason(cls, n, startable, kindNames);
+    }
     if (registered.length === 0) {
       const limit = t.schedulingTimeoutMs ?? 0;
       if (limit > 0 && t.waitingSinceMs !== undefined && nowMs - t.waitingSinceMs >= limit) {
@@ -627,6 +662,30 @@ export function schedule(snapshot: SchedSnapshot): SchedResult {
     unplaced.push({ taskId: pending[i].taskId, reason });
   }
   return { assignments, unplaced, unschedulable };
+}
+
+/** Whether a worker of this total capacity and these attributes could ever hold one task of the class. */
+function holdsClass(w: SchedCapacity, cls: TaskClass, kindNames: string[]): boolean {
+  if (!cls.cs.constraints.every((c) => constraintMatches(c, w.attributes))) return false;
+  if (w.capacity.cpuMillis < cls.cpu || w.capacity.memoryBytes < cls.mem) return false;
+  for (let j = 0; j < cls.devKinds.length; j++) {
+    if ((w.capacity.devices[kindNames[cls.devKinds[j]]] ?? 0) < cls.devCounts[j]) return false;
+  }
+  return true;
+}
+
+/** Why a class (a gang of `n` when n > 1) can never fit what is registered or the groups could start. */
+function neverStartsReason(cls: TaskClass, n: number, startable: SchedStartable[], kindNames: string[]): string {
+  let largest = startable[0];
+  for (const g of startable) {
+    if (g.capacity.cpuMillis > largest.capacity.cpuMillis || (g.capacity.cpuMillis === largest.capacity.cpuMillis && g.capacity.memoryBytes > largest.capacity.memoryBytes)) largest = g;
+  }
+  const scope = cls.cs.constraints.length > 0 ? ` matching ${describeConstraints(cls.cs.constraints)}` : "";
+  const shape = `the largest group, ${largest.name}, starts workers of cpu ${formatCores(largest.capacity.cpuMillis)}, memory ${formatBytes(largest.capacity.memoryBytes)}`;
+  const devs = Object.entries(largest.capacity.devices).filter(([, v]) => v > 0);
+  const shapeText = devs.length > 0 ? `${shape}, ${devs.map(([k, v]) => `${v} ${k}`).join(", ")}` : shape;
+  if (n > 1) return `gang of ${n} needs ${n} workers${scope} with ${describeRequest(cls, kindNames)} each, and no scale group can start that many; ${shapeText}`;
+  return `no scale group can hold ${describeRequest(cls, kindNames)}${scope}; ${shapeText}`;
 }
 
 /** Why a class (a gang of `n` when n > 1) can never fit the registered workers. */

@@ -240,7 +240,9 @@ export function observedOutcome(o: AttemptObservation__Output): AttemptOutcome {
     return { state: "FAILED", failureKind: "APP_ERROR", exitCode: o.exitCode, error: checked.appError.message, errorCode: checked.appError.code };
   }
   return {
-    state: o.failureKind === "WORKER_LOST" ? "WORKER_LOST" : o.state === "KILLED" ? "KILLED" : "FAILED",
+    // PREEMPTED: the worker handed it back because its host is being taken away (a Slurm job
+    // cancelled or at its time limit): charged to the preemption budget like a drain.
+    state: o.failureKind === "WORKER_LOST" ? "WORKER_LOST" : o.failureKind === "PREEMPTED" ? "PREEMPTED" : o.state === "KILLED" ? "KILLED" : "FAILED",
     failureKind: o.failureKind || (o.state === "KILLED" ? "KILLED" : "APP_EXIT"),
     exitCode: o.exitCode,
     error: o.error,

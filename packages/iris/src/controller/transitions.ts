@@ -9,7 +9,7 @@ import type { StopAttempt } from "../internal/generated/iris/v1/StopAttempt.ts";
 import { isTerminalJobState } from "../jobSpec.ts";
 import type { JobSpec, JobState, TaskState } from "../jobSpec.ts";
 import { schedule } from "./scheduler.ts";
-import type { SchedResources, SchedTask, SchedWorker } from "./scheduler.ts";
+import type { SchedResources, SchedStartable, SchedTask, SchedWorker } from "./scheduler.ts";
 import { StateQueries } from "./stateQueries.ts";
 import {
   addResources,
@@ -40,6 +40,20 @@ const SCHEDULE_WINDOW = 500;
 const PASS_TASK_BUDGET = 5000;
 /** The job, task, attempt and worker transitions of the controller state (see controllerState.ts). */
 export class StateTransitions extends StateQueries {
+  // What an autoscaler (../autoscaler/autoscaler.ts) tells the scheduler: per job instance, what
+  // it is doing for the pending tasks (their reason instead of the scheduler's), and the worker
+  // shapes its groups could start (for the UNSCHEDULABLE rule). Empty without an autoscaler.
+  private autoscalerNotes = new Map<string, string>();
+  private startable: SchedStartable[] | undefined;
+
+  /** Sets the autoscaler's notes and startable shapes; the next pass uses them. */
+  setAutoscalerView(view: { notes: ReadonlyMap<string, string>; startable: SchedStartable[] }): void {
+    const same = view.notes.size === this.autoscalerNotes.size && [...view.notes].every(([k, v]) => this.autoscalerNotes.get(k) === v);
+    this.autoscalerNotes = new Map(view.notes);
+    if (!same || JSON.stringify(view.startable) !== JSON.stringify(this.startable)) this.needsSchedule = true;
+    this.startable = view.startable.length > 0 ? view.startable : undefined;
+  }
+
   // ---- jobs -----------------------------------------------------------------------------------
 
   /** Submits a validated spec (full name). ALREADY_EXISTS while that name is unfinished. */
@@ -335,7 +349,7 @@ export class StateTransitions extends StateQueries {
         byKey.set(taskId, r);
         const waitingSinceMs = Math.max(r.waiting_since_ms, this.noWorkersSinceMs ?? 0);
         const schedulingTimeoutMs = spec.schedulingTimeoutMs ?? this.schedulingTimeoutMs;
-        if (aliveRows.length === 0 && schedulingTimeoutMs > 0) {
+        if (aliveRows.length === 0 && schedulingTimeoutMs > 0 && this.startable === undefined) {
           this.nextScheduleDeadlineMs = Math.min(this.nextScheduleDeadlineMs, waitingSinceMs + schedulingTimeoutMs);
         }
         return {
@@ -352,7 +366,7 @@ export class StateTransitions extends StateQueries {
           schedulingTimeoutMs,
         };
       });
-      const result = schedule({ workers, pending, registered, nowMs: now });
+      const result = schedule({ workers, pending, registered, nowMs: now, ...(this.startable ? { startable: this.startable } : {}) });
       for (const { taskId, workerId } of result.assignments) {
         const r = byKey.get(taskId)!;
         this.assign(r.instance_id, r.idx, workerId, now);
@@ -360,8 +374,9 @@ export class StateTransitions extends StateQueries {
       const setReason = this.stmt("UPDATE tasks SET pending_reason = ? WHERE instance_id = ? AND idx = ?");
       // A gang's stand-in speaks for every pending member (its reason changes rarely: written once).
       const setGangReason = this.stmt("UPDATE tasks SET pending_reason = ? WHERE instance_id = ? AND state = 'PENDING'");
-      for (const { taskId, reason } of result.unplaced) {
+      for (const { taskId, reason: schedReason } of result.unplaced) {
         const r = byKey.get(taskId)!;
+        const reason = this.autoscalerNotes.get(r.instance_id) ?? schedReason;
         if (r.pending_reason !== reason) {
           if (r.gangSize !== undefined) setGangReason.run(reason, r.instance_id);
           else setReason.run(reason, r.instance_id, r.idx);

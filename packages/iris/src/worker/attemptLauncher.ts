@@ -19,7 +19,7 @@ import type { GroupReaper } from "./groupReaper.ts";
 import type { LogShipper } from "./logShipper.ts";
 import { allocatePorts } from "./ports.ts";
 import { buildTaskEnv, DEFAULT_ADVERTISE_HOST } from "./taskEnv.ts";
-import { errorText, isTerminal, type LocalAttempt, type WorkerContext } from "./workerTypes.ts";
+import { errorText, isTerminal, PREEMPT_WINDOW_MS, type LocalAttempt, type WorkerContext } from "./workerTypes.ts";
 
 /** The entrypoint with its bundle-relative module path and command cwd resolved inside `dir`. */
 function inBundle(ep: Entrypoint, dir: string): Entrypoint {
@@ -226,6 +226,19 @@ export class AttemptLauncher {
     } finally {
       hold?.release();
     }
+    await this.#settle(local, outcome);
+  }
+
+  /**
+   * {@link #finish}, except that on a preemptible worker an attempt killed by a signal nobody here
+   * sent waits up to {@link PREEMPT_WINDOW_MS} for the worker's own stop: Slurm signals every
+   * process of the job at once, and the attempt must then count as preempted, not failed.
+   */
+  async #settle(local: LocalAttempt, outcome: AttemptOutcome): Promise<void> {
+    if (this.#ctx.opts.preemptible === true && outcome.kind === "SIGNAL" && local.stopReason === undefined) {
+      const deadline = Date.now() + PREEMPT_WINDOW_MS;
+      while (local.stopReason === undefined && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
+    }
     this.#finish(local, outcome);
   }
 
@@ -272,7 +285,7 @@ export class AttemptLauncher {
     local.proc = proc;
     this.#ctx.emit({ type: "attemptAdopted", attemptUid: local.uid, taskId: local.taskId, attempt: local.attempt, pid: record.pid });
     const resultPath = record.module === true ? path.join(scratch, "result.json") : undefined;
-    const done = proc.exited.then((o) => this.#finish(local, resultPath === undefined ? o : withRunnerReport(o, readRunnerReport(resultPath))));
+    const done = proc.exited.then((o) => this.#settle(local, resultPath === undefined ? o : withRunnerReport(o, readRunnerReport(resultPath))));
     this.#starting.add(done);
     void done.finally(() => this.#starting.delete(done));
     return true;
@@ -287,6 +300,12 @@ export class AttemptLauncher {
     if (outcome.kind === "APP_EXIT" && outcome.exitCode === 0) {
       local.state = "SUCCEEDED";
       local.resultJson = outcome.resultJson ?? "";
+    } else if (local.stopReason === "WORKER_PREEMPTED" && (outcome.kind === "KILLED" || outcome.kind === "SIGNAL")) {
+      // Handed back: the worker's host is being taken away (Slurm's scancel, time limit,
+      // preemption). The controller charges the preemption budget and runs it again elsewhere.
+      local.state = "FAILED";
+      local.failureKind = "PREEMPTED";
+      local.error = `the worker was preempted${this.#ctx.preemptedWhy ? ` (${this.#ctx.preemptedWhy})` : ""}`;
     } else if (outcome.kind === "KILLED" && (local.stopReason === "WORKER_STOPPING" || local.stopReason === "CONTROLLER_SILENT")) {
       local.state = "FAILED";
       local.failureKind = "WORKER_LOST";

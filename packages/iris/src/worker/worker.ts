@@ -221,8 +221,11 @@ export class Worker {
    * the grace period), tells the controller they were lost with the worker (so they are retried
    * elsewhere against the preemption budget), deregisters, and removes a state directory it
    * created. A worker the controller drains stops by itself once idle ({@link Worker.done}).
+   * With `preempted` (why, for people: "slurm job 812 is ending (SIGTERM)") the attempts are
+   * handed back PREEMPTED instead of lost with the worker: its host is being taken away.
    */
-  stop(): Promise<void> {
+  stop(opts: { preempted?: string } = {}): Promise<void> {
+    if (opts.preempted !== undefined && this.#stopped === undefined) this.#ctx.preemptedWhy = opts.preempted;
     this.#stopped ??= this.#shutdown().finally(() => this.#settleDone(this.#fatal));
     return this.#stopped;
   }
@@ -248,7 +251,7 @@ export class Worker {
     await this.#loopDone;
     // Each attempt ends and is classified; then its last lines go out (a bounded wait: the
     // controller may be gone), and the last report says how they all ended.
-    await this.#launcher.stopAll("WORKER_STOPPING");
+    await this.#launcher.stopAll(this.#ctx.preemptedWhy !== undefined ? "WORKER_PREEMPTED" : "WORKER_STOPPING");
     clearInterval(this.#heartbeat);
     await this.#shipper.drain(2000);
     await this.#reconciler.finalReport();

@@ -7,6 +7,12 @@ import type { AttemptStore } from "./attemptStore.ts";
 import type { BundleCache } from "./bundleCache.ts";
 import type { KeptAttempt } from "./keptAttempt.ts";
 
+/**
+ * How long a preemptible worker holds an attempt that a foreign signal killed, waiting to learn
+ * whether the worker itself is being stopped by the same event.
+ */
+export const PREEMPT_WINDOW_MS = 2000;
+
 /** Options of {@link Worker.start}. */
 export interface WorkerOptions {
   /** The controller's address, `host:port`. */
@@ -60,6 +66,13 @@ export interface WorkerOptions {
    * production; tests scale them down.
    */
   logLimits?: Partial<LogLimits>;
+  /**
+   * The worker runs where its host can be taken back (a Slurm job: scancel, the time limit,
+   * preemption). An attempt killed by a signal the worker did not send is held for a moment
+   * ({@link PREEMPT_WINDOW_MS}): the same signal usually reaches the worker too, and when it then
+   * stops preempted ({@link Worker.stop}) the attempt is handed back PREEMPTED rather than failed.
+   */
+  preemptible?: boolean;
   /**
    * Where fetched code bundles are unpacked and built, one directory per bundle (kept across
    * restarts). Default: `$IRIS_BUNDLE_CACHE`, else `~/.cache/iris/bundles`.
@@ -180,6 +193,8 @@ export interface WorkerContext {
   readonly attempts: Map<string, LocalAttempt>;
   /** The worker is stopping (set once by Worker.stop). */
   stopping: boolean;
+  /** Why the worker was preempted, when {@link Worker.stop} was told so (its attempts end PREEMPTED). */
+  preemptedWhy?: string | undefined;
   /** Registered with the controller (false again after a NOT_FOUND until it registers again). */
   isRegistered: boolean;
   /** A random nonce of this worker process: the controller binds the worker's session to it. */

@@ -3,6 +3,8 @@ import type { MessageTypeDefinition } from '@grpc/proto-loader';
 
 import type { AttemptStatus as _iris_v1_AttemptStatus, AttemptStatus__Output as _iris_v1_AttemptStatus__Output } from './iris/v1/AttemptStatus.ts';
 import type { BundleInfo as _iris_v1_BundleInfo, BundleInfo__Output as _iris_v1_BundleInfo__Output } from './iris/v1/BundleInfo.ts';
+import type { ClusterDownRequest as _iris_v1_ClusterDownRequest, ClusterDownRequest__Output as _iris_v1_ClusterDownRequest__Output } from './iris/v1/ClusterDownRequest.ts';
+import type { ClusterDownResponse as _iris_v1_ClusterDownResponse, ClusterDownResponse__Output as _iris_v1_ClusterDownResponse__Output } from './iris/v1/ClusterDownResponse.ts';
 import type { CommandEntrypoint as _iris_v1_CommandEntrypoint, CommandEntrypoint__Output as _iris_v1_CommandEntrypoint__Output } from './iris/v1/CommandEntrypoint.ts';
 import type { Constraint as _iris_v1_Constraint, Constraint__Output as _iris_v1_Constraint__Output } from './iris/v1/Constraint.ts';
 import type { ControllerServiceClient as _iris_v1_ControllerServiceClient, ControllerServiceDefinition as _iris_v1_ControllerServiceDefinition } from './iris/v1/ControllerService.ts';
@@ -12,6 +14,8 @@ import type { DrainWorkerResponse as _iris_v1_DrainWorkerResponse, DrainWorkerRe
 import type { Endpoint as _iris_v1_Endpoint, Endpoint__Output as _iris_v1_Endpoint__Output } from './iris/v1/Endpoint.ts';
 import type { Entrypoint as _iris_v1_Entrypoint, Entrypoint__Output as _iris_v1_Entrypoint__Output } from './iris/v1/Entrypoint.ts';
 import type { GetBundleRequest as _iris_v1_GetBundleRequest, GetBundleRequest__Output as _iris_v1_GetBundleRequest__Output } from './iris/v1/GetBundleRequest.ts';
+import type { GetClusterStatusRequest as _iris_v1_GetClusterStatusRequest, GetClusterStatusRequest__Output as _iris_v1_GetClusterStatusRequest__Output } from './iris/v1/GetClusterStatusRequest.ts';
+import type { GetClusterStatusResponse as _iris_v1_GetClusterStatusResponse, GetClusterStatusResponse__Output as _iris_v1_GetClusterStatusResponse__Output } from './iris/v1/GetClusterStatusResponse.ts';
 import type { GetJobRequest as _iris_v1_GetJobRequest, GetJobRequest__Output as _iris_v1_GetJobRequest__Output } from './iris/v1/GetJobRequest.ts';
 import type { GetTaskMetricsRequest as _iris_v1_GetTaskMetricsRequest, GetTaskMetricsRequest__Output as _iris_v1_GetTaskMetricsRequest__Output } from './iris/v1/GetTaskMetricsRequest.ts';
 import type { GetTaskMetricsResponse as _iris_v1_GetTaskMetricsResponse, GetTaskMetricsResponse__Output as _iris_v1_GetTaskMetricsResponse__Output } from './iris/v1/GetTaskMetricsResponse.ts';
@@ -55,6 +59,8 @@ export interface ProtoGrpcType {
     v1: {
       AttemptStatus: MessageTypeDefinition<_iris_v1_AttemptStatus, _iris_v1_AttemptStatus__Output>
       BundleInfo: MessageTypeDefinition<_iris_v1_BundleInfo, _iris_v1_BundleInfo__Output>
+      ClusterDownRequest: MessageTypeDefinition<_iris_v1_ClusterDownRequest, _iris_v1_ClusterDownRequest__Output>
+      ClusterDownResponse: MessageTypeDefinition<_iris_v1_ClusterDownResponse, _iris_v1_ClusterDownResponse__Output>
       CommandEntrypoint: MessageTypeDefinition<_iris_v1_CommandEntrypoint, _iris_v1_CommandEntrypoint__Output>
       Constraint: MessageTypeDefinition<_iris_v1_Constraint, _iris_v1_Constraint__Output>
       ControllerService: SubtypeConstructor<typeof grpc.Client, _iris_v1_ControllerServiceClient> & { service: _iris_v1_ControllerServiceDefinition }
@@ -64,6 +70,8 @@ export interface ProtoGrpcType {
       Endpoint: MessageTypeDefinition<_iris_v1_Endpoint, _iris_v1_Endpoint__Output>
       Entrypoint: MessageTypeDefinition<_iris_v1_Entrypoint, _iris_v1_Entrypoint__Output>
       GetBundleRequest: MessageTypeDefinition<_iris_v1_GetBundleRequest, _iris_v1_GetBundleRequest__Output>
+      GetClusterStatusRequest: MessageTypeDefinition<_iris_v1_GetClusterStatusRequest, _iris_v1_GetClusterStatusRequest__Output>
+      GetClusterStatusResponse: MessageTypeDefinition<_iris_v1_GetClusterStatusResponse, _iris_v1_GetClusterStatusResponse__Output>
       GetJobRequest: MessageTypeDefinition<_iris_v1_GetJobRequest, _iris_v1_GetJobRequest__Output>
       GetTaskMetricsRequest: MessageTypeDefinition<_iris_v1_GetTaskMetricsRequest, _iris_v1_GetTaskMetricsRequest__Output>
       GetTaskMetricsResponse: MessageTypeDefinition<_iris_v1_GetTaskMetricsResponse, _iris_v1_GetTaskMetricsResponse__Output>

@@ -3,10 +3,14 @@
 import type * as grpc from '@grpc/grpc-js'
 import type { MethodDefinition } from '@grpc/proto-loader'
 import type { BundleInfo as _iris_v1_BundleInfo, BundleInfo__Output as _iris_v1_BundleInfo__Output } from '../../iris/v1/BundleInfo.ts';
+import type { ClusterDownRequest as _iris_v1_ClusterDownRequest, ClusterDownRequest__Output as _iris_v1_ClusterDownRequest__Output } from '../../iris/v1/ClusterDownRequest.ts';
+import type { ClusterDownResponse as _iris_v1_ClusterDownResponse, ClusterDownResponse__Output as _iris_v1_ClusterDownResponse__Output } from '../../iris/v1/ClusterDownResponse.ts';
 import type { DrainWorkerRequest as _iris_v1_DrainWorkerRequest, DrainWorkerRequest__Output as _iris_v1_DrainWorkerRequest__Output } from '../../iris/v1/DrainWorkerRequest.ts';
 import type { DrainWorkerResponse as _iris_v1_DrainWorkerResponse, DrainWorkerResponse__Output as _iris_v1_DrainWorkerResponse__Output } from '../../iris/v1/DrainWorkerResponse.ts';
 import type { Endpoint as _iris_v1_Endpoint, Endpoint__Output as _iris_v1_Endpoint__Output } from '../../iris/v1/Endpoint.ts';
 import type { GetBundleRequest as _iris_v1_GetBundleRequest, GetBundleRequest__Output as _iris_v1_GetBundleRequest__Output } from '../../iris/v1/GetBundleRequest.ts';
+import type { GetClusterStatusRequest as _iris_v1_GetClusterStatusRequest, GetClusterStatusRequest__Output as _iris_v1_GetClusterStatusRequest__Output } from '../../iris/v1/GetClusterStatusRequest.ts';
+import type { GetClusterStatusResponse as _iris_v1_GetClusterStatusResponse, GetClusterStatusResponse__Output as _iris_v1_GetClusterStatusResponse__Output } from '../../iris/v1/GetClusterStatusResponse.ts';
 import type { GetJobRequest as _iris_v1_GetJobRequest, GetJobRequest__Output as _iris_v1_GetJobRequest__Output } from '../../iris/v1/GetJobRequest.ts';
 import type { GetTaskMetricsRequest as _iris_v1_GetTaskMetricsRequest, GetTaskMetricsRequest__Output as _iris_v1_GetTaskMetricsRequest__Output } from '../../iris/v1/GetTaskMetricsRequest.ts';
 import type { GetTaskMetricsResponse as _iris_v1_GetTaskMetricsResponse, GetTaskMetricsResponse__Output as _iris_v1_GetTaskMetricsResponse__Output } from '../../iris/v1/GetTaskMetricsResponse.ts';
@@ -35,6 +39,23 @@ import type { UnregisterEndpointResponse as _iris_v1_UnregisterEndpointResponse,
 import type { UploadBundleRequest as _iris_v1_UploadBundleRequest, UploadBundleRequest__Output as _iris_v1_UploadBundleRequest__Output } from '../../iris/v1/UploadBundleRequest.ts';
 
 export interface ControllerServiceClient extends grpc.Client {
+  /**
+   * Drains and stops every worker the autoscaler's providers started (admins only); the groups'
+   * minWorkers are not restored until the next `iris cluster up`.
+   */
+  ClusterDown(argument: _iris_v1_ClusterDownRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_iris_v1_ClusterDownResponse__Output>): grpc.ClientUnaryCall;
+  ClusterDown(argument: _iris_v1_ClusterDownRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_iris_v1_ClusterDownResponse__Output>): grpc.ClientUnaryCall;
+  ClusterDown(argument: _iris_v1_ClusterDownRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_iris_v1_ClusterDownResponse__Output>): grpc.ClientUnaryCall;
+  ClusterDown(argument: _iris_v1_ClusterDownRequest, callback: grpc.requestCallback<_iris_v1_ClusterDownResponse__Output>): grpc.ClientUnaryCall;
+  /**
+   * Drains and stops every worker the autoscaler's providers started (admins only); the groups'
+   * minWorkers are not restored until the next `iris cluster up`.
+   */
+  clusterDown(argument: _iris_v1_ClusterDownRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_iris_v1_ClusterDownResponse__Output>): grpc.ClientUnaryCall;
+  clusterDown(argument: _iris_v1_ClusterDownRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_iris_v1_ClusterDownResponse__Output>): grpc.ClientUnaryCall;
+  clusterDown(argument: _iris_v1_ClusterDownRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_iris_v1_ClusterDownResponse__Output>): grpc.ClientUnaryCall;
+  clusterDown(argument: _iris_v1_ClusterDownRequest, callback: grpc.requestCallback<_iris_v1_ClusterDownResponse__Output>): grpc.ClientUnaryCall;
+  
   /**
    * Stop placing work on a worker and move its attempts elsewhere: they end PREEMPTED (charged to
    * the preemption budget) and are retried; the worker deregisters once it has nothing running.
@@ -76,6 +97,25 @@ export interface ControllerServiceClient extends grpc.Client {
   getBundle(argument: _iris_v1_GetBundleRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_iris_v1_BundleInfo__Output>): grpc.ClientUnaryCall;
   getBundle(argument: _iris_v1_GetBundleRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_iris_v1_BundleInfo__Output>): grpc.ClientUnaryCall;
   getBundle(argument: _iris_v1_GetBundleRequest, callback: grpc.requestCallback<_iris_v1_BundleInfo__Output>): grpc.ClientUnaryCall;
+  
+  /**
+   * The autoscaler of `iris cluster up`: its scale groups (workers by state, demand routed,
+   * backoff) and its decision log, as JSON (see ClusterStatus in src/autoscaler/autoscaler.ts).
+   * FAILED_PRECONDITION on a controller without an autoscaler.
+   */
+  GetClusterStatus(argument: _iris_v1_GetClusterStatusRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_iris_v1_GetClusterStatusResponse__Output>): grpc.ClientUnaryCall;
+  GetClusterStatus(argument: _iris_v1_GetClusterStatusRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_iris_v1_GetClusterStatusResponse__Output>): grpc.ClientUnaryCall;
+  GetClusterStatus(argument: _iris_v1_GetClusterStatusRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_iris_v1_GetClusterStatusResponse__Output>): grpc.ClientUnaryCall;
+  GetClusterStatus(argument: _iris_v1_GetClusterStatusRequest, callback: grpc.requestCallback<_iris_v1_GetClusterStatusResponse__Output>): grpc.ClientUnaryCall;
+  /**
+   * The autoscaler of `iris cluster up`: its scale groups (workers by state, demand routed,
+   * backoff) and its decision log, as JSON (see ClusterStatus in src/autoscaler/autoscaler.ts).
+   * FAILED_PRECONDITION on a controller without an autoscaler.
+   */
+  getClusterStatus(argument: _iris_v1_GetClusterStatusRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_iris_v1_GetClusterStatusResponse__Output>): grpc.ClientUnaryCall;
+  getClusterStatus(argument: _iris_v1_GetClusterStatusRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_iris_v1_GetClusterStatusResponse__Output>): grpc.ClientUnaryCall;
+  getClusterStatus(argument: _iris_v1_GetClusterStatusRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_iris_v1_GetClusterStatusResponse__Output>): grpc.ClientUnaryCall;
+  getClusterStatus(argument: _iris_v1_GetClusterStatusRequest, callback: grpc.requestCallback<_iris_v1_GetClusterStatusResponse__Output>): grpc.ClientUnaryCall;
   
   GetJob(argument: _iris_v1_GetJobRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_iris_v1_JobStatus__Output>): grpc.ClientUnaryCall;
   GetJob(argument: _iris_v1_GetJobRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_iris_v1_JobStatus__Output>): grpc.ClientUnaryCall;
@@ -261,6 +301,12 @@ export interface ControllerServiceClient extends grpc.Client {
 
 export interface ControllerServiceHandlers extends grpc.UntypedServiceImplementation {
   /**
+   * Drains and stops every worker the autoscaler's providers started (admins only); the groups'
+   * minWorkers are not restored until the next `iris cluster up`.
+   */
+  ClusterDown: grpc.handleUnaryCall<_iris_v1_ClusterDownRequest__Output, _iris_v1_ClusterDownResponse>;
+  
+  /**
    * Stop placing work on a worker and move its attempts elsewhere: they end PREEMPTED (charged to
    * the preemption budget) and are retried; the worker deregisters once it has nothing running.
    * NOT_FOUND for an unknown worker. Idempotent.
@@ -275,6 +321,13 @@ export interface ControllerServiceHandlers extends grpc.UntypedServiceImplementa
    * the controller already holds is cheap and returns the same answer.
    */
   GetBundle: grpc.handleUnaryCall<_iris_v1_GetBundleRequest__Output, _iris_v1_BundleInfo>;
+  
+  /**
+   * The autoscaler of `iris cluster up`: its scale groups (workers by state, demand routed,
+   * backoff) and its decision log, as JSON (see ClusterStatus in src/autoscaler/autoscaler.ts).
+   * FAILED_PRECONDITION on a controller without an autoscaler.
+   */
+  GetClusterStatus: grpc.handleUnaryCall<_iris_v1_GetClusterStatusRequest__Output, _iris_v1_GetClusterStatusResponse>;
   
   GetJob: grpc.handleUnaryCall<_iris_v1_GetJobRequest__Output, _iris_v1_JobStatus>;
   
@@ -333,8 +386,10 @@ export interface ControllerServiceHandlers extends grpc.UntypedServiceImplementa
 }
 
 export interface ControllerServiceDefinition extends grpc.ServiceDefinition {
+  ClusterDown: MethodDefinition<_iris_v1_ClusterDownRequest, _iris_v1_ClusterDownResponse, _iris_v1_ClusterDownRequest__Output, _iris_v1_ClusterDownResponse__Output>
   DrainWorker: MethodDefinition<_iris_v1_DrainWorkerRequest, _iris_v1_DrainWorkerResponse, _iris_v1_DrainWorkerRequest__Output, _iris_v1_DrainWorkerResponse__Output>
   GetBundle: MethodDefinition<_iris_v1_GetBundleRequest, _iris_v1_BundleInfo, _iris_v1_GetBundleRequest__Output, _iris_v1_BundleInfo__Output>
+  GetClusterStatus: MethodDefinition<_iris_v1_GetClusterStatusRequest, _iris_v1_GetClusterStatusResponse, _iris_v1_GetClusterStatusRequest__Output, _iris_v1_GetClusterStatusResponse__Output>
   GetJob: MethodDefinition<_iris_v1_GetJobRequest, _iris_v1_JobStatus, _iris_v1_GetJobRequest__Output, _iris_v1_JobStatus__Output>
   GetTaskMetrics: MethodDefinition<_iris_v1_GetTaskMetricsRequest, _iris_v1_GetTaskMetricsResponse, _iris_v1_GetTaskMetricsRequest__Output, _iris_v1_GetTaskMetricsResponse__Output>
   LaunchJob: MethodDefinition<_iris_v1_LaunchJobRequest, _iris_v1_LaunchJobResponse, _iris_v1_LaunchJobRequest__Output, _iris_v1_LaunchJobResponse__Output>
