@@ -36,7 +36,7 @@ export interface Distributed {
    * run's clean end): first waits until every rank has said goodbye, so no rank leaves while
    * another still needs it; rejects when a peer fails before that.
    */
-  close(opts?: { waitForPeers?: boolean }): Promise<void>;
+  close(opts?: { waitForPeers?: boolean; timeoutMs?: number }): Promise<void>;
 }
 
 /**

@@ -83,6 +83,17 @@ describe("the gang's clean end", () => {
     expect(g1.error).toBeUndefined();
   });
 
+  it("close({ waitForPeers }) gives up after its timeout, naming the ranks that never said goodbye", async () => {
+    const gangs = await localGangs(3);
+    open.push(...gangs);
+    const [g0, g1] = gangs as [Gang, Gang, Gang];
+    // Rank 2 is alive but never ends.
+    const close1 = g1.close({ waitForPeers: true, timeoutMs: 600 });
+    await expect(g0.close({ waitForPeers: true, timeoutMs: 300 })).rejects.toMatchObject({ code: "DISTRIBUTED", message: "rank(s) 2 did not say goodbye within 300 ms of rank 0's" });
+    // Rank 0 said goodbye before giving up: rank 1 still waits only for rank 2.
+    await expect(close1).rejects.toMatchObject({ code: "DISTRIBUTED", message: "rank(s) 2 did not say goodbye within 600 ms of rank 1's" });
+  });
+
   it("close({ waitForPeers }) rejects when a peer dies before saying goodbye", async () => {
     const gangs = await localGangs(3, { peerTimeoutMs: 5000, heartbeatMs: 100 });
     open.push(...gangs);

@@ -115,7 +115,9 @@ export class Gang {
       lastTick = now;
       for (const [r, l] of this.#links) {
         if (late) l.lastHeard = Math.max(l.lastHeard, now - tickMs);
-        else if (!this.#gone.has(r) && now - l.lastHeard > peerTimeoutMs) {
+        // While this rank waits for goodbyes, a peer's silence is no failure: it may be busy in a
+        // long synchronous final evaluation or save (a dead peer's connection still closes).
+        else if (!this.#gone.has(r) && !this.#saidBye && now - l.lastHeard > peerTimeoutMs) {
           this.fail(new LevanterError("PEER_FAILED", `rank ${r} sent nothing for ${Math.round(now - l.lastHeard)} ms (limit ${peerTimeoutMs} ms): dead or hung`));
         }
       }
@@ -168,10 +170,12 @@ export class Gang {
    * links while another may still need it (a final save, a final evaluation, the last
    * collective), and nothing is sent after a goodbye, so the links end with nothing left unread
    * (no reset that could swallow the goodbye). It rejects with the gang's failure when a peer
-   * fails or leaves uncleanly before saying goodbye. Without it (an error path) it just says
+   * fails or leaves uncleanly before saying goodbye, or when some peer has not said it within
+   * `timeoutMs` (default 10 minutes; a silent peer is not failed while this rank waits, as it may
+   * be busy in a long final evaluation or save). Without it (an error path) it just says
    * goodbye and closes: peers waiting on this rank fail at once with "has left the gang".
    */
-  async close(opts: { waitForPeers?: boolean } = {}): Promise<void> {
+  async close(opts: { waitForPeers?: boolean; timeoutMs?: number } = {}): Promise<void> {
     if (this.#closed) return;
     let failure: LevanterError | undefined;
     if (opts.waitForPeers && !this.#error) {
@@ -181,9 +185,15 @@ export class Gang {
       for (const l of this.#links.values()) l.send(Kind.BYE, 0, 0);
       this.#saidBye = true;
       if (hb) clearInterval(hb);
+      const timeoutMs = opts.timeoutMs ?? 600_000;
       await new Promise<void>((resolve) => {
+        const timer = setTimeout(() => {
+          const missing = [...this.#links.keys()].filter((r) => !this.#gone.has(r));
+          this.fail(new LevanterError("DISTRIBUTED", `rank(s) ${missing.join(", ")} did not say goodbye within ${timeoutMs} ms of rank ${this.rank}'s`));
+        }, timeoutMs);
         const check = () => {
           if (this.#error || [...this.#links.keys()].every((r) => this.#gone.has(r))) {
+            clearTimeout(timer);
             this.#onGone = () => {};
             resolve();
           }
