@@ -31,8 +31,12 @@ export interface Distributed {
   gang: Gang | undefined;
   /** Every rank contributes a JSON value; every rank gets all values, by rank. */
   allGather<T>(value: T): Promise<T[]>;
-  /** Says goodbye to the peers and closes the links (and rank 0's endpoint). */
-  close(): Promise<void>;
+  /**
+   * Says goodbye to the peers and closes the links (and rank 0's endpoint). `waitForPeers` (a
+   * run's clean end): first waits until every rank has said goodbye, so no rank leaves while
+   * another still needs it; rejects when a peer fails before that.
+   */
+  close(opts?: { waitForPeers?: boolean; timeoutMs?: number }): Promise<void>;
 }
 
 /**
@@ -91,6 +95,6 @@ export async function initializeDistributed(opts: DistributedOptions = {}): Prom
     coordinatorAddress: gang.coordinator,
     gang,
     allGather: (value) => allGatherJson(gang, value),
-    close: () => gang.close(),
+    close: (o) => gang.close(o),
   };
 }

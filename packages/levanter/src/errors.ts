@@ -4,16 +4,23 @@ export const LEVANTER_ERROR_CODES = ["INVALID_CONFIG", "BACKEND_UNAVAILABLE", "C
 /** What kind of failure a {@link LevanterError} is. */
 export type LevanterErrorCode = (typeof LEVANTER_ERROR_CODES)[number];
 
+// Failures that a rerun of the same task would hit again: configuration, data and checkpoint errors.
+const DETERMINISTIC: ReadonlySet<LevanterErrorCode> = new Set(["INVALID_CONFIG", "DATA", "CHECKPOINT_NOT_FOUND", "CHECKPOINT_CORRUPT"]);
+
 /**
  * The error every @marin/levanter API throws for an expected failure: a typed `code`, a message for
- * people that names what was wrong, and the underlying error as `cause`.
+ * people that names what was wrong, and the underlying error as `cause`. `retryable` is false for
+ * the deterministic codes (INVALID_CONFIG, DATA, CHECKPOINT_NOT_FOUND, CHECKPOINT_CORRUPT): an iris
+ * task that throws one ends `APP_ERROR` and is never retried (a gang fails at once).
  */
 export class LevanterError extends Error {
   override readonly name = "LevanterError";
   readonly code: LevanterErrorCode;
+  readonly retryable: boolean;
 
   constructor(code: LevanterErrorCode, message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.code = code;
+    this.retryable = !DETERMINISTIC.has(code);
   }
 }

@@ -176,6 +176,10 @@ export function buildProgram(): Command {
     .option("--max-batch <n>", "sequences decoded together", int, 32)
     .option("--max-queue <n>", "requests waiting for a slot before 429", int, 256)
     .option("--kv-budget-mb <n>", "KV cache memory budget (MiB)", int, 512)
+    .option("--max-body-mb <n>", "largest request body (MiB); larger is 413", int, 16)
+    .option("--max-prompt-bytes <n>", "largest prompt in UTF-8 bytes, checked before tokenizing (default: 32 per token of context, at least 64 KiB)", int)
+    .option("--max-sequences-per-request <n>", "prompts × n of one request at most", int, 128)
+    .option("--max-sequences-per-client <n>", "sequences one client address may have queued or running (default: half of --max-queue)", int)
     .action(async (opts: ServeCommandOptions) => (await import("../serve/serveCommand.ts")).serveCommand(opts));
 
   program

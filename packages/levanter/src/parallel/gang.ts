@@ -36,7 +36,18 @@ export interface GangOptions {
   peerTimeoutMs?: number;
   /** Heartbeat period. Default 1 s. */
   heartbeatMs?: number;
+  /**
+   * Bytes of frames one peer may have waiting that nothing has asked for yet (frames sent ahead
+   * of a collective, or stray ones); beyond it the gang fails `PEER_FAILED` naming the peer.
+   * Default {@link DEFAULT_MAX_BUFFERED_BYTES}; trainLm raises it with the model's size.
+   */
+  maxBufferedBytes?: number;
 }
+
+/** Default per-peer bound on frames waiting unclaimed in a gang's mailbox (256 MiB). */
+export const DEFAULT_MAX_BUFFERED_BYTES = 256 * 2 ** 20;
+/** What each waiting frame counts beyond its payload (its header, record and key), so that a flood of empty frames is bounded too. */
+export const FRAME_OVERHEAD_BYTES = 512;
 
 interface Waiter {
   resolve: (f: Frame) => void;
@@ -56,18 +67,30 @@ export class Gang {
   #error: LevanterError | undefined;
   #timers: NodeJS.Timeout[] = [];
   #closed = false;
+  #saidBye = false;
+  /** Called when a peer says goodbye or the gang fails (close's barrier waits on it). */
+  #onGone: () => void = () => {};
   /** `host:port` of rank 0, the coordinator. */
   coordinator = "";
   /** Sequence number of the next collective (every rank calls them in the same order). */
   seq = 0;
+  /**
+   * Per-peer bound on the bytes of frames waiting unclaimed (see {@link GangOptions.maxBufferedBytes});
+   * may be raised once the size of the collectives is known.
+   */
+  maxBufferedBytes = DEFAULT_MAX_BUFFERED_BYTES;
+  /** Bytes (payload plus {@link FRAME_OVERHEAD_BYTES} each) of the frames waiting from each peer. */
+  readonly #buffered = new Map<number, number>();
 
   /** @internal built by {@link formGang}. */
-  constructor(rank: number, world: number, address: string, links: Map<number, Link>, peerTimeoutMs: number, heartbeatMs: number, early: Frame[] = []) {
+  constructor(rank: number, world: number, address: string, links: Map<number, Link>, peerTimeoutMs: number, heartbeatMs: number, early: Frame[] = [], maxBufferedBytes?: number) {
     this.rank = rank;
+    if (maxBufferedBytes !== undefined) this.maxBufferedBytes = maxBufferedBytes;
     this.world = world;
     this.address = address;
     for (const [r, link] of links) {
       this.#links.set(r, link);
+      link.onHeader = (kind, tag, sub, length) => this.#admit(r, kind, tag, sub, length);
       link.onFrame = (f) => this.#deliver(r, f);
       link.onError = (e) => this.fail(e);
       link.socket.on("close", () => {
@@ -92,7 +115,9 @@ export class Gang {
       lastTick = now;
       for (const [r, l] of this.#links) {
         if (late) l.lastHeard = Math.max(l.lastHeard, now - tickMs);
-        else if (!this.#gone.has(r) && now - l.lastHeard > peerTimeoutMs) {
+        // While this rank waits for goodbyes, a peer's silence is no failure: it may be busy in a
+        // long synchronous final evaluation or save (a dead peer's connection still closes).
+        else if (!this.#gone.has(r) && !this.#saidBye && now - l.lastHeard > peerTimeoutMs) {
           this.fail(new LevanterError("PEER_FAILED", `rank ${r} sent nothing for ${Math.round(now - l.lastHeard)} ms (limit ${peerTimeoutMs} ms): dead or hung`));
         }
       }
@@ -116,6 +141,7 @@ export class Gang {
     this.#waiters.clear();
     this.#stop();
     for (const l of this.#links.values()) l.destroy();
+    this.#onGone();
   }
 
   /** Sends one frame to `peer`. */
@@ -131,15 +157,52 @@ export class Gang {
     const queued = this.#mail.get(key);
     if (queued) {
       this.#mail.delete(key);
+      this.#buffered.set(peer, (this.#buffered.get(peer) ?? 0) - queued[0]!.payload.byteLength - FRAME_OVERHEAD_BYTES);
       return Promise.resolve(queued[0]!);
     }
     if (this.#gone.has(peer)) return Promise.reject(new LevanterError("PEER_FAILED", `rank ${peer} has left the gang`));
     return new Promise((resolve, reject) => this.#waiters.set(key, { resolve, reject }));
   }
 
-  /** Says goodbye to every peer and closes the links (idempotent). */
-  async close(): Promise<void> {
+  /**
+   * Says goodbye to every peer and closes the links (idempotent). With `waitForPeers` (the clean
+   * end of a run) it first waits for every peer's goodbye too — a barrier: no rank closes its
+   * links while another may still need it (a final save, a final evaluation, the last
+   * collective), and nothing is sent after a goodbye, so the links end with nothing left unread
+   * (no reset that could swallow the goodbye). It rejects with the gang's failure when a peer
+   * fails or leaves uncleanly before saying goodbye, or when some peer has not said it within
+   * `timeoutMs` (default 10 minutes; a silent peer is not failed while this rank waits, as it may
+   * be busy in a long final evaluation or save). Without it (an error path) it just says
+   * goodbye and closes: peers waiting on this rank fail at once with "has left the gang".
+   */
+  async close(opts: { waitForPeers?: boolean; timeoutMs?: number } = {}): Promise<void> {
     if (this.#closed) return;
+    let failure: LevanterError | undefined;
+    if (opts.waitForPeers && !this.#error) {
+      // Heartbeats stop with the goodbye (a peer excuses a rank once it said goodbye); the
+      // watchdog keeps judging the peers that have not said theirs yet.
+      const [hb] = this.#timers;
+      for (const l of this.#links.values()) l.send(Kind.BYE, 0, 0);
+      this.#saidBye = true;
+      if (hb) clearInterval(hb);
+      const timeoutMs = opts.timeoutMs ?? 600_000;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(() => {
+          const missing = [...this.#links.keys()].filter((r) => !this.#gone.has(r));
+          this.fail(new LevanterError("DISTRIBUTED", `rank(s) ${missing.join(", ")} did not say goodbye within ${timeoutMs} ms of rank ${this.rank}'s`));
+        }, timeoutMs);
+        const check = () => {
+          if (this.#error || [...this.#links.keys()].every((r) => this.#gone.has(r))) {
+            clearTimeout(timer);
+            this.#onGone = () => {};
+            resolve();
+          }
+        };
+        this.#onGone = check;
+        check();
+      });
+      failure = this.#error;
+    }
     this.#closed = true;
     this.#stop();
     await Promise.all(
@@ -147,7 +210,7 @@ export class Gang {
         (l) =>
           new Promise<void>((resolve) => {
             if (l.socket.destroyed) return resolve();
-            l.send(Kind.BYE, 0, 0);
+            if (!this.#saidBye) l.send(Kind.BYE, 0, 0);
             l.socket.end(() => resolve());
             setTimeout(() => {
               l.destroy();
@@ -156,6 +219,7 @@ export class Gang {
           }),
       ),
     );
+    if (failure) throw failure;
   }
 
   #stop(): void {
@@ -172,10 +236,31 @@ export class Gang {
     }
   }
 
+  /** Bytes of frames from `peer` waiting unclaimed now. */
+  bufferedFrom(peer: number): number {
+    return this.#buffered.get(peer) ?? 0;
+  }
+
+  // A frame's header has arrived: one that nothing waits for yet would sit in the mailbox; if it
+  // would take the peer past its bound, the gang fails before its payload is read.
+  #admit(peer: number, kind: number, tag: number, sub: number, length: number): void {
+    if (kind === Kind.HEARTBEAT || kind === Kind.BYE || this.#waiters.has(`${peer}/${kind}/${tag}/${sub}`)) return;
+    const total = this.bufferedFrom(peer) + length + FRAME_OVERHEAD_BYTES;
+    if (total > this.maxBufferedBytes) {
+      this.fail(
+        new LevanterError(
+          "PEER_FAILED",
+          `rank ${peer} sent more than ${this.maxBufferedBytes} bytes of frames that nothing asked for (${total} with this ${length}-byte one; maxBufferedBytes per peer): a broken or hostile peer`,
+        ),
+      );
+    }
+  }
+
   #deliver(peer: number, f: Frame): void {
     if (f.kind === Kind.HEARTBEAT) return;
     if (f.kind === Kind.BYE) {
       this.#gone.add(peer);
+      this.#onGone();
       return;
     }
     if (f.kind === Kind.HELLO || f.kind === Kind.CHALLENGE || f.kind === Kind.PROOF || f.kind === Kind.JOIN || f.kind === Kind.ROSTER) {
@@ -194,6 +279,7 @@ export class Gang {
       return;
     }
     this.#mail.set(key, [f]);
+    this.#buffered.set(peer, this.bufferedFrom(peer) + f.payload.byteLength + FRAME_OVERHEAD_BYTES);
   }
 }
 
@@ -217,6 +303,7 @@ export async function formGang(opts: GangOptions): Promise<Gang> {
   const links = new Map<number, Link>();
   const joined = new Map<number, string>();
   const early: Frame[] = [];
+  let earlyOverflow = false;
   let onChange = () => {};
   const server = net.createServer((socket) => {
     acceptAuthenticated(socket, hs).then(
@@ -328,7 +415,17 @@ export async function formGang(opts: GangOptions): Promise<Gang> {
         coordinator.onFrame = (f) => {
           clearTimeout(timer);
           if (f.kind !== Kind.ROSTER) return reject(new LevanterError("DISTRIBUTED", `rank 0 sent kind ${f.kind} instead of the roster`));
-          coordinator.onFrame = (g) => void early.push(g);
+          // Bounded like the mailbox: rank 0 may not flood a rank that is still dialling.
+          let earlyBytes = 0;
+          coordinator.onFrame = (g) => {
+            earlyBytes += g.payload.byteLength + FRAME_OVERHEAD_BYTES;
+            if (earlyBytes > (opts.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES)) {
+              earlyOverflow = true;
+              coordinator.destroy();
+              return;
+            }
+            early.push(g);
+          };
           resolve(JSON.parse(f.payload.toString("utf8")) as string[]);
         };
         coordinator.onError = (e) => reject(e);
@@ -348,6 +445,7 @@ export async function formGang(opts: GangOptions): Promise<Gang> {
         () => [...Array(world).keys()].every((r) => r === rank || links.has(r)),
         () => `waiting for rank(s) ${missingOf(world, (r) => links.has(r), (r) => r === rank)} to connect`,
       );
+      if (earlyOverflow) throw new LevanterError("PEER_FAILED", `rank 0 sent more than ${opts.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES} bytes of frames while rank ${rank} was still joining the gang`);
     }
   } catch (e) {
     for (const l of links.values()) l.destroy();
@@ -357,14 +455,17 @@ export async function formGang(opts: GangOptions): Promise<Gang> {
     server.close();
   }
   log("info", "data-parallel gang formed", { rank, world, address });
-  const gang = new Gang(rank, world, address, links, opts.peerTimeoutMs ?? 10_000, opts.heartbeatMs ?? 1000, early);
+  const gang = new Gang(rank, world, address, links, opts.peerTimeoutMs ?? 10_000, opts.heartbeatMs ?? 1000, early, opts.maxBufferedBytes);
   gang.coordinator = coordinatorAddress;
   const withdraw = unregister;
   if (withdraw) {
     const close = gang.close.bind(gang);
-    gang.close = async () => {
-      await close();
-      await withdraw().catch(() => {});
+    gang.close = async (o) => {
+      try {
+        await close(o);
+      } finally {
+        await withdraw().catch(() => {});
+      }
     };
   }
   return gang;

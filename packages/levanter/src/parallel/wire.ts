@@ -68,6 +68,11 @@ export class Link {
   lastHeard = performance.now();
   onFrame: (f: Frame) => void = () => {};
   onError: (e: Error) => void = () => {};
+  /**
+   * Once authenticated: called with each frame's header before its payload is allocated or read;
+   * it may stop the link (the gang's mailbox bound does, through {@link destroy}).
+   */
+  onHeader: (kind: number, tag: number, sub: number, length: number) => void = () => {};
   #header = Buffer.alloc(HEADER);
   #headerFill = 0;
   #payload: Buffer | undefined;
@@ -158,6 +163,10 @@ export class Link {
           return;
         }
         this.#current = { kind, tag: this.#header.readUInt32LE(8), sub: this.#header.readUInt32LE(12) };
+        if (this.authenticated) {
+          this.onHeader(kind, this.#current.tag, this.#current.sub, length);
+          if (this.#dead) return;
+        }
         // Its own ArrayBuffer at offset 0: aligned for Float64Array views.
         this.#payload = Buffer.from(new ArrayBuffer(length));
         this.#payloadFill = 0;

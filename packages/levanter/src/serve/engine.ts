@@ -176,7 +176,8 @@ export class InferenceEngine {
   /** Prompt plus generated tokens at most (the model's `seqLen`). */
   readonly maxContext: number;
   private readonly maxBatch: number;
-  private readonly maxQueue: number;
+  /** Requests waiting for a slot at most (beyond it {@link submit} throws {@link EngineBusyError}). */
+  readonly maxQueue: number;
   private readonly prefillChunk: number;
   private readonly kvBudgetBytes: number;
   private readonly kvBytesPerToken: number;

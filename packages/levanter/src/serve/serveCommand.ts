@@ -11,6 +11,10 @@ export interface ServeCommandOptions {
   maxBatch?: number;
   maxQueue?: number;
   kvBudgetMb?: number;
+  maxBodyMb?: number;
+  maxPromptBytes?: number;
+  maxSequencesPerRequest?: number;
+  maxSequencesPerClient?: number;
 }
 
 /**
@@ -24,6 +28,10 @@ export async function serveCommand(opts: ServeCommandOptions): Promise<void> {
     host: opts.host,
     port: opts.port,
     ...(opts.tokenizer ? { tokenizerJson: opts.tokenizer } : {}),
+    ...(opts.maxBodyMb !== undefined ? { maxBodyBytes: opts.maxBodyMb * 2 ** 20 } : {}),
+    ...(opts.maxPromptBytes !== undefined ? { maxPromptBytes: opts.maxPromptBytes } : {}),
+    ...(opts.maxSequencesPerRequest !== undefined ? { maxSequencesPerRequest: opts.maxSequencesPerRequest } : {}),
+    ...(opts.maxSequencesPerClient !== undefined ? { maxSequencesPerClient: opts.maxSequencesPerClient } : {}),
     engineOptions: {
       ...(opts.maxBatch ? { maxBatch: opts.maxBatch } : {}),
       ...(opts.maxQueue !== undefined ? { maxQueue: opts.maxQueue } : {}),

@@ -1,6 +1,7 @@
 // InferenceServer over real HTTP on 127.0.0.1: the official openai client, SSE, and raw fetch for 400/409/429/503.
 import { waitFor } from "@marin/iris/testing";
 import OpenAI from "openai";
+import http from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { selectBackend } from "../backend.ts";
 import { byteTokenizer } from "../data/byteTokenizer.ts";
@@ -8,11 +9,17 @@ import { ModelConfigSchema, resolveModelConfig } from "../models/modelConfig.ts"
 import { TransformerLm } from "../models/transformer.ts";
 import { Rng } from "../rng.ts";
 import { InferenceEngine } from "./engine.ts";
-import { createInferenceServer, type InferenceServer } from "./server.ts";
+import { createInferenceServer, DEFAULT_MAX_BODY_BYTES, type InferenceServer } from "./server.ts";
 
-function tinyEngine(opts: ConstructorParameters<typeof InferenceEngine>[3] = {}): InferenceEngine {
+function tinyEngine(opts: ConstructorParameters<typeof InferenceEngine>[3] = {}, tokenizer = byteTokenizer): InferenceEngine {
   const cfg = resolveModelConfig(ModelConfigSchema.parse({ nLayers: 2, dModel: 32, nHeads: 4, seqLen: 128, initStd: 0.5 }), 257);
-  return new InferenceEngine(TransformerLm.init(cfg, new Rng(5)), byteTokenizer, "tiny", opts);
+  return new InferenceEngine(TransformerLm.init(cfg, new Rng(5)), tokenizer, "tiny", opts);
+}
+
+// The byte tokenizer, counting the text it encodes.
+function countingTokenizer(): { tokenizer: typeof byteTokenizer; encoded: { chars: number } } {
+  const encoded = { chars: 0 };
+  return { tokenizer: { ...byteTokenizer, encode: (text: string) => ((encoded.chars += text.length), byteTokenizer.encode(text)) }, encoded };
 }
 
 const post = (url: string, body: unknown, headers: Record<string, string> = {}) =>
@@ -166,7 +173,8 @@ describe("InferenceServer limits", () => {
 
   it("429 with Retry-After past the queue bound, 409 for an active x-request-id, a gone client frees its place", async () => {
     const engine = tinyEngine({ maxBatch: 1, maxQueue: 2 });
-    const server = await createInferenceServer({ engine, retryAfterSeconds: 2 });
+    // One client (127.0.0.1) fills the whole queue here: its share is raised to all of it.
+    const server = await createInferenceServer({ engine, retryAfterSeconds: 2, maxSequencesPerClient: 8 });
     try {
       engine.pause();
       const body = { prompt: "hello", max_tokens: 4, temperature: 0 };
@@ -202,4 +210,179 @@ describe("InferenceServer limits", () => {
       await server.close();
     }
   });
+});
+
+// A POST from a given loopback source address (127.0.0.0/8 is all loopback on Linux): another client.
+function postFrom(localAddress: string, url: string, body: unknown): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(`${url}`, { method: "POST", localAddress, headers: { "content-type": "application/json" } }, (res) => {
+      let text = "";
+      res.on("data", (d: Buffer) => (text += d.toString()));
+      res.on("end", () => resolve({ status: res.statusCode!, body: text }));
+    });
+    req.on("error", reject);
+    req.end(JSON.stringify(body));
+  });
+}
+
+describe("InferenceServer bounds", () => {
+  it("415 for a body that is not application/json, before reading it", async () => {
+    const server = await createInferenceServer({ engine: tinyEngine() });
+    try {
+      await server.ready;
+      const body = JSON.stringify({ prompt: "hi", max_tokens: 1 });
+      for (const type of ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x"]) {
+        const r = await fetch(`${server.url}/v1/completions`, { method: "POST", headers: { "content-type": type }, body });
+        expect(r.status, type).toBe(415);
+        expect(await errorOf(r)).toMatchObject({ type: "invalid_request_error", code: "unsupported_media_type" });
+      }
+      // No content type at all (a Blob without one), on every POST route.
+      for (const route of ["/v1/chat/completions", "/tokenize"]) expect((await fetch(`${server.url}${route}`, { method: "POST", body: new Blob([body]) })).status).toBe(415);
+      expect(server.engine()!.stats().generatedTokens).toBe(0);
+      // JSON with parameters is JSON.
+      expect((await post(`${server.url}/v1/completions`, body, { "content-type": "Application/JSON; charset=utf-8" })).status).toBe(200);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it("413 for a body over the limit: 16 MiB by default, announced or streamed", async () => {
+    expect(DEFAULT_MAX_BODY_BYTES).toBe(16 * 2 ** 20);
+    const server = await createInferenceServer({ engine: tinyEngine() });
+    const small = await createInferenceServer({ engine: tinyEngine(), maxBodyBytes: 64 * 1024 });
+    try {
+      await Promise.all([server.ready, small.ready]);
+      const big = JSON.stringify({ prompt: "x", max_tokens: 1, user: "y".repeat(16 * 2 ** 20) });
+      const r = await post(`${server.url}/v1/completions`, big);
+      expect(r.status).toBe(413);
+      expect(await errorOf(r)).toMatchObject({ code: "request_too_large", message: expect.stringContaining(`${16 * 2 ** 20} bytes`) });
+      // Just under the limit is read (and answered on its merits).
+      expect((await post(`${server.url}/v1/completions`, JSON.stringify({ prompt: "x", max_tokens: 1, user: "y".repeat(15 * 2 ** 20) }))).status).toBe(200);
+      // A chunked body with no content-length stops being read at the limit.
+      let sent = 0;
+      const stream = new ReadableStream<Uint8Array>({
+        pull(controller) {
+          if (sent >= 4 * 2 ** 20) return controller.close();
+          sent += 16 * 1024;
+          controller.enqueue(new Uint8Array(16 * 1024).fill(32));
+        },
+      });
+      const chunked = await fetch(`${small.url}/tokenize`, { method: "POST", headers: { "content-type": "application/json" }, body: stream, duplex: "half" } as RequestInit);
+      expect(chunked.status).toBe(413);
+      expect((await errorOf(chunked)).code).toBe("request_too_large");
+      expect(sent).toBeLessThan(4 * 2 ** 20);
+    } finally {
+      await Promise.all([server.close(), small.close()]);
+    }
+  });
+
+  it("checks a prompt's bytes before tokenizing it, on every route", async () => {
+    const { tokenizer, encoded } = countingTokenizer();
+    const engine = tinyEngine({}, tokenizer);
+    const server = await createInferenceServer({ engine });
+    try {
+      await server.ready;
+      const huge = "a".repeat(10 * 2 ** 20); // 10 MB: under the body limit
+      const cases: [string, unknown, string][] = [
+        ["/v1/completions", { prompt: huge, max_tokens: 1 }, "prompt"],
+        ["/v1/completions", { prompt: ["short", huge], max_tokens: 1 }, "prompt"],
+        ["/v1/chat/completions", { messages: [{ role: "user", content: huge }] }, "messages"],
+        ["/v1/chat/completions", { messages: [{ role: "user", content: [{ type: "text", text: huge }] }] }, "messages"],
+        ["/tokenize", { prompt: huge }, "prompt"],
+      ];
+      for (const [route, body, param] of cases) {
+        const t0 = performance.now();
+        const r = await post(`${server.url}${route}`, body);
+        expect(r.status, route).toBe(400);
+        expect(await errorOf(r)).toMatchObject({ code: "prompt_too_large", param, message: expect.stringContaining(`${64 * 1024} bytes`) });
+        expect(performance.now() - t0).toBeLessThan(10_000);
+      }
+      expect(encoded.chars).toBe(0);
+      // Multi-byte text counts in UTF-8 bytes: 30,000 × "é" is 60,000 bytes (under 64 KiB), 40,000 is not.
+      expect((await post(`${server.url}/tokenize`, { prompt: "é".repeat(30_000) })).status).toBe(200);
+      expect((await errorOf(await post(`${server.url}/tokenize`, { prompt: "é".repeat(40_000) }))).code).toBe("prompt_too_large");
+    } finally {
+      await server.close();
+    }
+  });
+
+  it("caps prompts × n per request before tokenizing anything", async () => {
+    const { tokenizer, encoded } = countingTokenizer();
+    const engine = tinyEngine({}, tokenizer);
+    const server = await createInferenceServer({ engine });
+    try {
+      await server.ready;
+      const many = await post(`${server.url}/v1/completions`, { prompt: Array.from({ length: 100_000 }, () => "x"), max_tokens: 1 });
+      expect(many.status).toBe(400);
+      expect(await errorOf(many)).toMatchObject({ code: "too_many_sequences", param: "prompt", message: expect.stringContaining("at most 128 per request") });
+      const times = await post(`${server.url}/v1/completions`, { prompt: Array.from({ length: 10 }, () => "x"), n: 13, max_tokens: 1 });
+      expect(await errorOf(times)).toMatchObject({ code: "too_many_sequences", param: "n" });
+      expect(encoded.chars).toBe(0);
+      expect(engine.stats().queued + engine.stats().active).toBe(0);
+      const ok = await post(`${server.url}/v1/completions`, { prompt: Array.from({ length: 16 }, () => "x"), n: 2, max_tokens: 1, temperature: 0 });
+      expect(ok.status).toBe(200);
+      expect(((await ok.json()) as { choices: unknown[] }).choices).toHaveLength(32);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it("one client cannot fill the queue: past its share it gets 429 while another client is served", async () => {
+    const engine = tinyEngine({ maxBatch: 4, maxQueue: 8 });
+    const server = await createInferenceServer({ engine });
+    try {
+      await server.ready;
+      engine.pause();
+      // Client A (127.0.0.1) queues its share (half the queue: 4 sequences) in one request.
+      const first = post(`${server.url}/v1/completions`, { prompt: ["a", "b"], n: 2, max_tokens: 2, temperature: 0 });
+      await waitFor("A's request queued", () => engine.stats().queued === 2);
+      const more = await post(`${server.url}/v1/completions`, { prompt: "c", max_tokens: 2 });
+      expect(more.status).toBe(429);
+      expect(more.headers.get("retry-after")).toBe("1");
+      expect(await errorOf(more)).toMatchObject({ type: "rate_limit_error", code: "client_limit_exceeded" });
+      const stream = await post(`${server.url}/v1/chat/completions`, { messages: [{ role: "user", content: "c" }], stream: true });
+      expect(stream.status).toBe(429);
+      // Client B (127.0.0.2) still gets in.
+      const b = postFrom("127.0.0.2", `${server.url}/v1/completions`, { prompt: "d", max_tokens: 2, temperature: 0 });
+      await waitFor("B's request queued", () => engine.stats().queued === 3);
+      engine.resume();
+      expect((await first).status).toBe(200);
+      expect((await b).status).toBe(200);
+      // A's share is free again once its requests ended.
+      expect((await post(`${server.url}/v1/completions`, { prompt: ["e", "f", "g", "h"], max_tokens: 1 })).status).toBe(200);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it("200 clients leaving mid-stream (some with many prompts) leak no listeners and free every slot", async () => {
+    const engine = tinyEngine({ maxBatch: 32, maxQueue: 512 });
+    const server = await createInferenceServer({ engine, maxSequencesPerClient: 4096 });
+    const warnings: Error[] = [];
+    const onWarning = (w: Error) => warnings.push(w);
+    process.on("warning", onWarning);
+    try {
+      await server.ready;
+      const readers = await Promise.all(
+        Array.from({ length: 200 }, async (_, i) => {
+          const body = i % 10 === 0 ? { prompt: Array.from({ length: 12 }, () => "hi"), max_tokens: 100, stream: true } : { prompt: "hello", max_tokens: 100, stream: true, seed: i };
+          const r = await post(`${server.url}/v1/completions`, body);
+          expect(r.status).toBe(200);
+          const reader = r.body!.getReader();
+          await reader.read();
+          return reader;
+        }),
+      );
+      await Promise.all(readers.map((r) => r.cancel()));
+      await waitFor("every request to leave the engine", () => engine.stats().active === 0 && engine.stats().queued === 0, { timeoutMs: 60_000 });
+      expect(engine.stats().kvReservedBytes).toBe(0);
+      // Warnings are emitted on the next tick: one request more, then look.
+      expect((await post(`${server.url}/v1/completions`, { prompt: Array.from({ length: 12 }, () => "x"), max_tokens: 1 })).status).toBe(200);
+      await new Promise((r) => setImmediate(r));
+      expect(warnings.map((w) => `${w.name}: ${w.message}`)).toEqual([]);
+    } finally {
+      process.off("warning", onWarning);
+      await server.close();
+    }
+  }, 120_000);
 });

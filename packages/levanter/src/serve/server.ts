@@ -28,7 +28,26 @@ export interface InferenceServerOptions {
   engineOptions?: EngineOptions;
   /** Seconds a 429 tells the client to wait (default 1). */
   retryAfterSeconds?: number;
+  /** Largest request body in bytes (default {@link DEFAULT_MAX_BODY_BYTES}, 16 MiB); a larger one is 413 before it is read. */
+  maxBodyBytes?: number;
+  /**
+   * Largest prompt in UTF-8 bytes (each completion prompt; a chat's messages together), checked
+   * before tokenizing (default: 32 bytes per token of the model's context, at least 64 KiB).
+   */
+  maxPromptBytes?: number;
+  /** Prompts × `n` of one request at most (default 128); more is 400 before anything is tokenized. */
+  maxSequencesPerRequest?: number;
+  /**
+   * Sequences (prompts × `n`) one client (remote address) may have queued or running at once
+   * (default: half the engine's queue, at least 1); beyond it 429, so no client fills the queue.
+   */
+  maxSequencesPerClient?: number;
 }
+
+const POST_ROUTES = new Set(["/v1/completions", "/v1/chat/completions", "/tokenize"]);
+
+/** Default {@link InferenceServerOptions.maxBodyBytes}: 16 MiB. */
+export const DEFAULT_MAX_BODY_BYTES = 16 * 2 ** 20;
 
 /** A running server. */
 export interface InferenceServer {
@@ -79,7 +98,7 @@ const TokenizeBody = z.union([z.object({ prompt: z.string(), model: z.string().o
 type OpenAiErrorType = "invalid_request_error" | "rate_limit_error" | "conflict_error" | "service_unavailable" | "server_error";
 
 class HttpError extends Error {
-  readonly status: 400 | 404 | 409 | 429 | 500 | 503;
+  readonly status: 400 | 404 | 409 | 413 | 415 | 429 | 500 | 503;
   readonly type: OpenAiErrorType;
   readonly param: string | null;
   readonly code: string | null;
@@ -199,10 +218,33 @@ export async function createInferenceServer(opts: InferenceServerOptions): Promi
     throw new HttpError(503, "the model is still loading", "service_unavailable", null, "model_loading");
   };
 
+  const maxBody = opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  const tooLarge = () => new HttpError(413, `the request body is larger than ${maxBody} bytes (the server's limit)`, "invalid_request_error", null, "request_too_large");
+  // The body, read up to the limit (a larger one stops being read at once: 413).
+  const readBody = async (c: Context): Promise<string> => {
+    const body = c.req.raw.body;
+    if (!body) return "";
+    const reader = body.getReader();
+    const chunks: Uint8Array[] = [];
+    let bytes = 0;
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      bytes += value.byteLength;
+      if (bytes > maxBody) {
+        await reader.cancel().catch(() => {});
+        throw tooLarge();
+      }
+      chunks.push(value);
+    }
+    return Buffer.concat(chunks).toString("utf8");
+  };
+
   const parse = async <S extends z.ZodType>(c: Context, schema: S): Promise<z.output<S>> => {
+    const text = await readBody(c);
     let body: unknown;
     try {
-      body = await c.req.json();
+      body = JSON.parse(text);
     } catch {
       throw new HttpError(400, "the request body is not valid JSON", "invalid_request_error", null, "invalid_json");
     }
@@ -226,7 +268,49 @@ export async function createInferenceServer(opts: InferenceServerOptions): Promi
             : new HttpError(500, e instanceof Error ? e.message : String(e), "server_error");
     metrics.request(route, err.status);
     if (err.status === 429) c.header("Retry-After", retryAfter);
+    // The rest of a body too large is not read: the connection ends with the answer.
+    if (err.status === 413) c.header("Connection", "close");
     return c.json(errorBody(err), err.status);
+  };
+
+  // Prompt size in UTF-8 bytes, before any tokenizing (a UTF-16 unit is at least one byte).
+  const promptLimit = (e: InferenceEngine) => opts.maxPromptBytes ?? Math.max(64 * 1024, 32 * e.maxContext);
+  const checkPromptBytes = (e: InferenceEngine, texts: readonly string[], param: string) => {
+    const limit = promptLimit(e);
+    let total = 0;
+    for (const t of texts) {
+      total += t.length > limit ? t.length : Buffer.byteLength(t, "utf8");
+      if (total > limit) throw new HttpError(400, `${param}: more than ${limit} bytes of prompt (the server's limit, checked before tokenizing)`, "invalid_request_error", param, "prompt_too_large");
+    }
+  };
+  const perRequest = opts.maxSequencesPerRequest ?? 128;
+  const checkSequences = (prompts: number, n: number) => {
+    if (prompts * n > perRequest) {
+      const param = n > 1 ? "n" : "prompt";
+      throw new HttpError(400, `${param}: ${prompts} prompt(s) × n ${n} = ${prompts * n} sequences; at most ${perRequest} per request`, "invalid_request_error", param, "too_many_sequences");
+    }
+  };
+
+  // Sequences each client (remote address) has queued or running: no client may take more than
+  // its share of the queue, however it splits them into requests.
+  const byClient = new Map<string, number>();
+  const reserve = (c: Context, e: InferenceEngine, sequences: number): (() => void) => {
+    const incoming = (c.env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined)?.incoming;
+    const client = incoming?.socket?.remoteAddress ?? "unknown";
+    const limit = opts.maxSequencesPerClient ?? Math.max(1, Math.floor(e.maxQueue / 2));
+    const have = byClient.get(client) ?? 0;
+    if (have + sequences > limit) {
+      throw new HttpError(429, `this client (${client}) already has ${have} sequence(s) queued or running; at most ${limit} at once`, "rate_limit_error", null, "client_limit_exceeded");
+    }
+    byClient.set(client, have + sequences);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const left = (byClient.get(client) ?? sequences) - sequences;
+      if (left > 0) byClient.set(client, left);
+      else byClient.delete(client);
+    };
   };
 
   // Claims x-request-id while the request runs; a second one with the same id is 409.
@@ -239,6 +323,20 @@ export async function createInferenceServer(opts: InferenceServerOptions): Promi
   };
 
   const stops = (s: string | string[] | null | undefined, extra: string[] = []): string[] => [...(s === undefined || s === null ? [] : typeof s === "string" ? [s] : s), ...extra];
+
+  // Every POST carries JSON (415 otherwise: a form or text/plain body, as any web page can send
+  // without a preflight, starts nothing) and announces no more than the body limit (413, unread).
+  app.use("*", async (c, next) => {
+    if (c.req.method !== "POST") return next();
+    const route = POST_ROUTES.has(c.req.path) ? c.req.path : "other";
+    const type = (c.req.header("content-type") ?? "").split(";")[0]!.trim().toLowerCase();
+    if (type !== "application/json") {
+      return fail(c, route, new HttpError(415, `content-type must be application/json, not ${JSON.stringify(type || "(none)")}`, "invalid_request_error", null, "unsupported_media_type"));
+    }
+    const length = c.req.header("content-length");
+    if (length !== undefined && Number(length) > maxBody) return fail(c, route, tooLarge());
+    return next();
+  });
 
   app.get("/health", (c) => {
     if (engine) return c.json({ status: "ok" });
@@ -262,6 +360,7 @@ export async function createInferenceServer(opts: InferenceServerOptions): Promi
     try {
       const e = need();
       const body = await parse(c, TokenizeBody);
+      checkPromptBytes(e, "prompt" in body ? [body.prompt] : body.messages.map((m) => flatten(m.content)), "prompt" in body ? "prompt" : "messages");
       const text = "prompt" in body ? body.prompt : template.render(body.messages.map((m) => ({ role: m.role, content: flatten(m.content) })));
       const tokens = e.tokenizer.encode(text);
       metrics.request("/tokenize", 200);
@@ -280,13 +379,23 @@ export async function createInferenceServer(opts: InferenceServerOptions): Promi
     onDelta?: (index: number, text: string, finish?: string) => void,
   ): Promise<EngineResult[]> => {
     const n = base.n ?? 1;
-    const results = await Promise.all(
-      prompts.map((prompt, p) =>
-        e.submit({ ...base, prompt }, { signal, ...(onDelta ? { onDelta: (d) => onDelta(p * n + d.index, d.text, d.finishReason) } : {}) }),
-      ),
-    );
-    for (const r of results) metrics.observeTtft(r.ttftMs / 1000);
-    return results;
+    // One listener on the request's signal, one signal per engine request (not one listener per
+    // prompt on a shared signal); removed when the request ends, however it ends.
+    const each = prompts.map(() => new AbortController());
+    const cancel = () => each.forEach((a) => a.abort(signal.reason));
+    if (signal.aborted) cancel();
+    else signal.addEventListener("abort", cancel, { once: true });
+    try {
+      const submitted = prompts.map((prompt, p) =>
+        e.submit({ ...base, prompt }, { signal: each[p]!.signal, ...(onDelta ? { onDelta: (d) => onDelta(p * n + d.index, d.text, d.finishReason) } : {}) }),
+      );
+      // One failing (the queue full, a prompt too long) cancels its siblings.
+      const results = await Promise.all(submitted.map((s) => s.catch((err: unknown) => (cancel(), Promise.reject(err)))));
+      for (const r of results) metrics.observeTtft(r.ttftMs / 1000);
+      return results;
+    } finally {
+      signal.removeEventListener("abort", cancel);
+    }
   };
 
   const linkedAbort = (c: Context): AbortController => {
@@ -303,7 +412,12 @@ export async function createInferenceServer(opts: InferenceServerOptions): Promi
     try {
       const e = need();
       const body = await parse(c, CompletionBody);
+      const promptCount = typeof body.prompt === "string" || typeof body.prompt[0] === "number" ? 1 : body.prompt.length;
+      checkSequences(promptCount, body.n ?? 1);
+      if (typeof body.prompt === "string") checkPromptBytes(e, [body.prompt], "prompt");
+      else if (typeof body.prompt[0] === "string") checkPromptBytes(e, body.prompt as string[], "prompt");
       release = claim(c);
+      release = both(release, reserve(c, e, promptCount * (body.n ?? 1)));
       const prompts: number[][] =
         typeof body.prompt === "string"
           ? [e.tokenizer.encode(body.prompt)]
@@ -369,7 +483,10 @@ export async function createInferenceServer(opts: InferenceServerOptions): Promi
     try {
       const e = need();
       const body = await parse(c, ChatBody);
+      checkSequences(1, body.n ?? 1);
+      checkPromptBytes(e, body.messages.map((m) => flatten(m.content)), "messages");
       release = claim(c);
+      release = both(release, reserve(c, e, body.n ?? 1));
       const prompt = e.tokenizer.encode(template.render(body.messages.map((m) => ({ role: m.role, content: flatten(m.content) }))));
       const top = body.top_logprobs ?? 0;
       const base: Omit<EngineRequest, "prompt"> = {
@@ -457,6 +574,14 @@ export async function createInferenceServer(opts: InferenceServerOptions): Promi
         (server as { closeAllConnections?: () => void }).closeAllConnections?.();
       });
     },
+  };
+}
+
+// Runs both releases.
+function both(a: () => void, b: () => void): () => void {
+  return () => {
+    a();
+    b();
   };
 }
 

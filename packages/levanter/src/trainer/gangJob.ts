@@ -55,6 +55,8 @@ export interface GangTrainResult {
   job: string;
   /** Where rank 0 wrote the run (metrics, checkpoints). */
   runDir: string;
+  /** Gang attempts the run took: 1 when nothing was rerun (the most attempts of any rank). */
+  attempts: number;
   error?: string;
   /** Rank 0's trainLm result (when it succeeded). */
   result?: Pick<TrainLmResult, "step" | "resumedFrom" | "finalLoss" | "parameterCount" | "stoppedEarly">;
@@ -163,6 +165,7 @@ export async function runTrainGang(input: TrainLmConfig | TrainLmConfigInput, ra
       ranks,
       job: status.name,
       runDir: config.trainer.runDir,
+      attempts: Math.max(1, ...status.tasks.map((t) => Math.max(t.attempts.length, t.attempt))),
       ...(status.error ? { error: status.error } : {}),
       ...(r0
         ? { result: { step: r0.step, stoppedEarly: r0.stoppedEarly, parameterCount: r0.parameterCount, ...(r0.resumedFrom !== undefined ? { resumedFrom: r0.resumedFrom } : {}), ...(r0.finalLoss !== undefined ? { finalLoss: r0.finalLoss } : {}) } }

@@ -1,5 +1,5 @@
 // Trackers: what each writes, on a TTY and off it.
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { Writable } from "node:stream";
@@ -66,5 +66,21 @@ describe("trackers", () => {
     all.finish();
     const rows = readFileSync(path.join(dir, "sub", "metrics.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l) as Record<string, number>);
     expect(rows.map((r) => [r.step, r["train/loss"]])).toEqual([[1, 3], [2, 2]]);
+  });
+
+  it("JsonlTracker with resumeFrom drops the rows after the resume point (and a torn last line), so a rerun logs each step once", () => {
+    dir = mkdtempSync(path.join(os.tmpdir(), "lev-trk-"));
+    const file = path.join(dir, "metrics.jsonl");
+    const first = new JsonlTracker(file, { resumeFrom: 0 });
+    for (let s = 1; s <= 6; s++) first.log(s, { "train/loss": 10 - s });
+    writeFileSync(file, `${readFileSync(file, "utf8")}{"step":7,"tra`);
+    // A rerun resumed from the checkpoint of step 4: steps 5–6 (and the torn 7) go, 5–8 come again.
+    const rerun = new JsonlTracker(file, { resumeFrom: 4 });
+    for (let s = 5; s <= 8; s++) rerun.log(s, { "train/loss": 20 - s });
+    const rows = readFileSync(file, "utf8").trim().split("\n").map((l) => JSON.parse(l) as Record<string, number>);
+    expect(rows.map((r) => [r.step, r["train/loss"]])).toEqual([[1, 9], [2, 8], [3, 7], [4, 6], [5, 15], [6, 14], [7, 13], [8, 12]]);
+    // A rerun from step 0 (no checkpoint) starts the file over.
+    new JsonlTracker(file, { resumeFrom: 0 }).log(1, { "train/loss": 1 });
+    expect(readFileSync(file, "utf8").trim().split("\n")).toHaveLength(1);
   });
 });

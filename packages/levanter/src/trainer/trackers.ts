@@ -1,5 +1,5 @@
 // Metric trackers: console, JSONL file, TensorBoard, and a composite of several.
-import { appendFileSync, mkdirSync } from "node:fs";
+import { appendFileSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import cliProgress from "cli-progress";
 import { log } from "../internal/log.ts";
@@ -15,9 +15,15 @@ export interface Tracker {
 export class JsonlTracker implements Tracker {
   readonly file: string;
 
-  constructor(file: string) {
+  /**
+   * `resumeFrom`: the step the run starts from (a resume, or a rerun from 0): rows of later steps,
+   * left by an interrupted or failed attempt, are dropped first (and a torn last line), so the
+   * file holds each step once whatever was rerun.
+   */
+  constructor(file: string, opts: { resumeFrom?: number } = {}) {
     mkdirSync(path.dirname(file), { recursive: true });
     this.file = file;
+    if (opts.resumeFrom !== undefined) truncateAfter(file, opts.resumeFrom);
   }
 
   log(step: number, metrics: Record<string, number>): void {
@@ -25,6 +31,30 @@ export class JsonlTracker implements Tracker {
   }
 
   finish(): void {}
+}
+
+// Keeps the complete rows of `file` whose step is at most `step` (atomically: a crash leaves the old file).
+function truncateAfter(file: string, step: number): void {
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "ENOENT") return;
+    throw e;
+  }
+  const lines = text.split("\n");
+  const keep = lines.slice(0, -1).filter((line) => {
+    try {
+      const row = JSON.parse(line) as { step?: unknown };
+      return typeof row.step === "number" && row.step <= step;
+    } catch {
+      return false;
+    }
+  });
+  if (keep.length === lines.length - 1 && lines.at(-1) === "") return;
+  const tmp = `${file}.tmp`;
+  writeFileSync(tmp, keep.map((l) => `${l}\n`).join(""));
+  renameSync(tmp, file);
 }
 
 /** Scalars into a TensorBoard event file under `dir`. */

@@ -125,6 +125,9 @@ export async function trainLm(input: TrainLmConfig | TrainLmConfigInput, options
     const noDecay = config.optimizer.noDecay?.map((r) => new RegExp(r));
     // ZeRO-1 on a gang: each rank keeps and updates the Adam moments of its own tensors only.
     const sharded = world > 1 && dist.gang ? new ShardedOptimizerState(model, dist.gang) : undefined;
+    // What a peer may legitimately send ahead (a shard of float64 partial sums, both Adam moments
+    // of its tensors for a save) stays under 16 bytes a parameter: the mailbox's bound follows the model.
+    if (dist.gang) dist.gang.maxBufferedBytes = Math.max(dist.gang.maxBufferedBytes, 16 * model.parameterCount() + 64 * 2 ** 20);
     optimizer = new AdamW(model.params, {
       ...config.optimizer,
       decayMask: noDecay ? (n) => !noDecay.some((r) => r.test(n)) : defaultDecayMask,
@@ -177,7 +180,7 @@ export async function trainLm(input: TrainLmConfig | TrainLmConfigInput, options
 
     const trackers: Tracker[] = [];
     if (lead && tc.trackers.includes("console")) trackers.push(new ConsoleTracker(tc.numTrainSteps, startStep));
-    if (lead && tc.trackers.includes("jsonl")) trackers.push(new JsonlTracker(path.join(tc.runDir, "metrics.jsonl")));
+    if (lead && tc.trackers.includes("jsonl")) trackers.push(new JsonlTracker(path.join(tc.runDir, "metrics.jsonl"), { resumeFrom: startStep }));
     if (lead && tc.trackers.includes("tensorboard")) trackers.push(new TensorBoardTracker(path.join(tc.runDir, "tensorboard")));
     const tracker = new CompositeTracker(trackers);
     const sink = lead ? (options.statusSink ?? (await irisStatusSink())) : undefined;
@@ -308,6 +311,9 @@ export async function trainLm(input: TrainLmConfig | TrainLmConfigInput, options
     await reporter?.flush();
     tracker.finish();
     log("info", stoppedEarly ? "stopped early" : "finished", { step, loss: lastLoss, evalLoss: lastEval?.loss, skippedSteps });
+    // A gang ends together: every rank waits here until all have said goodbye, so none exits
+    // (and closes its links) while another is still saving, evaluating or in the last collective.
+    if (ownDist) await dist.close({ waitForPeers: true });
     return {
       step,
       ...(resumedFrom !== undefined ? { resumedFrom } : {}),
