@@ -309,7 +309,21 @@ function mappings(family: HfFamily, cfg: ResolvedModelConfig, prefix = family ==
     m.push(...linear(`${hp}.mlp.c_proj`, f, d, `${lp}/mlp/down`));
   }
   m.push(...norm(`${prefix}ln_f`, "final_norm"));
-  if (!cfg.tieEmbeddings) m.push(transposed("lm_head.weight", [v, d], "head/kernel"));
+  if (!cfg.tieEmbeddings) {
+    m.push(transposed("lm_head.weight", [v, d], "head/kernel"));
+    // GPT-2's head has no bias: levanter's (with biases on) comes in as zeros and must leave as zeros.
+    if (cfg.useBias) {
+      m.push({
+        hf: [],
+        lev: ["head/bias"],
+        toLev: () => [{ shape: [v], data: new Float32Array(v) }],
+        fromLev: (p) => {
+          if (p[0]!.data.some((x) => x !== 0)) throw new LevanterError("INVALID_CONFIG", "model.useBias: the untied head's bias is not zero, and GPT2LMHeadModel's head has none");
+          return [];
+        },
+      });
+    }
+  }
   return m;
 }
 

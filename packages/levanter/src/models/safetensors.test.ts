@@ -254,6 +254,31 @@ describe("Hugging Face folders", () => {
     });
   }
 
+  it("the tiny-brown shape (GPT-2 family without biases) exports with zero biases and comes back to the same logits", async () => {
+    const ck = await saveTiny("brown", { activation: "gelu", norm: "layer", positions: "learned" }, 4);
+    const out = path.join(dir, "brown-out");
+    await exportHf(ck, out);
+    const header = await readSafetensorsHeader(path.join(out, "model.safetensors"));
+    expect(header.tensors.get("transformer.h.0.attn.c_attn.bias")!.shape).toEqual([48]);
+    const back = await importHf(out, path.join(dir, "brown-back"));
+    const a = await loadModelFromCheckpoint(ck);
+    const b = await loadModelFromCheckpoint(back.checkpoint);
+    try {
+      expect(b.model.config.useBias).toBe(true);
+      for (const [n, p] of b.model.params) {
+        if (a.model.params.has(n)) expect(p.dataSync()).toEqual(a.model.params.get(n)!.dataSync());
+        else expect(Array.from(p.dataSync()).every((x) => x === 0)).toBe(true);
+      }
+      const ids = [84, 104, 101, 32, 99, 97, 116];
+      const la = logits(a.model, ids);
+      const lb = logits(b.model, ids);
+      expect(Math.max(...Array.from(la, (x, i) => Math.abs(x - lb[i]!)))).toBeLessThan(1e-5);
+    } finally {
+      a.model.dispose();
+      b.model.dispose();
+    }
+  });
+
   it("refuses to export what neither family represents, naming the field", async () => {
     const ck = await saveTiny("mixed", { positions: "rope", norm: "layer", activation: "swiglu" });
     await expect(exportHf(ck, path.join(dir, "never-out"))).rejects.toThrow(/model\.norm: "layer" cannot be exported/);
