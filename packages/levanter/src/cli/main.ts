@@ -169,7 +169,8 @@ export function buildProgram(): Command {
   program
     .command("serve")
     .description("serve a checkpoint over an OpenAI-compatible HTTP API until Ctrl-C")
-    .requiredOption("--checkpoint <dir>", "a step-N checkpoint, or a directory of them (newest is used)")
+    .option("--checkpoint <dir>", "a step-N checkpoint, or a directory of them (newest is used)")
+    .option("--hf <dir>", "serve a Hugging Face folder (config.json, safetensors, tokenizer) as it is, instead of --checkpoint")
     .option("--host <host>", "address to bind", "127.0.0.1")
     .option("--port <port>", "port to bind (0: any free one)", int, 8000)
     .option("--tokenizer <tokenizer.json>", "HF tokenizer for non-byte checkpoints")
@@ -181,6 +182,34 @@ export function buildProgram(): Command {
     .option("--max-sequences-per-request <n>", "prompts × n of one request at most", int, 128)
     .option("--max-sequences-per-client <n>", "sequences one client address may have queued or running (default: half of --max-queue)", int)
     .action(async (opts: ServeCommandOptions) => (await import("../serve/serveCommand.ts")).serveCommand(opts));
+
+  const importCmd = program.command("import").description("bring a model from another format in as a levanter checkpoint");
+  importCmd
+    .command("hf")
+    .description("a Hugging Face folder (LlamaForCausalLM, GPT2LMHeadModel; safetensors; tokenizer.json) → a checkpoint that carries its tokenizer")
+    .argument("<dir>", "folder with config.json, model.safetensors (or model.safetensors.index.json and its shards), tokenizer.json, tokenizer_config.json")
+    .requiredOption("--out <dir>", "checkpoint directory to write (the model lands in <dir>/step-0)")
+    .option("--seq-len <n>", "training window / longest context (default: the config's max_position_embeddings or n_positions)", int)
+    .action(async (dir: string, opts: { out: string; seqLen?: number }) => {
+      const { importHf } = await import("../models/hfCheckpoint.ts");
+      const r = await importHf(dir, opts.out, opts.seqLen !== undefined ? { seqLen: opts.seqLen } : {});
+      process.stdout.write(`${JSON.stringify(r)}\n`);
+    });
+
+  const exportCmd = program.command("export").description("write a checkpoint's model in another format");
+  exportCmd
+    .command("hf")
+    .description("a checkpoint → a Hugging Face folder (config.json, safetensors, tokenizer.json, tokenizer_config.json, generation_config.json)")
+    .requiredOption("--checkpoint <dir>", "a step-N checkpoint, or a directory of them (newest is used)")
+    .requiredOption("--out <dir>", "folder to write")
+    .addOption(new Option("--dtype <dtype>", "weights' dtype").choices(["float32", "bfloat16"]).default("float32"))
+    .option("--max-shard-size <size>", "largest safetensors file before the weights are sharded with an index", "2GB")
+    .option("--tokenizer <tokenizer.json>", "HF tokenizer for a checkpoint that names one it does not carry")
+    .action(async (opts: { checkpoint: string; out: string; dtype: "float32" | "bfloat16"; maxShardSize: string; tokenizer?: string }) => {
+      const { exportHf, parseByteSize } = await import("../models/hfCheckpoint.ts");
+      const r = await exportHf(opts.checkpoint, opts.out, { dtype: opts.dtype, maxShardBytes: parseByteSize(opts.maxShardSize), ...(opts.tokenizer ? { tokenizerJson: opts.tokenizer } : {}) });
+      process.stdout.write(`${JSON.stringify(r)}\n`);
+    });
 
   program
     .command("tokenize")

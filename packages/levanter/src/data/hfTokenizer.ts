@@ -44,6 +44,11 @@ export class HfTokenizer implements Tokenizer {
     this.eosId = eosId;
   }
 
+  /** The id of a token of the vocabulary (special tokens included), or undefined. */
+  tokenToId(token: string): number | undefined {
+    return this.#impl.token_to_id(token) ?? undefined;
+  }
+
   encode(text: string): number[] {
     return this.#impl.encode(text, { add_special_tokens: false }).ids;
   }

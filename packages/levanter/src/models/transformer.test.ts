@@ -16,11 +16,14 @@ describe("flopsPerToken", () => {
     expect(flopsPerToken(tiny())).toBe(3488);
     // SwiGLU adds the gate projection: MLP 3 · 2·8·16 = 768 per layer.
     expect(flopsPerToken(tiny({ activation: "swiglu", dFF: 16 }))).toBe(2 * (384 + 128 + 128 + 768) + 160);
+    // GQA (1 key/value head of width 6 for 2 query heads): QKV 2·8·(2 + 2)·6 = 384, out 2·12·8 = 192,
+    // attention 4·4·12 = 192.
+    expect(flopsPerToken(tiny({ nKvHeads: 1, headDim: 6 }))).toBe(2 * (384 + 192 + 192 + 1024) + 160);
   });
 
   it("equals the matMul FLOPs the forward pass actually runs", async () => {
     await selectBackend({ force: "cpu" });
-    for (const over of [{}, { activation: "swiglu", positions: "rope", tieEmbeddings: true, dFF: 16 }] as ModelConfigInput[]) {
+    for (const over of [{}, { activation: "swiglu", positions: "rope", tieEmbeddings: true, dFF: 16 }, { positions: "rope", nKvHeads: 1, headDim: 6 }] as ModelConfigInput[]) {
       const cfg = tiny(over);
       const model = TransformerLm.init(cfg, new Rng(1));
       const b = 3;
@@ -37,6 +40,17 @@ describe("flopsPerToken", () => {
       expect(flops / (b * cfg.seqLen)).toBe(flopsPerToken(cfg));
       model.dispose();
     }
+  });
+
+  it("validates the attention shape: nKvHeads divides nHeads; headDim frees dModel from nHeads", () => {
+    expect(ModelConfigSchema.safeParse({ nHeads: 4, nKvHeads: 3 }).success).toBe(false);
+    expect(ModelConfigSchema.safeParse({ dModel: 10, nHeads: 4 }).success).toBe(false);
+    expect(ModelConfigSchema.safeParse({ dModel: 10, nHeads: 4, headDim: 4 }).success).toBe(true);
+    expect(ModelConfigSchema.safeParse({ dModel: 10, nHeads: 4, headDim: 3, positions: "rope" }).success).toBe(false);
+    const m = TransformerLm.init(tiny({ nKvHeads: 1, headDim: 6 }), new Rng(0));
+    expect(m.params.get("layers/0/attn/qkv/kernel")!.shape).toEqual([8, (2 + 2) * 6]);
+    expect(m.params.get("layers/0/attn/out/kernel")!.shape).toEqual([12, 8]);
+    m.dispose();
   });
 });
 
@@ -62,6 +76,8 @@ describe("TransformerLm", () => {
       {},
       { norm: "rms", activation: "swiglu", positions: "rope", tieEmbeddings: true },
       { useBias: true, norm: "layer", positions: "rope" },
+      { norm: "rms", activation: "swiglu", positions: "rope", nKvHeads: 1, headDim: 6 },
+      { nKvHeads: 1 },
     ];
     for (const v of variants) {
       const cfg = tiny(v);
@@ -83,12 +99,23 @@ describe("TransformerLm", () => {
 
   it("is causal: changing a later token leaves earlier logits unchanged", () => {
     for (const positions of ["learned", "rope"] as const) {
-      const model = TransformerLm.init(tiny({ positions }), new Rng(3));
+      const model = TransformerLm.init(tiny({ positions, nKvHeads: positions === "rope" ? 1 : 2 }), new Rng(3));
       const l1 = model.logits(tf.tensor2d([[1, 2, 3, 4]], [1, 4], "int32")).arraySync();
       const l2 = model.logits(tf.tensor2d([[1, 2, 9, 4]], [1, 4], "int32")).arraySync();
       expect(l1.slice(0, 2)).toEqual(l2.slice(0, 2));
       expect(l1[2]).not.toEqual(l2[2]);
       model.dispose();
     }
+  });
+
+  it("validates the attention shape: nKvHeads divides nHeads; headDim frees dModel from nHeads", () => {
+    expect(ModelConfigSchema.safeParse({ nHeads: 4, nKvHeads: 3 }).success).toBe(false);
+    expect(ModelConfigSchema.safeParse({ dModel: 10, nHeads: 4 }).success).toBe(false);
+    expect(ModelConfigSchema.safeParse({ dModel: 10, nHeads: 4, headDim: 4 }).success).toBe(true);
+    expect(ModelConfigSchema.safeParse({ dModel: 10, nHeads: 4, headDim: 3, positions: "rope" }).success).toBe(false);
+    const m = TransformerLm.init(tiny({ nKvHeads: 1, headDim: 6 }), new Rng(0));
+    expect(m.params.get("layers/0/attn/qkv/kernel")!.shape).toEqual([8, (2 + 2) * 6]);
+    expect(m.params.get("layers/0/attn/out/kernel")!.shape).toEqual([12, 8]);
+    m.dispose();
   });
 });

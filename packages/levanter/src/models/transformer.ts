@@ -6,9 +6,9 @@ import { nativeTokenCrossEntropy } from "../kernels/native/crossEntropy.ts";
 import { nativeGelu } from "../kernels/native/gelu.ts";
 import { nativeNorm } from "../kernels/native/norm.ts";
 import { Rng } from "../rng.ts";
-import type { ResolvedModelConfig } from "./modelConfig.ts";
+import { attentionShape, isPlainAttention, type AttentionShape, type ResolvedModelConfig } from "./modelConfig.ts";
 
-/** A sequence's attention keys and values per layer (`[nHeads, length, headDim]` each), for cached decoding. */
+/** A sequence's attention keys and values per layer (`[nKvHeads, length, headDim]` each), for cached decoding. */
 export interface KvCache {
   keys: tf.Tensor3D[];
   values: tf.Tensor3D[];
@@ -32,12 +32,18 @@ export function defaultDecayMask(name: string): boolean {
 export class TransformerLm {
   readonly config: ResolvedModelConfig;
   readonly params: NamedParams;
+  /** Query heads, key/value heads and head width. */
+  readonly attn: AttentionShape;
+  /** Today's multi-head shape (see {@link isPlainAttention}): the fused native attention applies. */
+  private readonly plain: boolean;
   private readonly rope: { cos: tf.Tensor2D; sin: tf.Tensor2D } | undefined;
   private readonly causalMask: tf.Tensor2D;
 
   private constructor(config: ResolvedModelConfig, params: NamedParams) {
     this.config = config;
     this.params = params;
+    this.attn = attentionShape(config);
+    this.plain = isPlainAttention(config);
     const t = config.seqLen;
     this.causalMask = tf.tidy(() => {
       const m = new Float32Array(t * t);
@@ -50,6 +56,7 @@ export class TransformerLm {
   /** Builds a model with fresh parameters drawn from `rng` (identical on every backend for a seed). */
   static init(config: ResolvedModelConfig, rng: Rng): TransformerLm {
     const { vocabSize: v, dModel: d, dFF: f, nLayers: l, seqLen: t, initStd: std } = config;
+    const { nHeads: nh, nKvHeads: nkv, headDim: dh } = attentionShape(config);
     const params: NamedParams = new Map();
     const add = (name: string, shape: number[], init: "normal" | "ones" | "zeros", scale = std) => {
       const n = shape.reduce((a, b) => a * b, 1);
@@ -71,8 +78,9 @@ export class TransformerLm {
     if (config.positions === "learned") add("embed/positions", [t, d], "normal");
     for (let i = 0; i < l; i++) {
       norm(`layers/${i}/attn_norm`);
-      linear(`layers/${i}/attn/qkv`, d, 3 * d);
-      linear(`layers/${i}/attn/out`, d, d, residualStd);
+      // Query, key and value projections side by side: [D, (H + 2·Hkv)·dh] (= [D, 3D] by default).
+      linear(`layers/${i}/attn/qkv`, d, (nh + 2 * nkv) * dh);
+      linear(`layers/${i}/attn/out`, nh * dh, d, residualStd);
       norm(`layers/${i}/mlp_norm`);
       if (config.activation === "swiglu") linear(`layers/${i}/mlp/gate`, d, f);
       linear(`layers/${i}/mlp/up`, d, f);
@@ -120,24 +128,37 @@ export class TransformerLm {
   }
 
   private attention(i: number, h: tf.Tensor2D, b: number, t: number): tf.Tensor2D {
-    const { nHeads: nh, dModel: d } = this.config;
-    const dh = d / nh;
-    // On the native backend (learned positions): one fused kernel each way, from the projection's
-    // [B·T, 3D] straight to the merged heads.
-    if (nativeActive() && !this.rope) return this.linear(`layers/${i}/attn/out`, nativeCausalAttention(this.linear(`layers/${i}/attn/qkv`, h), b, nh));
+    const { nHeads: nh, nKvHeads: nkv, headDim: dh } = this.attn;
+    // On the native backend (learned positions, plain multi-head shape): one fused kernel each
+    // way, from the projection's [B·T, 3D] straight to the merged heads. Rotary positions and
+    // grouped-query attention take the op-by-op path below.
+    if (nativeActive() && !this.rope && this.plain) return this.linear(`layers/${i}/attn/out`, nativeCausalAttention(this.linear(`layers/${i}/attn/qkv`, h), b, nh));
     // Rank ≤ 4 transposes only: wasm's 5-D transpose is ~100× slower.
-    const qkv = this.linear(`layers/${i}/attn/qkv`, h).reshape([b, t, 3 * nh, dh]).transpose([0, 2, 1, 3]);
-    const [q0, k0, v] = tf.split(qkv, 3, 1).map((x) => x.reshape([b * nh, t, dh]) as tf.Tensor3D) as [tf.Tensor3D, tf.Tensor3D, tf.Tensor3D];
-    let q = q0;
-    let k = k0;
-    if (this.rope) {
-      q = applyRope(q, this.rope, t);
-      k = applyRope(k, this.rope, t);
+    const qkv = this.linear(`layers/${i}/attn/qkv`, h).reshape([b, t, nh + 2 * nkv, dh]).transpose([0, 2, 1, 3]);
+    let q: tf.Tensor3D;
+    let k: tf.Tensor3D;
+    let v: tf.Tensor3D;
+    if (nkv === nh) {
+      [q, k, v] = tf.split(qkv, 3, 1).map((x) => x.reshape([b * nh, t, dh]) as tf.Tensor3D) as [tf.Tensor3D, tf.Tensor3D, tf.Tensor3D];
+      if (this.rope) {
+        q = applyRope(q, this.rope, t);
+        k = applyRope(k, this.rope, t);
+      }
+    } else {
+      const [q4, k4, v4] = tf.split(qkv, [nh, nkv, nkv], 1) as [tf.Tensor4D, tf.Tensor4D, tf.Tensor4D];
+      q = q4.reshape([b * nh, t, dh]);
+      k = k4.reshape([b * nkv, t, dh]);
+      if (this.rope) {
+        q = applyRope(q, this.rope, t);
+        k = applyRope(k, this.rope, t);
+      }
+      k = repeatKv(k, nh / nkv);
+      v = repeatKv(v4.reshape([b * nkv, t, dh]), nh / nkv);
     }
     const mask = t === this.config.seqLen ? this.causalMask : this.causalMask.slice([0, 0], [t, t]);
     const scores = tf.matMul(q, k.transpose([0, 2, 1])).mul(1 / Math.sqrt(dh)).add(mask);
     const att = tf.matMul(tf.softmax(scores, -1), v); // [B·H, T, dh]
-    const merged = att.reshape([b, nh, t, dh]).transpose([0, 2, 1, 3]).reshape([b * t, d]) as tf.Tensor2D;
+    const merged = att.reshape([b, nh, t, dh]).transpose([0, 2, 1, 3]).reshape([b * t, nh * dh]) as tf.Tensor2D;
     return this.linear(`layers/${i}/attn/out`, merged);
   }
 
@@ -180,8 +201,8 @@ export class TransformerLm {
   extend(ids: number[], cache?: KvCache): { logits: tf.Tensor2D; cache: KvCache } {
     const t = ids.length;
     const p = cache?.length ?? 0;
-    const { dModel: d, nHeads: nh, nLayers } = this.config;
-    const dh = d / nh;
+    const { nLayers } = this.config;
+    const { nHeads: nh, nKvHeads: nkv, headDim: dh } = this.attn;
     return tf.tidy(() => {
       const positions = Array.from({ length: t }, (_, i) => p + i);
       let x = this.embedAt(ids, positions);
@@ -193,8 +214,8 @@ export class TransformerLm {
       const mask = tf.tensor2d(m, [t, p + t]);
       for (let l = 0; l < nLayers; l++) {
         const h = this.norm(`layers/${l}/attn_norm`, x);
-        const qkv = this.linear(`layers/${l}/attn/qkv`, h).reshape([t, 3 * nh, dh]).transpose([1, 0, 2]);
-        const [q0, k0, v] = tf.split(qkv, 3, 0) as [tf.Tensor3D, tf.Tensor3D, tf.Tensor3D];
+        const qkv = this.linear(`layers/${l}/attn/qkv`, h).reshape([t, nh + 2 * nkv, dh]).transpose([1, 0, 2]);
+        const [q0, k0, v] = tf.split(qkv, [nh, nkv, nkv], 0) as [tf.Tensor3D, tf.Tensor3D, tf.Tensor3D];
         let q = q0;
         let k = k0;
         if (this.rope) {
@@ -205,9 +226,9 @@ export class TransformerLm {
         const vAll = cache ? tf.concat([cache.values[l]!, v], 1) : v;
         keys.push(kAll);
         values.push(vAll);
-        const scores = tf.matMul(q, kAll.transpose([0, 2, 1])).mul(1 / Math.sqrt(dh)).add(mask);
-        const att = tf.matMul(tf.softmax(scores, -1), vAll); // [H, T, dh]
-        const merged = att.transpose([1, 0, 2]).reshape([t, d]) as tf.Tensor2D;
+        const scores = tf.matMul(q, repeatKv(kAll, nh / nkv).transpose([0, 2, 1])).mul(1 / Math.sqrt(dh)).add(mask);
+        const att = tf.matMul(tf.softmax(scores, -1), repeatKv(vAll, nh / nkv)); // [H, T, dh]
+        const merged = att.transpose([1, 0, 2]).reshape([t, nh * dh]) as tf.Tensor2D;
         x = x.add(this.linear(`layers/${l}/attn/out`, merged));
         x = x.add(this.mlp(l, this.norm(`layers/${l}/mlp_norm`, x)));
       }
@@ -222,8 +243,9 @@ export class TransformerLm {
    */
   decodeStep(tokens: number[], caches: KvCache[]): { logits: tf.Tensor2D; caches: KvCache[] } {
     const b = tokens.length;
-    const { dModel: d, nHeads: nh, nLayers } = this.config;
-    const dh = d / nh;
+    const { nLayers } = this.config;
+    const { nHeads: nh, nKvHeads: nkv, headDim: dh } = this.attn;
+    const g = nh / nkv;
     const positions = caches.map((c) => c.length);
     const maxLen = Math.max(...positions) + 1;
     // tidy keeps the tensors of the returned object (it walks nested objects and arrays).
@@ -235,32 +257,32 @@ export class TransformerLm {
       const out: KvCache[] = caches.map((c) => ({ keys: [], values: [], length: c.length + 1 }));
       for (let l = 0; l < nLayers; l++) {
         const h = this.norm(`layers/${l}/attn_norm`, x);
-        const qkv = this.linear(`layers/${l}/attn/qkv`, h).reshape([b, 3 * nh, dh]);
-        const [q0, k0, v] = tf.split(qkv, 3, 1) as [tf.Tensor3D, tf.Tensor3D, tf.Tensor3D]; // [B, H, dh]
+        const qkv = this.linear(`layers/${l}/attn/qkv`, h).reshape([b, nh + 2 * nkv, dh]);
+        const [q0, k0, v] = tf.split(qkv, [nh, nkv, nkv], 1) as [tf.Tensor3D, tf.Tensor3D, tf.Tensor3D]; // [B, H | Hkv, dh]
         let q = q0;
         let k = k0;
         if (this.rope) {
-          q = this.ropeAt(q.reshape([b, nh, dh]).transpose([1, 0, 2]) as tf.Tensor3D, positions).transpose([1, 0, 2]) as tf.Tensor3D;
-          k = this.ropeAt(k.reshape([b, nh, dh]).transpose([1, 0, 2]) as tf.Tensor3D, positions).transpose([1, 0, 2]) as tf.Tensor3D;
+          q = this.ropeAt(q.transpose([1, 0, 2]) as tf.Tensor3D, positions).transpose([1, 0, 2]) as tf.Tensor3D;
+          k = this.ropeAt(k.transpose([1, 0, 2]) as tf.Tensor3D, positions).transpose([1, 0, 2]) as tf.Tensor3D;
         }
         const ks = tf.split(k, b, 0);
         const vs = tf.split(v, b, 0);
         const paddedK: tf.Tensor[] = [];
         const paddedV: tf.Tensor[] = [];
         for (let s = 0; s < b; s++) {
-          const kS = tf.concat([caches[s]!.keys[l]!, ks[s]!.reshape([nh, 1, dh])], 1) as tf.Tensor3D;
-          const vS = tf.concat([caches[s]!.values[l]!, vs[s]!.reshape([nh, 1, dh])], 1) as tf.Tensor3D;
+          const kS = tf.concat([caches[s]!.keys[l]!, ks[s]!.reshape([nkv, 1, dh])], 1) as tf.Tensor3D;
+          const vS = tf.concat([caches[s]!.values[l]!, vs[s]!.reshape([nkv, 1, dh])], 1) as tf.Tensor3D;
           out[s]!.keys.push(kS);
           out[s]!.values.push(vS);
           const pad = maxLen - kS.shape[1];
-          paddedK.push(pad ? tf.pad(kS, [[0, 0], [0, pad], [0, 0]]) : kS);
-          paddedV.push(pad ? tf.pad(vS, [[0, 0], [0, pad], [0, 0]]) : vS);
+          paddedK.push(repeatKv(pad ? tf.pad(kS, [[0, 0], [0, pad], [0, 0]]) : kS, g));
+          paddedV.push(repeatKv(pad ? tf.pad(vS, [[0, 0], [0, pad], [0, 0]]) : vS, g));
         }
         const kB = tf.concat(paddedK, 0) as tf.Tensor3D; // [B·H, L, dh]
         const vB = tf.concat(paddedV, 0) as tf.Tensor3D;
         const scores = tf.matMul(q.reshape([b * nh, 1, dh]) as tf.Tensor3D, kB.transpose([0, 2, 1])).mul(1 / Math.sqrt(dh)).add(mask);
         const att = tf.matMul(tf.softmax(scores, -1), vB); // [B·H, 1, dh]
-        x = x.add(this.linear(`layers/${l}/attn/out`, att.reshape([b, d]) as tf.Tensor2D));
+        x = x.add(this.linear(`layers/${l}/attn/out`, att.reshape([b, nh * dh]) as tf.Tensor2D));
         x = x.add(this.mlp(l, this.norm(`layers/${l}/mlp_norm`, x)));
       }
       return { logits: this.head(x), caches: out } as unknown as tf.TensorContainer;
@@ -349,8 +371,16 @@ function gelu(x: tf.Tensor2D): tf.Tensor2D {
   return x.mul(tf.sigmoid(x.add(x.mul(x).mul(x).mul(0.044715)).mul(c2))) as tf.Tensor2D;
 }
 
+// Each of the N/g key/value heads of `x [N/g, T, dh]` (batch-major) repeated for the g query
+// heads it serves: query head h reads key/value head ⌊h / g⌋ (Hugging Face's `repeat_kv`).
+function repeatKv(x: tf.Tensor3D, g: number): tf.Tensor3D {
+  if (g === 1) return x;
+  const [n, t, dh] = x.shape;
+  return x.reshape([n, 1, t * dh]).tile([1, g, 1]).reshape([n * g, t, dh]) as tf.Tensor3D;
+}
+
 function ropeTables(cfg: ResolvedModelConfig): { cos: tf.Tensor2D; sin: tf.Tensor2D } {
-  const dh = cfg.dModel / cfg.nHeads;
+  const dh = attentionShape(cfg).headDim;
   const half = dh / 2;
   const cos = new Float32Array(cfg.seqLen * dh);
   const sin = new Float32Array(cfg.seqLen * dh);

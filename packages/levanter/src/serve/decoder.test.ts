@@ -36,6 +36,9 @@ describe("BatchDecoder", () => {
     ["learned positions, biases, tied", { useBias: true, tieEmbeddings: true }, "packed"],
     ["rope, biases, swiglu, untied", { positions: "rope", useBias: true, activation: "swiglu" }, "tfjs"],
     ["learned positions, biases, gelu, tied", { useBias: true, tieEmbeddings: true }, "tfjs"],
+    ["Llama: GQA 4/2, headDim 6, rope, rms, swiglu, untied", { positions: "rope", norm: "rms", activation: "swiglu", nKvHeads: 2, headDim: 6 }, "packed"],
+    ["Llama: GQA 4/1, rope, rms, swiglu, tied", { positions: "rope", norm: "rms", activation: "swiglu", nKvHeads: 1, tieEmbeddings: true }, "packed"],
+    ["Llama: GQA 4/2, headDim 6, rope, rms, swiglu, untied", { positions: "rope", norm: "rms", activation: "swiglu", nKvHeads: 2, headDim: 6 }, "tfjs"],
   ];
   for (const [name, extra, projections] of variants) {
     it.skipIf(projections === "native" && !nativeOk)(`chunked prompts and batched decode rows give the full forward's logits (${name}, ${projections} projections)`, () => {

@@ -2,7 +2,7 @@
 import * as tf from "@tensorflow/tfjs";
 import { nativeActive } from "../backend.ts";
 import { nativeGelu } from "../kernels/native/gelu.ts";
-import type { ResolvedModelConfig } from "../models/modelConfig.ts";
+import { attentionShape, isPlainAttention, type AttentionShape, type ResolvedModelConfig } from "../models/modelConfig.ts";
 import type { TransformerLm } from "../models/transformer.ts";
 import type { KvLayout, SeqKv } from "./kvPool.ts";
 import { NativeDecodeStep } from "./nativeDecode.ts";
@@ -68,7 +68,9 @@ interface Layer {
  */
 export class BatchDecoder {
   readonly config: ResolvedModelConfig;
+  /** The KV buffers' shape: `nHeads` there is the model's key/value heads. */
   readonly layout: KvLayout;
+  private readonly attn: AttentionShape;
   private readonly tokEmbed: Float32Array;
   private readonly posEmbed: Float32Array | undefined;
   private readonly layers: Layer[];
@@ -85,7 +87,8 @@ export class BatchDecoder {
   constructor(model: TransformerLm, opts: BatchDecoderOptions = {}) {
     const cfg = model.config;
     this.config = cfg;
-    this.layout = { nLayers: cfg.nLayers, nHeads: cfg.nHeads, headDim: cfg.dModel / cfg.nHeads };
+    this.attn = attentionShape(cfg);
+    this.layout = { nLayers: cfg.nLayers, nHeads: this.attn.nKvHeads, headDim: this.attn.headDim };
     const p = (name: string): tf.Variable => {
       const v = model.params.get(name);
       if (!v) throw new Error(`internal: no parameter ${name}`);
@@ -188,6 +191,9 @@ export class BatchDecoder {
   // The native step's weights: the same values as the JS paths read, kernels row-major [k, n].
   private createNative(): NativeDecodeStep | undefined {
     const cfg = this.config;
+    // The native step takes today's multi-head shape; grouped-query attention and other head
+    // widths run on the packed (or tfjs) path.
+    if (!isPlainAttention(cfg)) return undefined;
     const vals = (t: tf.Tensor) => t.dataSync() as Float32Array;
     const lin = (l: Linear) => ({ w: vals(l.kernel), ...(l.bias ? { b: l.bias } : {}) });
     const nm = (x: Norm) => ({ s: x.scale, ...(x.bias ? { b: x.bias } : {}) });
@@ -284,21 +290,24 @@ export class BatchDecoder {
   // Writes each row's k, v into its buffer (all rows first, so a prompt chunk's rows see each
   // other), then attends each row's query to positions 0..pos of its sequence. Returns [n, D].
   private attend(l: number, qkv: Float32Array, rows: DecodeRow[]): Float32Array {
-    const { dModel: d } = this.config;
-    const { nHeads: nh, headDim: dh } = this.layout;
+    const { nHeads: nh, nKvHeads: nkv, headDim: dh } = this.attn;
+    // Query head h reads key/value head ⌊h / g⌋ (grouped-query attention; g = 1 otherwise).
+    const g = nh / nkv;
+    const d = nh * dh; // the queries' (and the attention output's) width
+    const kvd = nkv * dh;
     const n = rows.length;
     const q = new Float32Array(n * d);
     rows.forEach((r, i) => {
-      const o = i * 3 * d;
+      const o = i * (d + 2 * kvd);
       q.set(qkv.subarray(o, o + d), i * d);
-      const k = qkv.slice(o + d, o + 2 * d);
+      const k = qkv.slice(o + d, o + d + kvd);
       if (this.rope) {
-        this.rotate(q, i * d, r.pos);
-        this.rotate(k, 0, r.pos);
+        this.rotate(q, i * d, r.pos, nh);
+        this.rotate(k, 0, r.pos, nkv);
       }
-      for (let h = 0; h < nh; h++) {
+      for (let h = 0; h < nkv; h++) {
         r.kv.data.set(k.subarray(h * dh, (h + 1) * dh), r.kv.offset(this.layout, l, 0, h) + r.pos * dh);
-        r.kv.data.set(qkv.subarray(o + 2 * d + h * dh, o + 2 * d + (h + 1) * dh), r.kv.offset(this.layout, l, 1, h) + r.pos * dh);
+        r.kv.data.set(qkv.subarray(o + d + kvd + h * dh, o + d + kvd + (h + 1) * dh), r.kv.offset(this.layout, l, 1, h) + r.pos * dh);
       }
     });
     const out = new Float32Array(n * d);
@@ -326,8 +335,8 @@ export class BatchDecoder {
       const buf = r.kv.data;
       for (let h = 0; h < nh; h++) {
         const qo = i * d + h * dh;
-        const ko = r.kv.offset(this.layout, l, 0, h);
-        const vo = r.kv.offset(this.layout, l, 1, h);
+        const ko = r.kv.offset(this.layout, l, 0, Math.floor(h / g));
+        const vo = r.kv.offset(this.layout, l, 1, Math.floor(h / g));
         let max = -Infinity;
         for (let t = 0; t < len; t++) {
           const s = dot(q, qo, buf, ko + t * dh, dh) * scale;
@@ -350,8 +359,8 @@ export class BatchDecoder {
   // Attention of one sequence's rows `idx` (queries in `q`) on matmul.wat: per head, scores
   // Q·Kᵀ over positions 0..max pos, a causal softmax per row in JS, then P·V into `out`.
   private attendGroup(l: number, kv: SeqKv, idx: number[], rows: DecodeRow[], q: Float32Array, out: Float32Array): void {
-    const { dModel: d } = this.config;
-    const { nHeads: nh, headDim: dh } = this.layout;
+    const { nHeads: nh, nKvHeads: nkv, headDim: dh } = this.attn;
+    const d = nh * dh;
     const m = idx.length;
     const len = Math.max(...idx.map((i) => rows[i]!.pos)) + 1;
     const scale = 1 / Math.sqrt(dh);
@@ -359,8 +368,8 @@ export class BatchDecoder {
     const p = new Float32Array(m * len);
     for (let h = 0; h < nh; h++) {
       idx.forEach((i, r) => qh.set(q.subarray(i * d + h * dh, i * d + (h + 1) * dh), r * dh));
-      const ko = kv.offset(this.layout, l, 0, h);
-      const vo = kv.offset(this.layout, l, 1, h);
+      const ko = kv.offset(this.layout, l, 0, Math.floor((h * nkv) / nh));
+      const vo = kv.offset(this.layout, l, 1, Math.floor((h * nkv) / nh));
       // Kᵀ[j, t] = K[t·dh + j]: sbk 1, sbj dh.
       const sc = this.gemm!.product(qh, m, kv.data.subarray(ko, ko + len * dh), dh, len, 1, dh);
       p.fill(0);
@@ -378,9 +387,9 @@ export class BatchDecoder {
     }
   }
 
-  // Rotate-half RoPE in place on the nHeads·headDim values at `x[o..]` for position `pos`.
-  private rotate(x: Float32Array, o: number, pos: number): void {
-    const { nHeads: nh, headDim: dh } = this.layout;
+  // Rotate-half RoPE in place on the nh·headDim values at `x[o..]` for position `pos`.
+  private rotate(x: Float32Array, o: number, pos: number, nh: number): void {
+    const dh = this.attn.headDim;
     const half = dh / 2;
     const { cos, sin } = this.rope!;
     for (let h = 0; h < nh; h++) {
@@ -448,7 +457,7 @@ function gelu(x: tf.Tensor2D): tf.Tensor2D {
 
 // The model's rotary tables (float32, as its tensors hold them), one angle per (position, pair).
 function ropeTables(cfg: ResolvedModelConfig): { cos: Float32Array; sin: Float32Array } {
-  const dh = cfg.dModel / cfg.nHeads;
+  const dh = attentionShape(cfg).headDim;
   const half = dh / 2;
   const cos = new Float32Array(cfg.seqLen * half);
   const sin = new Float32Array(cfg.seqLen * half);

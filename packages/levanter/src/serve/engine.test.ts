@@ -39,9 +39,13 @@ describe("InferenceEngine", () => {
   });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-  for (const positions of ["learned", "rope"] as const) {
+  for (const positions of ["learned", "rope", "rope + GQA"] as const) {
     it(`cached prefill + decode logits match a full forward (${positions} positions)`, () => {
-      const model = tinyModel({ positions, norm: positions === "rope" ? "rms" : "layer" });
+      const model = tinyModel(
+        positions === "rope + GQA"
+          ? { positions: "rope", norm: "rms", activation: "swiglu", nKvHeads: 2, headDim: 6 }
+          : { positions, norm: positions === "rope" ? "rms" : "layer" },
+      );
       try {
         const ids = byteTokenizer.encode("The cat sat on the mat");
         const pre = model.extend(ids.slice(0, 10));

@@ -6,7 +6,7 @@ import { LevanterError } from "../errors.ts";
 import type { TransformerLm } from "../models/transformer.ts";
 import { Rng } from "../rng.ts";
 import { tokenizerNamed } from "../trainer/evaluate.ts";
-import { loadModelFromCheckpoint } from "../trainer/trainState.ts";
+import { checkpointTokenizerFile, loadModelFromCheckpoint } from "../trainer/trainState.ts";
 import { BatchDecoder, type DecodeRow } from "./decoder.ts";
 import { Detokenizer } from "./detokenize.ts";
 import { KvPool, type SeqKv } from "./kvPool.ts";
@@ -171,6 +171,8 @@ interface Seq {
 export class InferenceEngine {
   readonly model: TransformerLm;
   readonly tokenizer: Tokenizer;
+  /** The tokenizer.json the tokenizer came from (a flag, or the one the checkpoint carries), for its chat template. */
+  tokenizerJson?: string;
   /** The model id `/v1/models` reports. */
   readonly modelId: string;
   /** Prompt plus generated tokens at most (the model's `seqLen`). */
@@ -213,8 +215,12 @@ export class InferenceEngine {
     await selectBackend();
     const { model, state, path } = await loadModelFromCheckpoint(opts.checkpoint);
     try {
-      const tokenizer = await tokenizerNamed(state.tokenizer, opts.tokenizerJson);
-      return new InferenceEngine(model, tokenizer, opts.modelId ?? path, opts);
+      // An imported (or fine-tuned) checkpoint carries its tokenizer.json and tokenizer_config.json.
+      const tokenizerJson = opts.tokenizerJson ?? (await checkpointTokenizerFile(path));
+      const tokenizer = await tokenizerNamed(state.tokenizer, tokenizerJson);
+      const engine = new InferenceEngine(model, tokenizer, opts.modelId ?? path, opts);
+      if (tokenizerJson) engine.tokenizerJson = tokenizerJson;
+      return engine;
     } catch (e) {
       model.dispose();
       throw e;

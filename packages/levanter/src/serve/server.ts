@@ -550,7 +550,7 @@ export async function createInferenceServer(opts: InferenceServerOptions): Promi
 
   const ready = (async () => {
     const e = await (opts.engine ?? InferenceEngine.load({ checkpoint: opts.checkpoint!, ...(opts.tokenizerJson ? { tokenizerJson: opts.tokenizerJson } : {}), ...(opts.modelId ? { modelId: opts.modelId } : {}), ...opts.engineOptions }));
-    template = await loadChatTemplate(opts.tokenizerJson);
+    template = await loadChatTemplate(opts.tokenizerJson ?? e.tokenizerJson);
     engine = e;
   })();
   ready.catch((e: unknown) => {

@@ -6,7 +6,7 @@ import { bitsPerByte, type Tokenizer } from "../data/tokenizer.ts";
 import { ValidationBatches, type TokenBatch } from "../data/tokenLoader.ts";
 import { LevanterError } from "../errors.ts";
 import { TokenCacheReader } from "../sharding/tokenCacheReader.ts";
-import { loadModelFromCheckpoint } from "./trainState.ts";
+import { checkpointTokenizerFile, loadModelFromCheckpoint } from "./trainState.ts";
 import type { TransformerLm } from "../models/transformer.ts";
 
 /** Loss (nats per token) and bits per byte of a model over evaluation batches. */
@@ -59,7 +59,7 @@ export async function evaluateCheckpoint(opts: EvaluateCheckpointOptions): Promi
     if (cache.ledger.tokenizer !== state.tokenizer) {
       throw new LevanterError("DATA", `${opts.data}: made by tokenizer "${cache.ledger.tokenizer}", the checkpoint by "${state.tokenizer}"`);
     }
-    const tokenizer = await tokenizerNamed(state.tokenizer, opts.tokenizerJson);
+    const tokenizer = await tokenizerNamed(state.tokenizer, opts.tokenizerJson ?? (await checkpointTokenizerFile(path)));
     const batches = new ValidationBatches(cache, { seqLen: model.config.seqLen, batchSize: opts.batchSize ?? 16 });
     return { ...evaluateLm(model, batches, tokenizer, opts.maxBatches), checkpoint: path, step: state.step };
   } finally {

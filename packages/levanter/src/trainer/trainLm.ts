@@ -20,7 +20,7 @@ import { dataParallelGradients, type SaveKind } from "./gradients.ts";
 import { ShardedOptimizerState } from "./sharded.ts";
 import { checkContinuesRun, runDifferences, runIdentity } from "./runIdentity.ts";
 import { formatStatus, StatusReporter, type StatusSink } from "./status.ts";
-import { assignParams, readTrainCheckpoint, saveTrainState } from "./trainState.ts";
+import { assignParams, checkpointTokenizerFile, readTrainCheckpoint, resolveCheckpointDir, saveTrainState } from "./trainState.ts";
 import { CompositeTracker, ConsoleTracker, JsonlTracker, TensorBoardTracker, type Tracker } from "./trackers.ts";
 import { parseTrainLmConfig, type TrainLmConfig, type TrainLmConfigInput } from "./trainerConfig.ts";
 
@@ -116,12 +116,15 @@ export async function trainLm(input: TrainLmConfig | TrainLmConfigInput, options
         `trainer.microBatches: ${microBatches} micro-batches of a batch of ${tc.batchSize} cannot be spread over ${world} ranks (need a divisor of batchSize, at least one per rank)`,
       );
     }
-    const tokenizer = await tokenizerFor(reader.ledger.tokenizer, dc.tokenizerJson);
-    const modelConfig = resolveModelConfig(config.model, reader.ledger.vocabSize);
+    // Started from a checkpoint (trainer.initializeFrom): its model shape, parameters and tokenizer.
+    const init = tc.initializeFrom ? await initialModel(tc.initializeFrom, config, reader.ledger) : undefined;
+    const tokenizer = init ? init.tokenizer : await tokenizerFor(reader.ledger.tokenizer, dc.tokenizerJson);
+    const modelConfig = init ? init.modelConfig : resolveModelConfig(config.model, reader.ledger.vocabSize);
     const seqLen = modelConfig.seqLen;
     if (backend.name === "wasm") checkWasmMemory(modelConfig, tc.batchSize / microBatches);
     const rng = new Rng(tc.seed);
     model = TransformerLm.init(modelConfig, rng);
+    if (init) assignParams(model, init.params, init.dir);
     const noDecay = config.optimizer.noDecay?.map((r) => new RegExp(r));
     // ZeRO-1 on a gang: each rank keeps and updates the Adam moments of its own tensors only.
     const sharded = world > 1 && dist.gang ? new ShardedOptimizerState(model, dist.gang) : undefined;
@@ -213,6 +216,7 @@ export async function trainLm(input: TrainLmConfig | TrainLmConfigInput, options
           tokenizer: tokenizer.name,
           loader: { seed: loaderSeed, step, batchSize: tc.batchSize, seqLen },
           run,
+          ...(init?.tokenizerDir ? { tokenizerDir: init.tokenizerDir } : {}),
         }),
       );
       if (!saved.isTemporary) lastSavedStep = step;
@@ -335,6 +339,48 @@ export async function trainLm(input: TrainLmConfig | TrainLmConfigInput, options
     optimizer?.dispose();
     for (const r of readers) r.close();
   }
+}
+
+/**
+ * The model a run starts from (`trainer.initializeFrom`): the checkpoint's config (model fields the
+ * config wrote must agree: INVALID_CONFIG naming each), its parameters, and the tokenizer: a given
+ * `data.tokenizerJson`, else the one the checkpoint carries (the cache must be made by it: the
+ * same name, or an HF cache made by `levanter tokenize`, of the same vocabulary size).
+ */
+async function initialModel(
+  from: string,
+  config: TrainLmConfig,
+  ledger: { tokenizer: string; vocabSize: number },
+): Promise<{ dir: string; modelConfig: ResolvedModelConfig; params: Map<string, { shape: number[]; data: Float32Array }>; tokenizer: Tokenizer; tokenizerDir?: string }> {
+  const dir = await resolveCheckpointDir(from);
+  const ckpt = await readTrainCheckpoint(dir);
+  const stored = ckpt.modelConfig as unknown as Record<string, unknown>;
+  const mine = config.model as unknown as Record<string, unknown>;
+  const diffs = (config.trainer.initializeModelFields ?? []).filter((k) => JSON.stringify(mine[k]) !== JSON.stringify(stored[k]));
+  if (diffs.length) {
+    throw new LevanterError(
+      "INVALID_CONFIG",
+      `trainer.initializeFrom: the model comes from ${dir}, but the config sets ${diffs.map((k) => `model.${k}: ${JSON.stringify(mine[k])} (the checkpoint has ${JSON.stringify(stored[k]) ?? "none"})`).join("; ")}`,
+    );
+  }
+  const modelConfig = resolveModelConfig(ckpt.modelConfig, ledger.vocabSize);
+  const name = ckpt.state.tokenizer;
+  const carried = await checkpointTokenizerFile(dir);
+  let tokenizer: Tokenizer;
+  if (config.data.tokenizerJson) tokenizer = await tokenizerNamed(ledger.tokenizer, config.data.tokenizerJson);
+  else if (name === "byte" || !carried) {
+    if (ledger.tokenizer !== name) throw new LevanterError("DATA", `${config.data.trainCache}: made by tokenizer "${ledger.tokenizer}", the checkpoint ${dir} by "${name}"`);
+    tokenizer = await tokenizerFor(name, undefined);
+  } else {
+    tokenizer = await tokenizerNamed(ledger.tokenizer, carried);
+    if ((ledger.tokenizer !== name && ledger.tokenizer !== "hf") || ledger.vocabSize !== tokenizer.vocabSize) {
+      throw new LevanterError(
+        "DATA",
+        `${config.data.trainCache}: made by tokenizer "${ledger.tokenizer}" (vocabulary ${ledger.vocabSize}), not by the tokenizer ${dir} carries ("${name}", vocabulary ${tokenizer.vocabSize}); set data.tokenizerJson if it is the same`,
+      );
+    }
+  }
+  return { dir, modelConfig, params: ckpt.params, tokenizer, ...(carried && !config.data.tokenizerJson ? { tokenizerDir: dir } : {}) };
 }
 
 async function tokenizerFor(name: string, tokenizerJson: string | undefined): Promise<Tokenizer> {

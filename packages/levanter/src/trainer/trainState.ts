@@ -1,7 +1,11 @@
 // Training state in checkpoints: parameters, optimizer state, loader position and run identity.
 import * as tf from "@tensorflow/tfjs";
+import { copyFile, mkdir, stat } from "node:fs/promises";
+import path from "node:path";
 import { z } from "zod";
 import { findLatestCheckpoint, loadCheckpoint, readCheckpointMetadata, saveCheckpoint } from "../checkpoint/checkpointStore.ts";
+import { loadTokenizer } from "../data/hfTokenizer.ts";
+import type { Tokenizer } from "../data/tokenizer.ts";
 import { LevanterError } from "../errors.ts";
 import { Rng } from "../rng.ts";
 import { ModelConfigSchema, resolveModelConfig, type ResolvedModelConfig } from "../models/modelConfig.ts";
@@ -29,12 +33,50 @@ const trainStateSchema = z.object({
 /** The JSON state of a training checkpoint. */
 export type TrainState = z.infer<typeof trainStateSchema>;
 
-/** Saves parameters, AdamW state, RNG and loader position at `step` into `dir` (metadata.json last). */
+/**
+ * The files of a Hugging Face tokenizer a checkpoint carries beside its arrays (an imported model,
+ * or a run started from one): `tokenizer.json` and, when there is one, `tokenizer_config.json`.
+ */
+export const CHECKPOINT_TOKENIZER_FILES = ["tokenizer.json", "tokenizer_config.json"] as const;
+
+/** The tokenizer.json a checkpoint directory carries, or undefined. */
+export async function checkpointTokenizerFile(dir: string): Promise<string | undefined> {
+  const file = path.join(dir, CHECKPOINT_TOKENIZER_FILES[0]);
+  return (await stat(file).then((s) => s.isFile()).catch(() => false)) ? file : undefined;
+}
+
+/** Copies the tokenizer files of `fromDir` (a checkpoint, or a folder with tokenizer.json) into `dir`. */
+async function copyTokenizerFiles(fromDir: string, dir: string): Promise<void> {
+  await mkdir(dir, { recursive: true });
+  for (const f of CHECKPOINT_TOKENIZER_FILES) {
+    const src = path.join(fromDir, f);
+    if (await stat(src).then((x) => x.isFile()).catch(() => false)) await copyFile(src, path.join(dir, f));
+    else if (f === "tokenizer.json") throw new LevanterError("INVALID_CONFIG", `tokenizer: ${src} does not exist`);
+  }
+}
+
+/**
+ * The tokenizer of a checkpoint whose state names `name`: `override` (a tokenizer.json) when
+ * given, the built-in byte tokenizer for `byte`, else the tokenizer files the checkpoint carries.
+ */
+export async function checkpointTokenizer(name: string, checkpointDir: string, override?: string): Promise<Tokenizer> {
+  if (override) return loadTokenizer(override, { name });
+  if (name === "byte") return loadTokenizer("byte");
+  const carried = await checkpointTokenizerFile(checkpointDir);
+  if (!carried) throw new LevanterError("INVALID_CONFIG", `tokenizerJson: required for tokenizer "${name}" (${checkpointDir} carries no tokenizer.json; only "byte" is built in)`);
+  return loadTokenizer(carried, { name });
+}
+
+/**
+ * Saves parameters, AdamW state, RNG and loader position at `step` into `dir` (metadata.json
+ * last); `tokenizerDir` (a folder with tokenizer.json) is copied in beside them.
+ */
 export async function saveTrainState(
   dir: string,
   isTemporary: boolean,
-  s: { step: number; model: TransformerLm; optimizer: Pick<AdamW, "state">; rng: Rng; tokenizer: string; loader: TrainState["loader"]; run?: RunIdentity },
+  s: { step: number; model: TransformerLm; optimizer: Pick<AdamW, "state">; rng: Rng; tokenizer: string; loader: TrainState["loader"]; run?: RunIdentity; tokenizerDir?: string },
 ): Promise<void> {
+  if (s.tokenizerDir) await copyTokenizerFiles(s.tokenizerDir, dir);
   const arrays: Record<string, { shape: number[]; data: Float32Array }> = {};
   for (const [name, p] of s.model.params) arrays[PARAM_PREFIX + name] = { shape: p.shape, data: p.dataSync() as Float32Array };
   const opt = s.optimizer.state();
@@ -50,6 +92,37 @@ export async function saveTrainState(
     ...(s.run ? { run: s.run } : {}),
   };
   await saveCheckpoint(dir, { step: s.step, isTemporary, arrays, state });
+}
+
+/**
+ * Writes a model that was not trained here (an import) as a step-0 checkpoint in `dir`: its
+ * parameters, a fresh optimizer's scalars (no moments) and the tokenizer files of `tokenizerDir`.
+ */
+export async function saveModelCheckpoint(
+  dir: string,
+  s: { config: ResolvedModelConfig; params: ReadonlyMap<string, { shape: number[]; data: Float32Array }>; tokenizer: string; tokenizerDir?: string },
+): Promise<void> {
+  if (s.tokenizerDir) await copyTokenizerFiles(s.tokenizerDir, dir);
+  const arrays: Record<string, { shape: number[]; data: Float32Array }> = {};
+  for (const [name, p] of s.params) arrays[PARAM_PREFIX + name] = p;
+  const state: TrainState = {
+    version: 1,
+    step: 0,
+    model: s.config as unknown as Record<string, unknown>,
+    tokenizer: s.tokenizer,
+    optimizer: { step: 0, beta1Power: 1, beta2Power: 1 },
+    rng: 0,
+    loader: { seed: 0, step: 0, batchSize: 1, seqLen: s.config.seqLen },
+  };
+  await saveCheckpoint(dir, { step: 0, arrays, state });
+}
+
+/** The complete checkpoint `dir` names: itself (a `step-N`) or the newest under it. */
+export async function resolveCheckpointDir(dir: string): Promise<string> {
+  if ((await readCheckpointMetadata(dir)) !== undefined) return dir;
+  const found = await findLatestCheckpoint(dir);
+  if (!found) throw new LevanterError("CHECKPOINT_NOT_FOUND", `${dir}: no complete checkpoint (no metadata.json here or in a step-N directory)`);
+  return found.path;
 }
 
 /** A checkpoint's model config, tokenizer name and parameters, for evaluation or generation. */
@@ -93,12 +166,7 @@ export function assignParams(model: TransformerLm, params: Map<string, { shape: 
  * of them (the newest complete one is used). Call `selectBackend()` first.
  */
 export async function loadModelFromCheckpoint(dir: string): Promise<{ model: TransformerLm; state: TrainState; path: string }> {
-  let ckptDir = dir;
-  if ((await readCheckpointMetadata(dir)) === undefined) {
-    const found = await findLatestCheckpoint(dir);
-    if (!found) throw new LevanterError("CHECKPOINT_NOT_FOUND", `${dir}: no complete checkpoint (no metadata.json here or in a step-N directory)`);
-    ckptDir = found.path;
-  }
+  const ckptDir = await resolveCheckpointDir(dir);
   const ckpt = await readTrainCheckpoint(ckptDir);
   const model = TransformerLm.init(ckpt.modelConfig, new Rng(0));
   try {

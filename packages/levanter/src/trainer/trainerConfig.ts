@@ -64,6 +64,14 @@ export const TrainerConfigSchema = z
     backend: z.enum(BACKEND_NAMES).optional(),
     /** Threads for wasm's matrix products (else `LEVANTER_THREADS`, else the core count); same bits for any value. */
     threads: z.number().int().min(1).max(256).optional(),
+    /**
+     * Start from this checkpoint's parameters (a `step-N` checkpoint or a directory of them, newest
+     * used; e.g. from `levanter import hf`): the model's shape and tokenizer come from it, and the
+     * run's checkpoints carry that tokenizer. Model fields the config writes must agree with it.
+     */
+    initializeFrom: z.string().min(1).optional(),
+    /** Filled in when parsing a config with `initializeFrom`: the model fields it wrote explicitly. */
+    initializeModelFields: z.array(z.string()).optional(),
     /** Peak FLOP/s MFU is measured against; default: the measured 2-core native SGEMM peak. */
     peakFlops: z.number().positive().default(188e9),
   })
@@ -95,8 +103,7 @@ export const DataConfigSchema = z
   })
   .strict();
 
-/** The whole `trainLm` config: `model`, `data`, `optimizer`, `trainer`. */
-export const TrainLmConfigSchema = z
+const TrainLmObjectSchema = z
   .object({
     model: ModelConfigSchema.prefault({}),
     data: DataConfigSchema,
@@ -105,10 +112,24 @@ export const TrainLmConfigSchema = z
   })
   .strict();
 
+/**
+ * The whole `trainLm` config: `model`, `data`, `optimizer`, `trainer`. With
+ * `trainer.initializeFrom`, the model fields written explicitly are recorded (as
+ * `trainer.initializeModelFields`, once) before defaults fill the rest in.
+ */
+export const TrainLmConfigSchema = z.preprocess((raw) => {
+  if (typeof raw !== "object" || raw === null) return raw;
+  const r = raw as { model?: unknown; trainer?: unknown };
+  const t = r.trainer as { initializeFrom?: unknown; initializeModelFields?: unknown } | undefined;
+  if (typeof t !== "object" || t === null || t.initializeFrom === undefined || t.initializeModelFields !== undefined) return raw;
+  const fields = typeof r.model === "object" && r.model !== null ? Object.keys(r.model) : [];
+  return { ...r, trainer: { ...t, initializeModelFields: fields } };
+}, TrainLmObjectSchema);
+
 /** A training config as written (YAML/JSON), defaults optional. */
-export type TrainLmConfigInput = z.input<typeof TrainLmConfigSchema>;
+export type TrainLmConfigInput = z.input<typeof TrainLmObjectSchema>;
 /** A validated training config with defaults filled in. */
-export type TrainLmConfig = z.output<typeof TrainLmConfigSchema>;
+export type TrainLmConfig = z.output<typeof TrainLmObjectSchema>;
 /** The `trainer` section after validation. */
 export type TrainerConfig = z.output<typeof TrainerConfigSchema>;
 /** The `data` section after validation. */

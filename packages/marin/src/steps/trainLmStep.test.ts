@@ -70,7 +70,7 @@ describe("trainLmStep config", () => {
   });
 
   it("agrees with levanter on what it refuses", () => {
-    const models: unknown[] = [{ dModel: 30, nHeads: 4 }, { nLayers: 0 }, { positions: "rope", dModel: 12, nHeads: 4 }, { activation: "relu" }, { dModel: 64, nHeads: 8 }];
+    const models: unknown[] = [{ dModel: 30, nHeads: 4 }, { nLayers: 0 }, { positions: "rope", dModel: 12, nHeads: 4 }, { activation: "relu" }, { dModel: 64, nHeads: 8 }, { nHeads: 4, nKvHeads: 3 }, { nHeads: 4, nKvHeads: 2 }, { dModel: 30, nHeads: 4, headDim: 8 }, { positions: "rope", dModel: 30, nHeads: 4, headDim: 7 }];
     for (const m of models) expect(trainLmStepConfigSchema.shape.model.safeParse(m).success, JSON.stringify(m)).toBe(ModelConfigSchema.safeParse(m).success);
     const opts: unknown[] = [{ beta1: 2 }, { warmup: 1.5 }, { cycles: 2, cycleLength: 10 }, { lrSchedule: "step" }, { learningRate: 1e-3, warmup: 0.1 }];
     for (const o of opts) expect(trainLmStepConfigSchema.shape.optimizer.safeParse(o).success, JSON.stringify(o)).toBe(OptimizerConfigSchema.safeParse(o).success);

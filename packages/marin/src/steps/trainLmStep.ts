@@ -64,6 +64,8 @@ export const trainLmStepConfigSchema = z
         dModel: posInt.optional(),
         nLayers: posInt.optional(),
         nHeads: posInt.optional(),
+        nKvHeads: posInt.optional(),
+        headDim: posInt.optional(),
         dFF: posInt.optional(),
         activation: z.enum(["gelu", "swiglu"]).optional(),
         norm: z.enum(["layer", "rms"]).optional(),
@@ -75,9 +77,10 @@ export const trainLmStepConfigSchema = z
         ropeTheta: z.number().positive().optional(),
       })
       .strict()
-      .refine((m) => (m.dModel ?? 128) % (m.nHeads ?? 4) === 0, { message: "dModel must be divisible by nHeads", path: ["dModel"] })
-      .refine((m) => m.positions !== "rope" || ((m.dModel ?? 128) / (m.nHeads ?? 4)) % 2 === 0, {
-        message: "rotary positions need an even head dimension (dModel / nHeads)",
+      .refine((m) => m.headDim !== undefined || (m.dModel ?? 128) % (m.nHeads ?? 4) === 0, { message: "dModel must be divisible by nHeads (or set headDim)", path: ["dModel"] })
+      .refine((m) => m.nKvHeads === undefined || (m.nHeads ?? 4) % m.nKvHeads === 0, { message: "nKvHeads must divide nHeads", path: ["nKvHeads"] })
+      .refine((m) => m.positions !== "rope" || (m.headDim ?? (m.dModel ?? 128) / (m.nHeads ?? 4)) % 2 === 0, {
+        message: "rotary positions need an even head dimension (headDim, default dModel / nHeads)",
         path: ["positions"],
       }),
     optimizer: z
