@@ -15,7 +15,7 @@ import { overlapFraction, sharedNgramFilter } from "./text/bloom.ts";
 import type { BloomFilter } from "./text/bloom.ts";
 import { bandBatches, fuzzyParams, groupEdges } from "./text/fuzzy.ts";
 import type { BandBatch, FuzzyParams } from "./text/fuzzy.ts";
-import { failedRules, resolveRules } from "./text/quality.ts";
+import { failedRules, QUALITY_RULE_NAMES, resolveRules } from "./text/quality.ts";
 import type { QualityRules } from "./text/quality.ts";
 
 /** Shard information handed to a `mapShard` function. */
@@ -460,7 +460,7 @@ export class Dataset<T> implements RunSource {
     checkText("qualityFilter", options?.text);
     const rules = resolveRules(options.rules ?? {});
     for (const [name, v] of Object.entries(options.rules ?? {})) {
-      if (!(name in rules) && v !== false) throw new ZephyrError("INVALID_ARGUMENT", `qualityFilter rules: unknown rule "${name}"`);
+      if (!(QUALITY_RULE_NAMES as readonly string[]).includes(name)) throw new ZephyrError("INVALID_ARGUMENT", `qualityFilter rules: unknown rule "${name}" (known: ${QUALITY_RULE_NAMES.join(", ")})`);
       if (v !== false && (v === null || typeof v !== "object")) throw new ZephyrError("INVALID_ARGUMENT", `qualityFilter rules.${name}: expected bounds { min?, max? } or false`);
     }
     const text = options.text;
