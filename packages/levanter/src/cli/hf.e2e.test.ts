@@ -13,7 +13,7 @@ import { waitFor } from "@marin/iris/testing";
 import { loadHfTokenizer } from "../data/hfTokenizer.ts";
 import { encodeDocument } from "../data/tokenizer.ts";
 import { finalizeTokenCache, writeTokenCacheShard } from "../sharding/tokenCacheWriter.ts";
-import { exportHf } from "../models/hfCheckpoint.ts";
+import { exportHf } from "../trainer/hfCheckpoint.ts";
 import { ModelConfigSchema, resolveModelConfig } from "../models/modelConfig.ts";
 import { defaultDecayMask, TransformerLm } from "../models/transformer.ts";
 import { AdamW } from "../optim/adamw.ts";
