@@ -56,6 +56,8 @@ export { bitsPerByte, encodeDocument } from "./data/tokenizer.ts";
 export type { Tokenizer } from "./data/tokenizer.ts";
 export { HfTokenizer, loadHfTokenizer, loadTokenizer } from "./data/hfTokenizer.ts";
 export type { HfTokenizerFiles } from "./data/hfTokenizer.ts";
+export { BYTE_LEVEL_CHARS, DEFAULT_EOS_TOKEN, MAX_TRAINED_VOCAB, TOKENIZER_FILES, trainBpeTokenizer, writeTrainedTokenizer } from "./data/trainTokenizer.ts";
+export type { TrainBpeOptions, TrainedBpeTokenizer } from "./data/trainTokenizer.ts";
 export { FeistelPermutation } from "./data/feistelPermutation.ts";
 export { TokenLoader, ValidationBatches, countWindows } from "./data/tokenLoader.ts";
 export type { TokenBatch, TokenLoaderOptions } from "./data/tokenLoader.ts";
