@@ -7,7 +7,7 @@ import { readdirSync } from "node:fs";
 import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
-import { cleanText, dedupExact, evaluateLmStep, generateText, importCorpus, outputOf, runIfMain, tokenize, trainLmStep } from "@marin/marin";
+import { cleanText, dedupExact, evaluateLmStep, generateText, importCorpus, outputOf, runIfMain, tokenize, TOKENIZER_JSON, trainLmStep, trainTokenizer } from "@marin/marin";
 
 function envInt(name: string, fallback: number): number {
   const v = process.env[name];
@@ -35,7 +35,9 @@ export default function build() {
   });
   const clean = cleanText({ name: "tiny-brown/clean", input: outputOf(corpus), stripWordTags: true, splitParagraphs: true, minChars: 40 });
   const dedup = dedupExact({ name: "tiny-brown/dedup", input: outputOf(clean) });
-  const tokens = tokenize({ name: "tiny-brown/tokenize", input: outputOf(dedup), tokenizer: "byte", validationFraction: 0.05 });
+  // A byte-level BPE vocabulary learned from the training documents (the held-out ones are left out).
+  const bpe = trainTokenizer({ name: "tiny-brown/tokenizer", input: outputOf(dedup), vocabSize: envInt("MARIN_TINY_BROWN_VOCAB", 2048), validationFraction: 0.05 });
+  const tokens = tokenize({ name: "tiny-brown/tokenize", input: outputOf(dedup), tokenizer: outputOf(bpe, TOKENIZER_JSON), validationFraction: 0.05 });
   // 2,500 steps (12.5× the tokens of the 200 that the wasm backend could afford) on levanter's
   // native backend with its fused attention kernels; see packages/marin/README.md.
   const steps = envInt("MARIN_TINY_BROWN_STEPS", 2500);

@@ -48,7 +48,7 @@ export async function generate(opts: GenerateOptions): Promise<GenerateResult> {
   await selectBackend();
   const { model, state, path } = await loadModelFromCheckpoint(opts.checkpoint);
   try {
-    const tokenizer = await tokenizerNamed(state.tokenizer, opts.tokenizerJson);
+    const tokenizer = await tokenizerNamed(state.tokenizer, opts.tokenizerJson, [path]);
     const rng = new Rng(opts.seed ?? 0);
     const context = tokenizer.encode(opts.prompt);
     if (context.length === 0) context.push(tokenizer.eosId);

@@ -25,6 +25,7 @@ export type { GangTrainResult, RunTrainGangOptions, TrainGangOptions } from "./t
 export type { TrainStepInfo, TrainHook, TrainLmOptions, TrainLmResult } from "./trainer/trainLm.ts";
 export {
   DataConfigSchema,
+  MixtureConfigSchema,
   TRACKER_NAMES,
   TrainLmConfigSchema,
   TrainerConfigSchema,
@@ -60,6 +61,8 @@ export { BYTE_LEVEL_CHARS, DEFAULT_EOS_TOKEN, MAX_TRAINED_VOCAB, TOKENIZER_FILES
 export type { TrainBpeOptions, TrainedBpeTokenizer } from "./data/trainTokenizer.ts";
 export { FeistelPermutation } from "./data/feistelPermutation.ts";
 export { TokenLoader, ValidationBatches, countWindows } from "./data/tokenLoader.ts";
+export { MixtureLoader } from "./data/mixtureLoader.ts";
+export type { MixtureBatch, MixtureSource, MixtureStage } from "./data/mixtureLoader.ts";
 export type { TokenBatch, TokenLoaderOptions } from "./data/tokenLoader.ts";
 export { Checkpointer, checkpointerConfigSchema } from "./checkpoint/checkpointer.ts";
 export type { CheckpointerConfig, CheckpointerConfigInput, SaveFn, SavedCheckpoint } from "./checkpoint/checkpointer.ts";

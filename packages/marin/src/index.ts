@@ -43,6 +43,8 @@ export { dedupExact } from "./steps/dedupExact.ts";
 export type { DedupExactOptions } from "./steps/dedupExact.ts";
 export { tokenize, TRAIN_CACHE, VALIDATION_CACHE } from "./steps/tokenize.ts";
 export type { TokenizeOptions } from "./steps/tokenize.ts";
+export { trainTokenizer, TOKENIZER_JSON } from "./steps/trainTokenizer.ts";
+export type { TrainTokenizerOptions } from "./steps/trainTokenizer.ts";
 export { readDocuments } from "./steps/documents.ts";
 export type { Document } from "./steps/documents.ts";
 export { trainLmStep, CHECKPOINTS } from "./steps/trainLmStep.ts";

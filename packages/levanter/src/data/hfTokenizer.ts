@@ -23,6 +23,8 @@ export class HfTokenizer implements Tokenizer {
   readonly name: string;
   readonly vocabSize: number;
   readonly eosId: number;
+  /** The files it was built from (a training checkpoint records them beside its parameters). */
+  readonly files: HfTokenizerFiles;
   readonly #impl: HfTokenizerImpl;
   /** Bytes per id, for byte-level BPE (each character of a token is one byte); else undefined. */
   readonly #bytesPerId: Uint32Array | undefined;
@@ -35,6 +37,7 @@ export class HfTokenizer implements Tokenizer {
       throw new LevanterError("INVALID_CONFIG", `tokenizer ${name}: cannot build it from tokenizer.json`, { cause });
     }
     this.name = name;
+    this.files = files;
     let maxId = -1;
     for (const id of this.#impl.get_vocab(true).values()) maxId = Math.max(maxId, id);
     this.vocabSize = maxId + 1;

@@ -155,13 +155,14 @@ export async function trainBpeTokenizer(texts: Iterable<string> | AsyncIterable<
 export const TOKENIZER_FILES = { tokenizer: "tokenizer.json", config: "tokenizer_config.json" } as const;
 
 /**
- * Writes `tokenizer.json` and `tokenizer_config.json` into `dir` (created if missing); returns
- * the tokenizer.json path. The JSON is written without whitespace, keys in a fixed order.
+ * Writes `tokenizer.json` and (when there is one) `tokenizer_config.json` into `dir` (created if
+ * missing); returns the tokenizer.json path. The JSON is written without whitespace, keys in a
+ * fixed order. Also how a token cache or a checkpoint records the tokenizer that made it.
  */
-export async function writeTrainedTokenizer(dir: string, trained: Pick<TrainedBpeTokenizer, "tokenizerJson" | "tokenizerConfig">): Promise<string> {
+export async function writeTrainedTokenizer(dir: string, files: { tokenizerJson: unknown; tokenizerConfig?: unknown }): Promise<string> {
   await mkdir(dir, { recursive: true });
   const file = path.join(dir, TOKENIZER_FILES.tokenizer);
-  await writeFile(file, JSON.stringify(trained.tokenizerJson));
-  await writeFile(path.join(dir, TOKENIZER_FILES.config), JSON.stringify(trained.tokenizerConfig, null, 2) + "\n");
+  await writeFile(file, JSON.stringify(files.tokenizerJson));
+  if (files.tokenizerConfig !== undefined) await writeFile(path.join(dir, TOKENIZER_FILES.config), JSON.stringify(files.tokenizerConfig, null, 2) + "\n");
   return file;
 }

@@ -212,7 +212,7 @@ export class InferenceEngine {
     await selectBackend();
     const { model, state, path } = await loadModelFromCheckpoint(opts.checkpoint);
     try {
-      const tokenizer = await tokenizerNamed(state.tokenizer, opts.tokenizerJson);
+      const tokenizer = await tokenizerNamed(state.tokenizer, opts.tokenizerJson, [path]);
       return new InferenceEngine(model, tokenizer, opts.modelId ?? path, opts);
     } catch (e) {
       model.dispose();

@@ -112,7 +112,14 @@ function rankZeroStatus(client: IrisClient, sink: StatusSink): { onStatus: (st: 
 // path of the config becomes absolute.
 function absolutePaths(config: TrainLmConfig): TrainLmConfig {
   const abs = (p: string) => path.resolve(p);
-  const data = { ...config.data, trainCache: abs(config.data.trainCache) };
+  const data = { ...config.data };
+  if (config.data.trainCache !== undefined) data.trainCache = abs(config.data.trainCache);
+  if (config.data.mixture !== undefined) {
+    data.mixture = {
+      ...config.data.mixture,
+      sources: config.data.mixture.sources.map((s) => ({ ...s, trainCache: abs(s.trainCache), ...(s.validationCache !== undefined ? { validationCache: abs(s.validationCache) } : {}) })),
+    };
+  }
   if (config.data.validationCache !== undefined) data.validationCache = abs(config.data.validationCache);
   if (config.data.tokenizerJson !== undefined) data.tokenizerJson = abs(config.data.tokenizerJson);
   return { ...config, data, trainer: { ...config.trainer, runDir: abs(config.trainer.runDir) } };

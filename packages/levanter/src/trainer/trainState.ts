@@ -1,5 +1,7 @@
 // Training state in checkpoints: parameters, optimizer state, loader position and run identity.
 import * as tf from "@tensorflow/tfjs";
+import type { HfTokenizerFiles } from "../data/hfTokenizer.ts";
+import { writeTrainedTokenizer } from "../data/trainTokenizer.ts";
 import { z } from "zod";
 import { findLatestCheckpoint, loadCheckpoint, readCheckpointMetadata, saveCheckpoint } from "../checkpoint/checkpointStore.ts";
 import { LevanterError } from "../errors.ts";
@@ -33,8 +35,19 @@ export type TrainState = z.infer<typeof trainStateSchema>;
 export async function saveTrainState(
   dir: string,
   isTemporary: boolean,
-  s: { step: number; model: TransformerLm; optimizer: Pick<AdamW, "state">; rng: Rng; tokenizer: string; loader: TrainState["loader"]; run?: RunIdentity },
+  s: {
+    step: number;
+    model: TransformerLm;
+    optimizer: Pick<AdamW, "state">;
+    rng: Rng;
+    tokenizer: string;
+    loader: TrainState["loader"];
+    run?: RunIdentity;
+    /** A Hugging Face tokenizer's files, written as `tokenizer.json` (+ `tokenizer_config.json`) so that evaluation, generation and serving find it. */
+    tokenizerFiles?: HfTokenizerFiles;
+  },
 ): Promise<void> {
+  if (s.tokenizerFiles) await writeTrainedTokenizer(dir, s.tokenizerFiles);
   const arrays: Record<string, { shape: number[]; data: Float32Array }> = {};
   for (const [name, p] of s.model.params) arrays[PARAM_PREFIX + name] = { shape: p.shape, data: p.dataSync() as Float32Array };
   const opt = s.optimizer.state();

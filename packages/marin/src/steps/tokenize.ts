@@ -22,8 +22,12 @@ export interface TokenizeOptions {
   /** Step name (default `tokenize`). */
   name?: string;
   input: OutputRef;
-  /** `"byte"` (built in) or the path of a Hugging Face tokenizer.json (default `"byte"`). */
-  tokenizer?: string;
+  /**
+   * `"byte"` (built in), the path of a Hugging Face tokenizer.json, or a {@link trainTokenizer}
+   * step's file (`outputOf(step, "tokenizer.json")`) (default `"byte"`). A tokenizer.json is
+   * copied into both caches: training, evaluation, generation and serving read it from there.
+   */
+  tokenizer?: string | OutputRef;
   /** Share of documents held out for validation, chosen by a hash of the document id (default 0.05). */
   validationFraction?: number;
   /** Changes which documents are held out (default 0). */
@@ -58,17 +62,20 @@ export function tokenize(opts: TokenizeOptions): Step<any> {
     fn: async (ctx) => {
       const cfg = ctx.config as TokenizeConfig;
       // Loaded on use: @marin/levanter pulls in TensorFlow.js, which a run that tokenizes nothing should not pay for.
-      const { encodeDocument, loadTokenizer } = await import("@marin/levanter");
+      const { encodeDocument, HfTokenizer, loadTokenizer, writeTrainedTokenizer } = await import("@marin/levanter");
       const tokenizer = await loadTokenizer(cfg.tokenizer);
       const write = async (validation: boolean) => {
+        const cacheDir = path.join(ctx.outputPath, validation ? VALIDATION_CACHE : TRAIN_CACHE);
         const res = await (await readDocuments(cfg.input))
           .filter((d) => isValidationDoc(d.id, cfg.validationFraction, cfg.seed) === validation)
           .map((d) => encodeDocument(tokenizer, d.text))
-          .writeTokenCache(path.join(ctx.outputPath, validation ? VALIDATION_CACHE : TRAIN_CACHE), {
+          .writeTokenCache(cacheDir, {
             ...ZEPHYR_RUN,
             tokenizer: tokenizer.name,
             vocabSize: tokenizer.vocabSize,
           });
+        // The cache records its tokenizer: training, evaluation and scoring read it from there.
+        if (tokenizer instanceof HfTokenizer) await writeTrainedTokenizer(cacheDir, tokenizer.files);
         return res.counts.reduce((a, b) => a + b, 0);
       };
       const trainDocs = await write(false);
