@@ -57,7 +57,7 @@ export interface GangTrainResult {
   runDir: string;
   error?: string;
   /** Rank 0's trainLm result (when it succeeded). */
-  result?: Pick<TrainLmResult, "step" | "resumedFrom" | "finalLoss" | "parameterCount" | "stoppedEarly">;
+  result?: Pick<TrainLmResult, "step" | "resumedFrom" | "finalLoss" | "parameterCount" | "stoppedEarly" | "evalBySource">;
 }
 
 /** Options of {@link runTrainGang}. */
@@ -172,7 +172,7 @@ export async function runTrainGang(input: TrainLmConfig | TrainLmConfigInput, ra
       runDir: config.trainer.runDir,
       ...(status.error ? { error: status.error } : {}),
       ...(r0
-        ? { result: { step: r0.step, stoppedEarly: r0.stoppedEarly, parameterCount: r0.parameterCount, ...(r0.resumedFrom !== undefined ? { resumedFrom: r0.resumedFrom } : {}), ...(r0.finalLoss !== undefined ? { finalLoss: r0.finalLoss } : {}) } }
+        ? { result: { step: r0.step, stoppedEarly: r0.stoppedEarly, parameterCount: r0.parameterCount, ...(r0.resumedFrom !== undefined ? { resumedFrom: r0.resumedFrom } : {}), ...(r0.finalLoss !== undefined ? { finalLoss: r0.finalLoss } : {}), ...(r0.evalBySource ? { evalBySource: r0.evalBySource } : {}) } }
         : {}),
     };
   } finally {

@@ -74,7 +74,8 @@ export function trainTokenizer(opts: TrainTokenizerOptions): Step<any> {
       ctx.reportStatus(`training a ${cfg.vocabSize}-id BPE vocabulary on ${texts.length} documents`, { documents: texts.length });
       const trained = await trainBpeTokenizer(texts, { vocabSize: cfg.vocabSize, eosToken: cfg.eosToken });
       const file = await writeTrainedTokenizer(ctx.outputPath, trained);
-      const result = { tokenizer: path.join(ctx.outputPath, TOKENIZER_JSON), vocabSize: trained.vocabSize, merges: trained.merges, documents: trained.documents, bytes: trained.bytes };
+      // Where the file lives once the step's output is published.
+      const result = { tokenizer: path.join(ctx.finalPath, TOKENIZER_JSON), vocabSize: trained.vocabSize, merges: trained.merges, documents: trained.documents, bytes: trained.bytes };
       ctx.reportStatus(`vocabulary ${trained.vocabSize} (${trained.merges} merges) from ${trained.documents} documents`, { vocabSize: trained.vocabSize, merges: trained.merges, documents: trained.documents, bytes: trained.bytes });
       ctx.log(`trained ${file}: ${trained.vocabSize} ids, ${trained.merges} merges, ${trained.documents} documents, ${trained.bytes} bytes`);
       return result;
