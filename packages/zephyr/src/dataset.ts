@@ -1,5 +1,7 @@
 // Dataset<T>: an immutable, lazy plan. Operations return new Datasets; sinks plan and hand the
 // run to the coordinator (loaded on first use) through the contracts in exec/contracts.ts.
+import { readFileSync } from "node:fs";
+import { gunzipSync } from "node:zlib";
 import { ZephyrError } from "./errors.ts";
 import type { DatasetRunOptions, PipelineOrigin, RunOutcome, RunSource, RunStats, SinkOptions, SinkSpec, TokenCacheOptions, WriteOptions, WriteResult } from "./exec/contracts.ts";
 import { cores } from "./exec/cores.ts";
@@ -9,6 +11,12 @@ import type { ColumnFilter } from "./plan/columnFilter.ts";
 import type { LogicalPlan, OpSpec, SourceSpec, TaskContext } from "./plan/ops.ts";
 import { planStages } from "./plan/planner.ts";
 import type { DatasetPlan } from "./plan/planner.ts";
+import { overlapFraction, sharedNgramFilter } from "./text/bloom.ts";
+import type { BloomFilter } from "./text/bloom.ts";
+import { bandEntries, bucketEdges, fuzzyParams } from "./text/fuzzy.ts";
+import type { BandEntry, FuzzyParams } from "./text/fuzzy.ts";
+import { failedRules, resolveRules } from "./text/quality.ts";
+import type { QualityRules } from "./text/quality.ts";
 
 /** Shard information handed to a `mapShard` function. */
 export type ShardContext = TaskContext;
@@ -28,6 +36,173 @@ export interface JoinOptions {
 export interface ShuffleOptions {
   /** Number of output shards (default: the input stage's). */
   shards?: number;
+}
+
+/** Options of {@link Dataset.dedupFuzzy}. */
+export interface DedupFuzzyOptions<T> {
+  /** The text of a record. */
+  text: (record: T) => string;
+  /** Jaccard similarity (of word n-gram sets) from which two records are near-duplicates. Default 0.8. */
+  threshold?: number;
+  /** Words per shingle. Default 5. */
+  ngram?: number;
+  /** MinHash permutations. Default 128. */
+  permutations?: number;
+  /** Seed of the permutations. Default 1. */
+  seed?: number;
+  /** Check every candidate pair's exact Jaccard similarity (costs the texts in the shuffle). Default false. */
+  verify?: boolean;
+  /** LSH bands and rows (both, or neither: then derived from `threshold`). */
+  bands?: number;
+  rows?: number;
+}
+
+/** One evaluation set of {@link Dataset.decontaminate}: its texts, or a file of them. */
+export interface EvalSet {
+  /** Names the set in counters and marks. */
+  name: string;
+  /** The texts. */
+  texts?: readonly string[];
+  /** A file: JSON Lines (a `text` field per line; `.jsonl`, `.jsonl.gz`) or plain text (one text per line). */
+  path?: string;
+}
+
+/** Options of {@link Dataset.decontaminate}. */
+export interface DecontaminateOptions<T> {
+  /** The text of a record. */
+  text: (record: T) => string;
+  /** The evaluation sets. */
+  evalSets: readonly EvalSet[];
+  /** Words per n-gram. Default 13. */
+  ngram?: number;
+  /** The Bloom filters' false-positive rate per n-gram. Default 1e-4. */
+  falsePositiveRate?: number;
+  /** A record counts as contaminated by a set when this fraction of its n-grams is in it. Default 0.05. */
+  threshold?: number;
+  /** `drop` (default) contaminated records, or `mark` them (field `contamination`). */
+  mode?: "drop" | "mark";
+  /** Where filter files go (default: `zephyr-filters` in the OS temp folder). */
+  filterDir?: string;
+}
+
+/** What `decontaminate({ mode: "mark" })` adds to a contaminated record. */
+export interface Contamination {
+  /** The largest overlap fraction over the sets. */
+  overlap: number;
+  /** Overlap fraction per set that reached the threshold. */
+  sets: Record<string, number>;
+}
+
+/** Options of {@link Dataset.qualityFilter}. */
+export interface QualityFilterOptions<T> {
+  /** The text of a record. */
+  text: (record: T) => string;
+  /** Rule thresholds over the defaults; `false` turns a rule off. */
+  rules?: QualityRules;
+}
+
+function checkText(what: string, fn: unknown): void {
+  if (typeof fn !== "function") throw new ZephyrError("INVALID_ARGUMENT", `${what}: text: expected a function (record) => string, got ${typeof fn}`);
+}
+
+function checkRange(what: string, v: unknown, lo: number, hi: number, open = false): void {
+  if (typeof v !== "number" || !(open ? v > lo && v < hi : v >= lo && v <= hi)) {
+    throw new ZephyrError("INVALID_ARGUMENT", `${what}: expected a number in ${open ? "(" : "["}${lo}, ${hi}${open ? ")" : "]"}, got ${String(v)}`);
+  }
+}
+
+function readEvalSet(set: EvalSet): string[] {
+  if (set.texts !== undefined) {
+    if (!Array.isArray(set.texts) || set.texts.some((t) => typeof t !== "string")) throw new ZephyrError("INVALID_ARGUMENT", `decontaminate: evalSets "${set.name}": texts: expected an array of strings`);
+    return [...set.texts];
+  }
+  const file = set.path!;
+  let body: string;
+  try {
+    const raw = readFileSync(file);
+    body = (file.endsWith(".gz") ? gunzipSync(raw) : raw).toString("utf8");
+  } catch (e) {
+    throw new ZephyrError("IO", `decontaminate: evalSets "${set.name}": cannot read ${file}: ${(e as Error).message}`, { cause: e });
+  }
+  const lines = body.split("\n").filter((l) => l.trim().length > 0);
+  if (!/\.jsonl(\.gz)?$/.test(file)) return lines;
+  return lines.map((l, i) => {
+    let v: unknown;
+    try {
+      v = JSON.parse(l);
+    } catch {
+      throw new ZephyrError("BAD_RECORD", `${file}:${i + 1}: malformed JSON line`);
+    }
+    const t = (v as { text?: unknown } | null)?.text;
+    if (typeof t !== "string") throw new ZephyrError("BAD_RECORD", `${file}:${i + 1}: expected an object with a string "text" field`);
+    return t;
+  });
+}
+
+function withOp<U>(ds: Dataset<unknown>, op: OpSpec): Dataset<U> {
+  return new Dataset<U>({ source: ds.logical.source, ops: [...ds.logical.ops, op] });
+}
+
+/** A CC node: [id, label, neighbours, active]; a message: [to, label]. */
+type CcNode = [id: number, label: number, nbrs: number[], active: 0 | 1];
+type CcMessage = [to: number, label: number];
+
+/**
+ * Connected components of an undirected graph given as edges `[u, v]` (ids are numbers; a
+ * self-edge `[u, u]` adds a lone node), computed as a distributed job: min-label propagation,
+ * one shuffle per round, until no label changes. Yields one `[id, component]` per node, where
+ * `component` is the smallest id of its component. Counters: `<prefix>.rounds`,
+ * `<prefix>.labelChanges`, `<prefix>.components` (components), `<prefix>.nonRoots` (nodes that
+ * are not their component's smallest id).
+ */
+export function connectedComponents(edges: Dataset<readonly [number, number]>, options: { counterPrefix?: string } = {}): Dataset<[id: number, component: number]> {
+  const prefix = options.counterPrefix ?? "components";
+  const changed = `${prefix}.labelChanges`;
+  const nodes = edges
+    .flatMap((e): [number, number][] => {
+      const [u, v] = e;
+      if (typeof u !== "number" || typeof v !== "number") throw new ZephyrError("BAD_RECORD", `connectedComponents: expected an edge [number, number], got ${JSON.stringify(e)}`);
+      return u === v ? [[u, v]] : [[u, v], [v, u]];
+    })
+    .groupBy(
+      (e) => e[0],
+      (id, es): CcNode => {
+        const nbrs = [...new Set(es.map((e) => e[1]))].filter((n) => n !== id);
+        let label = id;
+        for (const n of nbrs) if (n < label) label = n;
+        return [id, label, nbrs, 1];
+      },
+    );
+  return withOp(nodes as Dataset<unknown>, {
+    kind: "iterate",
+    key: (r: CcNode | CcMessage) => r[0],
+    step: (id: number, rs: (CcNode | CcMessage)[], ctx: TaskContext): CcNode => {
+      let node: CcNode | undefined;
+      let min = Infinity;
+      for (const r of rs) {
+        if (r.length === 4) node = r;
+        else if (r[1] < min) min = r[1];
+      }
+      if (!node) throw new ZephyrError("INTERNAL", `connectedComponents: a label was sent to node ${id}, which has no edges`);
+      if (min < node[1]) {
+        ctx.counter(changed);
+        return [id, min, node[2], 1];
+      }
+      return node[3] === 0 ? node : [id, node[1], node[2], 0];
+    },
+    emit: function* (r: CcNode): Iterable<CcNode | CcMessage> {
+      yield r;
+      if (r[3] === 1) for (const n of r[2]) yield [n, r[1]];
+    },
+    finish: (id: number, rs: (CcNode | CcMessage)[], ctx: TaskContext): [number, number] => {
+      const node = rs.find((r): r is CcNode => r.length === 4)!;
+      ctx.counter(node[1] === id ? `${prefix}.components` : `${prefix}.nonRoots`);
+      return [id, node[1]];
+    },
+    counter: changed,
+    roundsCounter: `${prefix}.rounds`,
+    maxRounds: 100_000,
+  });
 }
 
 function checkPositiveInt(what: string, n: number): void {
@@ -165,6 +340,137 @@ export class Dataset<T> implements RunSource {
     if (kind !== "inner" && kind !== "left") throw new ZephyrError("INVALID_ARGUMENT", `join kind: expected "inner" or "left", got ${JSON.stringify(kind)}`);
     if (options.shards !== undefined) checkPositiveInt("join shards", options.shards);
     return this.with({ kind: "join", other: other.logical, key, joinKind: kind, shards: options.shards });
+  }
+
+  /**
+   * Keeps one record per group of near-duplicates (MinHash over word n-grams, LSH bands, then
+   * connected components of the candidate pairs as a distributed job). The kept record of a group
+   * is its first in input order (shard, then position), so the same records survive on every
+   * backend and shard count; the output order is that of a join (not the input's). The records
+   * before this operation are read twice (once for signatures, once for the output): write them
+   * first if producing them is costly. Counters: `dedupFuzzy.components` (kept records, one per
+   * component), `dedupFuzzy.removed`, `dedupFuzzy.duplicateGroups` (components of two or more),
+   * `dedupFuzzy.candidatePairs`, `dedupFuzzy.rejectedPairs` (with `verify`), `dedupFuzzy.rounds`.
+   */
+  dedupFuzzy(options: DedupFuzzyOptions<T>): Dataset<T> {
+    checkText("dedupFuzzy", options?.text);
+    if (options.threshold !== undefined) checkRange("dedupFuzzy threshold", options.threshold, 0, 1, true);
+    if (options.ngram !== undefined) checkPositiveInt("dedupFuzzy ngram", options.ngram);
+    if (options.permutations !== undefined) checkPositiveInt("dedupFuzzy permutations", options.permutations);
+    if (options.seed !== undefined && !Number.isInteger(options.seed)) throw new ZephyrError("INVALID_ARGUMENT", `dedupFuzzy seed: expected an integer, got ${String(options.seed)}`);
+    if ((options.bands === undefined) !== (options.rows === undefined)) throw new ZephyrError("INVALID_ARGUMENT", "dedupFuzzy: give both bands and rows, or neither");
+    if (options.bands !== undefined) {
+      checkPositiveInt("dedupFuzzy bands", options.bands);
+      checkPositiveInt("dedupFuzzy rows", options.rows!);
+      if (options.bands * options.rows! > (options.permutations ?? 128)) throw new ZephyrError("INVALID_ARGUMENT", `dedupFuzzy: bands × rows (${options.bands * options.rows!}) exceeds permutations (${options.permutations ?? 128})`);
+    }
+    const p: FuzzyParams = fuzzyParams(options);
+    const text = options.text;
+    // Ids in input order: shard · 2^32 + position (windows keep mapShard's async step per 4,096 records).
+    const tagged = this.window(4096)
+      .mapShard(async function* (windows: AsyncIterable<T[]>, ctx: TaskContext) {
+        if (ctx.shard >= 2 ** 21) throw new ZephyrError("INVALID_ARGUMENT", "dedupFuzzy: at most 2^21 input shards");
+        let pos = 0;
+        for await (const w of windows) yield w.map((r): [number, T] => [ctx.shard * 4294967296 + pos++, r]);
+      })
+      .flatMap((w) => w);
+    const sig = new Uint32Array(p.permutations);
+    const edges = tagged
+      .flatMap(([id, r]) => {
+        const t = text(r);
+        if (typeof t !== "string") throw new ZephyrError("BAD_RECORD", `dedupFuzzy: text() returned ${typeof t}, expected a string`);
+        return bandEntries(id, t, p, sig);
+      })
+      .groupBy(
+        (b: BandEntry) => b[0],
+        (_k, members: BandEntry[], ctx) => bucketEdges(members, p, (n, v) => ctx.counter(n, v)),
+      )
+      .flatMap((es) => es);
+    const labels = connectedComponents(edges, { counterPrefix: "dedupFuzzy.cc" });
+    return tagged
+      .join(labels as Dataset<unknown> as Dataset<[number, T]>, (r) => r[0], { kind: "left" })
+      .filter(([l, r], ctx) => {
+        const keep = r === undefined || (r as unknown as [number, number])[1] === l[0];
+        ctx.counter(keep ? "dedupFuzzy.components" : "dedupFuzzy.removed");
+        if (keep && r !== undefined) ctx.counter("dedupFuzzy.duplicateGroups");
+        return keep;
+      })
+      .map(([l]) => l[1]);
+  }
+
+  /**
+   * Drops (or marks) records whose word n-grams overlap an evaluation set: one Bloom filter per
+   * set, built once (in this call) and written to a content-addressed file that every worker of
+   * the machine reads instead of building it again. Counters: `decontaminate.<set>` (records at
+   * or over the threshold for that set), `decontaminate.dropped` or `decontaminate.marked`.
+   */
+  decontaminate(options: DecontaminateOptions<T> & { mode: "mark" }): Dataset<T & { contamination?: Contamination }>;
+  decontaminate(options: DecontaminateOptions<T>): Dataset<T>;
+  decontaminate(options: DecontaminateOptions<T>): Dataset<T> | Dataset<T & { contamination?: Contamination }> {
+    checkText("decontaminate", options?.text);
+    const ngram = options.ngram ?? 13;
+    checkPositiveInt("decontaminate ngram", ngram);
+    const fpr = options.falsePositiveRate ?? 1e-4;
+    checkRange("decontaminate falsePositiveRate", fpr, 0, 1, true);
+    const threshold = options.threshold ?? 0.05;
+    checkRange("decontaminate threshold", threshold, 0, 1);
+    const mode = options.mode ?? "drop";
+    if (mode !== "drop" && mode !== "mark") throw new ZephyrError("INVALID_ARGUMENT", `decontaminate mode: expected "drop" or "mark", got ${JSON.stringify(mode)}`);
+    if (!Array.isArray(options.evalSets) || options.evalSets.length === 0) throw new ZephyrError("INVALID_ARGUMENT", "decontaminate: evalSets: expected a non-empty array of { name, texts | path }");
+    const names = new Set<string>();
+    const filters: { name: string; filter: BloomFilter }[] = options.evalSets.map((set) => {
+      if (typeof set?.name !== "string" || set.name.length === 0) throw new ZephyrError("INVALID_ARGUMENT", "decontaminate: every eval set needs a non-empty name");
+      if (names.has(set.name)) throw new ZephyrError("INVALID_ARGUMENT", `decontaminate: eval set name "${set.name}" appears twice`);
+      names.add(set.name);
+      if ((set.texts === undefined) === (set.path === undefined)) throw new ZephyrError("INVALID_ARGUMENT", `decontaminate: eval set "${set.name}": give texts or path (one of them)`);
+      return { name: set.name, filter: sharedNgramFilter(readEvalSet(set), ngram, fpr, options.filterDir).filter };
+    });
+    const text = options.text;
+    return this.flatMap((r, ctx) => {
+      const t = text(r);
+      if (typeof t !== "string") throw new ZephyrError("BAD_RECORD", `decontaminate: text() returned ${typeof t}, expected a string`);
+      let hit: Contamination | undefined;
+      for (const f of filters) {
+        const frac = overlapFraction(f.filter, t, ngram);
+        if (frac > 0 && frac >= threshold) {
+          ctx.counter(`decontaminate.${f.name}`);
+          hit ??= { overlap: 0, sets: {} };
+          hit.sets[f.name] = frac;
+          if (frac > hit.overlap) hit.overlap = frac;
+        }
+      }
+      if (!hit) return [r];
+      if (mode === "drop") {
+        ctx.counter("decontaminate.dropped");
+        return [];
+      }
+      ctx.counter("decontaminate.marked");
+      if (r === null || typeof r !== "object") throw new ZephyrError("BAD_RECORD", `decontaminate mark: records must be objects to carry a contamination field, got ${typeof r}`);
+      return [{ ...(r as object), contamination: hit } as T];
+    });
+  }
+
+  /**
+   * Keeps records that pass Gopher/C4-style quality rules (see `QualityRules` for names and
+   * defaults). Every rule is evaluated; counters: `qualityFilter.<rule>` (records failing that
+   * rule, so one record may count under several), `qualityFilter.dropped`, `qualityFilter.kept`.
+   */
+  qualityFilter(options: QualityFilterOptions<T>): Dataset<T> {
+    checkText("qualityFilter", options?.text);
+    const rules = resolveRules(options.rules ?? {});
+    for (const [name, v] of Object.entries(options.rules ?? {})) {
+      if (!(name in rules) && v !== false) throw new ZephyrError("INVALID_ARGUMENT", `qualityFilter rules: unknown rule "${name}"`);
+      if (v !== false && (v === null || typeof v !== "object")) throw new ZephyrError("INVALID_ARGUMENT", `qualityFilter rules.${name}: expected bounds { min?, max? } or false`);
+    }
+    const text = options.text;
+    return this.filter((r, ctx) => {
+      const t = text(r);
+      if (typeof t !== "string") throw new ZephyrError("BAD_RECORD", `qualityFilter: text() returned ${typeof t}, expected a string`);
+      const failed = failedRules(t, rules);
+      for (const name of failed) ctx.counter(`qualityFilter.${name}`);
+      ctx.counter(failed.length === 0 ? "qualityFilter.kept" : "qualityFilter.dropped");
+      return failed.length === 0;
+    });
   }
 
   /** The first `n` records in shard order. */

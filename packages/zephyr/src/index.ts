@@ -3,8 +3,8 @@
 export { ZephyrError, ZEPHYR_ERROR_CODES } from "./errors.ts";
 export type { ZephyrErrorCode } from "./errors.ts";
 
-export { Dataset, fromList, fromIterable, fromFiles, readJsonl, readParquet, readText } from "./dataset.ts";
-export type { JoinOptions, Joined, ReadJsonlOptions, ReadParquetOptions, ReadTextOptions, ShardContext, ShuffleOptions } from "./dataset.ts";
+export { Dataset, connectedComponents, fromList, fromIterable, fromFiles, readJsonl, readParquet, readText } from "./dataset.ts";
+export type { Contamination, DecontaminateOptions, DedupFuzzyOptions, EvalSet, QualityFilterOptions, JoinOptions, Joined, ReadJsonlOptions, ReadParquetOptions, ReadTextOptions, ShardContext, ShuffleOptions } from "./dataset.ts";
 export { definePipeline } from "./pipeline.ts";
 export type { Pipeline } from "./pipeline.ts";
 export type { TaskContext } from "./plan/ops.ts";
@@ -23,3 +23,6 @@ export type {
   ZephyrBackendName,
 } from "./exec/contracts.ts";
 export { closeThreadPool } from "./exec/poolRegistry.ts";
+export { DEFAULT_QUALITY_RULES, QUALITY_RULE_NAMES } from "./text/quality.ts";
+export type { Bounds, QualityRuleName, QualityRules } from "./text/quality.ts";
+export { lshParams } from "./text/minhash.ts";

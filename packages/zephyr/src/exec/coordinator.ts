@@ -165,7 +165,8 @@ export async function runPlan(ds: RunSource, sink: SinkSpec, options: SinkOption
   const outputs: OutputResult[][] = [];
   try {
     const allCommitted = finalPaths.length > 0 && committed.size === finalPaths.length;
-    for (const stage of allCommitted ? [] : plan.stages) {
+    // One round of a stage: a loop stage (see StageLoop) runs again on its own output.
+    const runRound = async (stage: Stage, round: number): Promise<Record<string, number>> => {
       const stageStart = performance.now();
       const n = shards[stage.id];
       const specs: TaskSpec[] = [];
@@ -180,8 +181,8 @@ export async function runPlan(ds: RunSource, sink: SinkSpec, options: SinkOption
           shard: i,
           numShards: n,
           attempt: 0,
-          input: shardInput(stage, i, n, paths, outputs, scratch),
-          output: shardOutput(stage, i, n, scratch, sink, finalPaths, plan, shards, backendName, options, fingerprint),
+          input: shardInput(stage, i, n, paths, outputs, scratch, round),
+          output: shardOutput(stage, i, n, scratch, sink, finalPaths, plan, shards, backendName, options, fingerprint, round),
           memoryBudgetBytes: budget,
         });
       }
@@ -196,6 +197,7 @@ export async function runPlan(ds: RunSource, sink: SinkSpec, options: SinkOption
       });
       bar.done();
       const counters = zero();
+      const roundCounters: Record<string, number> = {};
       const stageOut: OutputResult[] = new Array<OutputResult>(n);
       results.forEach((r: TaskResult, k) => {
         const c = r.counters;
@@ -204,17 +206,33 @@ export async function runPlan(ds: RunSource, sink: SinkSpec, options: SinkOption
         counters.bytesIn += c.bytesIn;
         counters.bytesOut += c.bytesOut;
         counters.timeMs += c.timeMs;
-        for (const [name, v] of Object.entries(r.user)) userCounters[name] = (userCounters[name] ?? 0) + v;
+        for (const [name, v] of Object.entries(r.user)) {
+          userCounters[name] = (userCounters[name] ?? 0) + v;
+          roundCounters[name] = (roundCounters[name] ?? 0) + v;
+        }
         stageOut[specs[k].shard] = r.output;
       });
       for (const i of skipped) {
         const c = committed.get(i)!;
         stageOut[i] = { kind: "file", path: c.path, count: c.count, bytes: c.bytes, outcome: "already" };
       }
-      outputs[stage.id] = stageOut;
       // A held (in-memory) exchange is read only by the stage that consumes it.
-      if (stage.input.kind === "shuffle") releaseHeld(outputs[stage.input.from]);
-      stageStats.push({ id: stage.id, name: stage.name, shards: n, counters, wallMs: performance.now() - stageStart, skipped: skipped.length, retries });
+      if (stage.input.kind === "shuffle") releaseHeld(round > 0 ? outputs[stage.id] : outputs[stage.input.from]);
+      outputs[stage.id] = stageOut;
+      const name = round > 0 ? `${stage.name} (round ${round + 1})` : stage.name;
+      stageStats.push({ id: stage.id, name, shards: n, counters, wallMs: performance.now() - stageStart, skipped: skipped.length, retries });
+      return roundCounters;
+    };
+    for (const stage of allCommitted ? [] : plan.stages) {
+      const loop = stage.input.kind === "shuffle" ? stage.input.loop : undefined;
+      let round = 0;
+      for (;;) {
+        const c = await runRound(stage, round);
+        round++;
+        if (!loop || (c[loop.counter] ?? 0) === 0) break;
+        if (round >= loop.maxRounds) throw new ZephyrError("INTERNAL", `stage ${stage.id} [${stage.name}]: no fixed point after ${round} rounds`);
+      }
+      if (loop) userCounters[loop.roundsCounter] = (userCounters[loop.roundsCounter] ?? 0) + round;
     }
     const stats: RunStats = { backend: backendName, fingerprint, stages: stageStats, counters: userCounters, wallMs: 0 };
     const value = await sinkValue(sink, outputs[last.id], finalPaths, committed, fingerprint, allCommitted);
@@ -233,9 +251,14 @@ export async function runPlan(ds: RunSource, sink: SinkSpec, options: SinkOption
   }
 }
 
-function shardInput(stage: Stage, i: number, n: number, paths: Map<number, string[]>, outputs: OutputResult[][], scratch: string): ShardInput {
+/** A stage's scratch folder name (a loop stage's later rounds get their own). */
+function stageDir(stage: Stage, round: number): string {
+  return round > 0 ? `stage-${stage.id}-round-${round}` : `stage-${stage.id}`;
+}
+
+function shardInput(stage: Stage, i: number, n: number, paths: Map<number, string[]>, outputs: OutputResult[][], scratch: string, round: number): ShardInput {
   const input = stage.input;
-  const tmpDir = path.join(scratch, `stage-${stage.id}`, `merge-${String(i).padStart(5, "0")}`);
+  const tmpDir = path.join(scratch, stageDir(stage, round), `merge-${String(i).padStart(5, "0")}`);
   switch (input.kind) {
     case "source": {
       const p = paths.get(stage.id);
@@ -250,7 +273,7 @@ function shardInput(stage: Stage, i: number, n: number, paths: Map<number, strin
       return { kind: "chunks", ranges: input.kind === "gather" ? splitChunks(chunks, 1)[0] : splitChunks(chunks, n)[i] };
     }
     case "shuffle":
-      return { kind: "shuffle", refs: scatterRefs(outputs[input.from]), partition: i, tmpDir };
+      return { kind: "shuffle", refs: scatterRefs(outputs[round > 0 ? stage.id : input.from]), partition: i, tmpDir };
     case "join":
       return { kind: "join", left: scatterRefs(outputs[input.left]), right: scatterRefs(outputs[input.right]), partition: i, tmpDir };
   }
@@ -267,8 +290,8 @@ function scatterRefs(outs: readonly OutputResult[]): ScatterRef[] {
   });
 }
 
-function shardOutput(stage: Stage, i: number, n: number, scratch: string, sink: SinkSpec, finalPaths: string[], plan: DatasetPlan, shards: number[], backend: ZephyrBackendName, options: TokenCacheOptions, fingerprint: string): ShardOutputSpec {
-  const tag = `stage-${stage.id}/shard-${String(i).padStart(5, "0")}`;
+function shardOutput(stage: Stage, i: number, n: number, scratch: string, sink: SinkSpec, finalPaths: string[], plan: DatasetPlan, shards: number[], backend: ZephyrBackendName, options: TokenCacheOptions, fingerprint: string, round: number): ShardOutputSpec {
+  const tag = `${stageDir(stage, round)}/shard-${String(i).padStart(5, "0")}`;
   switch (stage.output.kind) {
     case "chunks":
       return { kind: "chunks", file: path.join(scratch, `${tag}.chunk`) };

@@ -59,19 +59,24 @@ export function irisBackend(run: RemoteRun, opts: IrisBackendOptions, scratch: s
   const conn = connect(opts);
   const { origin, identity } = run;
   const runId = randomBytes(4).toString("hex");
+  const rounds = new Map<number, number>();
   return {
     async runStage(stage, specs, hooks) {
       if (specs.length === 0) return [];
+      // A loop stage runs once per round: each round is its own job.
+      const round = rounds.get(stage.id) ?? 0;
+      rounds.set(stage.id, round + 1);
+      const suffix = round > 0 ? `r${round}` : "";
       // The tasks' specs go in a file (a shuffle stage's can be large); their results come back
       // through iris.
-      const dir = path.join(scratch, "iris", `stage-${stage.id}`);
+      const dir = path.join(scratch, "iris", `stage-${stage.id}${suffix}`);
       await mkdir(dir, { recursive: true });
       const tasks: RemoteTask[] = specs.map((spec) => ({ origin, identity, spec }));
       const tasksFile = path.join(dir, "tasks.json");
       await writeFile(tasksFile, JSON.stringify(tasks));
       const args: IrisTaskArgs = { tasksFile };
       const job = await conn.submit({
-        name: `${opts.jobPrefix ?? "zephyr"}-${identity.slice(0, 8)}-${runId}-s${stage.id}`,
+        name: `${opts.jobPrefix ?? "zephyr"}-${identity.slice(0, 8)}-${runId}-s${stage.id}${suffix}`,
         entrypoint: { module: TASK_MODULE, export: "runZephyrIrisTask", args },
         replicas: specs.length,
         resources: { cpuMillis: opts.cpuMillis ?? 1000, ...(opts.memoryBytes !== undefined ? { memoryBytes: opts.memoryBytes } : {}) },

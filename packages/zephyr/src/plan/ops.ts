@@ -48,6 +48,21 @@ export type OpSpec =
   | { readonly kind: "deduplicate"; readonly key: UserFn; readonly shards?: number }
   | { readonly kind: "reduce"; readonly step: UserFn; readonly init: { readonly value: unknown } | undefined; readonly combine: UserFn }
   | {
+      /**
+       * A fixed-point loop (used by connected components): records scatter by `key`, each group
+       * goes through `step` and the result through `emit`, again and again, until a round adds
+       * nothing to the user counter `counter`; then `finish` reduces each group once.
+       */
+      readonly kind: "iterate";
+      readonly key: UserFn;
+      readonly step: UserFn;
+      readonly emit: UserFn;
+      readonly finish: UserFn;
+      readonly counter: string;
+      readonly roundsCounter: string;
+      readonly maxRounds: number;
+    }
+  | {
       readonly kind: "join";
       readonly other: LogicalPlan;
       readonly key: UserFn;

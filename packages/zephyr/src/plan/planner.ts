@@ -15,10 +15,20 @@ export type FusedOp =
 /** How a stage gets its records. */
 export type StageInput =
   | { readonly kind: "source"; readonly source: SourceSpec }
-  | { readonly kind: "shuffle"; readonly from: number; readonly mode: "group" | "dedup"; readonly reducer?: UserFn; readonly shards?: number }
+  | { readonly kind: "shuffle"; readonly from: number; readonly mode: "group" | "dedup"; readonly reducer?: UserFn; readonly shards?: number; readonly loop?: StageLoop }
   | { readonly kind: "join"; readonly left: number; readonly right: number; readonly joinKind: "inner" | "left"; readonly shards?: number }
   | { readonly kind: "reshard"; readonly from: number; readonly shards: number }
   | { readonly kind: "gather"; readonly from: number; readonly combine?: { readonly fn: UserFn; readonly hasInit: boolean } };
+
+/**
+ * A stage that reruns on its own output until a round adds nothing to the user counter
+ * `counter` (its first round reads the stage `from`; it scatters by the same key each round).
+ */
+export interface StageLoop {
+  readonly counter: string;
+  readonly roundsCounter: string;
+  readonly maxRounds: number;
+}
 
 /** Where a stage's records go. */
 export type StageOutput =
@@ -90,6 +100,7 @@ function inputLabel(input: StageInput): string {
     case "source":
       return sourceLabel(input.source);
     case "shuffle":
+      if (input.loop) return `repeat groupBy(from stage ${input.from}, then itself, until ${input.loop.counter} stays 0)`;
       return input.mode === "group" ? `groupBy(from stage ${input.from})` : `deduplicate(from stage ${input.from})`;
     case "join":
       return `${input.joinKind} join(stage ${input.left} ⋈ stage ${input.right})`;
@@ -161,6 +172,14 @@ class Builder {
         case "deduplicate":
           open = { input: { kind: "shuffle", mode: "dedup", from: this.close(open, { kind: "scatter", key: op.key }), shards: op.shards }, ops: [] };
           break;
+        case "iterate": {
+          open.ops.push({ kind: "flatMap", fn: op.emit });
+          const first = this.close(open, { kind: "scatter", key: op.key });
+          const loop: StageLoop = { counter: op.counter, roundsCounter: op.roundsCounter, maxRounds: op.maxRounds };
+          const body = this.close({ input: { kind: "shuffle", mode: "group", from: first, reducer: op.step, loop }, ops: [{ kind: "flatMap", fn: op.emit }] }, { kind: "scatter", key: op.key });
+          open = { input: { kind: "shuffle", mode: "group", from: body, reducer: op.finish }, ops: [] };
+          break;
+        }
         case "reduce": {
           open.ops.push({ kind: "fold", step: op.step, init: op.init });
           const from = this.close(open, { kind: "chunks" });
