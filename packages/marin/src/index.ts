@@ -50,6 +50,8 @@ export type { QualityFilterResult, QualityFilterStepOptions } from "./steps/qual
 export { tokenize, TRAIN_CACHE, VALIDATION_CACHE } from "./steps/tokenize.ts";
 export type { TokenizeOptions } from "./steps/tokenize.ts";
 export { trainTokenizer, TOKENIZER_JSON } from "./steps/trainTokenizer.ts";
+export { holdOut } from "./steps/holdOut.ts";
+export type { HoldOutOptions } from "./steps/holdOut.ts";
 export type { TrainTokenizerOptions } from "./steps/trainTokenizer.ts";
 export { readDocuments } from "./steps/documents.ts";
 export type { Document } from "./steps/documents.ts";

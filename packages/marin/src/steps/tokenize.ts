@@ -12,6 +12,7 @@ const configSchema = z.object({
   tokenizer: z.string().min(1),
   validationFraction: z.number().min(0).max(0.5),
   seed: z.number().int(),
+  validationInput: z.string().optional(),
 });
 
 /** The resolved config of {@link tokenize}. */
@@ -32,6 +33,11 @@ export interface TokenizeOptions {
   validationFraction?: number;
   /** Changes which documents are held out (default 0). */
   seed?: number;
+  /**
+   * Documents for `validation/` (e.g. a {@link holdOut} step's output): then every document of
+   * `input` goes to `train/` and `validationFraction` is not used.
+   */
+  validationInput?: OutputRef;
 }
 
 /** Sub-folders of a tokenize step's output holding the two levanter token caches. */
@@ -47,7 +53,7 @@ export function isValidationDoc(id: string, fraction: number, seed: number): boo
 
 /** Documents → levanter token caches `train/` and `validation/` (zephyr `writeTokenCache`), split by document. */
 export function tokenize(opts: TokenizeOptions): Step<any> {
-  checkOptions("tokenize", { name: true, input: true, tokenizer: true, validationFraction: true, seed: true }, opts);
+  checkOptions("tokenize", { name: true, input: true, tokenizer: true, validationFraction: true, seed: true, validationInput: true }, opts);
   return defineStep({
     name: opts.name ?? "tokenize",
     description: "documents → levanter token caches (train/validation)",
@@ -58,6 +64,8 @@ export function tokenize(opts: TokenizeOptions): Step<any> {
       tokenizer: opts.tokenizer ?? "byte",
       validationFraction: opts.validationFraction ?? 0.05,
       seed: opts.seed ?? 0,
+      // Only when given, so that the identity of existing tokenize steps is unchanged.
+      ...(opts.validationInput !== undefined ? { validationInput: opts.validationInput } : {}),
     },
     fn: async (ctx) => {
       const cfg = ctx.config as TokenizeConfig;
@@ -66,8 +74,11 @@ export function tokenize(opts: TokenizeOptions): Step<any> {
       const tokenizer = await loadTokenizer(cfg.tokenizer);
       const write = async (validation: boolean) => {
         const cacheDir = path.join(ctx.outputPath, validation ? VALIDATION_CACHE : TRAIN_CACHE);
-        const res = await (await readDocuments(cfg.input))
-          .filter((d) => isValidationDoc(d.id, cfg.validationFraction, cfg.seed) === validation)
+        const docs =
+          cfg.validationInput !== undefined
+            ? await readDocuments(validation ? cfg.validationInput : cfg.input)
+            : (await readDocuments(cfg.input)).filter((d) => isValidationDoc(d.id, cfg.validationFraction, cfg.seed) === validation);
+        const res = await docs
           .map((d) => encodeDocument(tokenizer, d.text))
           .writeTokenCache(cacheDir, {
             ...ZEPHYR_RUN,
