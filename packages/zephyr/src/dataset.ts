@@ -13,9 +13,9 @@ import { planStages } from "./plan/planner.ts";
 import type { DatasetPlan } from "./plan/planner.ts";
 import { overlapFraction, sharedNgramFilter } from "./text/bloom.ts";
 import type { BloomFilter } from "./text/bloom.ts";
-import { bandEntries, bucketEdges, fuzzyParams } from "./text/fuzzy.ts";
-import type { BandEntry, FuzzyParams } from "./text/fuzzy.ts";
-import { failedRules, resolveRules } from "./text/quality.ts";
+import { bandBatches, fuzzyParams, groupEdges } from "./text/fuzzy.ts";
+import type { BandBatch, FuzzyParams } from "./text/fuzzy.ts";
+import { failedRules, QUALITY_RULE_NAMES, resolveRules } from "./text/quality.ts";
 import type { QualityRules } from "./text/quality.ts";
 
 /** Shard information handed to a `mapShard` function. */
@@ -367,23 +367,24 @@ export class Dataset<T> implements RunSource {
     const p: FuzzyParams = fuzzyParams(options);
     const text = options.text;
     // Ids in input order: shard · 2^32 + position (windows keep mapShard's async step per 4,096 records).
-    const tagged = this.window(4096)
-      .mapShard(async function* (windows: AsyncIterable<T[]>, ctx: TaskContext) {
+    const tagWindows = <R>(make: (w: [number, T][], ctx: TaskContext) => Iterable<R>) =>
+      this.window(4096).mapShard(async function* (windows: AsyncIterable<T[]>, ctx: TaskContext) {
         if (ctx.shard >= 2 ** 21) throw new ZephyrError("INVALID_ARGUMENT", "dedupFuzzy: at most 2^21 input shards");
         let pos = 0;
-        for await (const w of windows) yield w.map((r): [number, T] => [ctx.shard * 4294967296 + pos++, r]);
-      })
-      .flatMap((w) => w);
-    const sig = new Uint32Array(p.permutations);
-    const edges = tagged
-      .flatMap(([id, r]) => {
+        for await (const w of windows) yield* make(w.map((r): [number, T] => [ctx.shard * 4294967296 + pos++, r]), ctx);
+      });
+    const tagged = tagWindows((w) => [w]).flatMap((w) => w);
+    const edges = tagWindows((w, ctx) => {
+      const texts = w.map(([id, r]): [number, string] => {
         const t = text(r);
         if (typeof t !== "string") throw new ZephyrError("BAD_RECORD", `dedupFuzzy: text() returned ${typeof t}, expected a string`);
-        return bandEntries(id, t, p, sig);
-      })
+        return [id, t];
+      });
+      return bandBatches(texts, p, 64 * ctx.numShards);
+    })
       .groupBy(
-        (b: BandEntry) => b[0],
-        (_k, members: BandEntry[], ctx) => bucketEdges(members, p, (n, v) => ctx.counter(n, v)),
+        (b: BandBatch) => b[0],
+        (_g, batches: BandBatch[], ctx) => groupEdges(batches, p, (n, v) => ctx.counter(n, v)),
       )
       .flatMap((es) => es);
     const labels = connectedComponents(edges, { counterPrefix: "dedupFuzzy.cc" });
@@ -459,7 +460,7 @@ export class Dataset<T> implements RunSource {
     checkText("qualityFilter", options?.text);
     const rules = resolveRules(options.rules ?? {});
     for (const [name, v] of Object.entries(options.rules ?? {})) {
-      if (!(name in rules) && v !== false) throw new ZephyrError("INVALID_ARGUMENT", `qualityFilter rules: unknown rule "${name}"`);
+      if (!(QUALITY_RULE_NAMES as readonly string[]).includes(name)) throw new ZephyrError("INVALID_ARGUMENT", `qualityFilter rules: unknown rule "${name}" (known: ${QUALITY_RULE_NAMES.join(", ")})`);
       if (v !== false && (v === null || typeof v !== "object")) throw new ZephyrError("INVALID_ARGUMENT", `qualityFilter rules.${name}: expected bounds { min?, max? } or false`);
     }
     const text = options.text;

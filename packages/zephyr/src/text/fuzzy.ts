@@ -39,13 +39,72 @@ export function fuzzyParams(o: { threshold?: number; ngram?: number; permutation
   return { threshold, ngram, permutations, seed, verify: o.verify ?? false, bands, rows };
 }
 
-/** The band entries of one record (none for a text without words). */
-export function bandEntries(id: number, text: string, p: FuzzyParams, sig: Uint32Array = new Uint32Array(p.permutations)): BandEntry[] {
-  const sh = shingleHashes(text, p.ngram);
-  if (sh.length === 0) return [];
-  minhash(sh, permsFor(p), sig);
-  const keys = bandKeys(sig, p.bands, p.rows);
-  return p.verify ? keys.map((k) => [k, id, text] as BandEntry) : keys.map((k) => [k, id] as BandEntry);
+/**
+ * One window's band keys for one key group: parallel arrays of band keys and record ids (and,
+ * to verify, texts). A band key's group is `key mod groups`, so all records of a bucket meet in
+ * one group; grouping thousands of keys per shuffled record keeps the shuffle to a few large
+ * typed arrays instead of one small record per band.
+ */
+export type BandBatch = [group: number, keys: Float64Array, ids: Float64Array, texts: string[] | null];
+
+/** The band batches of a window of `[id, text]` (a text without words has no bands). */
+export function bandBatches(window: readonly (readonly [number, string])[], p: FuzzyParams, groups: number): BandBatch[] {
+  const perms = permsFor(p);
+  const sig = new Int32Array(p.permutations);
+  const keys = new Array<number>(p.bands);
+  const gk: number[][] = Array.from({ length: groups }, () => []);
+  const gi: number[][] = Array.from({ length: groups }, () => []);
+  const gt: string[][] | null = p.verify ? Array.from({ length: groups }, () => []) : null;
+  for (const [id, text] of window) {
+    const sh = shingleHashes(text, p.ngram);
+    if (sh.length === 0) continue;
+    minhash(sh, perms, sig);
+    bandKeys(sig, p.bands, p.rows, keys);
+    for (const k of keys) {
+      const g = k % groups;
+      gk[g].push(k);
+      gi[g].push(id);
+      if (gt) gt[g].push(text);
+    }
+  }
+  const out: BandBatch[] = [];
+  for (let g = 0; g < groups; g++) if (gk[g].length > 0) out.push([g, Float64Array.from(gk[g]), Float64Array.from(gi[g]), gt ? gt[g] : null]);
+  return out;
+}
+
+/**
+ * A Float64Array as it may come back from a serialising shuffle (msgpack hands typed arrays back
+ * as their bytes, a Buffer): copied into an aligned array of this machine's byte order.
+ */
+function asFloat64(v: Float64Array | Uint8Array): Float64Array {
+  return v instanceof Float64Array ? v : new Float64Array(new Uint8Array(v).buffer);
+}
+
+/** The edges of one key group: its buckets (equal band keys) of two or more records, through {@link bucketEdges}. */
+export function groupEdges(batches: readonly BandBatch[], p: FuzzyParams, counter: (name: string, n?: number) => void): [number, number][] {
+  const buckets = new Map<number, number | BandEntry[]>();
+  const edges: [number, number][] = [];
+  const multi: BandEntry[][] = [];
+  for (const [, rawKeys, rawIds, texts] of batches) {
+    const keys = asFloat64(rawKeys);
+    const ids = asFloat64(rawIds);
+    for (let i = 0; i < keys.length; i++) {
+      const k = keys[i];
+      const entry: BandEntry = texts ? [k, ids[i], texts[i]] : [k, ids[i]];
+      const cur = buckets.get(k);
+      if (cur === undefined) buckets.set(k, texts ? [entry] : ids[i]);
+      else if (typeof cur === "number") {
+        const list: BandEntry[] = [[k, cur], entry];
+        buckets.set(k, list);
+        multi.push(list);
+      } else {
+        if (cur.length === 1) multi.push(cur);
+        cur.push(entry);
+      }
+    }
+  }
+  for (const members of multi) for (const e of bucketEdges(members, p, counter)) edges.push(e);
+  return edges;
 }
 
 /**

@@ -95,17 +95,21 @@ export function makePermutations(permutations: number, seed: number): Permutatio
   return { a, b };
 }
 
-/** The MinHash signature of a set of shingle hashes (all 0xffffffff for an empty set). */
-export function minhash(shingles: Uint32Array, perms: Permutations, out: Uint32Array = new Uint32Array(perms.a.length)): Uint32Array {
+/**
+ * The MinHash signature of a set of shingle hashes, each value stored XOR 0x80000000 as an int32
+ * (so that signed comparison orders the unsigned hashes and the loop stays in int32 arithmetic);
+ * all 0x7fffffff for an empty set.
+ */
+export function minhash(shingles: Uint32Array, perms: Permutations, out: Int32Array = new Int32Array(perms.a.length)): Int32Array {
   const { a, b } = perms;
   const k = a.length;
-  out.fill(0xffffffff);
+  out.fill(0x7fffffff);
   for (let s = 0; s < shingles.length; s++) {
     const x = shingles[s] | 0;
     for (let i = 0; i < k; i++) {
       let v = (Math.imul(a[i], x) + b[i]) | 0;
       v = Math.imul(v ^ (v >>> 15), 0x2c1b3c6d);
-      v = (v ^ (v >>> 12)) >>> 0;
+      v = (v ^ (v >>> 12) ^ 0x80000000) | 0;
       if (v < out[i]) out[i] = v;
     }
   }
@@ -116,13 +120,12 @@ export function minhash(shingles: Uint32Array, perms: Permutations, out: Uint32A
  * The band keys of a signature: band `j` covers rows `j·rows … j·rows+rows-1`; its key is a
  * 53-bit hash of the band's index and values (equal keys: equal bands, up to 2^-53 collisions).
  */
-export function bandKeys(sig: Uint32Array, bands: number, rows: number): number[] {
-  const out = new Array<number>(bands);
+export function bandKeys(sig: Int32Array, bands: number, rows: number, out: number[] = new Array<number>(bands)): number[] {
   for (let j = 0; j < bands; j++) {
     let h1 = Math.imul(j + 1, 0x9e3779b1);
     let h2 = Math.imul(j + 1, 0x85ebca77) ^ 0x27d4eb2f;
     for (let r = j * rows, e = r + rows; r < e; r++) {
-      const v = sig[r] | 0;
+      const v = sig[r];
       h1 = Math.imul(h1 ^ v, 0x01000193);
       h2 = Math.imul(h2 ^ v, 0xc2b2ae35) + 0x165667b1;
     }
