@@ -4,7 +4,7 @@ import { selectBackend } from "./backend.ts";
 import { LevanterError } from "./errors.ts";
 import { Rng } from "./rng.ts";
 import { tokenizerNamed } from "./trainer/evaluate.ts";
-import { checkpointTokenizerFile, loadModelFromCheckpoint } from "./trainer/trainState.ts";
+import { loadModelFromCheckpoint } from "./trainer/trainState.ts";
 
 /** Options of {@link generate}. */
 export interface GenerateOptions {
@@ -48,7 +48,7 @@ export async function generate(opts: GenerateOptions): Promise<GenerateResult> {
   await selectBackend();
   const { model, state, path } = await loadModelFromCheckpoint(opts.checkpoint);
   try {
-    const tokenizer = await tokenizerNamed(state.tokenizer, opts.tokenizerJson ?? (await checkpointTokenizerFile(path)));
+    const tokenizer = await tokenizerNamed(state.tokenizer, opts.tokenizerJson, [path]);
     const rng = new Rng(opts.seed ?? 0);
     const context = tokenizer.encode(opts.prompt);
     if (context.length === 0) context.push(tokenizer.eosId);

@@ -25,6 +25,7 @@ export type { GangTrainResult, RunTrainGangOptions, TrainGangOptions } from "./t
 export type { TrainStepInfo, TrainHook, TrainLmOptions, TrainLmResult } from "./trainer/trainLm.ts";
 export {
   DataConfigSchema,
+  MixtureConfigSchema,
   TRACKER_NAMES,
   TrainLmConfigSchema,
   TrainerConfigSchema,
@@ -58,8 +59,12 @@ export { bitsPerByte, encodeDocument } from "./data/tokenizer.ts";
 export type { Tokenizer } from "./data/tokenizer.ts";
 export { HfTokenizer, loadHfTokenizer, loadTokenizer } from "./data/hfTokenizer.ts";
 export type { HfTokenizerFiles } from "./data/hfTokenizer.ts";
+export { BYTE_LEVEL_CHARS, DEFAULT_EOS_TOKEN, MAX_TRAINED_VOCAB, TOKENIZER_FILES, trainBpeTokenizer, writeTrainedTokenizer } from "./data/trainTokenizer.ts";
+export type { TrainBpeOptions, TrainedBpeTokenizer } from "./data/trainTokenizer.ts";
 export { FeistelPermutation } from "./data/feistelPermutation.ts";
 export { TokenLoader, ValidationBatches, countWindows } from "./data/tokenLoader.ts";
+export { MixtureLoader } from "./data/mixtureLoader.ts";
+export type { MixtureBatch, MixtureSource, MixtureStage } from "./data/mixtureLoader.ts";
 export type { TokenBatch, TokenLoaderOptions } from "./data/tokenLoader.ts";
 export { Checkpointer, checkpointerConfigSchema } from "./checkpoint/checkpointer.ts";
 export type { CheckpointerConfig, CheckpointerConfigInput, SaveFn, SavedCheckpoint } from "./checkpoint/checkpointer.ts";

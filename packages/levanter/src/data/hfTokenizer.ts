@@ -4,6 +4,7 @@ import { readFile, stat } from "node:fs/promises";
 import path from "node:path";
 import { LevanterError } from "../errors.ts";
 import { byteTokenizer } from "./byteTokenizer.ts";
+import { BYTE_LEVEL_CHARS } from "./trainTokenizer.ts";
 import type { Tokenizer } from "./tokenizer.ts";
 
 /** The parsed contents of a Hugging Face tokenizer: `tokenizer.json` and (optional) `tokenizer_config.json`. */
@@ -22,7 +23,11 @@ export class HfTokenizer implements Tokenizer {
   readonly name: string;
   readonly vocabSize: number;
   readonly eosId: number;
+  /** The files it was built from (a training checkpoint records them beside its parameters). */
+  readonly files: HfTokenizerFiles;
   readonly #impl: HfTokenizerImpl;
+  /** Bytes per id, for byte-level BPE (each character of a token is one byte); else undefined. */
+  readonly #bytesPerId: Uint32Array | undefined;
 
   constructor(name: string, files: HfTokenizerFiles) {
     const config = (files.tokenizerConfig ?? {}) as Record<string, unknown>;
@@ -32,6 +37,7 @@ export class HfTokenizer implements Tokenizer {
       throw new LevanterError("INVALID_CONFIG", `tokenizer ${name}: cannot build it from tokenizer.json`, { cause });
     }
     this.name = name;
+    this.files = files;
     let maxId = -1;
     for (const id of this.#impl.get_vocab(true).values()) maxId = Math.max(maxId, id);
     this.vocabSize = maxId + 1;
@@ -42,6 +48,7 @@ export class HfTokenizer implements Tokenizer {
       throw new LevanterError("INVALID_CONFIG", `tokenizer ${name}: tokenizer_config.json eos_token: expected a token of the vocabulary, got ${JSON.stringify(eos)}`);
     }
     this.eosId = eosId;
+    this.#bytesPerId = byteLevelLengths(files.tokenizerJson, this.vocabSize);
   }
 
   /** The id of a token of the vocabulary (special tokens included), or undefined. */
@@ -60,8 +67,39 @@ export class HfTokenizer implements Tokenizer {
   }
 
   countBytes(ids: ArrayLike<number>): number {
-    return Buffer.byteLength(this.decode(ids), "utf8");
+    const table = this.#bytesPerId;
+    if (!table) return Buffer.byteLength(this.decode(ids), "utf8");
+    // Exact per token: a window cut inside a multi-byte character still counts its own bytes.
+    let n = 0;
+    for (let i = 0; i < ids.length; i++) n += table[ids[i]!] ?? 0;
+    return n;
   }
+}
+
+const BYTE_OF_CHAR = new Map(BYTE_LEVEL_CHARS.map((c, b) => [c, b]));
+
+/**
+ * For a BPE tokenizer with a ByteLevel decoder (GPT-2 style, and what `trainBpeTokenizer` writes):
+ * the UTF-8 bytes each id stands for, special tokens 0. Undefined for any other kind, whose byte
+ * counts come from decoding.
+ */
+function byteLevelLengths(json: unknown, vocabSize: number): Uint32Array | undefined {
+  const j = json as { decoder?: { type?: unknown }; model?: { type?: unknown; vocab?: unknown }; added_tokens?: unknown };
+  if (j?.decoder?.type !== "ByteLevel" || j.model?.type !== "BPE" || typeof j.model.vocab !== "object" || j.model.vocab === null) return undefined;
+  const table = new Uint32Array(vocabSize);
+  for (const [token, id] of Object.entries(j.model.vocab as Record<string, unknown>)) {
+    if (typeof id !== "number" || !Number.isInteger(id) || id < 0 || id >= vocabSize) continue;
+    let n = 0;
+    for (const ch of token) {
+      if (!BYTE_OF_CHAR.has(ch)) return undefined;
+      n++;
+    }
+    table[id] = n;
+  }
+  for (const t of Array.isArray(j.added_tokens) ? (j.added_tokens as { id?: unknown; content?: unknown; special?: unknown }[]) : []) {
+    if (typeof t.id === "number" && t.id >= 0 && t.id < vocabSize) table[t.id] = t.special === true ? 0 : Buffer.byteLength(String(t.content ?? ""), "utf8");
+  }
+  return table;
 }
 
 /**

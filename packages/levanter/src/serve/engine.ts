@@ -217,7 +217,7 @@ export class InferenceEngine {
     try {
       // An imported (or fine-tuned) checkpoint carries its tokenizer.json and tokenizer_config.json.
       const tokenizerJson = opts.tokenizerJson ?? (await checkpointTokenizerFile(path));
-      const tokenizer = await tokenizerNamed(state.tokenizer, tokenizerJson);
+      const tokenizer = await tokenizerNamed(state.tokenizer, tokenizerJson, [path]);
       const engine = new InferenceEngine(model, tokenizer, opts.modelId ?? path, opts);
       if (tokenizerJson) engine.tokenizerJson = tokenizerJson;
       return engine;

@@ -1,5 +1,7 @@
 // Evaluation: loss and bits per byte of a model or a checkpoint over validation batches.
 import * as tf from "@tensorflow/tfjs";
+import { existsSync } from "node:fs";
+import path from "node:path";
 import { selectBackend } from "../backend.ts";
 import { loadTokenizer } from "../data/hfTokenizer.ts";
 import { bitsPerByte, type Tokenizer } from "../data/tokenizer.ts";
@@ -44,7 +46,7 @@ export interface EvaluateCheckpointOptions {
   checkpoint: string;
   /** A token cache to evaluate on. */
   data: string;
-  /** HF tokenizer.json, for caches not made by the byte tokenizer. */
+  /** HF tokenizer.json, for caches not made by the byte tokenizer (default: the one recorded in the checkpoint or the cache). */
   tokenizerJson?: string;
   batchSize?: number;
   maxBatches?: number;
@@ -54,10 +56,10 @@ export interface EvaluateCheckpointOptions {
 export async function evaluateCheckpoint(opts: EvaluateCheckpointOptions): Promise<EvalResult & { checkpoint: string; step: number }> {
   await selectBackend();
   const cache = await TokenCacheReader.open(opts.data);
-  const { model, state, path } = await loadModelFromCheckpoint(opts.checkpoint);
+  const { model, state, path: ckptPath } = await loadModelFromCheckpoint(opts.checkpoint);
   try {
-    const carried = await checkpointTokenizerFile(path);
-    const tokenizer = await tokenizerNamed(state.tokenizer, opts.tokenizerJson ?? carried);
+    const carried = await checkpointTokenizerFile(ckptPath);
+    const tokenizer = await tokenizerNamed(state.tokenizer, opts.tokenizerJson ?? carried, [ckptPath, opts.data]);
     // `levanter tokenize --tokenizer FILE` names an HF tokenizer "hf": such a cache fits a
     // checkpoint that carries a tokenizer of the same vocabulary (an import, or a run from one).
     const fits = cache.ledger.tokenizer === state.tokenizer || (cache.ledger.tokenizer === "hf" && carried !== undefined && cache.ledger.vocabSize === tokenizer.vocabSize);
@@ -65,16 +67,26 @@ export async function evaluateCheckpoint(opts: EvaluateCheckpointOptions): Promi
       throw new LevanterError("DATA", `${opts.data}: made by tokenizer "${cache.ledger.tokenizer}", the checkpoint by "${state.tokenizer}"`);
     }
     const batches = new ValidationBatches(cache, { seqLen: model.config.seqLen, batchSize: opts.batchSize ?? 16 });
-    return { ...evaluateLm(model, batches, tokenizer, opts.maxBatches), checkpoint: path, step: state.step };
+    return { ...evaluateLm(model, batches, tokenizer, opts.maxBatches), checkpoint: ckptPath, step: state.step };
   } finally {
     model.dispose();
     cache.close();
   }
 }
 
-/** The tokenizer a cache or checkpoint names: built in for `byte`, else from `tokenizerJson`. */
-export async function tokenizerNamed(name: string, tokenizerJson: string | undefined): Promise<Tokenizer> {
+/**
+ * The tokenizer a cache or checkpoint names: built in for `byte`, else from `tokenizerJson`, else
+ * from the `tokenizer.json` recorded beside the data — the first of `recordedIn` (a token cache or
+ * a checkpoint directory) that holds one.
+ */
+export async function tokenizerNamed(name: string, tokenizerJson: string | undefined, recordedIn: string[] = []): Promise<Tokenizer> {
   if (name === "byte") return loadTokenizer("byte");
-  if (!tokenizerJson) throw new LevanterError("INVALID_CONFIG", `tokenizerJson: required for tokenizer "${name}" (only "byte" is built in)`);
-  return loadTokenizer(tokenizerJson, { name });
+  const file = tokenizerJson ?? recordedIn.map((d) => path.join(d, "tokenizer.json")).find((f) => existsSync(f));
+  if (!file) {
+    throw new LevanterError(
+      "INVALID_CONFIG",
+      `tokenizerJson: required for tokenizer "${name}" (only "byte" is built in${recordedIn.length ? `, and no tokenizer.json in ${recordedIn.join(" or ")}` : ""})`,
+    );
+  }
+  return loadTokenizer(file, { name });
 }

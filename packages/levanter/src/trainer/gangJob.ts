@@ -59,7 +59,7 @@ export interface GangTrainResult {
   attempts: number;
   error?: string;
   /** Rank 0's trainLm result (when it succeeded). */
-  result?: Pick<TrainLmResult, "step" | "resumedFrom" | "finalLoss" | "parameterCount" | "stoppedEarly">;
+  result?: Pick<TrainLmResult, "step" | "resumedFrom" | "finalLoss" | "parameterCount" | "stoppedEarly" | "evalBySource">;
 }
 
 /** Options of {@link runTrainGang}. */
@@ -114,7 +114,14 @@ function rankZeroStatus(client: IrisClient, sink: StatusSink): { onStatus: (st: 
 // path of the config becomes absolute.
 function absolutePaths(config: TrainLmConfig): TrainLmConfig {
   const abs = (p: string) => path.resolve(p);
-  const data = { ...config.data, trainCache: abs(config.data.trainCache) };
+  const data = { ...config.data };
+  if (config.data.trainCache !== undefined) data.trainCache = abs(config.data.trainCache);
+  if (config.data.mixture !== undefined) {
+    data.mixture = {
+      ...config.data.mixture,
+      sources: config.data.mixture.sources.map((s) => ({ ...s, trainCache: abs(s.trainCache), ...(s.validationCache !== undefined ? { validationCache: abs(s.validationCache) } : {}) })),
+    };
+  }
   if (config.data.validationCache !== undefined) data.validationCache = abs(config.data.validationCache);
   if (config.data.tokenizerJson !== undefined) data.tokenizerJson = abs(config.data.tokenizerJson);
   return { ...config, data, trainer: { ...config.trainer, runDir: abs(config.trainer.runDir) } };
@@ -168,7 +175,7 @@ export async function runTrainGang(input: TrainLmConfig | TrainLmConfigInput, ra
       attempts: Math.max(1, ...status.tasks.map((t) => Math.max(t.attempts.length, t.attempt))),
       ...(status.error ? { error: status.error } : {}),
       ...(r0
-        ? { result: { step: r0.step, stoppedEarly: r0.stoppedEarly, parameterCount: r0.parameterCount, ...(r0.resumedFrom !== undefined ? { resumedFrom: r0.resumedFrom } : {}), ...(r0.finalLoss !== undefined ? { finalLoss: r0.finalLoss } : {}) } }
+        ? { result: { step: r0.step, stoppedEarly: r0.stoppedEarly, parameterCount: r0.parameterCount, ...(r0.resumedFrom !== undefined ? { resumedFrom: r0.resumedFrom } : {}), ...(r0.finalLoss !== undefined ? { finalLoss: r0.finalLoss } : {}), ...(r0.evalBySource ? { evalBySource: r0.evalBySource } : {}) } }
         : {}),
     };
   } finally {

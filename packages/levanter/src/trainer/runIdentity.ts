@@ -23,6 +23,13 @@ export const runIdentitySchema = z.object({
     /** The data permutation's seed (`data.seed`, else `trainer.seed`). */
     seed: z.number(),
     shuffle: z.boolean(),
+    /** With `data.mixture` (`trainCache` is then its first source's): every source and the weights. */
+    mixture: z
+      .object({
+        sources: z.array(z.object({ name: z.string(), weight: z.number(), trainCache: cacheIdentitySchema, validationCache: cacheIdentitySchema.nullable() })),
+        weightsAt: z.array(z.object({ step: z.number(), weights: z.record(z.string(), z.number()) })),
+      })
+      .optional(),
   }),
 });
 
@@ -36,9 +43,42 @@ function cacheIdentity(reader: TokenCacheReader): CacheIdentity {
   return { path: path.resolve(reader.dir), tokenizer: l.tokenizer, vocabSize: l.vocabSize, totalTokens: l.totalTokens, totalDocuments: l.totalDocuments };
 }
 
-/** The identity of the data a run opened: caches by their contents' ledger, plus seed and shuffle. */
-export function runIdentity(train: TokenCacheReader, validation: TokenCacheReader | undefined, data: { seed: number; shuffle: boolean }): RunIdentity {
-  return { data: { trainCache: cacheIdentity(train), validationCache: validation ? cacheIdentity(validation) : null, seed: data.seed, shuffle: data.shuffle } };
+/** A mixture as {@link runIdentity} takes it: its sources' opened caches and the weights. */
+export interface MixtureIdentityInput {
+  sources: { name: string; weight: number; train: TokenCacheReader; validation: TokenCacheReader | undefined }[];
+  weightsAt: { step: number; weights: Record<string, number> }[];
+}
+
+/** The identity of the data a run opened: caches by their contents' ledger, plus seed, shuffle and a mixture's sources and weights. */
+export function runIdentity(
+  train: TokenCacheReader,
+  validation: TokenCacheReader | undefined,
+  data: { seed: number; shuffle: boolean; mixture?: MixtureIdentityInput },
+): RunIdentity {
+  const m = data.mixture;
+  return {
+    data: {
+      trainCache: cacheIdentity(train),
+      validationCache: validation ? cacheIdentity(validation) : null,
+      seed: data.seed,
+      shuffle: data.shuffle,
+      ...(m
+        ? {
+            mixture: {
+              sources: m.sources.map((s) => ({ name: s.name, weight: s.weight, trainCache: cacheIdentity(s.train), validationCache: s.validation ? cacheIdentity(s.validation) : null })),
+              weightsAt: m.weightsAt,
+            },
+          }
+        : {}),
+    },
+  };
+}
+
+// A mixture without the caches' paths (contents decide), for comparison.
+function mixtureKey(m: RunIdentity["data"]["mixture"]): string {
+  if (!m) return "none";
+  const c = (x: CacheIdentity | null) => (x ? { ...x, path: undefined } : null);
+  return JSON.stringify({ sources: m.sources.map((s) => ({ ...s, trainCache: c(s.trainCache), validationCache: c(s.validationCache) })), weightsAt: m.weightsAt });
 }
 
 const show = (v: unknown) => (v === undefined ? "unset" : JSON.stringify(v));
@@ -77,6 +117,10 @@ export function runDifferences(
   if (!sameCache(s.trainCache, d.trainCache)) diffs.push(`data.trainCache: ${describeCache(s.trainCache)} in the run, ${describeCache(d.trainCache)} now`);
   if (!sameCache(s.validationCache, d.validationCache)) {
     diffs.push(`data.validationCache: ${describeCache(s.validationCache)} in the run, ${describeCache(d.validationCache)} now`);
+  }
+  if (mixtureKey(s.mixture) !== mixtureKey(d.mixture)) {
+    const show = (m: RunIdentity["data"]["mixture"]) => (m ? m.sources.map((x) => `${x.name}×${x.weight} (${describeCache(x.trainCache)})`).join(", ") + (m.weightsAt.length ? `, weightsAt ${JSON.stringify(m.weightsAt)}` : "") : "none");
+    diffs.push(`data.mixture: ${show(s.mixture)} in the run, ${show(d.mixture)} now`);
   }
   if (s.seed !== d.seed) diffs.push(`data.seed: ${s.seed} in the run, ${d.seed} now (data.seed, else trainer.seed)`);
   if (s.shuffle !== d.shuffle) diffs.push(`data.shuffle: ${s.shuffle} in the run, ${d.shuffle} now`);

@@ -1,11 +1,14 @@
 // trainLm: the training loop (data, model, optimizer, evaluation, trackers, checkpoints, exact resume).
 import { getIrisCtx } from "@marin/iris";
 import * as tf from "@tensorflow/tfjs";
+import { existsSync } from "node:fs";
 import path from "node:path";
 import { selectBackend, type BackendSelection } from "../backend.ts";
 import { Checkpointer, type SavedCheckpoint } from "../checkpoint/checkpointer.ts";
-import { TokenLoader, ValidationBatches } from "../data/tokenLoader.ts";
+import { MixtureLoader } from "../data/mixtureLoader.ts";
+import { TokenLoader, ValidationBatches, type TokenBatch } from "../data/tokenLoader.ts";
 import type { Tokenizer } from "../data/tokenizer.ts";
+import { HfTokenizer } from "../data/hfTokenizer.ts";
 import { LevanterError } from "../errors.ts";
 import { log } from "../internal/log.ts";
 import { Rng } from "../rng.ts";
@@ -70,6 +73,8 @@ export interface TrainLmResult {
   /** Steps in this call whose loss or gradient norm was not finite and whose update was skipped. */
   skippedSteps: number;
   eval?: EvalResult;
+  /** With `data.mixture`: the last evaluation of each source that has a validation cache, by name. */
+  evalBySource?: Record<string, EvalResult>;
   parameterCount: number;
   checkpoint?: string;
   backend: BackendSelection;
@@ -91,9 +96,12 @@ export async function trainLm(input: TrainLmConfig | TrainLmConfigInput, options
   const config = parseTrainLmConfig(input);
   const { trainer: tc, data: dc } = config;
   const backend = await selectBackend({ ...(tc.backend ? { force: tc.backend } : {}), ...(tc.threads ? { threads: tc.threads } : {}) });
-  const reader = await TokenCacheReader.open(dc.trainCache);
-  const validation = dc.validationCache ? await TokenCacheReader.open(dc.validationCache) : undefined;
-  const readers = [reader, ...(validation ? [validation] : [])];
+  const readers: TokenCacheReader[] = [];
+  const open = async (dir: string) => {
+    const r = await TokenCacheReader.open(dir);
+    readers.push(r);
+    return r;
+  };
   let model: TransformerLm | undefined;
   let dist: Distributed | undefined;
   const ownDist = options.distributed === undefined;
@@ -106,6 +114,24 @@ export async function trainLm(input: TrainLmConfig | TrainLmConfigInput, options
   if (options.signal?.aborted) onAbort();
   else options.signal?.addEventListener("abort", onAbort, { once: true });
   try {
+    // One train cache, or a mixture's: every source made by the same tokenizer.
+    const sources = dc.mixture
+      ? await Promise.all(
+          dc.mixture.sources.map(async (s) => ({ ...s, train: await open(s.trainCache), validation: s.validationCache ? await open(s.validationCache) : undefined })),
+        )
+      : undefined;
+    const reader = sources ? sources[0]!.train : await open(dc.trainCache!);
+    for (const s of sources ?? []) {
+      for (const c of [s.train, s.validation]) {
+        if (c && (c.ledger.tokenizer !== reader.ledger.tokenizer || c.ledger.vocabSize !== reader.ledger.vocabSize)) {
+          throw new LevanterError(
+            "DATA",
+            `data.mixture: ${c.dir} was made by tokenizer "${c.ledger.tokenizer}" (vocabulary ${c.ledger.vocabSize}), ${reader.dir} by "${reader.ledger.tokenizer}" (vocabulary ${reader.ledger.vocabSize}); a mixture needs one tokenizer`,
+          );
+        }
+      }
+    }
+    const validation = dc.validationCache ? await open(dc.validationCache) : undefined;
     dist = options.distributed ?? (await initializeDistributed());
     const { rank, world } = dist;
     const lead = rank === 0;
@@ -117,8 +143,8 @@ export async function trainLm(input: TrainLmConfig | TrainLmConfigInput, options
       );
     }
     // Started from a checkpoint (trainer.initializeFrom): its model shape, parameters and tokenizer.
-    const init = tc.initializeFrom ? await initialModel(tc.initializeFrom, config, reader.ledger) : undefined;
-    const tokenizer = init ? init.tokenizer : await tokenizerFor(reader.ledger.tokenizer, dc.tokenizerJson);
+    const init = tc.initializeFrom ? await initialModel(tc.initializeFrom, config, reader) : undefined;
+    const tokenizer = init ? init.tokenizer : await tokenizerFor(reader.ledger.tokenizer, dc.tokenizerJson, reader.dir);
     const modelConfig = init ? init.modelConfig : resolveModelConfig(config.model, reader.ledger.vocabSize);
     const seqLen = modelConfig.seqLen;
     if (backend.name === "wasm") checkWasmMemory(modelConfig, tc.batchSize / microBatches);
@@ -137,7 +163,12 @@ export async function trainLm(input: TrainLmConfig | TrainLmConfigInput, options
       ...(sharded ? { owned: sharded.ownedNames() } : {}),
     });
     const loaderSeed = dc.seed ?? tc.seed;
-    const loader = new TokenLoader(reader, { seqLen, batchSize: tc.batchSize, seed: loaderSeed, shuffle: dc.shuffle });
+    const loader: { batch(step: number): TokenBatch } = sources
+      ? new MixtureLoader(
+          sources.map((s) => ({ name: s.name, source: s.train, weight: s.weight })),
+          { seqLen, batchSize: tc.batchSize, seed: loaderSeed, shuffle: dc.shuffle, ...(dc.mixture?.weightsAt ? { stages: dc.mixture.weightsAt } : {}) },
+        )
+      : new TokenLoader(reader, { seqLen, batchSize: tc.batchSize, seed: loaderSeed, shuffle: dc.shuffle });
     const checkpointer = new Checkpointer({ basePath: path.join(tc.runDir, "checkpoints"), ...tc.checkpointer });
 
     let startStep = 0;
@@ -145,7 +176,11 @@ export async function trainLm(input: TrainLmConfig | TrainLmConfigInput, options
     let lastSavedStep: number | undefined;
     /** The newest checkpoint of this run (temporary or permanent), reported to iris as `checkpoint/step`. */
     let lastCheckpointStep: number | undefined;
-    const run = runIdentity(reader, validation, { seed: loaderSeed, shuffle: dc.shuffle });
+    const run = runIdentity(reader, validation, {
+      seed: loaderSeed,
+      shuffle: dc.shuffle,
+      ...(sources ? { mixture: { sources: sources.map((s) => ({ name: s.name, weight: s.weight, train: s.train, validation: s.validation })), weightsAt: dc.mixture?.weightsAt ?? [] } } : {}),
+    });
     if (tc.resume) {
       const found = await checkpointer.latest({ damaged: tc.requireCheckpoint ? "error" : "warn" });
       if (!found && tc.requireCheckpoint) {
@@ -214,6 +249,7 @@ export async function trainLm(input: TrainLmConfig | TrainLmConfigInput, options
           optimizer: others ? { state: () => optimizer!.state(others) } : optimizer!,
           rng,
           tokenizer: tokenizer.name,
+          ...(tokenizer instanceof HfTokenizer ? { tokenizerFiles: tokenizer.files } : {}),
           loader: { seed: loaderSeed, step, batchSize: tc.batchSize, seqLen },
           run,
           ...(init?.tokenizerDir ? { tokenizerDir: init.tokenizerDir } : {}),
@@ -223,13 +259,17 @@ export async function trainLm(input: TrainLmConfig | TrainLmConfigInput, options
       lastCheckpointStep = step;
       return saved;
     };
-    const runEval = (): EvalResult | undefined =>
-      lead && validation
-        ? evaluateLm(model!, new ValidationBatches(validation, { seqLen, batchSize: tc.batchSize }), tokenizer, tc.maxEvalBatches)
-        : undefined;
+    const evalOn = (cache: TokenCacheReader) => evaluateLm(model!, new ValidationBatches(cache, { seqLen, batchSize: tc.batchSize }), tokenizer, tc.maxEvalBatches);
+    const runEval = (): EvalResult | undefined => (lead && validation ? evalOn(validation) : undefined);
+    // Each mixture source with a validation cache, on its own.
+    const runSourceEvals = (): Record<string, EvalResult> | undefined => {
+      const withValidation = lead ? (sources ?? []).filter((s) => s.validation) : [];
+      return withValidation.length ? Object.fromEntries(withValidation.map((s) => [s.name, evalOn(s.validation!)])) : undefined;
+    };
 
     let lastLoss: number | undefined;
     let lastEval: EvalResult | undefined;
+    let lastSourceEvals: Record<string, EvalResult> | undefined;
     let lastMetrics: Record<string, number> = {};
     let secondsPerStep: number | undefined;
     let skippedSteps = 0;
@@ -288,9 +328,11 @@ export async function trainLm(input: TrainLmConfig | TrainLmConfigInput, options
       if (done % tc.stepsPerEval === 0 || done === tc.numTrainSteps) {
         lastEval = runEval();
         if (lastEval) Object.assign(metrics, { "eval/loss": lastEval.loss, "eval/bpb": lastEval.bpb });
+        lastSourceEvals = runSourceEvals();
+        for (const [name, e] of Object.entries(lastSourceEvals ?? {})) Object.assign(metrics, { [`eval/${name}/loss`]: e.loss, [`eval/${name}/bpb`]: e.bpb });
       }
       lastMetrics = metrics;
-      if (done % tc.logEvery === 0 || metrics["eval/loss"] !== undefined || done === tc.numTrainSteps) tracker.log(done, metrics);
+      if (done % tc.logEvery === 0 || Object.keys(metrics).some((k) => k.startsWith("eval/")) || done === tc.numTrainSteps) tracker.log(done, metrics);
       for (const h of hooks) {
         if (done % h.every === 0) await h.fn({ step: done, totalSteps: tc.numTrainSteps, loss, learningRate: lr, metrics, model, optimizer, final: false });
       }
@@ -304,6 +346,10 @@ export async function trainLm(input: TrainLmConfig | TrainLmConfigInput, options
     // The end (or a stop request): a permanent checkpoint of the last step, final hooks, reports.
     const stoppedEarly = step < tc.numTrainSteps;
     if (lastSavedStep !== step) await save(step, true);
+    // No rank leaves before rank 0 has read what the final save gathered: a rank that sent its
+    // moments and closed while rank 0 was still evaluating failed the gang ("rank 1 closed its
+    // connection") on a loaded machine.
+    if (world > 1) await dist.allGather(step);
     for (const h of hooks) {
       await h.fn({ step, totalSteps: tc.numTrainSteps, loss: lastLoss ?? Number.NaN, learningRate: schedule(Math.max(0, step - 1)), metrics: lastMetrics, model, optimizer, final: true });
     }
@@ -325,6 +371,7 @@ export async function trainLm(input: TrainLmConfig | TrainLmConfigInput, options
       skippedSteps,
       ...(lastLoss !== undefined ? { finalLoss: lastLoss } : {}),
       ...(lastEval ? { eval: lastEval } : {}),
+      ...(lastSourceEvals ? { evalBySource: lastSourceEvals } : {}),
       parameterCount: model.parameterCount(),
       checkpoint: path.join(checkpointer.basePath, `step-${step}`),
       backend,
@@ -350,8 +397,9 @@ export async function trainLm(input: TrainLmConfig | TrainLmConfigInput, options
 async function initialModel(
   from: string,
   config: TrainLmConfig,
-  ledger: { tokenizer: string; vocabSize: number },
+  cache: { dir: string; ledger: { tokenizer: string; vocabSize: number } },
 ): Promise<{ dir: string; modelConfig: ResolvedModelConfig; params: Map<string, { shape: number[]; data: Float32Array }>; tokenizer: Tokenizer; tokenizerDir?: string }> {
+  const ledger = cache.ledger;
   const dir = await resolveCheckpointDir(from);
   const ckpt = await readTrainCheckpoint(dir);
   const stored = ckpt.modelConfig as unknown as Record<string, unknown>;
@@ -369,25 +417,27 @@ async function initialModel(
   let tokenizer: Tokenizer;
   if (config.data.tokenizerJson) tokenizer = await tokenizerNamed(ledger.tokenizer, config.data.tokenizerJson);
   else if (name === "byte" || !carried) {
-    if (ledger.tokenizer !== name) throw new LevanterError("DATA", `${config.data.trainCache}: made by tokenizer "${ledger.tokenizer}", the checkpoint ${dir} by "${name}"`);
-    tokenizer = await tokenizerFor(name, undefined);
+    if (ledger.tokenizer !== name) throw new LevanterError("DATA", `${cache.dir}: made by tokenizer "${ledger.tokenizer}", the checkpoint ${dir} by "${name}"`);
+    tokenizer = await tokenizerFor(name, undefined, cache.dir);
   } else {
     tokenizer = await tokenizerNamed(ledger.tokenizer, carried);
     if ((ledger.tokenizer !== name && ledger.tokenizer !== "hf") || ledger.vocabSize !== tokenizer.vocabSize) {
       throw new LevanterError(
         "DATA",
-        `${config.data.trainCache}: made by tokenizer "${ledger.tokenizer}" (vocabulary ${ledger.vocabSize}), not by the tokenizer ${dir} carries ("${name}", vocabulary ${tokenizer.vocabSize}); set data.tokenizerJson if it is the same`,
+        `${cache.dir}: made by tokenizer "${ledger.tokenizer}" (vocabulary ${ledger.vocabSize}), not by the tokenizer ${dir} carries ("${name}", vocabulary ${tokenizer.vocabSize}); set data.tokenizerJson if it is the same`,
       );
     }
   }
   return { dir, modelConfig, params: ckpt.params, tokenizer, ...(carried && !config.data.tokenizerJson ? { tokenizerDir: dir } : {}) };
 }
 
-async function tokenizerFor(name: string, tokenizerJson: string | undefined): Promise<Tokenizer> {
-  if (name !== "byte" && !tokenizerJson) {
-    throw new LevanterError("INVALID_CONFIG", `data.tokenizerJson: required, the cache was made by tokenizer "${name}" (not "byte")`);
+// A cache made by a tokenizer other than "byte" names its tokenizer.json through
+// data.tokenizerJson or holds it (the tokenize step records it there).
+async function tokenizerFor(name: string, tokenizerJson: string | undefined, cacheDir: string): Promise<Tokenizer> {
+  if (name !== "byte" && !tokenizerJson && !existsSync(path.join(cacheDir, "tokenizer.json"))) {
+    throw new LevanterError("INVALID_CONFIG", `data.tokenizerJson: required, the cache was made by tokenizer "${name}" (not "byte") and holds no tokenizer.json`);
   }
-  return tokenizerNamed(name, tokenizerJson);
+  return tokenizerNamed(name, tokenizerJson, [cacheDir]);
 }
 
 // wasm's heap stops at ~4 GiB with "memory access out of bounds" rather than a clear OOM: refuse

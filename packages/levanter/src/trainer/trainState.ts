@@ -2,6 +2,8 @@
 import * as tf from "@tensorflow/tfjs";
 import { copyFile, mkdir, stat } from "node:fs/promises";
 import path from "node:path";
+import type { HfTokenizerFiles } from "../data/hfTokenizer.ts";
+import { writeTrainedTokenizer } from "../data/trainTokenizer.ts";
 import { z } from "zod";
 import { findLatestCheckpoint, loadCheckpoint, readCheckpointMetadata, saveCheckpoint } from "../checkpoint/checkpointStore.ts";
 import { loadTokenizer } from "../data/hfTokenizer.ts";
@@ -74,9 +76,22 @@ export async function checkpointTokenizer(name: string, checkpointDir: string, o
 export async function saveTrainState(
   dir: string,
   isTemporary: boolean,
-  s: { step: number; model: TransformerLm; optimizer: Pick<AdamW, "state">; rng: Rng; tokenizer: string; loader: TrainState["loader"]; run?: RunIdentity; tokenizerDir?: string },
+  s: {
+    step: number;
+    model: TransformerLm;
+    optimizer: Pick<AdamW, "state">;
+    rng: Rng;
+    tokenizer: string;
+    loader: TrainState["loader"];
+    run?: RunIdentity;
+    /** A Hugging Face tokenizer's files, written as `tokenizer.json` (+ `tokenizer_config.json`) so that evaluation, generation and serving find it. */
+    tokenizerFiles?: HfTokenizerFiles;
+    /** Else a folder whose tokenizer files are copied in (an imported checkpoint's). */
+    tokenizerDir?: string;
+  },
 ): Promise<void> {
-  if (s.tokenizerDir) await copyTokenizerFiles(s.tokenizerDir, dir);
+  if (s.tokenizerFiles) await writeTrainedTokenizer(dir, s.tokenizerFiles);
+  else if (s.tokenizerDir) await copyTokenizerFiles(s.tokenizerDir, dir);
   const arrays: Record<string, { shape: number[]; data: Float32Array }> = {};
   for (const [name, p] of s.model.params) arrays[PARAM_PREFIX + name] = { shape: p.shape, data: p.dataSync() as Float32Array };
   const opt = s.optimizer.state();

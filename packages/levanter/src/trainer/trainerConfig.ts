@@ -90,18 +90,64 @@ export const TrainerConfigSchema = z
   })
   .refine((t) => t.resume || !t.requireCheckpoint, { message: "requireCheckpoint needs resume: true", path: ["requireCheckpoint"] });
 
-/** The `data` section: token caches written by `@marin/levanter/sharding`'s writer. */
+const weight = z.number().finite().nonnegative();
+
+/** `data.mixture`: weighted token caches trained on together, instead of one `data.trainCache`. */
+export const MixtureConfigSchema = z
+  .object({
+    sources: z
+      .array(
+        z
+          .object({
+            /** Names the source in `weightsAt` and in its evaluation metrics (`eval/<name>/loss`, `eval/<name>/bpb`). */
+            name: z.string().regex(/^[A-Za-z0-9_.-]+$/, "expected letters, digits, '_', '.' or '-'"),
+            trainCache: z.string().min(1),
+            /** Evaluated on its own at every evaluation: `eval/<name>/loss` and `eval/<name>/bpb`. */
+            validationCache: z.string().min(1).optional(),
+            weight,
+          })
+          .strict(),
+      )
+      .min(1),
+    /** From each `step` on, these weights (a source not named weighs 0); steps increasing. */
+    weightsAt: z.array(z.object({ step: z.number().int().nonnegative(), weights: z.record(z.string(), weight) }).strict()).optional(),
+  })
+  .strict()
+  .superRefine((m, ctx) => {
+    const names = m.sources.map((s) => s.name);
+    names.forEach((n, i) => {
+      if (names.indexOf(n) !== i) ctx.addIssue({ code: "custom", path: ["sources", i, "name"], message: `the name ${JSON.stringify(n)} is used twice` });
+    });
+    const stages = [{ step: 0, weights: Object.fromEntries(m.sources.map((s) => [s.name, s.weight])) }, ...(m.weightsAt ?? [])];
+    stages.forEach((st, i) => {
+      const where = i === 0 ? ["sources"] : ["weightsAt", i - 1];
+      for (const n of Object.keys(st.weights)) if (!names.includes(n)) ctx.addIssue({ code: "custom", path: [...where, "weights", n], message: `no source is named ${JSON.stringify(n)}` });
+      if (!(Object.values(st.weights).reduce((a, b) => a + b, 0) > 0)) ctx.addIssue({ code: "custom", path: where, message: "the weights sum to 0; at least one source needs a positive weight" });
+      if (i > 1 && st.step <= stages[i - 1]!.step) ctx.addIssue({ code: "custom", path: [...where, "step"], message: `steps must increase (${stages[i - 1]!.step}, then ${st.step})` });
+    });
+  });
+
+/**
+ * The `data` section: token caches written by `@marin/levanter/sharding`'s writer — one
+ * `trainCache`, or a weighted `mixture` of several (one or the other).
+ */
 export const DataConfigSchema = z
   .object({
-    trainCache: z.string().min(1),
+    trainCache: z.string().min(1).optional(),
+    mixture: MixtureConfigSchema.optional(),
+    /** Evaluated at every evaluation as `eval/loss`, `eval/bpb` (beside a mixture's per-source caches). */
     validationCache: z.string().min(1).optional(),
-    /** A HF tokenizer.json; needed for a cache not made by the byte tokenizer (bpb, generation). */
+    /** A HF tokenizer.json; needed for a cache not made by the byte tokenizer that holds no tokenizer.json of its own (bpb, generation). */
     tokenizerJson: z.string().min(1).optional(),
     /** Seed of the data permutation; defaults to `trainer.seed`. */
     seed: z.number().int().nonnegative().optional(),
     shuffle: z.boolean().default(true),
   })
-  .strict();
+  .strict()
+  .refine((d) => (d.trainCache === undefined) !== (d.mixture === undefined), {
+    message: "set data.trainCache or data.mixture (one or the other)",
+    path: ["trainCache"],
+  });
 
 const TrainLmObjectSchema = z
   .object({

@@ -50,7 +50,7 @@ export async function scoreViaService(opts: ScoreViaServiceOptions): Promise<Ser
   if (!window || window < 1) throw new MarinError("STEP_FAILED", `${opts.baseUrl}/models: no max_model_len ≥ 1 for model ${opts.model}`);
   const cache = await TokenCacheReader.open(opts.data);
   try {
-    const tokenizer = await tokenizerNamed(cache.ledger.tokenizer, opts.tokenizerJson);
+    const tokenizer = await tokenizerNamed(cache.ledger.tokenizer, opts.tokenizerJson, [cache.dir]);
     const batches = new ValidationBatches(cache, { seqLen: window, batchSize: opts.batchSize ?? 16 });
     const limit = Math.min(batches.numBatches, opts.maxBatches ?? Infinity);
     const prompts: { prompt: number[]; targets: Int32Array }[] = [];

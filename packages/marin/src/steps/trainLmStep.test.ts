@@ -75,4 +75,33 @@ describe("trainLmStep config", () => {
     const opts: unknown[] = [{ beta1: 2 }, { warmup: 1.5 }, { cycles: 2, cycleLength: 10 }, { lrSchedule: "step" }, { learningRate: 1e-3, warmup: 0.1 }];
     for (const o of opts) expect(trainLmStepConfigSchema.shape.optimizer.safeParse(o).success, JSON.stringify(o)).toBe(OptimizerConfigSchema.safeParse(o).success);
   });
+
+  it("trains on a mixture of tokenize outputs instead of data, and refuses a bad one at resolve time", () => {
+    const other = defineStep({ name: "tokenize-b", config: {}, fn: () => undefined });
+    const make = (mixture: unknown, withData = false) =>
+      trainLmStep({ ...(withData ? { data: outputOf(data) } : {}), mixture: mixture as never, model: { dModel: 32, nHeads: 4 }, trainer: { numTrainSteps: 10 } });
+    const ok = { sources: [{ name: "a", data: outputOf(data), weight: 2 }, { name: "b", data: outputOf(other), weight: 1, validation: false }], weightsAt: [{ step: 5, weights: { b: 1 } }] };
+    const g = resolveGraph([make(ok)], prefix);
+    const train = g.byName.get("train")!;
+    expect(train.config).toMatchObject({ mixture: { sources: [{ name: "a", weight: 2, validation: true }, { name: "b", weight: 1, validation: false }], weightsAt: [{ step: 5 }] } });
+    expect(train.config).not.toHaveProperty("data");
+    // Both tokenize steps are upstream of it.
+    expect(g.byName.has("tokenize")).toBe(true);
+    expect(g.byName.has("tokenize-b")).toBe(true);
+    // The mixture is part of the identity; data alone keeps the identity it had.
+    expect(resolveGraph([make({ ...ok, sources: [ok.sources[0], { ...ok.sources[1], weight: 3 }] })], prefix).byName.get("train")!.outputPath).not.toBe(train.outputPath);
+    const plain = resolveGraph([trainLmStep({ data: outputOf(data), model: { dModel: 32, nHeads: 4 }, trainer: { numTrainSteps: 10 } })], prefix).byName.get("train")!;
+    expect(Object.keys(plain.config as object)).not.toContain("mixture");
+    const err = (f: () => unknown) => {
+      try {
+        f();
+      } catch (e) {
+        return (e as Error).message;
+      }
+      throw new Error("expected the graph to be refused");
+    };
+    expect(err(() => resolveGraph([make({ sources: [{ name: "a", data: outputOf(data), weight: 0 }] })], prefix))).toMatch(/mixture\.sources: the weights sum to 0/);
+    expect(err(() => resolveGraph([make({ sources: [{ name: "a b", data: outputOf(data), weight: 1 }] })], prefix))).toMatch(/mixture\.sources\[0\]\.name/);
+    expect(err(() => resolveGraph([trainLmStep({ model: { dModel: 32, nHeads: 4 }, trainer: { numTrainSteps: 10 } })], prefix))).toMatch(/data: set data .* or mixture/);
+  });
 });

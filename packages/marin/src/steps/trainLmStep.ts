@@ -21,12 +21,31 @@ export interface TrainLmTrainerOptions {
   checkpointIntervalSeconds?: number;
 }
 
+/** One source of a {@link TrainLmStepOptions.mixture}. */
+export interface TrainLmMixtureSource {
+  /** Names it in `weightsAt` and in the per-source evaluation (`eval/<name>/bpb`, the result's `evalBpb`). */
+  name: string;
+  /** A tokenize step's output (`outputOf(tokenizeStep)`): its `train/` cache, and `validation/` unless `validation: false`. */
+  data: OutputRef;
+  weight: number;
+  /** Evaluate on the source's `validation/` cache (default true). */
+  validation?: boolean;
+}
+
 /** Options of {@link trainLmStep}. */
 export interface TrainLmStepOptions {
   /** Step name (default `train`). */
   name?: string;
-  /** A tokenize step's output: `outputOf(tokenizeStep)` (its `train/` and `validation/` caches are used). */
-  data: OutputRef;
+  /**
+   * A tokenize step's output: `outputOf(tokenizeStep)` (its `train/` and `validation/` caches are
+   * used). Or, with `mixture`, optional: then its `validation/` cache is the run's `eval/bpb`.
+   */
+  data?: OutputRef;
+  /**
+   * Train on weighted sources instead of `data` (levanter's `data.mixture`): every source made by
+   * the same tokenizer; `weightsAt` changes the weights from a step on.
+   */
+  mixture?: { sources: TrainLmMixtureSource[]; weightsAt?: { step: number; weights: Record<string, number> }[] };
   /** Model fields; with `initializeFrom` the shape comes from the checkpoint (fields given must agree). */
   model?: ModelConfigInput;
   /**
@@ -61,8 +80,19 @@ const intOrList = z.union([posInt, z.array(posInt).min(1)]);
  */
 export const trainLmStepConfigSchema = z
   .object({
-    data: z.string().min(1),
+    data: z.string().min(1).optional(),
     initializeFrom: z.string().min(1).optional(),
+    mixture: z
+      .object({
+        sources: z
+          .array(z.object({ name: z.string().regex(/^[A-Za-z0-9_.-]+$/, "expected letters, digits, '_', '.' or '-'"), data: z.string().min(1), weight: z.number().finite().nonnegative(), validation: z.boolean() }).strict())
+          .min(1)
+          .refine((s) => new Set(s.map((x) => x.name)).size === s.length, { message: "source names must be distinct" })
+          .refine((s) => s.some((x) => x.weight > 0), { message: "the weights sum to 0; at least one source needs a positive weight" }),
+        weightsAt: z.array(z.object({ step: z.number().int().nonnegative(), weights: z.record(z.string(), z.number().finite().nonnegative()) }).strict()).optional(),
+      })
+      .strict()
+      .optional(),
     model: z
       .object({
         type: z.literal("transformer").optional(),
@@ -129,7 +159,8 @@ export const trainLmStepConfigSchema = z
     threads: z.number().int().positive(),
     ranks: posInt,
   })
-  .strict();
+  .strict()
+  .refine((c) => c.data !== undefined || c.mixture !== undefined, { message: "set data (a tokenize step's output) or mixture", path: ["data"] });
 
 /** Folder of a {@link trainLmStep}'s output holding `step-N/` checkpoints. */
 export const CHECKPOINTS = "checkpoints";
@@ -143,7 +174,7 @@ export function trainLmStep(opts: TrainLmStepOptions): Step<any> {
   const shape = trainLmStepConfigSchema.shape;
   checkOptions(
     "trainLmStep",
-    { name: true, data: true, initializeFrom: true, model: leavesOf(shape.model), optimizer: leavesOf(shape.optimizer), trainer: leavesOf(shape.trainer), resources: RESOURCE_KEYS, backend: true, ranks: true },
+    { name: true, data: true, initializeFrom: true, mixture: true, model: leavesOf(shape.model), optimizer: leavesOf(shape.optimizer), trainer: leavesOf(shape.trainer), resources: RESOURCE_KEYS, backend: true, ranks: true },
     opts,
   );
   const t = opts.trainer;
@@ -156,7 +187,16 @@ export function trainLmStep(opts: TrainLmStepOptions): Step<any> {
     schema: trainLmStepConfigSchema,
     resources,
     config: {
-      data: opts.data,
+      // Only the keys given, so that the identity of steps without a mixture is unchanged.
+      ...(opts.data !== undefined ? { data: opts.data } : {}),
+      ...(opts.mixture !== undefined
+        ? {
+            mixture: {
+              sources: opts.mixture.sources.map((s) => ({ name: s.name, data: s.data, weight: s.weight, validation: s.validation ?? true })),
+              ...(opts.mixture.weightsAt !== undefined ? { weightsAt: opts.mixture.weightsAt } : {}),
+            },
+          }
+        : {}),
       // Only when set: configs without it keep their identity.
       ...(opts.initializeFrom ? { initializeFrom: opts.initializeFrom } : {}),
       model: opts.model ?? {},
@@ -178,8 +218,9 @@ export function trainLmStep(opts: TrainLmStepOptions): Step<any> {
     },
     fn: async (ctx) => {
       const cfg = ctx.config as {
-        data: string;
+        data?: string;
         initializeFrom?: string;
+        mixture?: { sources: { name: string; data: string; weight: number; validation: boolean }[]; weightsAt?: { step: number; weights: Record<string, number> }[] };
         model: ModelConfigInput;
         optimizer: OptimizerConfigInput;
         trainer: Required<Omit<TrainLmTrainerOptions, "microBatchSize" | "microBatches" | "maxEvalBatches">> & Pick<TrainLmTrainerOptions, "microBatchSize" | "microBatches" | "maxEvalBatches">;
@@ -191,7 +232,20 @@ export function trainLmStep(opts: TrainLmStepOptions): Step<any> {
       const { trainLm: levanterTrainLm, runTrainGang } = await import("@marin/levanter");
       const levanterConfig = {
           model: cfg.model,
-          data: { trainCache: path.join(cfg.data, TRAIN_CACHE), validationCache: path.join(cfg.data, VALIDATION_CACHE) },
+          data: cfg.mixture
+            ? {
+                mixture: {
+                  sources: cfg.mixture.sources.map((s) => ({
+                    name: s.name,
+                    trainCache: path.join(s.data, TRAIN_CACHE),
+                    ...(s.validation ? { validationCache: path.join(s.data, VALIDATION_CACHE) } : {}),
+                    weight: s.weight,
+                  })),
+                  ...(cfg.mixture.weightsAt ? { weightsAt: cfg.mixture.weightsAt } : {}),
+                },
+                ...(cfg.data !== undefined ? { validationCache: path.join(cfg.data, VALIDATION_CACHE) } : {}),
+              }
+            : { trainCache: path.join(cfg.data!, TRAIN_CACHE), validationCache: path.join(cfg.data!, VALIDATION_CACHE) },
           optimizer: cfg.optimizer,
           trainer: {
             ...trainer,
@@ -210,7 +264,7 @@ export function trainLmStep(opts: TrainLmStepOptions): Step<any> {
         const gang = await runTrainGang(levanterConfig, cfg.ranks, { signal: ctx.signal, logOut: process.stderr, statusSink: async (text, metrics) => ctx.reportStatus(text, metrics) });
         if (gang.state !== "SUCCEEDED" || !gang.result) throw new Error(`the ${cfg.ranks}-rank training gang ${gang.job} ended ${gang.state}${gang.error ? `: ${gang.error}` : ""}`);
         const r = gang.result;
-        return { steps: r.step, ranks: cfg.ranks, ...(r.resumedFrom !== undefined ? { resumedFrom: r.resumedFrom } : {}), ...(r.finalLoss !== undefined ? { finalTrainLoss: r.finalLoss } : {}), parameters: r.parameterCount };
+        return { steps: r.step, ranks: cfg.ranks, ...(r.resumedFrom !== undefined ? { resumedFrom: r.resumedFrom } : {}), ...(r.finalLoss !== undefined ? { finalTrainLoss: r.finalLoss } : {}), parameters: r.parameterCount, ...perSource(r.evalBySource) };
       }
       const result = await levanterTrainLm(
         levanterConfig,
@@ -223,7 +277,13 @@ export function trainLmStep(opts: TrainLmStepOptions): Step<any> {
         ...(result.resumedFrom !== undefined ? { resumedFrom: result.resumedFrom } : {}),
         ...(result.finalLoss !== undefined ? { finalTrainLoss: result.finalLoss } : {}),
         parameters: result.parameterCount,
+        ...perSource(result.evalBySource),
       };
     },
   });
+}
+
+// A mixture's last per-source evaluation, for the step's result (and so the summary and the dashboard).
+function perSource(evals: Record<string, { loss: number; bpb: number }> | undefined): { evalBpb?: Record<string, number> } {
+  return evals ? { evalBpb: Object.fromEntries(Object.entries(evals).map(([n, e]) => [n, Number(e.bpb.toFixed(4))])) } : {};
 }
