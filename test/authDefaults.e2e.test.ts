@@ -110,7 +110,9 @@ describe("iris controller with no credentials", () => {
     expect(status.out).toMatch(/workers: 1 alive/);
     const marin = await run(MARIN, ["run", EXPERIMENT, "--prefix", path.join(dir, "marin-out"), "--cluster", address, "--no-dashboard"]);
     expect(marin.code, marin.out + marin.err).toBe(0);
-  }, 240_000);
+    // marin's step ran as an iris task on that worker.
+    expect(marin.out).toMatch(/hosts\/remote +ran/);
+  }, 480_000);
 
   it("removes its entry when it stops", async () => {
     await worker?.stop();
