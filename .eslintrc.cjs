@@ -22,7 +22,7 @@ const packages = ["iris", "levanter", "zephyr", "marin"];
 // Folders inside a package that the folder rules (below) name. A file belongs to the first
 // element whose pattern matches; the rest of a package's files are of the package's own type.
 const folders = {
-  iris: { cli: "cli/**", client: "client/**", controller: "controller/**", worker: "worker/**", runner: "runner/**" },
+  iris: { cli: "cli/**", client: "client/**", controller: "controller/**", worker: "worker/**", runner: "runner/**", http: "http/**", dashboard: "dashboard/**" },
   levanter: { cli: "cli/**", trainer: "trainer/**", parts: "{kernels,models,optim,data,checkpoint}/**" },
   zephyr: { plan: "plan/**", exec: "exec/**", data: "{io,shuffle}/**" },
   marin: { cli: "cli/**", step: "step/**", core: "{executor,experiment,steps,remote}/**" },
@@ -57,9 +57,11 @@ const folderRule = (pkg, from, to, why) => ({
 
 /** The folder rules. Tests are exempt (see overrides): nothing imports a test, so a test closes no circle. */
 const folderPolicies = [
-  folderRule("iris", ["*", "client", "controller", "worker", "runner"], ["cli"], "only the CLI imports cli/."),
+  folderRule("iris", ["*", "client", "controller", "worker", "runner", "http", "dashboard"], ["cli"], "only the CLI imports cli/."),
   folderRule("iris", ["controller"], ["client", "worker", "runner"], "the controller knows workers and clients only through the wire (internal/)."),
   folderRule("iris", ["client"], ["controller", "worker", "runner"], "the client knows the controller only through the wire (internal/)."),
+  folderRule("iris", ["http"], ["controller", "dashboard", "client", "worker", "runner"], "http/ (the router, sessions, the proxy) is a floor: the controller and the dashboard build on it, never the reverse."),
+  folderRule("iris", ["dashboard"], ["controller", "client", "worker", "runner"], "the dashboard reaches the controller only through http/ and the handlers it is given."),
   folderRule("levanter", ["*", "trainer", "parts"], ["cli"], "only the CLI imports cli/."),
   folderRule("levanter", ["parts"], ["trainer"], "kernels, models, optimizers, data and checkpoints never import the trainer."),
   folderRule("zephyr", ["plan", "exec", "data"], ["dataset.ts", "pipeline.ts", "index.ts"], "plans, execution, I/O and shuffles never import the user surface (dataset.ts, pipeline.ts); shared contracts live in a types-only module."),

@@ -1,6 +1,6 @@
 // Auth on by default: `iris controller` and a LocalCluster started with no credentials mint an admin
 // token, record it in the user's credentials file (mode 0600), and refuse unauthenticated calls on
-// gRPC and HTTP; the CLI, `iris worker` and `marin run --cluster` of the same user work without a
+// gRPC and HTTP; the CLI, `iris worker` and `marin run` (embedded cluster) of the same user work without a
 // token; `--no-auth` warns and answers only its own Host names (421).
 import { spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
@@ -99,7 +99,7 @@ describe("iris controller with no credentials", () => {
     expect(r.status).toBe(401);
   });
 
-  it("the CLI, a worker and marin of the same user work without a token (localhost and ::1 name the same controller)", async () => {
+  it("the CLI and a worker of the same user work without a token (localhost names the same controller)", async () => {
     worker = new Proc(IRIS, ["worker", "--controller", address.replace("127.0.0.1", "localhost"), "--cpu", "2", "--memory", "2G"]);
     await worker.waitFor(/registered/);
     const job = await run(IRIS, ["job", "run", "--controller", address, "--name", "hello", "--", "sh", "-c", "echo hi-from-task"]);
@@ -108,8 +108,6 @@ describe("iris controller with no credentials", () => {
     const status = await run(IRIS, ["status"], { IRIS_CONTROLLER_ADDRESS: address.replace("127.0.0.1", "localhost") });
     expect(status.code, status.err).toBe(0);
     expect(status.out).toMatch(/workers: 1 alive/);
-    const marin = await run(MARIN, ["run", EXPERIMENT, "--prefix", path.join(dir, "marin-out"), "--cluster", address, "--no-dashboard"]);
-    expect(marin.code, marin.out + marin.err).toBe(0);
   }, 240_000);
 
   it("removes its entry when it stops", async () => {
@@ -142,6 +140,16 @@ describe("LocalCluster with no options", () => {
       process.env.IRIS_CREDENTIALS_FILE = prev;
     }
   }, 120_000);
+});
+
+describe("marin run", () => {
+  it("runs a step with resources on its embedded cluster (auth on, a minted token) without the user typing a token", async () => {
+    const marin = await run(MARIN, ["run", EXPERIMENT, "--prefix", path.join(dir, "marin-out"), "--no-dashboard"]);
+    expect(marin.code, marin.out + marin.err).toBe(0);
+    // The step ran as an iris task of the embedded cluster.
+    expect(marin.out).toMatch(/hosts\/remote +ran/);
+    expect(marin.out).toMatch(/worker: "/);
+  }, 240_000);
 });
 
 describe("--no-auth", () => {
