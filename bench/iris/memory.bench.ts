@@ -1,9 +1,9 @@
 // Controller memory given back after large specs (issue 30): RSS and V8 heap of a controller
 // (in this process, real gRPC on loopback and SQLite) idle, while large specs are live, and after
-// they ended. Large specs: jobs with ~900 KiB of env each (the spec limit is 1 MiB), and a
+// they ended. Large specs: jobs with ~500 KiB specs each (250 KB of env and 250 KB of argv: the per-field limits), and a
 // 100,000-member gang; no workers, so everything waits and is then terminated.
 //
-//   pnpm bench iris/memory [-- --jobs N]
+//   pnpm bench iris/memory [-- --jobs N --cycles N]
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -19,6 +19,7 @@ const arg = (name: string, dflt: number): number => {
   return i > 0 ? Number(process.argv[i + 1]) : dflt;
 };
 const JOBS = arg("jobs", 200);
+const CYCLES = arg("cycles", 2);
 const MiB = 1024 * 1024;
 
 async function settle(): Promise<{ rss: number; heap: number; external: number }> {
@@ -42,23 +43,25 @@ const idle = await settle();
 console.log(`idle:                               ${fmt(idle)}`);
 
 const env: Record<string, string> = {};
-for (let i = 0; i < 900; i++) env[`V${i}`] = "x".repeat(1000);
-const names: string[] = [];
-for (let i = 0; i < JOBS; i++) {
-  const job = await client.submit({ name: `/alice/big-${i}`, entrypoint: { command: ["true"] }, env, replicas: 100, resources: { cpuMillis: 1 } });
-  names.push(job.name);
+for (let i = 0; i < 250; i++) env[`V${i}`] = "x".repeat(1000);
+const argv = ["true", ...Array.from({ length: 250 }, () => "y".repeat(1000))];
+for (let cycle = 1; cycle <= CYCLES; cycle++) {
+  const names: string[] = [];
+  for (let i = 0; i < JOBS; i++) {
+    const job = await client.submit({ name: `/alice/big-${cycle}-${i}`, entrypoint: { command: argv }, env, replicas: 100, resources: { cpuMillis: 1 } });
+    names.push(job.name);
+  }
+  const gang = await client.submit({ name: `/alice/gang-${cycle}`, entrypoint: { command: ["true"] }, replicas: 100_000, gang: true, resources: { cpuMillis: 1000 } });
+  for (const n of names.slice(0, 20)) await client.job(n).status();
+  const live = await settle();
+  console.log(`cycle ${cycle}: ${JOBS} ~500 KiB specs + 100k gang live: ${fmt(live)}`);
+  for (const n of names) await client.terminate(n);
+  await client.terminate(gang.name);
+  for (const n of names.slice(0, 20)) await client.job(n).status();
+  const after = await settle();
+  console.log(`cycle ${cycle}: after they ended:                   ${fmt(after)}`);
+  console.log(`cycle ${cycle}: heap ${((after.heap / idle.heap) * 100).toFixed(0)}% of idle; RSS ${(after.rss - idle.rss).toFixed(0)} MiB above idle (${(((after.rss - idle.rss) / (live.rss - idle.rss)) * 100).toFixed(0)}% of the growth)`);
 }
-const gang = await client.submit({ name: "/alice/gang", entrypoint: { command: ["true"] }, replicas: 100_000, gang: true, resources: { cpuMillis: 1000 } });
-for (const n of names.slice(0, 20)) await client.job(n).status();
-const live = await settle();
-console.log(`${JOBS} ~900 KiB specs + 100k gang live:  ${fmt(live)}`);
-
-for (const n of names) await client.terminate(n);
-await client.terminate(gang.name);
-for (const n of names.slice(0, 20)) await client.job(n).status();
-const after = await settle();
-console.log(`after they ended:                   ${fmt(after)}`);
-console.log(`heap back to ${((after.heap / idle.heap) * 100).toFixed(0)}% of idle; RSS ${(after.rss - idle.rss).toFixed(0)} MiB above idle (${((after.rss - idle.rss) / (live.rss - idle.rss) * 100).toFixed(0)}% of the growth)`);
 
 client.close();
 await controller.stop();
