@@ -240,15 +240,21 @@ export class StateTransitions extends StateQueries {
 
   // ---- scheduling -----------------------------------------------------------------------------
 
+  /** What the last scheduling pass did: the pending tasks it considered, and how long it took. */
+  lastPass = { tasks: 0, ms: 0 };
+
   /** One scheduling pass: place what fits, record a reason for the rest. Returns placements. */
   schedulePass(): number {
     if (!this.needsSchedule && this.clock.now() < this.nextScheduleDeadlineMs) return 0;
     this.needsSchedule = false;
+    const t0 = performance.now();
     try {
       return this.schedulePassTx();
     } catch (e) {
       this.needsSchedule = true;
       throw e;
+    } finally {
+      this.lastPass.ms = performance.now() - t0;
     }
   }
 
@@ -324,6 +330,7 @@ export class StateTransitions extends StateQueries {
           }
         }
       }
+      this.lastPass.tasks = pendingRows.length;
       if (pendingRows.length === 0) return 0;
       const used = new Map<string, SchedResources>();
       const held = this.db

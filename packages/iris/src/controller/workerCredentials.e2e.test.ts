@@ -57,7 +57,6 @@ describe("iris worker credentials", () => {
       call.on("error", (e: { code: number }) => resolve(e.code === 7 ? "PERMISSION_DENIED" : e.code === 16 ? "UNAUTHENTICATED" : String(e.code)));
       call.on("end", () => resolve("OK"));
     });
-  const start = (): Promise<Controller> => Controller.start({ host: "127.0.0.1", port: 0, dbPath: path.join(dir, "c.sqlite"), authFile, workerTimeoutMs: 60_000 });
 
   beforeAll(async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), "iris-wcred-"));
@@ -66,7 +65,7 @@ describe("iris worker credentials", () => {
       authFile,
       ["tokens:", `  - { user: root, role: admin, sha256: ${sha256Hex(ADMIN)} }`, `  - { user: alice, role: user, token: ${ALICE} }`, `  - { user: fleet, role: worker, sha256: ${sha256Hex(WORKER)} }`, ""].join("\n"),
     );
-    controller = await start();
+    controller = await Controller.start({ host: "127.0.0.1", port: 0, dbPath: path.join(dir, "c.sqlite"), authFile, workerTimeoutMs: 60_000 });
   });
   afterAll(async () => {
     for (const c of rpcClients) c.close();
@@ -112,6 +111,10 @@ describe("iris worker credentials", () => {
     });
     expect(watchCode).toBe(7);
     expect((await unary(wc(ADMIN), "reconcile", { workerId: "wc", observed: [] })).run).toEqual([]);
+    // A new process of wc (a restart) registers with the worker token: the old session is refused.
+    const restarted = await register(WORKER, "wc", "inst-c2", 0);
+    expect(await codeOf(reconcile(a.sessionToken, "wc"))).toBe("UNAUTHENTICATED");
+    expect(await codeOf(reconcile(restarted.sessionToken, "wc"))).toBe("OK");
   });
 
   it("a worker never sees an attempt not assigned to it, and cannot report, log or fetch for one", async () => {
@@ -200,11 +203,22 @@ describe("iris worker credentials", () => {
     expect(controller.workerCredentials.has("slurm-9")).toBe(false);
   });
 
-  it("sessions survive a controller restart", async () => {
+  it("sessions survive a controller restart: a real worker carries on with its session", async () => {
     const r = await register(WORKER, "durable", "inst-durable", 0);
-    await controller.stop();
-    controller = await start();
-    expect(await codeOf(reconcile(r.sessionToken, "durable"))).toBe("OK");
-    expect(await codeOf(register(r.sessionToken, "durable", "inst-other"))).toBe("PERMISSION_DENIED");
+    const w = await Worker.start({ controller: controller.address, token: WORKER, workerId: "carry-on", cpuMillis: 2000, memoryBytes: 1024 ** 3, attributes: { pool: "carry-on" } });
+    try {
+      await w.registered;
+      const port = controller.port;
+      await controller.stop();
+      controller = await Controller.start({ host: "127.0.0.1", port, dbPath: path.join(dir, "c.sqlite"), authFile, workerTimeoutMs: 60_000 });
+      expect(await codeOf(reconcile(r.sessionToken, "durable"))).toBe("OK");
+      expect(await codeOf(register(r.sessionToken, "durable", "inst-other"))).toBe("PERMISSION_DENIED");
+      const alice = IrisClient.connect(controller.address, { token: ALICE });
+      clients.push(alice);
+      const job = await alice.submit({ name: "after-restart", entrypoint: { command: ["true"] }, resources: { cpuMillis: 100 }, constraints: [{ key: "pool", op: "EQ", value: "carry-on" }] });
+      expect((await job.wait({ timeoutMs: 30_000 })).state).toBe("SUCCEEDED");
+    } finally {
+      await w.stop();
+    }
   });
 });
