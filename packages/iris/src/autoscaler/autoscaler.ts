@@ -199,7 +199,12 @@ export class Autoscaler {
     this.last = out;
     this.lastWorkers = byGroup;
     await this.apply(out.decisions, now);
-    this.opts.state.setAutoscalerView({ notes: out.notes, startable: this.startable() });
+    const notes = new Map<string, string>();
+    snap.demand.forEach((d, i) => {
+      const note = out.notes[i];
+      if (note !== undefined) notes.set(d.jobId, note);
+    });
+    this.opts.state.setAutoscalerView({ notes, startable: this.startable() });
     return out;
   }
 
