@@ -83,7 +83,7 @@ describe("iris cluster up", () => {
     running.push(up);
     const m = await waitFor("the ready line", () => /iris cluster listening on (\S+)/.exec(up.stdout) ?? (up.child.exitCode !== null ? (() => { throw new Error(up.stderr); })() : undefined), { timeoutMs: 60_000 });
     const addr = m[1];
-    expect(up.stdout).toMatch(/dashboard: http:\/\/127\.0\.0\.1:\d+\//);
+    const dashboard = /dashboard: (http:\/\/127\.0\.0\.1:\d+)\//.exec(up.stdout)![1];
     const client = ["--controller", addr, "--token", TOKEN];
     const job = await iris(["job", "run", ...client, "--replicas", "2", "--cpu", "1", "--", "sh", "-c", "echo hello from $IRIS_TASK_INDEX"]);
     // Only progress lines while the workers boot.
@@ -97,6 +97,12 @@ describe("iris cluster up", () => {
     expect(status.decisions.some((d) => /^\+2 cpu for \/admin\/job-/.test(d.reason))).toBe(true);
     const table = await iris(["cluster", "status", ...client]);
     expect(table.stdout).toMatch(/^GROUP\s+PROVIDER\s+MIN\s+MAX\s+PENDING\s+BOOTING\s+READY\s+IDLE\s+DRAINING\s+DEMAND\s+BACKOFF\ncpu\s+local\s+0\s+3\s+0\s+0\s+2\s+2\s+0\s+-\s+-\n/);
+    // The dashboard's Cluster view reads the same over the HTTP API (and its module is served).
+    const viaHttp = await fetch(`${dashboard}/api/GetClusterStatus`, { method: "POST", headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" }, body: "{}" });
+    expect(viaHttp.status).toBe(200);
+    expect((JSON.parse(((await viaHttp.json()) as { statusJson: string }).statusJson) as { groups: { name: string }[] }).groups[0].name).toBe("cpu");
+    expect((await fetch(`${dashboard}/api/GetClusterStatus`, { method: "POST", body: "{}" })).status).toBe(401);
+    expect(await (await fetch(`${dashboard}/assets/cluster.mjs`)).text()).toContain("export function ClusterView");
     // Without the token: refused like any other command.
     const anon = await iris(["cluster", "status", "--controller", addr]);
     expect(anon.code).toBe(1);
