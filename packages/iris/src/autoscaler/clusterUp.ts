@@ -7,7 +7,7 @@ import path from "node:path";
 import { Controller, bindRefusal } from "../controller/controller.ts";
 import { Autoscaler } from "./autoscaler.ts";
 import { ClusterConfigError, loadClusterConfig, type ClusterConfig } from "./config.ts";
-import { SharedTokenIssuer } from "./credentials.ts";
+import { ControllerCredentialIssuer } from "./credentials.ts";
 import type { WorkerCredentialIssuer } from "./provider.ts";
 import { clusterIdOf, createProviders, type ProviderContext } from "./providers.ts";
 
@@ -29,7 +29,7 @@ export interface StartClusterOptions {
   log?: (line: string) => void;
   /** Options of the local provider. */
   local?: ProviderContext["local"];
-  /** Replaces the credential issuer (default: {@link SharedTokenIssuer}). */
+  /** Replaces the credential issuer (default: the controller's per-worker credentials). */
   credentials?: WorkerCredentialIssuer;
 }
 
@@ -61,7 +61,7 @@ export async function startCluster(config: ClusterConfig, opts: StartClusterOpti
       groups: config.scaleGroups,
       providers,
       state: controller.state,
-      credentials: opts.credentials ?? new SharedTokenIssuer(c.token, Boolean(c.token) || Boolean(c.authFile)),
+      credentials: opts.credentials ?? new ControllerCredentialIssuer(controller.workerCredentials, controller.auth.enabled),
       controllerAddress: c.advertise ?? controller.address,
       stateDir,
       ...(opts.intervalMs !== undefined ? { intervalMs: opts.intervalMs } : {}),

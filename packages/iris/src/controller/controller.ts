@@ -9,7 +9,8 @@ import type { ControllerServiceHandlers } from "../internal/generated/iris/v1/Co
 import type { WorkerControlServiceHandlers } from "../internal/generated/iris/v1/WorkerControlService.ts";
 import type { JobStatus } from "../internal/generated/iris/v1/JobStatus.ts";
 import { loadIrisProto } from "../internal/rpc.ts";
-import { TaskTokens, checkMaySubmit, createAuthenticator, mayCall, mayControlJob, placeJobName, principalOfCall } from "./auth.ts";
+import { TaskTokens, checkMaySubmit, checkOwnWorker, createAuthenticator, mayCall, mayControlJob, placeJobName, principalOfCall, workerSessionRefusal } from "./auth.ts";
+import { WorkerCredentials } from "./workerCredentials.ts";
 import type { Authenticator, Principal } from "./auth.ts";
 import type { EndpointCapability } from "../jobSpec.ts";
 import { EndpointProxy } from "./endpointProxy.ts";
@@ -159,6 +160,12 @@ export class Controller {
   private readonly db: Db;
   /** Who is calling (every face asks it: gRPC, the HTTP API, extra routes). */
   readonly auth: Authenticator;
+  /**
+   * Credentials bound to one worker (workerCredentials.ts): `mint(workerId, { ttlMs })` makes a
+   * single-use registration credential for a named worker in advance, `revoke(workerId)` ends its
+   * credentials and its registration. Worker sessions opened at RegisterWorker live here too.
+   */
+  readonly workerCredentials: WorkerCredentials;
   private readonly taskTokens: TaskTokens | undefined;
   private readonly log: (line: string) => void;
   private readonly insecure: boolean;
@@ -186,7 +193,7 @@ export class Controller {
     state: ControllerState,
     port: number,
     host: string,
-    auth: { auth: Authenticator; taskTokens: TaskTokens | undefined; insecure: boolean; log: (line: string) => void },
+    auth: { auth: Authenticator; taskTokens: TaskTokens | undefined; workerCredentials: WorkerCredentials; insecure: boolean; log: (line: string) => void },
     tickMs: number,
     now: () => number,
     bundles: BundleStore,
@@ -202,6 +209,14 @@ export class Controller {
     this.address = `${host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host}:${port}`;
     this.auth = auth.auth;
     this.taskTokens = auth.taskTokens;
+    this.workerCredentials = auth.workerCredentials;
+    this.workerCredentials.setHooks({
+      sessionEnded: (id) => this.endWorkerStreams(id),
+      revoked: (id) => {
+        state.deregisterWorker(id);
+        this.scheduleSoon();
+      },
+    });
     this.insecure = auth.insecure;
     this.log = auth.log;
     this.endpointProxy = new EndpointProxy({
@@ -248,10 +263,12 @@ export class Controller {
     const log = opts.log ?? ((l: string) => process.stderr.write(`${l}\n`));
     let auth: Authenticator;
     let taskTokens: TaskTokens | undefined;
+    let workerCredentials: WorkerCredentials;
     try {
       const authOn = Boolean(opts.token) || Boolean(opts.authFile);
       if (authOn) taskTokens = new TaskTokens(state.taskTokenSecret(), (uid) => state.attemptForToken(uid));
-      auth = createAuthenticator({ token: opts.token, authFile: opts.authFile, taskTokens, log });
+      workerCredentials = new WorkerCredentials(db, opts.clock ? () => opts.clock!.now() : Date.now);
+      auth = createAuthenticator({ token: opts.token, authFile: opts.authFile, taskTokens, workerCredentials, log });
       const refusal = bindRefusal(host, auth.enabled, opts.insecure === true);
       if (refusal !== undefined) throw new IrisError("FAILED_PRECONDITION", refusal);
     } catch (e) {
@@ -272,7 +289,7 @@ export class Controller {
       throw e;
     }
     const bundles = new BundleStore(opts.bundleDir ?? path.join(path.dirname(path.resolve(opts.dbPath)), "bundles"), opts.maxBundleBytes);
-    const self = new Controller(server, db, state, port, host, { auth, taskTokens, insecure, log }, Math.max(50, Math.min(500, Math.floor(workerTimeoutMs / 4))), opts.clock ? () => opts.clock!.now() : Date.now, bundles, {
+    const self = new Controller(server, db, state, port, host, { auth, taskTokens, workerCredentials, insecure, log }, Math.max(50, Math.min(500, Math.floor(workerTimeoutMs / 4))), opts.clock ? () => opts.clock!.now() : Date.now, bundles, {
       keep: opts.bundleKeep ?? DEFAULT_BUNDLE_KEEP,
       graceMs: opts.bundleGraceMs ?? DEFAULT_BUNDLE_GRACE_MS,
     });
@@ -379,6 +396,14 @@ export class Controller {
     for (const s of streams) s.write({ generation });
   }
 
+  /** Ends worker `workerId`'s assignment streams (its session ended): its next call learns why. */
+  private endWorkerStreams(workerId: string): void {
+    const streams = this.workerStreams.get(workerId);
+    if (!streams) return;
+    this.workerStreams.delete(workerId);
+    for (const st of streams) st.emit("error", { code: grpc.status.UNAUTHENTICATED, details: `the session of worker ${workerId} ended` });
+  }
+
   private fire(map: Map<string, Set<Listener>>, id: string): void {
     const set = map.get(id);
     if (set) for (const l of [...set]) l();
@@ -399,6 +424,8 @@ export class Controller {
     const p = principalOfCall(this.auth, call.metadata);
     if (!p) return UNAUTHENTICATED;
     if (!mayCall(p, method)) return { code: grpc.status.PERMISSION_DENIED, details: `a ${p.role} token may not call ${method}` };
+    const refusal = workerSessionRefusal(p, method);
+    if (refusal !== undefined) return { code: grpc.status.PERMISSION_DENIED, details: refusal };
     return p;
   }
 
@@ -631,18 +658,33 @@ export class Controller {
   private workerHandlers(reconcileIntervalMs: number, workerTimeoutMs: number): WorkerControlServiceHandlers {
     const s = this.state;
     return {
-      RegisterWorker: this.unary("RegisterWorker", (req) => {
+      RegisterWorker: this.unary("RegisterWorker", (req, p) => {
         if (this.insecure) this.log(`iris controller: WARNING: worker ${req.workerId || "(new)"} at ${req.host || "?"} registered on a controller with auth off (--insecure)`);
+        const creds = this.workerCredentials;
+        // A credential bound to a worker (its session, or one minted for it) registers that worker only.
+        if (p.worker !== undefined && req.workerId !== "" && req.workerId !== p.worker) {
+          throw denied(`a credential of worker ${p.worker} may not register worker ${JSON.stringify(req.workerId)}`);
+        }
+        const session = p.worker !== undefined && p.registration !== true;
+        if (session && creds.sessionInstance(p.worker!) !== req.instanceId) {
+          throw denied(`the session of worker ${p.worker} belongs to another process: a new process registers with a worker token, not a copy of a session`);
+        }
         const workerId = s.registerWorker({
-          workerId: req.workerId,
+          workerId: p.worker ?? req.workerId,
           host: req.host,
           attributes: req.attributes,
           capacity: capacityFromWire(req.capacity),
         });
+        let sessionToken = "";
+        if (p.registration === true) creds.consumeRegistration(workerId);
+        // Auth on: the token just presented (shared, minted, or admin) is swapped for a session of
+        // this worker and process; registering again with that session keeps it.
+        if (this.auth.enabled && !session) sessionToken = creds.openSession(workerId, req.instanceId || `unbound-${Math.random().toString(36).slice(2)}`, p.user);
         this.scheduleSoon();
-        return { workerId, reconcileIntervalMs, workerTimeoutMs };
+        return { workerId, reconcileIntervalMs, workerTimeoutMs, sessionToken };
       }),
-      Reconcile: this.unary("Reconcile", (req) => {
+      Reconcile: this.unary("Reconcile", (req, p) => {
+        checkOwnWorker(p, req.workerId, "reconcile the attempts");
         const r = s.reconcile(req.workerId, req.observed, { healthy: req.health ? req.health.healthy : true });
         // Each attempt gets its own token (never the worker's): minted here, on every desired set.
         const tokens = this.taskTokens;
@@ -652,6 +694,11 @@ export class Controller {
         const p = this.authorize(call, "WatchAssignments");
         if (!("role" in p)) return void call.emit("error", p);
         const id = call.request.workerId;
+        try {
+          checkOwnWorker(p, id, "watch the assignments");
+        } catch (e) {
+          return void call.emit("error", rpcError(e));
+        }
         if (!s.isWorkerAlive(id)) {
           return void call.emit("error", { code: grpc.status.NOT_FOUND, details: `worker ${id} is not registered: register again` });
         }
@@ -674,7 +721,7 @@ export class Controller {
         call.on("data", (req: { lines: { attemptUid: string; stream: string; line: string; timeMs: number; index?: number }[] }) => {
           if (failure) return;
           try {
-            s.appendLogs(req.lines);
+            s.appendLogs(req.lines, p.role === "worker" ? p.worker : undefined);
           } catch (e) {
             failure = rpcError(e);
           }
@@ -682,9 +729,23 @@ export class Controller {
         call.on("end", () => (failure ? callback(failure) : callback(null, {})));
         call.on("error", () => undefined);
       },
-      FetchBundle: fetchBundleHandler(this.bundles, (call, m) => this.authorize(call, m), rpcError, (id) => this.bundleUsed(id, false)),
-      DeregisterWorker: this.unary("DeregisterWorker", (req) => {
+      FetchBundle: fetchBundleHandler(
+        this.bundles,
+        (call, m) => {
+          const p = this.authorize(call, m);
+          // A worker session fetches the bundles of its own live attempts only.
+          if ("role" in p && p.role === "worker" && !s.workerRunsBundle(p.worker ?? "", call.request.bundleId)) {
+            return { code: grpc.status.PERMISSION_DENIED, details: `worker ${p.worker ?? "?"} runs no attempt from bundle ${call.request.bundleId}` };
+          }
+          return p;
+        },
+        rpcError,
+        (id) => this.bundleUsed(id, false),
+      ),
+      DeregisterWorker: this.unary("DeregisterWorker", (req, p) => {
+        checkOwnWorker(p, req.workerId, "deregister");
         s.deregisterWorker(req.workerId);
+        this.workerCredentials.endSession(req.workerId);
         this.scheduleSoon();
         return {};
       }),

@@ -159,5 +159,5 @@ export function dashboardRoutes(opts: DashboardOptions): HttpRoute[] {
     return false;
   };
   const authorize = (req: http.IncomingMessage) => (principalOfRequest(auth, req) ? (authorizationOfRequest(auth, req) ?? "") : undefined);
-  return [page, ...streamRoutes({ handlers: opts.handlers, onChange: opts.onChange, authorize, pipelines }), ...pipelineRoutes({ authorize, pipelines })];
+  return [page, ...streamRoutes({ handlers: opts.handlers, onChange: opts.onChange, authorize, pipelines }), ...pipelineRoutes({ authorize, principalOf: (req) => principalOfRequest(auth, req), pipelines })];
 }

@@ -4,7 +4,7 @@
 // This file owns the daemon's lifecycle (state directory, start, stop); its three parts are
 // reconciler.ts (registration, watch, reconcile), attemptLauncher.ts (attempts' processes) and
 // logShipper.ts (PushLogs). The protocol is specified in proto/README.md ("Worker protocol").
-import { randomUUID } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -90,7 +90,8 @@ export class Worker {
     this.id = id;
     // Reconnect backoff capped like registration's: a controller back from an outage is dialled
     // again within seconds, not after grpc-js's minutes (calls in between fail at once).
-    const client = createWorkerControlClient(opts.controller, { token: opts.token, tlsCa: opts.tlsCa, reconnectBackoffMs: { initial: REGISTER_BACKOFF_START_MS, max: REGISTER_BACKOFF_MAX_MS } });
+    // Every call presents the session once registration returned one, the worker token before.
+    const client = createWorkerControlClient(opts.controller, { token: () => this.#ctx.session ?? opts.token, tlsCa: opts.tlsCa, reconnectBackoffMs: { initial: REGISTER_BACKOFF_START_MS, max: REGISTER_BACKOFF_MAX_MS } });
     const heartbeatFile = (opts.adoptAttempts ?? !ownsStateDir) ? path.join(stateDir, HEARTBEAT_FILE) : undefined;
     if (heartbeatFile !== undefined) {
       // Kept attempts (a previous run's among them) live as long as this file is fresh.
@@ -118,6 +119,8 @@ export class Worker {
       attempts: new Map(),
       stopping: false,
       isRegistered: false,
+      instanceId: randomBytes(16).toString("base64url"),
+      session: undefined,
       tickMs: opts.tickMs ?? DEFAULT_TICK_MS,
       emit: (event) => this.#emit(event),
       kick: () => this.#reconciler.kick(),

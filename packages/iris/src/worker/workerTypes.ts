@@ -180,6 +180,13 @@ export interface WorkerContext {
   stopping: boolean;
   /** Registered with the controller (false again after a NOT_FOUND until it registers again). */
   isRegistered: boolean;
+  /** A random nonce of this worker process: the controller binds the worker's session to it. */
+  readonly instanceId: string;
+  /**
+   * The session the controller returned at registration (auth on): the bearer token of every
+   * later call, kept in memory only. Undefined: the configured token is used.
+   */
+  session: string | undefined;
   /** The reconcile interval. */
   tickMs: number;
   emit(event: WorkerEvent): void;
