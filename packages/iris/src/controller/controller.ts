@@ -13,13 +13,15 @@ import { TaskTokens, checkMaySubmit, checkOwnWorker, createAuthenticator, mayCal
 import { WorkerCredentials } from "./workerCredentials.ts";
 import type { Authenticator, Principal } from "./auth.ts";
 import type { EndpointCapability } from "../jobSpec.ts";
-import { EndpointProxy } from "./endpointProxy.ts";
+import { EndpointProxy } from "../http/endpointProxy.ts";
 import { LIMITS } from "../jobSpec.ts";
 import { parseTaskId } from "./stateRows.ts";
-import { dashboardRoutes } from "../dashboard/server.ts";
-import { principalOfRequest } from "./httpAuth.ts";
-import { serveHttp } from "./httpFace.ts";
-import type { HttpRoute } from "./httpFace.ts";
+import { addDashboardRoutes } from "../dashboard/server.ts";
+import { addApiRoutes, listenHttp } from "../http/apiRoutes.ts";
+import { hostChecker } from "../http/hosts.ts";
+import { sessionsOf } from "../http/principal.ts";
+import { HttpRouter } from "../http/router.ts";
+import { credentialsFilePath, mintAdminToken, removeCredentials, saveCredentials } from "../credentials.ts";
 import { capacityFromWire, jobSpecFromWire } from "../internal/codec.ts";
 import { bundleMissingMessage, isTerminalJobState, normalizeJobSpec } from "../jobSpec.ts";
 import { ControllerState } from "./controllerState.ts";
@@ -51,8 +53,19 @@ export interface ControllerOptions {
   log?: (line: string) => void;
   /** SQLite database file (created with its directory if missing). */
   dbPath: string;
-  /** The `--token` shorthand: one admin identity (user `admin`); undefined/"" and no authFile = auth off. */
+  /**
+   * The `--token` shorthand: one admin identity (user `admin`). With neither this nor `authFile`,
+   * a loopback controller mints a random admin token (`Controller.adminToken`) and records it in
+   * the per-user credentials file (see credentials.ts); a non-loopback one needs `insecure`.
+   */
   token?: string | undefined;
+  /** Auth off (`--no-auth`): every caller is the admin; logs a warning. HTTP answers only its own `Host` names (else 421). */
+  noAuth?: boolean;
+  /**
+   * Where a minted token is recorded (default: the per-user credentials file,
+   * `$IRIS_CREDENTIALS_FILE` or `~/.config/iris/credentials.json`); false: nowhere.
+   */
+  credentialsFile?: string | false;
   /** A worker silent for this long is lost and its attempts retried elsewhere (default 30 s). */
   workerTimeoutMs?: number;
   /**
@@ -70,6 +83,11 @@ export interface ControllerOptions {
    * bearer token), `GET /metrics` is Prometheus text, and `/` is the web dashboard.
    */
   httpPort?: number;
+  /**
+   * The endpoint proxy's own port (`/proxy`, `/cap`), its own origin so that what a service
+   * returns never runs on the dashboard's (default: any free port, whenever `httpPort` is given).
+   */
+  proxyPort?: number;
   /** Where uploaded code bundles are kept (default: `bundles/` beside the database). */
   bundleDir?: string;
   /** The largest bundle this controller stores, in bytes (default 1 GiB); bigger: RESOURCE_EXHAUSTED. */
@@ -149,7 +167,15 @@ export class Controller {
   readonly port: number;
   /** "host:port" of the HTTP API, when `httpPort` was given. */
   httpAddress: string | undefined;
+  /** "host:port" of the endpoint proxy's own origin, when `httpPort` was given. */
+  proxyAddress: string | undefined;
+  /** The admin token this controller minted (started without credentials on loopback), else undefined. */
+  adminToken: string | undefined;
+  /** The credentials file the minted token was recorded in, if any. */
+  credentialsFile: string | undefined;
   private http: http.Server | undefined;
+  private proxyServer: http.Server | undefined;
+  private tlsOn = false;
   readonly state: ControllerState;
   /** The uploaded code bundles. */
   readonly bundles: BundleStore;
@@ -169,8 +195,6 @@ export class Controller {
   private readonly taskTokens: TaskTokens | undefined;
   private readonly log: (line: string) => void;
   private readonly insecure: boolean;
-  /** Extra HTTP routes tried before the API (endpoint proxy, dashboard). */
-  private readonly httpRoutes: HttpRoute[] = [];
   /** `/proxy/<endpoint>/…` and capability URLs (endpointProxy.ts). */
   private readonly endpointProxy: EndpointProxy;
   private readonly timer: NodeJS.Timeout;
@@ -220,8 +244,7 @@ export class Controller {
     this.insecure = auth.insecure;
     this.log = auth.log;
     this.endpointProxy = new EndpointProxy({
-      // Asks the controller's authenticator at request time (whatever it is by then).
-      principalOf: (req) => principalOfRequest(this.auth, req),
+      mayControl: (p, owner) => mayControlJob(p as Principal, owner),
       resolve: (full) => state.resolveEndpoint(full, ""),
       resolveAll: (full) => state.resolveEndpoints(full, ""),
       ownerOf: (endpoint) => state.endpointOwnerOf(String(endpoint.name)),
@@ -232,10 +255,10 @@ export class Controller {
           return false;
         }
       },
-      httpAddress: () => this.httpAddress,
+      proxyOrigin: () => this.proxyOrigin,
+      dashboardOrigin: () => this.httpOrigin,
       now,
     });
-    this.httpRoutes.push(this.endpointProxy.route);
     this.timer = setInterval(() => this.tick(), tickMs);
     this.timer.unref();
   }
@@ -264,11 +287,18 @@ export class Controller {
     let auth: Authenticator;
     let taskTokens: TaskTokens | undefined;
     let workerCredentials: WorkerCredentials;
+    let token = opts.token || undefined;
+    let minted: string | undefined;
     try {
-      const authOn = Boolean(opts.token) || Boolean(opts.authFile);
+      const given = token !== undefined || Boolean(opts.authFile);
+      if (opts.noAuth && given) throw new IrisError("INVALID_ARGUMENT", "--no-auth turns auth off: give it without --token or --auth-file");
+      // Auth on by default: a loopback controller started without credentials mints its own admin
+      // token (a non-loopback one still needs --token, --auth-file or --insecure).
+      if (!given && !opts.noAuth && isLoopbackHost(host)) token = minted = mintAdminToken(state.taskTokenSecret());
+      const authOn = token !== undefined || Boolean(opts.authFile);
       if (authOn) taskTokens = new TaskTokens(state.taskTokenSecret(), (uid) => state.attemptForToken(uid));
       workerCredentials = new WorkerCredentials(db, opts.clock ? () => opts.clock!.now() : Date.now);
-      auth = createAuthenticator({ token: opts.token, authFile: opts.authFile, taskTokens, workerCredentials, log });
+      auth = createAuthenticator({ token, authFile: opts.authFile, taskTokens, workerCredentials, log });
       const refusal = bindRefusal(host, auth.enabled, opts.insecure === true);
       if (refusal !== undefined) throw new IrisError("FAILED_PRECONDITION", refusal);
     } catch (e) {
@@ -276,6 +306,7 @@ export class Controller {
       throw e;
     }
     const insecure = opts.insecure === true && !auth.enabled;
+    if (opts.noAuth) log(`iris controller: WARNING: auth is OFF (--no-auth): any process or user on this machine that can reach ${host} can run commands as this user`);
     if (insecure) log(`iris controller: WARNING: auth is off (--insecure) on ${host}: anyone who can reach this port can run commands as this user`);
     const server = new grpc.Server({ "grpc.max_receive_message_length": LIMITS.rpcMessageBytes });
     const creds = opts.tls
@@ -297,8 +328,18 @@ export class Controller {
     const handlers = self.metrics.instrument(self.controllerHandlers());
     server.addService(proto.ControllerService.service, handlers);
     server.addService(proto.WorkerControlService.service, self.metrics.instrument(self.workerHandlers(reconcileIntervalMs, workerTimeoutMs)));
-    self.httpRoutes.push(...dashboardRoutes({ auth: self.auth, handlers, onChange: (l) => self.onChange(l) }));
-    if (opts.httpPort !== undefined) await self.serveHttp(host, opts.httpPort, handlers, opts.tls);
+    self.adminToken = minted;
+    try {
+      if (opts.httpPort !== undefined) await self.serveHttp(host, opts.httpPort, opts.proxyPort ?? 0, handlers, opts.tls);
+      if (minted !== undefined && opts.credentialsFile !== false) {
+        const file = opts.credentialsFile ?? credentialsFilePath();
+        saveCredentials(self.address, { token: minted, http: self.httpAddress, proxy: self.proxyOrigin, pid: process.pid, createdAtMs: Date.now() }, file);
+        self.credentialsFile = file;
+      }
+    } catch (e) {
+      await self.stop();
+      throw e;
+    }
     ref.self = self;
     self.pruneBundles();
     self.scheduleSoon();
@@ -311,8 +352,11 @@ export class Controller {
     this.stopped = true;
     clearInterval(this.timer);
     this.server.forceShutdown();
-    this.http?.closeAllConnections();
-    this.http?.close();
+    for (const server of [this.http, this.proxyServer]) {
+      server?.closeAllConnections();
+      server?.close();
+    }
+    if (this.credentialsFile && this.adminToken) removeCredentials(this.address, this.adminToken, this.credentialsFile);
     this.db.close();
   }
 
@@ -328,6 +372,36 @@ export class Controller {
   /** Attaches an autoscaler: GetClusterStatus and ClusterDown answer through it. */
   attachCluster(hooks: ClusterHooks): void {
     this.cluster = hooks;
+  }
+
+  /** `http(s)://host:port` of the dashboard and HTTP API, when served. */
+  get httpOrigin(): string | undefined {
+    return this.httpAddress ? `${this.tlsOn ? "https" : "http"}://${this.httpAddress}` : undefined;
+  }
+
+  /** `http(s)://host:port` of the endpoint proxy (`/proxy`, `/cap`), when served. */
+  get proxyOrigin(): string | undefined {
+    return this.proxyAddress ? `${this.tlsOn ? "https" : "http"}://${this.proxyAddress}` : undefined;
+  }
+
+  /**
+   * The dashboard's URL with a one-time login code (as Jupyter prints one): it signs one browser
+   * in once, then is invalid. Without auth, the plain URL; undefined without an HTTP port.
+   */
+  loginUrl(): string | undefined {
+    const origin = this.httpOrigin;
+    if (!origin) return undefined;
+    if (!this.auth.enabled || this.adminToken === undefined) return `${origin}/`;
+    return `${origin}/login?code=${sessionsOf(this.auth).mintLoginCode(`Bearer ${this.adminToken}`)}`;
+  }
+
+  /** One line saying how callers authenticate (what `iris controller` and `iris cluster local` print). */
+  authNotice(): string {
+    if (!this.auth.enabled) return this.insecure ? "auth OFF (--insecure): anyone who can reach it runs commands as this user" : "auth OFF (--no-auth): any local process or user runs commands as this user";
+    if (this.adminToken === undefined) return "auth on (--token / --auth-file)";
+    return this.credentialsFile
+      ? `auth on: minted an admin token, in ${this.credentialsFile} (mode 0600; the iris CLI, workers and clients of this user find it there)`
+      : "auth on: minted an admin token (not recorded)";
   }
 
   // ---- internals ------------------------------------------------------------------------------
@@ -442,12 +516,29 @@ export class Controller {
     };
   }
 
-  // The HTTP face (httpFace.ts): the unary handlers over JSON, Prometheus metrics, extra routes.
-  private async serveHttp(host: string, port: number, handlers: ControllerServiceHandlers, tls: ControllerOptions["tls"]): Promise<void> {
-    const server = await serveHttp({ host, port, handlers, auth: this.auth, metricsText: () => this.prometheusText(), routes: this.httpRoutes, ...(tls ? { tls } : {}) });
-    const addr = server.address() as { port: number };
-    this.http = server;
-    this.httpAddress = `${host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host}:${addr.port}`;
+  /** The router of the dashboard's origin (every route with its auth policy: see http/router.ts), when HTTP is served. */
+  httpRouter: HttpRouter | undefined;
+  /** The router of the endpoint proxy's origin (bearer tokens and capabilities only, no cookie), when HTTP is served. */
+  proxyRouter: HttpRouter | undefined;
+
+  // The HTTP faces: the dashboard's origin (the page, its streams, the JSON API, /metrics, /proxy
+  // for bearer clients) and the endpoint proxy's own origin.
+  private async serveHttp(host: string, port: number, proxyPort: number, handlers: ControllerServiceHandlers, tls: ControllerOptions["tls"]): Promise<void> {
+    const dial = host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host.includes(":") && !host.startsWith("[") ? `[${host}]` : host;
+    this.tlsOn = tls !== undefined;
+    const httpPortOf = (): number | undefined => (this.http?.address() as { port: number } | null)?.port;
+    const proxyPortOf = (): number | undefined => (this.proxyServer?.address() as { port: number } | null)?.port;
+    // With auth off, only this server's own Host names are answered (421 otherwise: DNS rebinding).
+    const httpRouter = (this.httpRouter = new HttpRouter({ auth: this.auth, permits: (p, perm) => mayCall(p as Principal, perm), servesHost: hostChecker(host, httpPortOf) }));
+    const proxyRouter = (this.proxyRouter = new HttpRouter({ auth: this.auth, permits: (p, perm) => mayCall(p as Principal, perm), cookies: false, servesHost: hostChecker(host, proxyPortOf) }));
+    this.endpointProxy.addDashboardOriginRoutes(httpRouter);
+    addDashboardRoutes(httpRouter, { auth: this.auth, handlers, onChange: (l) => this.onChange(l), proxyOrigin: () => this.proxyOrigin });
+    addApiRoutes(httpRouter, { handlers, metricsText: () => this.prometheusText() });
+    this.endpointProxy.addProxyOriginRoutes(proxyRouter);
+    this.http = await listenHttp(httpRouter, { host, port, tls });
+    this.httpAddress = `${dial}:${(this.http.address() as { port: number }).port}`;
+    this.proxyServer = await listenHttp(proxyRouter, { host, port: proxyPort, tls });
+    this.proxyAddress = `${dial}:${(this.proxyServer.address() as { port: number }).port}`;
   }
 
   private prometheusText(): string {

@@ -1,14 +1,11 @@
 // Pipeline runs the dashboard draws as DAGs: a runner (marin) PUTs its run's steps and their states
 // to `/api/pipelines/<run id>`; the controller keeps the latest record of each run in memory, with
 // its owner (whoever created it): only the owner or an admin may change it.
-import type http from "node:http";
 import { z } from "zod";
 import { inTree, type Principal } from "../controller/auth.ts";
-import { reply } from "../controller/httpFace.ts";
-import type { HttpRoute } from "../controller/httpFace.ts";
-
-/** The request's `authorization` value when it is authenticated ("" without auth), else undefined. */
-export type RequestAuthorizer = (req: http.IncomingMessage) => string | undefined;
+import { BodyTooLargeError, readBody } from "../http/body.ts";
+import { refuse, reply } from "../http/respond.ts";
+import type { HttpRouter } from "../http/router.ts";
 
 /** States a pipeline step shows. */
 export const PIPELINE_STEP_STATES = ["planned", "waiting", "running", "publishing", "cached", "done", "failed", "dep_failed", "cancelled", "not_selected"] as const;
@@ -138,75 +135,43 @@ function safeDecode(s: string): string {
   }
 }
 
-/** Reads a whole (small) request body; rejects past `limit` bytes. */
-export function readBody(req: http.IncomingMessage, limit: number): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on("data", (d: Buffer) => {
-      size += d.length;
-      if (size > limit) {
-        reject(new Error(`body over ${limit} bytes`));
-        req.destroy();
-      } else chunks.push(d);
-    });
-    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
-    req.on("error", reject);
-  });
-}
-
-/** `GET /api/pipelines` (every run) and `PUT /api/pipelines/<runId>` (a runner's record). */
-export function pipelineRoutes(opts: { authorize: RequestAuthorizer; principalOf: (req: http.IncomingMessage) => Principal | undefined; pipelines: PipelineStore }): HttpRoute[] {
-  const route: HttpRoute = async (req, res, url) => {
-    const m = /^\/api\/pipelines(?:\/([^/]+))?$/.exec(url.pathname);
-    if (!m) return false;
-    if (opts.authorize(req) === undefined) {
-      reply(res, 401, { code: "UNAUTHENTICATED", message: "missing or invalid bearer token (or session)" });
-      return true;
-    }
-    if (req.method === "GET" && !m[1]) {
-      reply(res, 200, { runs: opts.pipelines.list() });
-      return true;
-    }
-    if (req.method === "PUT" && m[1]) {
-      // Who may write is checked before the body is read.
-      const p = opts.principalOf(req);
-      const owner = p === undefined ? "missing or invalid bearer token (or session)" : pipelineOwnerOf(p);
-      const existing = opts.pipelines.ownerOf(safeDecode(m[1]));
-      const refusal = typeof owner === "string" ? owner : existing !== undefined ? pipelineWriteRefusal(p!, existing) : undefined;
-      if (refusal !== undefined) {
-        reply(res, 403, { code: "PERMISSION_DENIED", message: refusal });
-        return true;
-      }
+/** `GET /api/pipelines` (every run) and `PUT /api/pipelines/<runId>` (a runner's record); policy `user`. */
+export function addPipelineRoutes(router: HttpRouter, opts: { pipelines: PipelineStore }): void {
+  router.add({ name: "GET /api/pipelines", methods: ["GET"], path: "/api/pipelines", auth: "user", handler: ({ res }) => reply(res, 200, { runs: opts.pipelines.list() }) });
+  router.add({
+    name: "PUT /api/pipelines/<runId>",
+    methods: ["PUT"],
+    path: /^\/api\/pipelines\/([^/]+)$/,
+    example: "/api/pipelines/run-1",
+    auth: "user",
+    handler: async ({ req, res, match, principal }) => {
+      const id = match[1]!;
+      // Who may write is checked before the body is read (the controller's authenticator gives
+      // its own principals, task tokens with their job).
+      const p = principal as Principal;
+      const owner = pipelineOwnerOf(p);
+      const existing = opts.pipelines.ownerOf(safeDecode(id));
+      const refusal = typeof owner === "string" ? owner : existing !== undefined ? pipelineWriteRefusal(p, existing) : undefined;
+      if (refusal !== undefined) return reply(res, 403, { code: "PERMISSION_DENIED", message: refusal });
       let parsed: unknown;
       try {
         parsed = JSON.parse(await readBody(req, MAX_BODY));
       } catch (e) {
-        reply(res, 400, { code: "INVALID_ARGUMENT", message: `body: expected a pipeline run as JSON (${(e as Error).message})` });
-        return true;
+        if (e instanceof BodyTooLargeError) return refuse(res, 413, "RESOURCE_EXHAUSTED", e.message);
+        return reply(res, 400, { code: "INVALID_ARGUMENT", message: `body: expected a pipeline run as JSON (${(e as Error).message})` });
       }
       const r = PipelineRunSchema.safeParse(parsed);
       if (!r.success) {
-        reply(res, 400, { code: "INVALID_ARGUMENT", message: `pipeline run: ${r.error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`).join("; ")}` });
-        return true;
+        return reply(res, 400, { code: "INVALID_ARGUMENT", message: `pipeline run: ${r.error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`).join("; ")}` });
       }
-      if (r.data.runId !== decodeURIComponent(m[1])) {
-        reply(res, 400, { code: "INVALID_ARGUMENT", message: `runId: the body's ${r.data.runId} is not the path's ${m[1]}` });
-        return true;
-      }
+      const decoded = safeDecode(id);
+      if (r.data.runId !== decoded) return reply(res, 400, { code: "INVALID_ARGUMENT", message: `runId: the body's ${r.data.runId} is not the path's ${id}` });
       // Checked again: another writer may have created the run while the body was read.
       const now = opts.pipelines.ownerOf(r.data.runId);
-      const late = now !== undefined ? pipelineWriteRefusal(p!, now) : undefined;
-      if (late !== undefined) {
-        reply(res, 403, { code: "PERMISSION_DENIED", message: late });
-        return true;
-      }
+      const late = now !== undefined ? pipelineWriteRefusal(p, now) : undefined;
+      if (late !== undefined) return reply(res, 403, { code: "PERMISSION_DENIED", message: late });
       opts.pipelines.put(r.data, owner as PipelineOwner);
       reply(res, 200, {});
-      return true;
-    }
-    reply(res, 405, { code: "INVALID_ARGUMENT", message: "GET /api/pipelines or PUT /api/pipelines/<runId>" });
-    return true;
-  };
-  return [route];
+    },
+  });
 }

@@ -4,6 +4,7 @@
 // This file owns the daemon's lifecycle (state directory, start, stop); its three parts are
 // reconciler.ts (registration, watch, reconcile), attemptLauncher.ts (attempts' processes) and
 // logShipper.ts (PushLogs). The protocol is specified in proto/README.md ("Worker protocol").
+import { resolveToken } from "../credentials.ts";
 import { randomBytes, randomUUID } from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
@@ -83,7 +84,11 @@ export class Worker {
   /** The sweep of dead siblings' state directories, awaited by stop(). */
   #sweep: Promise<void> | undefined;
 
-  private constructor(opts: WorkerOptions, stateDir: string, ownsStateDir: boolean, id: string) {
+  private constructor(given: WorkerOptions, stateDir: string, ownsStateDir: boolean, id: string) {
+    // The worker token: --token, IRIS_AUTH_TOKEN, or this user's credentials file for that
+    // controller (resolved once, so a lost session can re-register with it).
+    const resolved = resolveToken(given.controller, given.token);
+    const opts: WorkerOptions = { ...given, ...(resolved !== undefined ? { token: resolved } : {}) };
     this.#opts = opts;
     this.stateDir = stateDir;
     this.#ownsStateDir = ownsStateDir;

@@ -13,7 +13,9 @@ export interface WorkerOptions {
   controller: string;
   /**
    * Bearer token for the controller (a worker or admin identity). Never handed to tasks: each
-   * attempt gets its own task token from the controller as `IRIS_AUTH_TOKEN`.
+   * attempt gets its own task token from the controller as `IRIS_AUTH_TOKEN`. Default:
+   * `IRIS_AUTH_TOKEN`, else the token a loopback controller at this address minted and recorded in
+   * this user's credentials file; `""`: none.
    */
   token?: string;
   /** TLS: the CA (PEM file or text) the controller's certificate chains to; default `IRIS_TLS_CA`. Passed on to tasks. */
