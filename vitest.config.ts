@@ -1,3 +1,5 @@
+import os from "node:os";
+import path from "node:path";
 import { defineConfig } from "vitest/config";
 import projects from "./vitest.workspace.ts";
 
@@ -9,6 +11,9 @@ const CONDITION = "@marin/source";
 // Vite's own server defaults (`defaultServerConditions`; vite is not a direct dependency here).
 const SERVER_CONDITIONS = ["module", "node", "development|production"];
 const nodeOptions = process.env.NODE_OPTIONS ?? "";
+// Controllers that tests start without credentials mint a token and record it in the per-user
+// credentials file: tests (and the processes they start) use a file of their own, never ~/.config.
+process.env.IRIS_CREDENTIALS_FILE ??= path.join(os.tmpdir(), `iris-test-credentials-${process.pid}`, "credentials.json");
 if (!nodeOptions.includes(`--conditions=${CONDITION}`)) process.env.NODE_OPTIONS = `--conditions=${CONDITION} ${nodeOptions}`.trim();
 
 export default defineConfig({

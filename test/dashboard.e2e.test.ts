@@ -78,7 +78,7 @@ describe.skipIf(!haveChromium)("iris dashboard in Chromium", () => {
     });
     page.on("pageerror", (e) => consoleErrors.push(String(e)));
     page.on("request", (r) => {
-      if (!r.url().startsWith(base) && !r.url().startsWith("data:")) offMachine.push(r.url());
+      if (!r.url().startsWith(base) && !r.url().startsWith(cluster.controller.proxyOrigin!) && !r.url().startsWith("data:") && r.url() !== "about:blank") offMachine.push(r.url());
     });
   }, 120_000);
 
@@ -201,7 +201,7 @@ describe.skipIf(!haveChromium)("iris dashboard in Chromium", () => {
   it("marin run's embedded cluster prints the dashboard URL on its first line", async () => {
     const r = await marin(["run", EXPERIMENT, "--prefix", path.join(tmp, "embedded"), "--only", "dash/square"]);
     expect(r.code, r.stdout + r.stderr).toBe(0);
-    expect(r.stderr.split("\n")[0]).toMatch(/^marin: dashboard at http:\/\/127\.0\.0\.1:\d+\/#\/pipelines\//);
+    expect(r.stderr.split("\n")[0]).toMatch(/^marin: dashboard at http:\/\/127\.0\.0\.1:\d+\/login\?code=[A-Za-z0-9_-]+#\/pipelines\//);
   });
 
   it("the playground streams a completion and a chat reply from a served tiny model through the controller's proxy", async () => {
@@ -219,15 +219,17 @@ describe.skipIf(!haveChromium)("iris dashboard in Chromium", () => {
       await server.ready;
       const name = "/root/demo/serve/tiny-lm";
       await cluster.client.registerEndpoint(name, server.url.replace(/^http:\/\//, ""));
-      // The page calls the model through the controller's proxy (/proxy/<endpoint>/…) with its
-      // session cookie; the test only watches what it sends and what comes back.
+      // The page calls the model through the controller's endpoint proxy on its own origin (a
+      // capability URL, /cap/<token>/…; never the session cookie); the test only watches what it
+      // sends and what comes back.
+      const proxied = `${cluster.controller.proxyOrigin}/cap/`;
       const bodies: Record<string, unknown>[] = [];
       const statuses: number[] = [];
       const onRequest = (r: Request): void => {
-        if (r.url().startsWith(`${base}/proxy/`)) bodies.push(r.postDataJSON() as Record<string, unknown>);
+        if (r.url().startsWith(proxied) && r.method() === "POST") bodies.push(r.postDataJSON() as Record<string, unknown>);
       };
       const onResponse = (r: Response): void => {
-        if (r.url().startsWith(`${base}/proxy/`)) statuses.push(r.status());
+        if (r.url().startsWith(proxied) && r.request().method() === "POST") statuses.push(r.status());
       };
       page.on("request", onRequest);
       page.on("response", onResponse);

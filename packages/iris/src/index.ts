@@ -11,8 +11,10 @@ export { LocalCluster, localWorkerCapacity } from "./localCluster.ts";
 export type { LocalClusterOptions } from "./localCluster.ts";
 export { Controller } from "./controller/controller.ts";
 export type { ControllerOptions } from "./controller/controller.ts";
-export { PROXY_TIMEOUT_KEY, DEFAULT_PROXY_TIMEOUT_MS, CAPABILITY_TTL_S } from "./controller/endpointProxy.ts";
+export { WorkerCredentials, DEFAULT_REGISTRATION_TTL_MS } from "./controller/workerCredentials.ts";
+export { PROXY_TIMEOUT_KEY, DEFAULT_PROXY_TIMEOUT_MS, CAPABILITY_TTL_S } from "./http/endpointProxy.ts";
 export { Worker } from "./worker/worker.ts";
+export { credentialsFilePath, lookupToken, resolveToken } from "./credentials.ts";
 export type { LocalAttemptInfo, WorkerEvent, WorkerOptions } from "./worker/worker.ts";
 export { isTerminalJobState } from "./jobSpec.ts";
 export type {

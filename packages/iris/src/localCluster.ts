@@ -13,8 +13,16 @@ export interface LocalClusterOptions {
   workers?: number;
   /** Controller database; default a file in a temporary directory removed by `stop()`. */
   dbPath?: string;
-  /** Turns auth on: every RPC (workers, client, tasks) must carry this token. */
+  /**
+   * The admin token every RPC (workers, client, tasks) must carry. Default: the controller mints
+   * one (`cluster.token`) and records it in this user's credentials file (see credentials.ts), so
+   * the CLI and other clients of this address find it.
+   */
   token?: string;
+  /** Auth off (every caller is the admin; logs a warning). */
+  noAuth?: boolean;
+  /** Where a minted token is recorded (default: the per-user credentials file; false: nowhere). */
+  credentialsFile?: string | false;
   /** CPU capacity of each worker in millicores (default: the machine's cores split between the workers). */
   workerCpuMillis?: number;
   /** Memory capacity of each worker in bytes (default: the machine's memory split between the workers). */
@@ -25,8 +33,10 @@ export interface LocalClusterOptions {
   workerTimeoutMs?: number;
   /** With no worker registered, how long a task waits before it is UNSCHEDULABLE (default 5 min). */
   schedulingTimeoutMs?: number;
-  /** Also serve the controller's HTTP face (API, metrics, endpoint proxy) on this port (0 = any free port; default: none). */
+  /** Also serve the controller's HTTP face (API, metrics, dashboard) on this port (0 = any free port; default: none). */
   httpPort?: number;
+  /** The endpoint proxy's own port (default: any free port, with `httpPort`). */
+  proxyPort?: number;
   /** Attributes of each worker, by index. */
   workerAttributes?: (index: number) => Record<string, string>;
 }
@@ -55,16 +65,19 @@ export class LocalCluster {
   readonly address: string;
   /** A client connected to the controller (with the token). */
   readonly client: IrisClient;
+  /** The cluster's admin token (given or minted); undefined with auth off. */
+  readonly token: string | undefined;
   readonly controller: Controller;
   readonly workers: Worker[];
   private readonly tmpDir: string | undefined;
   private stopped = false;
 
-  private constructor(controller: Controller, workers: Worker[], client: IrisClient, tmpDir: string | undefined) {
+  private constructor(controller: Controller, workers: Worker[], client: IrisClient, tmpDir: string | undefined, token: string | undefined) {
     this.controller = controller;
     this.workers = workers;
     this.client = client;
     this.address = controller.address;
+    this.token = token;
     this.tmpDir = tmpDir;
   }
 
@@ -76,10 +89,14 @@ export class LocalCluster {
       port: opts.port ?? 0,
       dbPath: opts.dbPath ?? path.join(tmpDir!, "controller.sqlite"),
       token: opts.token,
+      ...(opts.noAuth ? { noAuth: true } : {}),
+      ...(opts.credentialsFile !== undefined ? { credentialsFile: opts.credentialsFile } : {}),
+      ...(opts.proxyPort !== undefined ? { proxyPort: opts.proxyPort } : {}),
       ...(opts.workerTimeoutMs !== undefined ? { workerTimeoutMs: opts.workerTimeoutMs } : {}),
       ...(opts.schedulingTimeoutMs !== undefined ? { schedulingTimeoutMs: opts.schedulingTimeoutMs } : {}),
       ...(opts.httpPort !== undefined ? { httpPort: opts.httpPort } : {}),
     });
+    const token = opts.token || controller.adminToken;
     const workers: Worker[] = [];
     const share = localWorkerCapacity(opts.workers ?? 1);
     try {
@@ -87,7 +104,7 @@ export class LocalCluster {
         workers.push(
           await Worker.start({
             controller: controller.address,
-            ...(opts.token ? { token: opts.token } : {}),
+            token: token ?? "",
             cpuMillis: opts.workerCpuMillis ?? share.cpuMillis,
             memoryBytes: opts.workerMemoryBytes ?? share.memoryBytes,
             ...(opts.workerAttributes ? { attributes: opts.workerAttributes(i) } : {}),
@@ -102,8 +119,8 @@ export class LocalCluster {
       throw e;
     }
     // The client names jobs itself (under IRIS_USER or the OS user), with or without a token.
-    const client = IrisClient.connect(controller.address, { token: opts.token, user: defaultIrisUser() });
-    return new LocalCluster(controller, workers, client, tmpDir);
+    const client = IrisClient.connect(controller.address, { token: token ?? "", user: defaultIrisUser() });
+    return new LocalCluster(controller, workers, client, tmpDir, token);
   }
 
   /** Stops the workers (killing their attempts), then the controller; removes the temp dir. */

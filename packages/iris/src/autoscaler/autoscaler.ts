@@ -203,7 +203,14 @@ export class Autoscaler {
     this.last = out;
     this.lastWorkers = byGroup;
     await this.apply(out.decisions, now);
-    this.opts.state.setAutoscalerView({ notes: out.notes, startable: this.startable() });
+    // Status shows what is left after this round's stops and cancels.
+    for (const [name, ws] of byGroup) byGroup.set(name, ws.filter((w) => this.known.has(w.workerId)));
+    const notes = new Map<string, string>();
+    snap.demand.forEach((d, i) => {
+      const note = out.notes[i];
+      if (note !== undefined) notes.set(d.jobId, note);
+    });
+    this.opts.state.setAutoscalerView({ notes, startable: this.startable() });
     return out;
   }
 

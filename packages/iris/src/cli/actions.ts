@@ -80,9 +80,14 @@ export function realActions(io: CliIo): CliActions {
   return {
     async controller(a) {
       const { Controller, bindRefusal } = await import("../controller/controller.ts");
-      const authOn = Boolean(a.token) || Boolean(a.authFile);
-      // Safe by default: a non-loopback bind with auth off refuses to start (exit 2).
-      const refusal = bindRefusal(a.host, authOn, a.insecure === true);
+      const given = Boolean(a.token) || Boolean(a.authFile);
+      if (a.noAuth && given) {
+        io.err("iris controller: --no-auth turns auth off: give it without --token or --auth-file\n");
+        return 2;
+      }
+      // Safe by default: a non-loopback bind with auth off refuses to start (exit 2); a loopback
+      // one without credentials mints its own admin token.
+      const refusal = bindRefusal(a.host, given, a.insecure === true);
       if (refusal !== undefined) {
         io.err(`iris controller: ${refusal}\n`);
         return 2;
@@ -101,13 +106,16 @@ export function realActions(io: CliIo): CliActions {
         ...(a.schedulingTimeoutMs !== undefined ? { schedulingTimeoutMs: a.schedulingTimeoutMs } : {}),
         ...(a.httpPort !== undefined ? { httpPort: a.httpPort } : {}),
         ...(a.bundleKeep !== undefined ? { bundleKeep: a.bundleKeep } : {}),
+        ...(a.noAuth ? { noAuth: true } : {}),
+        ...(a.proxyPort !== undefined ? { proxyPort: a.proxyPort } : {}),
       });
       const all = a.host === "0.0.0.0" || a.host === "::";
       io.out(
         `iris controller listening on ${all ? `${a.host}:${controller.port}` : controller.address}${all ? ` (all interfaces; dial ${controller.address} here)` : ""} ` +
-          `(db ${a.dbPath}, auth ${authOn ? "on" : "off"}, tls ${a.tlsCert ? "on" : "off"})\n`,
+          `(db ${a.dbPath}, auth ${controller.auth.enabled ? "on" : "off"}, tls ${a.tlsCert ? "on" : "off"})\n`,
       );
-      if (controller.httpAddress) io.out(`iris controller HTTP (API, /metrics, /proxy) on ${a.tlsCert ? "https" : "http"}://${controller.httpAddress}\n`);
+      io.out(`  ${controller.authNotice()}\n`);
+      if (controller.httpAddress) io.out(`iris controller HTTP (API, /metrics, /proxy) on ${controller.httpOrigin}; endpoint proxy (/proxy, /cap) on ${controller.proxyOrigin}\n  dashboard: ${controller.loginUrl()}\n`);
       await untilSignal();
       await controller.stop();
       return 0;
@@ -194,11 +202,14 @@ export function realActions(io: CliIo): CliActions {
         ...(a.workerMemoryBytes !== undefined ? { workerMemoryBytes: a.workerMemoryBytes } : {}),
         ...(a.schedulingTimeoutMs !== undefined ? { schedulingTimeoutMs: a.schedulingTimeoutMs } : {}),
         ...(a.httpPort !== undefined ? { httpPort: a.httpPort } : {}),
+        ...(a.noAuth ? { noAuth: true } : {}),
+        ...(a.proxyPort !== undefined ? { proxyPort: a.proxyPort } : {}),
       });
       io.out(
         `iris local cluster listening on ${cluster.address} with ${a.workers} worker${a.workers === 1 ? "" : "s"}\n` +
           `  export IRIS_CONTROLLER_ADDRESS=${cluster.address}\n` +
-          (cluster.controller.httpAddress ? `  dashboard: http://${cluster.controller.httpAddress}/\n` : ""),
+          `  ${cluster.controller.authNotice()}\n` +
+          (cluster.controller.httpAddress ? `  dashboard: ${cluster.controller.loginUrl()}\n  endpoint proxy: ${cluster.controller.proxyOrigin}\n` : ""),
       );
       await untilSignal();
       await cluster.stop();

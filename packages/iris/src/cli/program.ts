@@ -45,6 +45,10 @@ export interface ControllerArgs {
   httpPort?: number | undefined;
   /** `--bundle-keep`: uploaded bundles kept beyond those live jobs use (0 = all; default 32). */
   bundleKeep?: number | undefined;
+  /** `--no-auth`: auth off (loudly); HTTP answers only the controller's own Host names. */
+  noAuth?: boolean;
+  /** `--proxy-port`: the endpoint proxy's own port (default: any free one, with --http-port). */
+  proxyPort?: number | undefined;
 }
 
 /** `iris db backup`. */
@@ -107,6 +111,10 @@ export interface ClusterLocalArgs {
   schedulingTimeoutMs: number | undefined;
   /** Serve the controller's HTTP face (the dashboard, API, /metrics) on this port; undefined = none. */
   httpPort?: number | undefined;
+  /** `--no-auth`: auth off (loudly). */
+  noAuth?: boolean;
+  /** `--proxy-port`: the endpoint proxy's own port. */
+  proxyPort?: number | undefined;
 }
 
 /** `iris job run`. */
@@ -259,6 +267,8 @@ export function buildProgram(
     .addOption(new Option("--worker-timeout <seconds>", "a worker silent this long is lost (default 30)").argParser(parseSeconds))
     .addOption(schedulingTimeoutOption("a job that sets none"))
     .addOption(new Option("--http-port <port>", "also serve HTTP (API, /metrics, the endpoint proxy /proxy and /cap) on this port (0: any free port)").argParser(parseInteger(0, 65535)))
+    .option("--no-auth", "turn auth off (a warning is printed): any local process or user could run commands as you")
+    .addOption(new Option("--proxy-port <port>", "the endpoint proxy's own port (/proxy, /cap: its own origin, apart from the dashboard's; default: any free port)").argParser(parseInteger(0, 65535)))
     .addOption(new Option("--bundle-keep <n>", "uploaded code bundles kept beyond those unfinished jobs run from, the most recently used; older ones are removed (0 = keep all; default 32)").argParser(parseInteger(0)))
     .action(
       (o: {
@@ -274,6 +284,8 @@ export function buildProgram(
         schedulingTimeout?: number;
         httpPort?: number;
         bundleKeep?: number;
+        auth: boolean;
+        proxyPort?: number;
       }) => {
         if ((o.tlsCert === undefined) !== (o.tlsKey === undefined)) {
           throw new CommanderError(1, "iris.tls", "error: --tls-cert and --tls-key go together");
@@ -291,6 +303,8 @@ export function buildProgram(
           schedulingTimeoutMs: o.schedulingTimeout,
           ...(o.httpPort !== undefined ? { httpPort: o.httpPort } : {}),
           ...(o.bundleKeep !== undefined ? { bundleKeep: o.bundleKeep } : {}),
+          ...(o.auth === false ? { noAuth: true } : {}),
+          ...(o.proxyPort !== undefined ? { proxyPort: o.proxyPort } : {}),
         }),
         );
       },
@@ -395,8 +409,10 @@ export function buildProgram(
     .addOption(new Option("--worker-cpu <cores>", "CPU per worker (default: the machine's cores split between the workers)").argParser(parseCpu))
     .addOption(new Option("--worker-memory <size>", "memory per worker (default: the machine's memory split between the workers)").argParser(parseSize))
     .addOption(schedulingTimeoutOption("a job that sets none"))
-    .addOption(new Option("--http-port <port>", "serve the web dashboard (and the HTTP API, /metrics) on this port (0: any free port); the URL is printed").argParser(parseInteger(0, 65535)))
-    .action((o: { workers: number; port: number; token?: string; db?: string; workerCpu?: number; workerMemory?: number; schedulingTimeout?: number; httpPort?: number }) =>
+    .addOption(new Option("--http-port <port>", "serve the web dashboard (and the HTTP API, /metrics) on this port (0: any free port); the URL, with a one-time login code, is printed").argParser(parseInteger(0, 65535)))
+    .option("--no-auth", "turn auth off (a warning is printed): any local process or user could run commands as you")
+    .addOption(new Option("--proxy-port <port>", "the endpoint proxy's own port (/proxy, /cap: its own origin, apart from the dashboard's; default: any free port)").argParser(parseInteger(0, 65535)))
+    .action((o: { workers: number; port: number; token?: string; db?: string; workerCpu?: number; workerMemory?: number; schedulingTimeout?: number; httpPort?: number; auth: boolean; proxyPort?: number }) =>
       run(() =>
         actions.clusterLocal({
           workers: o.workers,
@@ -407,6 +423,8 @@ export function buildProgram(
           workerMemoryBytes: o.workerMemory,
           schedulingTimeoutMs: o.schedulingTimeout,
           ...(o.httpPort !== undefined ? { httpPort: o.httpPort } : {}),
+          ...(o.auth === false ? { noAuth: true } : {}),
+          ...(o.proxyPort !== undefined ? { proxyPort: o.proxyPort } : {}),
         }),
       ),
     );

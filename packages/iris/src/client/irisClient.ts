@@ -3,6 +3,7 @@
 import { randomBytes } from "node:crypto";
 import os from "node:os";
 import type * as grpc from "@grpc/grpc-js";
+import { resolveToken } from "../credentials.ts";
 import { IrisError } from "../errors.ts";
 import type { JobStatus__Output } from "../internal/generated/iris/v1/JobStatus.ts";
 import type { LogBatch__Output } from "../internal/generated/iris/v1/LogBatch.ts";
@@ -17,7 +18,10 @@ export type { WorkerSummary } from "../jobSpec.ts";
 
 /** Options of {@link IrisClient.connect}. */
 export interface IrisClientOptions {
-  /** Bearer token (default: none). */
+  /**
+   * Bearer token. Default: `IRIS_AUTH_TOKEN`, else the token a controller at this address minted
+   * and recorded in this user's credentials file (credentials.ts); `""`: none.
+   */
   token?: string | undefined;
   /**
    * User for bare job names (default: IRIS_USER, else the OS user). With a `token` and neither
@@ -131,10 +135,11 @@ export class IrisClient {
   private constructor(address: string, opts: IrisClientOptions) {
     this.address = address;
     const claimed = opts.user ?? (process.env.IRIS_USER || undefined);
+    const token = resolveToken(address, opts.token);
     this.serverPlacesNames = claimed === undefined && opts.token !== undefined && opts.token !== "";
     this.user = claimed ?? defaultIrisUser();
     this.scopeJob = opts.scopeJob ?? process.env.IRIS_JOB_ID ?? "";
-    this.rpc = createControllerClient(address, { token: opts.token, tlsCa: opts.tlsCa });
+    this.rpc = createControllerClient(address, { token, tlsCa: opts.tlsCa });
   }
 
   /** Connects (lazily: the first call dials) to the controller at `address` ("host:port"). */

@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import { jsonDepth } from "../jobSpec.ts";
 import { loadIrisProto } from "../internal/rpc.ts";
 import { checkMaySubmit, createAuthenticator, loadAuthFile, mayCall, mayControlJob, placeJobName, sha256Hex, TaskTokens } from "./auth.ts";
-import { checkJsonMessage } from "./httpFace.ts";
+import { checkJsonMessage } from "../http/jsonProto.ts";
 
 describe("auth", () => {
   it("reads auth files (sha256 or plain token) and names what is wrong in a bad one", () => {

@@ -23,6 +23,37 @@ export interface Principal {
   job?: string;
   /** Task tokens only: the attempt id (`/user/job/<index>:<attempt>`) the token was minted for. */
   attempt?: string;
+  /**
+   * Worker sessions and minted registration credentials only (workerCredentials.ts): the worker id
+   * the credential is bound to. A worker token without it (shared, from the auth file) may only
+   * register.
+   */
+  worker?: string;
+  /** A minted, single-use registration credential (not yet a session): it may only register `worker`. */
+  registration?: boolean;
+}
+
+/**
+ * Why worker principal `p` may not call worker RPC `method` at all, or undefined when it may: a
+ * worker token (shared, or a registration credential) only registers, and is swapped there for a
+ * session bound to the worker; everything else needs that session.
+ */
+export function workerSessionRefusal(p: Principal, method: string): string | undefined {
+  if (p.role !== "worker" || method === "RegisterWorker") return undefined;
+  if (p.worker === undefined || p.registration === true) {
+    return `a worker token may only call RegisterWorker: ${method} needs the worker session RegisterWorker returns`;
+  }
+  return undefined;
+}
+
+/**
+ * Refuses (PERMISSION_DENIED) a worker session acting for a worker other than its own. Admins
+ * (and everyone on a cluster without auth) act for any worker.
+ */
+export function checkOwnWorker(p: Principal, workerId: string, what: string): void {
+  if (p.role !== "worker") return;
+  if (p.worker !== undefined && p.worker === workerId) return;
+  throw new IrisError("PERMISSION_DENIED", `the session of worker ${p.worker ?? "?"} may not ${what} of worker ${JSON.stringify(workerId)}`);
 }
 
 /** Whether `name` is `root` or below it (`/u/a` covers `/u/a` and `/u/a/b`, not `/u/ab`). */
@@ -210,6 +241,8 @@ export interface AuthOptions {
   authFile?: string | undefined;
   /** Checks task tokens (only consulted when auth is on). */
   taskTokens?: TaskTokens | undefined;
+  /** Checks worker sessions and registration credentials (`iris-wsess.` / `iris-wreg.` tokens; workerCredentials.ts). */
+  workerCredentials?: { verify(token: string): Principal | undefined } | undefined;
   /** Where reload failures are reported (default: stderr). */
   log?: (line: string) => void;
 }
@@ -264,6 +297,7 @@ export function createAuthenticator(opts: AuthOptions): Authenticator {
       const presented = header.slice("Bearer ".length);
       if (presented === "" || presented.length > 4096) return undefined;
       if (presented.startsWith(TASK_TOKEN_PREFIX)) return opts.taskTokens?.verify(presented);
+      if (presented.startsWith("iris-wsess.") || presented.startsWith("iris-wreg.")) return opts.workerCredentials?.verify(presented);
       if (Date.now() - checkedAt >= AUTH_FILE_CHECK_MS) reload(false);
       const h = sha256Hex(presented);
       return fixed.get(h) ?? fromFile.get(h);

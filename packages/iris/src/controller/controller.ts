@@ -9,16 +9,19 @@ import type { ControllerServiceHandlers } from "../internal/generated/iris/v1/Co
 import type { WorkerControlServiceHandlers } from "../internal/generated/iris/v1/WorkerControlService.ts";
 import type { JobStatus } from "../internal/generated/iris/v1/JobStatus.ts";
 import { loadIrisProto } from "../internal/rpc.ts";
-import { TaskTokens, checkMaySubmit, createAuthenticator, mayCall, mayControlJob, placeJobName, principalOfCall } from "./auth.ts";
+import { TaskTokens, checkMaySubmit, checkOwnWorker, createAuthenticator, mayCall, mayControlJob, placeJobName, principalOfCall, workerSessionRefusal } from "./auth.ts";
+import { WorkerCredentials } from "./workerCredentials.ts";
 import type { Authenticator, Principal } from "./auth.ts";
 import type { EndpointCapability } from "../jobSpec.ts";
-import { EndpointProxy } from "./endpointProxy.ts";
+import { EndpointProxy } from "../http/endpointProxy.ts";
 import { LIMITS } from "../jobSpec.ts";
 import { parseTaskId } from "./stateRows.ts";
-import { dashboardRoutes } from "../dashboard/server.ts";
-import { principalOfRequest } from "./httpAuth.ts";
-import { serveHttp } from "./httpFace.ts";
-import type { HttpRoute } from "./httpFace.ts";
+import { addDashboardRoutes } from "../dashboard/server.ts";
+import { addApiRoutes, listenHttp } from "../http/apiRoutes.ts";
+import { hostChecker } from "../http/hosts.ts";
+import { sessionsOf } from "../http/principal.ts";
+import { HttpRouter } from "../http/router.ts";
+import { credentialsFilePath, mintAdminToken, removeCredentials, saveCredentials } from "../credentials.ts";
 import { capacityFromWire, jobSpecFromWire } from "../internal/codec.ts";
 import { bundleMissingMessage, isTerminalJobState, normalizeJobSpec } from "../jobSpec.ts";
 import { ControllerState } from "./controllerState.ts";
@@ -50,8 +53,19 @@ export interface ControllerOptions {
   log?: (line: string) => void;
   /** SQLite database file (created with its directory if missing). */
   dbPath: string;
-  /** The `--token` shorthand: one admin identity (user `admin`); undefined/"" and no authFile = auth off. */
+  /**
+   * The `--token` shorthand: one admin identity (user `admin`). With neither this nor `authFile`,
+   * a loopback controller mints a random admin token (`Controller.adminToken`) and records it in
+   * the per-user credentials file (see credentials.ts); a non-loopback one needs `insecure`.
+   */
   token?: string | undefined;
+  /** Auth off (`--no-auth`): every caller is the admin; logs a warning. HTTP answers only its own `Host` names (else 421). */
+  noAuth?: boolean;
+  /**
+   * Where a minted token is recorded (default: the per-user credentials file,
+   * `$IRIS_CREDENTIALS_FILE` or `~/.config/iris/credentials.json`); false: nowhere.
+   */
+  credentialsFile?: string | false;
   /** A worker silent for this long is lost and its attempts retried elsewhere (default 30 s). */
   workerTimeoutMs?: number;
   /**
@@ -69,6 +83,11 @@ export interface ControllerOptions {
    * bearer token), `GET /metrics` is Prometheus text, and `/` is the web dashboard.
    */
   httpPort?: number;
+  /**
+   * The endpoint proxy's own port (`/proxy`, `/cap`), its own origin so that what a service
+   * returns never runs on the dashboard's (default: any free port, whenever `httpPort` is given).
+   */
+  proxyPort?: number;
   /** Where uploaded code bundles are kept (default: `bundles/` beside the database). */
   bundleDir?: string;
   /** The largest bundle this controller stores, in bytes (default 1 GiB); bigger: RESOURCE_EXHAUSTED. */
@@ -148,7 +167,15 @@ export class Controller {
   readonly port: number;
   /** "host:port" of the HTTP API, when `httpPort` was given. */
   httpAddress: string | undefined;
+  /** "host:port" of the endpoint proxy's own origin, when `httpPort` was given. */
+  proxyAddress: string | undefined;
+  /** The admin token this controller minted (started without credentials on loopback), else undefined. */
+  adminToken: string | undefined;
+  /** The credentials file the minted token was recorded in, if any. */
+  credentialsFile: string | undefined;
   private http: http.Server | undefined;
+  private proxyServer: http.Server | undefined;
+  private tlsOn = false;
   readonly state: ControllerState;
   /** The uploaded code bundles. */
   readonly bundles: BundleStore;
@@ -159,11 +186,15 @@ export class Controller {
   private readonly db: Db;
   /** Who is calling (every face asks it: gRPC, the HTTP API, extra routes). */
   readonly auth: Authenticator;
+  /**
+   * Credentials bound to one worker (workerCredentials.ts): `mint(workerId, { ttlMs })` makes a
+   * single-use registration credential for a named worker in advance, `revoke(workerId)` ends its
+   * credentials and its registration. Worker sessions opened at RegisterWorker live here too.
+   */
+  readonly workerCredentials: WorkerCredentials;
   private readonly taskTokens: TaskTokens | undefined;
   private readonly log: (line: string) => void;
   private readonly insecure: boolean;
-  /** Extra HTTP routes tried before the API (endpoint proxy, dashboard). */
-  private readonly httpRoutes: HttpRoute[] = [];
   /** `/proxy/<endpoint>/…` and capability URLs (endpointProxy.ts). */
   private readonly endpointProxy: EndpointProxy;
   private readonly timer: NodeJS.Timeout;
@@ -186,7 +217,7 @@ export class Controller {
     state: ControllerState,
     port: number,
     host: string,
-    auth: { auth: Authenticator; taskTokens: TaskTokens | undefined; insecure: boolean; log: (line: string) => void },
+    auth: { auth: Authenticator; taskTokens: TaskTokens | undefined; workerCredentials: WorkerCredentials; insecure: boolean; log: (line: string) => void },
     tickMs: number,
     now: () => number,
     bundles: BundleStore,
@@ -202,11 +233,18 @@ export class Controller {
     this.address = `${host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host}:${port}`;
     this.auth = auth.auth;
     this.taskTokens = auth.taskTokens;
+    this.workerCredentials = auth.workerCredentials;
+    this.workerCredentials.setHooks({
+      sessionEnded: (id) => this.endWorkerStreams(id),
+      revoked: (id) => {
+        state.deregisterWorker(id);
+        this.scheduleSoon();
+      },
+    });
     this.insecure = auth.insecure;
     this.log = auth.log;
     this.endpointProxy = new EndpointProxy({
-      // Asks the controller's authenticator at request time (whatever it is by then).
-      principalOf: (req) => principalOfRequest(this.auth, req),
+      mayControl: (p, owner) => mayControlJob(p as Principal, owner),
       resolve: (full) => state.resolveEndpoint(full, ""),
       resolveAll: (full) => state.resolveEndpoints(full, ""),
       ownerOf: (endpoint) => state.endpointOwnerOf(String(endpoint.name)),
@@ -217,10 +255,10 @@ export class Controller {
           return false;
         }
       },
-      httpAddress: () => this.httpAddress,
+      proxyOrigin: () => this.proxyOrigin,
+      dashboardOrigin: () => this.httpOrigin,
       now,
     });
-    this.httpRoutes.push(this.endpointProxy.route);
     this.timer = setInterval(() => this.tick(), tickMs);
     this.timer.unref();
   }
@@ -248,10 +286,19 @@ export class Controller {
     const log = opts.log ?? ((l: string) => process.stderr.write(`${l}\n`));
     let auth: Authenticator;
     let taskTokens: TaskTokens | undefined;
+    let workerCredentials: WorkerCredentials;
+    let token = opts.token || undefined;
+    let minted: string | undefined;
     try {
-      const authOn = Boolean(opts.token) || Boolean(opts.authFile);
+      const given = token !== undefined || Boolean(opts.authFile);
+      if (opts.noAuth && given) throw new IrisError("INVALID_ARGUMENT", "--no-auth turns auth off: give it without --token or --auth-file");
+      // Auth on by default: a loopback controller started without credentials mints its own admin
+      // token (a non-loopback one still needs --token, --auth-file or --insecure).
+      if (!given && !opts.noAuth && isLoopbackHost(host)) token = minted = mintAdminToken(state.taskTokenSecret());
+      const authOn = token !== undefined || Boolean(opts.authFile);
       if (authOn) taskTokens = new TaskTokens(state.taskTokenSecret(), (uid) => state.attemptForToken(uid));
-      auth = createAuthenticator({ token: opts.token, authFile: opts.authFile, taskTokens, log });
+      workerCredentials = new WorkerCredentials(db, opts.clock ? () => opts.clock!.now() : Date.now);
+      auth = createAuthenticator({ token, authFile: opts.authFile, taskTokens, workerCredentials, log });
       const refusal = bindRefusal(host, auth.enabled, opts.insecure === true);
       if (refusal !== undefined) throw new IrisError("FAILED_PRECONDITION", refusal);
     } catch (e) {
@@ -259,6 +306,7 @@ export class Controller {
       throw e;
     }
     const insecure = opts.insecure === true && !auth.enabled;
+    if (opts.noAuth) log(`iris controller: WARNING: auth is OFF (--no-auth): any process or user on this machine that can reach ${host} can run commands as this user`);
     if (insecure) log(`iris controller: WARNING: auth is off (--insecure) on ${host}: anyone who can reach this port can run commands as this user`);
     const server = new grpc.Server({ "grpc.max_receive_message_length": LIMITS.rpcMessageBytes });
     const creds = opts.tls
@@ -272,7 +320,7 @@ export class Controller {
       throw e;
     }
     const bundles = new BundleStore(opts.bundleDir ?? path.join(path.dirname(path.resolve(opts.dbPath)), "bundles"), opts.maxBundleBytes);
-    const self = new Controller(server, db, state, port, host, { auth, taskTokens, insecure, log }, Math.max(50, Math.min(500, Math.floor(workerTimeoutMs / 4))), opts.clock ? () => opts.clock!.now() : Date.now, bundles, {
+    const self = new Controller(server, db, state, port, host, { auth, taskTokens, workerCredentials, insecure, log }, Math.max(50, Math.min(500, Math.floor(workerTimeoutMs / 4))), opts.clock ? () => opts.clock!.now() : Date.now, bundles, {
       keep: opts.bundleKeep ?? DEFAULT_BUNDLE_KEEP,
       graceMs: opts.bundleGraceMs ?? DEFAULT_BUNDLE_GRACE_MS,
     });
@@ -280,8 +328,18 @@ export class Controller {
     const handlers = self.metrics.instrument(self.controllerHandlers());
     server.addService(proto.ControllerService.service, handlers);
     server.addService(proto.WorkerControlService.service, self.metrics.instrument(self.workerHandlers(reconcileIntervalMs, workerTimeoutMs)));
-    self.httpRoutes.push(...dashboardRoutes({ auth: self.auth, handlers, onChange: (l) => self.onChange(l) }));
-    if (opts.httpPort !== undefined) await self.serveHttp(host, opts.httpPort, handlers, opts.tls);
+    self.adminToken = minted;
+    try {
+      if (opts.httpPort !== undefined) await self.serveHttp(host, opts.httpPort, opts.proxyPort ?? 0, handlers, opts.tls);
+      if (minted !== undefined && opts.credentialsFile !== false) {
+        const file = opts.credentialsFile ?? credentialsFilePath();
+        saveCredentials(self.address, { token: minted, http: self.httpAddress, proxy: self.proxyOrigin, pid: process.pid, createdAtMs: Date.now() }, file);
+        self.credentialsFile = file;
+      }
+    } catch (e) {
+      await self.stop();
+      throw e;
+    }
     ref.self = self;
     self.pruneBundles();
     self.scheduleSoon();
@@ -294,8 +352,11 @@ export class Controller {
     this.stopped = true;
     clearInterval(this.timer);
     this.server.forceShutdown();
-    this.http?.closeAllConnections();
-    this.http?.close();
+    for (const server of [this.http, this.proxyServer]) {
+      server?.closeAllConnections();
+      server?.close();
+    }
+    if (this.credentialsFile && this.adminToken) removeCredentials(this.address, this.adminToken, this.credentialsFile);
     this.db.close();
   }
 
@@ -311,6 +372,36 @@ export class Controller {
   /** Attaches an autoscaler: GetClusterStatus and ClusterDown answer through it. */
   attachCluster(hooks: ClusterHooks): void {
     this.cluster = hooks;
+  }
+
+  /** `http(s)://host:port` of the dashboard and HTTP API, when served. */
+  get httpOrigin(): string | undefined {
+    return this.httpAddress ? `${this.tlsOn ? "https" : "http"}://${this.httpAddress}` : undefined;
+  }
+
+  /** `http(s)://host:port` of the endpoint proxy (`/proxy`, `/cap`), when served. */
+  get proxyOrigin(): string | undefined {
+    return this.proxyAddress ? `${this.tlsOn ? "https" : "http"}://${this.proxyAddress}` : undefined;
+  }
+
+  /**
+   * The dashboard's URL with a one-time login code (as Jupyter prints one): it signs one browser
+   * in once, then is invalid. Without auth, the plain URL; undefined without an HTTP port.
+   */
+  loginUrl(): string | undefined {
+    const origin = this.httpOrigin;
+    if (!origin) return undefined;
+    if (!this.auth.enabled || this.adminToken === undefined) return `${origin}/`;
+    return `${origin}/login?code=${sessionsOf(this.auth).mintLoginCode(`Bearer ${this.adminToken}`)}`;
+  }
+
+  /** One line saying how callers authenticate (what `iris controller` and `iris cluster local` print). */
+  authNotice(): string {
+    if (!this.auth.enabled) return this.insecure ? "auth OFF (--insecure): anyone who can reach it runs commands as this user" : "auth OFF (--no-auth): any local process or user runs commands as this user";
+    if (this.adminToken === undefined) return "auth on (--token / --auth-file)";
+    return this.credentialsFile
+      ? `auth on: minted an admin token, in ${this.credentialsFile} (mode 0600; the iris CLI, workers and clients of this user find it there)`
+      : "auth on: minted an admin token (not recorded)";
   }
 
   // ---- internals ------------------------------------------------------------------------------
@@ -379,6 +470,14 @@ export class Controller {
     for (const s of streams) s.write({ generation });
   }
 
+  /** Ends worker `workerId`'s assignment streams (its session ended): its next call learns why. */
+  private endWorkerStreams(workerId: string): void {
+    const streams = this.workerStreams.get(workerId);
+    if (!streams) return;
+    this.workerStreams.delete(workerId);
+    for (const st of streams) st.emit("error", { code: grpc.status.UNAUTHENTICATED, details: `the session of worker ${workerId} ended` });
+  }
+
   private fire(map: Map<string, Set<Listener>>, id: string): void {
     const set = map.get(id);
     if (set) for (const l of [...set]) l();
@@ -399,6 +498,8 @@ export class Controller {
     const p = principalOfCall(this.auth, call.metadata);
     if (!p) return UNAUTHENTICATED;
     if (!mayCall(p, method)) return { code: grpc.status.PERMISSION_DENIED, details: `a ${p.role} token may not call ${method}` };
+    const refusal = workerSessionRefusal(p, method);
+    if (refusal !== undefined) return { code: grpc.status.PERMISSION_DENIED, details: refusal };
     return p;
   }
 
@@ -415,12 +516,29 @@ export class Controller {
     };
   }
 
-  // The HTTP face (httpFace.ts): the unary handlers over JSON, Prometheus metrics, extra routes.
-  private async serveHttp(host: string, port: number, handlers: ControllerServiceHandlers, tls: ControllerOptions["tls"]): Promise<void> {
-    const server = await serveHttp({ host, port, handlers, auth: this.auth, metricsText: () => this.prometheusText(), routes: this.httpRoutes, ...(tls ? { tls } : {}) });
-    const addr = server.address() as { port: number };
-    this.http = server;
-    this.httpAddress = `${host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host}:${addr.port}`;
+  /** The router of the dashboard's origin (every route with its auth policy: see http/router.ts), when HTTP is served. */
+  httpRouter: HttpRouter | undefined;
+  /** The router of the endpoint proxy's origin (bearer tokens and capabilities only, no cookie), when HTTP is served. */
+  proxyRouter: HttpRouter | undefined;
+
+  // The HTTP faces: the dashboard's origin (the page, its streams, the JSON API, /metrics, /proxy
+  // for bearer clients) and the endpoint proxy's own origin.
+  private async serveHttp(host: string, port: number, proxyPort: number, handlers: ControllerServiceHandlers, tls: ControllerOptions["tls"]): Promise<void> {
+    const dial = host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host.includes(":") && !host.startsWith("[") ? `[${host}]` : host;
+    this.tlsOn = tls !== undefined;
+    const httpPortOf = (): number | undefined => (this.http?.address() as { port: number } | null)?.port;
+    const proxyPortOf = (): number | undefined => (this.proxyServer?.address() as { port: number } | null)?.port;
+    // With auth off, only this server's own Host names are answered (421 otherwise: DNS rebinding).
+    const httpRouter = (this.httpRouter = new HttpRouter({ auth: this.auth, permits: (p, perm) => mayCall(p as Principal, perm), servesHost: hostChecker(host, httpPortOf) }));
+    const proxyRouter = (this.proxyRouter = new HttpRouter({ auth: this.auth, permits: (p, perm) => mayCall(p as Principal, perm), cookies: false, servesHost: hostChecker(host, proxyPortOf) }));
+    this.endpointProxy.addDashboardOriginRoutes(httpRouter);
+    addDashboardRoutes(httpRouter, { auth: this.auth, handlers, onChange: (l) => this.onChange(l), proxyOrigin: () => this.proxyOrigin });
+    addApiRoutes(httpRouter, { handlers, metricsText: () => this.prometheusText() });
+    this.endpointProxy.addProxyOriginRoutes(proxyRouter);
+    this.http = await listenHttp(httpRouter, { host, port, tls });
+    this.httpAddress = `${dial}:${(this.http.address() as { port: number }).port}`;
+    this.proxyServer = await listenHttp(proxyRouter, { host, port: proxyPort, tls });
+    this.proxyAddress = `${dial}:${(this.proxyServer.address() as { port: number }).port}`;
   }
 
   private prometheusText(): string {
@@ -631,18 +749,33 @@ export class Controller {
   private workerHandlers(reconcileIntervalMs: number, workerTimeoutMs: number): WorkerControlServiceHandlers {
     const s = this.state;
     return {
-      RegisterWorker: this.unary("RegisterWorker", (req) => {
+      RegisterWorker: this.unary("RegisterWorker", (req, p) => {
         if (this.insecure) this.log(`iris controller: WARNING: worker ${req.workerId || "(new)"} at ${req.host || "?"} registered on a controller with auth off (--insecure)`);
+        const creds = this.workerCredentials;
+        // A credential bound to a worker (its session, or one minted for it) registers that worker only.
+        if (p.worker !== undefined && req.workerId !== "" && req.workerId !== p.worker) {
+          throw denied(`a credential of worker ${p.worker} may not register worker ${JSON.stringify(req.workerId)}`);
+        }
+        const session = p.worker !== undefined && p.registration !== true;
+        if (session && creds.sessionInstance(p.worker!) !== req.instanceId) {
+          throw denied(`the session of worker ${p.worker} belongs to another process: a new process registers with a worker token, not a copy of a session`);
+        }
         const workerId = s.registerWorker({
-          workerId: req.workerId,
+          workerId: p.worker ?? req.workerId,
           host: req.host,
           attributes: req.attributes,
           capacity: capacityFromWire(req.capacity),
         });
+        let sessionToken = "";
+        if (p.registration === true) creds.consumeRegistration(workerId);
+        // Auth on: the token just presented (shared, minted, or admin) is swapped for a session of
+        // this worker and process; registering again with that session keeps it.
+        if (this.auth.enabled && !session) sessionToken = creds.openSession(workerId, req.instanceId || `unbound-${Math.random().toString(36).slice(2)}`, p.user);
         this.scheduleSoon();
-        return { workerId, reconcileIntervalMs, workerTimeoutMs };
+        return { workerId, reconcileIntervalMs, workerTimeoutMs, sessionToken };
       }),
-      Reconcile: this.unary("Reconcile", (req) => {
+      Reconcile: this.unary("Reconcile", (req, p) => {
+        checkOwnWorker(p, req.workerId, "reconcile the attempts");
         const r = s.reconcile(req.workerId, req.observed, { healthy: req.health ? req.health.healthy : true });
         // Each attempt gets its own token (never the worker's): minted here, on every desired set.
         const tokens = this.taskTokens;
@@ -652,6 +785,11 @@ export class Controller {
         const p = this.authorize(call, "WatchAssignments");
         if (!("role" in p)) return void call.emit("error", p);
         const id = call.request.workerId;
+        try {
+          checkOwnWorker(p, id, "watch the assignments");
+        } catch (e) {
+          return void call.emit("error", rpcError(e));
+        }
         if (!s.isWorkerAlive(id)) {
           return void call.emit("error", { code: grpc.status.NOT_FOUND, details: `worker ${id} is not registered: register again` });
         }
@@ -674,7 +812,7 @@ export class Controller {
         call.on("data", (req: { lines: { attemptUid: string; stream: string; line: string; timeMs: number; index?: number }[] }) => {
           if (failure) return;
           try {
-            s.appendLogs(req.lines);
+            s.appendLogs(req.lines, p.role === "worker" ? p.worker : undefined);
           } catch (e) {
             failure = rpcError(e);
           }
@@ -682,9 +820,23 @@ export class Controller {
         call.on("end", () => (failure ? callback(failure) : callback(null, {})));
         call.on("error", () => undefined);
       },
-      FetchBundle: fetchBundleHandler(this.bundles, (call, m) => this.authorize(call, m), rpcError, (id) => this.bundleUsed(id, false)),
-      DeregisterWorker: this.unary("DeregisterWorker", (req) => {
+      FetchBundle: fetchBundleHandler(
+        this.bundles,
+        (call, m) => {
+          const p = this.authorize(call, m);
+          // A worker session fetches the bundles of its own live attempts only.
+          if ("role" in p && p.role === "worker" && !s.workerRunsBundle(p.worker ?? "", call.request.bundleId)) {
+            return { code: grpc.status.PERMISSION_DENIED, details: `worker ${p.worker ?? "?"} runs no attempt from bundle ${call.request.bundleId}` };
+          }
+          return p;
+        },
+        rpcError,
+        (id) => this.bundleUsed(id, false),
+      ),
+      DeregisterWorker: this.unary("DeregisterWorker", (req, p) => {
+        checkOwnWorker(p, req.workerId, "deregister");
         s.deregisterWorker(req.workerId);
+        this.workerCredentials.endSession(req.workerId);
         this.scheduleSoon();
         return {};
       }),

@@ -132,6 +132,23 @@ const MIGRATIONS: readonly string[] = [
   ALTER TABLE endpoints ADD COLUMN expires_at_ms INTEGER;
   CREATE INDEX endpoints_by_owner ON endpoints (owner_job);
   `,
+  // Worker credentials (workerCredentials.ts): each worker's session, bound to its id and process
+  // instance, and single-use registration credentials minted in advance for a named worker. Only
+  // SHA-256 hashes of the tokens are stored.
+  `
+  CREATE TABLE worker_sessions (
+    worker_id TEXT PRIMARY KEY,
+    token_sha256 TEXT NOT NULL UNIQUE,
+    instance_id TEXT NOT NULL,
+    user TEXT NOT NULL,
+    created_at_ms INTEGER NOT NULL
+  );
+  CREATE TABLE worker_grants (
+    worker_id TEXT PRIMARY KEY,
+    token_sha256 TEXT NOT NULL UNIQUE,
+    expires_at_ms INTEGER NOT NULL
+  );
+  `,
 ];
 
 /** Number of the newest migration. */

@@ -11,9 +11,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { IrisClient } from "../client/irisClient.ts";
 import { IrisError } from "../errors.ts";
 import { waitFor } from "../testing.ts";
-import { LOCAL_ADMIN } from "./auth.ts";
+import { LOCAL_ADMIN, mayControlJob } from "./auth.ts";
+import type { Principal } from "./auth.ts";
+import { HttpRouter } from "../http/router.ts";
 import { Controller } from "./controller.ts";
-import { EndpointProxy, proxyTimeoutOf } from "./endpointProxy.ts";
+import { EndpointProxy, proxyTimeoutOf } from "../http/endpointProxy.ts";
 
 const run = promisify(execFile);
 
@@ -102,16 +104,22 @@ describe("endpoint proxy", () => {
     expect((JSON.parse(enc.body) as { url: string }).url).toBe("/svc/echo");
   });
 
-  it("takes the dashboard's session cookie instead of the token, and forwards neither", async () => {
+  it("never takes the dashboard's session cookie: a cookie request is sent to the proxy's origin, which refuses it; the cookie is never forwarded", async () => {
     const login = await fetch(`${base()}/login`, { method: "POST", headers: { "content-type": "application/json", accept: "application/json" }, body: JSON.stringify({ token: "tok" }) });
     expect(login.status).toBe(200);
     const session = /^(iris_session=[^;]+)/.exec(login.headers.get("set-cookie") ?? "")?.[1];
     expect(session).toBeDefined();
-    const r = await curl([`${base()}/proxy/alice/app/api/echo`, "-H", `cookie: theme=dark; ${session}`]);
-    expect(r.status).toBe(201);
-    const echoed = JSON.parse(r.body) as { headers: Record<string, string> };
-    expect(echoed.headers.cookie).toBe("theme=dark");
-    expect((await curl([`${base()}/proxy/alice/app/api/echo`, "-H", "cookie: iris_session=forged"])).status).toBe(401);
+    const moved = await fetch(`${base()}/proxy/alice/app/api/echo?a=1`, { headers: { cookie: `theme=dark; ${session}` }, redirect: "manual" });
+    expect(moved.status).toBe(307);
+    expect(moved.headers.get("location")).toBe(`${controller.proxyOrigin}/proxy/alice/app/api/echo?a=1`);
+    expect(controller.proxyOrigin).not.toBe(base());
+    expect((await curl([`${controller.proxyOrigin}/proxy/alice/app/api/echo`, "-H", `cookie: theme=dark; ${session}`])).status).toBe(401);
+    // With the token (on either origin) the session cookie is stripped, other cookies travel.
+    for (const origin of [base(), controller.proxyOrigin!]) {
+      const r = await curl([`${origin}/proxy/alice/app/api/echo`, "-H", `cookie: theme=dark; ${session}`, "-H", "authorization: Bearer tok"]);
+      expect(r.status).toBe(201);
+      expect((JSON.parse(r.body) as { headers: Record<string, string> }).headers.cookie).toBe("theme=dark");
+    }
   });
 
   it("refuses without the token and answers 404 for an unknown endpoint", async () => {
@@ -161,7 +169,12 @@ describe("endpoint proxy", () => {
   it("mints capability URLs that work for one endpoint until they expire", async () => {
     const cap = await client.mintEndpointToken("/alice/app/api", { ttlSeconds: 5 });
     expect(cap.name).toBe("/alice/app/api");
-    expect(cap.url).toBe(`${base()}/cap/${cap.token}`);
+    expect(cap.url).toBe(`${controller.proxyOrigin}/cap/${cap.token}`);
+    // An old capability URL on the dashboard's origin moves to the proxy's (307 keeps method and body).
+    const old = await fetch(`${base()}/cap/${cap.token}/echo?q=1`, { method: "POST", body: "x", redirect: "manual" });
+    expect(old.status).toBe(307);
+    expect(old.headers.get("location")).toBe(`${cap.url}/echo?q=1`);
+    expect((await curl(["-L", "-X", "POST", "-d", "x", `${base()}/cap/${cap.token}/echo`])).status).toBe(201);
     // Clamped to the 60 s minimum.
     expect(cap.expiresAtMs).toBe(clock.t + 60_000);
     const ok = await curl([`${cap.url}/echo?q=1`]);
@@ -174,7 +187,7 @@ describe("endpoint proxy", () => {
     expect((await curl([`${base()}/proxy/alice/app/other/echo`, "-H", `authorization: Bearer ${cap.token}`])).status).toBe(401);
     expect((await curl(["-X", "POST", `${base()}/api/ListJobs`, "-H", `authorization: Bearer ${cap.token}`, "-d", "{}"])).status).toBe(401);
     const forged = cap.token.replace(/^[^.]+/, Buffer.from(JSON.stringify({ n: "/alice/app/other", e: cap.expiresAtMs })).toString("base64url"));
-    expect((await curl([`${base()}/cap/${forged}/echo`])).status).toBe(401);
+    expect((await curl([`${controller.proxyOrigin}/cap/${forged}/echo`])).status).toBe(401);
     // After the expiry: 401 naming it.
     clock.t += 61_000;
     const late = await curl([`${cap.url}/echo`]);
@@ -212,14 +225,15 @@ describe("endpoint ownership and timeouts", () => {
     );
     const endpoints = replicas.map((r) => ({ endpointId: r.id, name: "/alice/svc", address: r.address, metadata: {} }));
     const proxy = new EndpointProxy({
-      principalOf: () => LOCAL_ADMIN,
       resolve: () => endpoints[0]!,
       resolveAll: () => endpoints,
       ownerOf: () => "/alice",
       exists: (n) => n === "/alice/svc",
-      httpAddress: () => undefined,
+      proxyOrigin: () => undefined,
     });
-    const front = http.createServer((req, res) => void proxy.route(req, res, new URL(req.url ?? "/", "http://x")));
+    const router = new HttpRouter({ auth: { enabled: false, fromAuthorization: () => LOCAL_ADMIN } });
+    proxy.addProxyOriginRoutes(router);
+    const front = http.createServer((req, res) => router.handle(req, res));
     await new Promise<void>((r) => front.listen(0, "127.0.0.1", r));
     try {
       const ask = () => fetch(`http://127.0.0.1:${(front.address() as AddressInfo).port}/proxy/alice/svc/v1/models`);
@@ -250,14 +264,14 @@ describe("endpoint ownership and timeouts", () => {
   });
 
   it("lets only the owner's tree (or an admin) mint", () => {
-    const proxy = new EndpointProxy({ principalOf: () => undefined, resolve: () => ({}), ownerOf: () => "/alice/job", exists: () => false, httpAddress: () => "h:1" });
+    const proxy = new EndpointProxy({ mayControl: (p, owner) => mayControlJob(p as Principal, owner), resolve: () => ({}), ownerOf: () => "/alice/job", exists: () => false, proxyOrigin: () => "http://h:1" });
     const e = { name: "/alice/job/serve/m", attemptId: "/alice/job/0:0", address: "x:1" };
     expect(proxy.mint({ user: "alice", role: "user" }, e, 0).url).toMatch(/^http:\/\/h:1\/cap\//);
-    expect(proxy.mint({ user: "x", role: "task", job: "/alice" }, e, 0).name).toBe("/alice/job/serve/m");
+    expect(proxy.mint({ user: "x", role: "task", job: "/alice" } as Principal, e, 0).name).toBe("/alice/job/serve/m");
     expect(() => proxy.mint({ user: "bob", role: "user" }, e, 0)).toThrow(IrisError);
     expect(() => proxy.mint({ user: "bob", role: "user" }, e, 0)).toThrow(/belongs to \/alice\/job/);
     expect(() => proxy.mint({ user: "w", role: "worker" }, e, 0)).toThrow(/PERMISSION|may not/);
-    expect(() => proxy.mint({ user: "alice", role: "task", job: "/alice/other" }, e, 0)).toThrow(/may not/);
+    expect(() => proxy.mint({ user: "alice", role: "task", job: "/alice/other" } as Principal, e, 0)).toThrow(/may not/);
   });
 
   it("clamps proxy_timeout_ms", () => {

@@ -15,9 +15,19 @@ export class StateRecordTransitions extends StateTransitions {
 
   protected logTarget = new Map<string, { instanceId: string; idx: number; attempt: number } | null>();
 
-  /** Appends log lines pushed by a worker (lines of unknown attempts are dropped). */
-  appendLogs(lines: { attemptUid: string; stream: string; line: string; timeMs: number; index?: number | undefined }[]): void {
+  /**
+   * Appends log lines pushed by a worker (lines of unknown attempts are dropped). With `fromWorker`
+   * (a worker session pushing), a line of an attempt assigned to another worker refuses the whole
+   * batch (PERMISSION_DENIED).
+   */
+  appendLogs(lines: { attemptUid: string; stream: string; line: string; timeMs: number; index?: number | undefined }[], fromWorker?: string): void {
     if (lines.length === 0) return;
+    if (fromWorker !== undefined) {
+      for (const uid of new Set(lines.map((l) => l.attemptUid))) {
+        const a = this.stmt("SELECT worker_id FROM attempts WHERE uid = ?").get(uid) as { worker_id: string } | undefined;
+        if (a && a.worker_id !== fromWorker) throw new IrisError("PERMISSION_DENIED", `worker ${fromWorker} may not push the logs of attempt ${uid}: it runs elsewhere`);
+      }
+    }
     this.tx(() => {
       const ins = this.stmt("INSERT INTO logs (instance_id, idx, attempt, stream, line, time_ms) VALUES (?, ?, ?, ?, ?, ?)");
       const counts = new Map<string, number>();

@@ -4,7 +4,8 @@
 // the database, the clock or the network, so it is unit-tested and benchmarked on its own.
 //
 // Semantics (documented in the CLI/README too):
-// - Order: priority (higher first), then age (`submittedAtMs`, older first), then snapshot order.
+// - Order: priority (higher first), then fair share (`rank`: users take turns, see SchedTask.rank),
+//   then age (`submittedAtMs`, older first), then snapshot order.
 // - First fit over the workers in snapshot order, without head-of-line blocking: a task that does
 //   not fit never stops a later (smaller, or differently constrained) task.
 // - Gangs (tasks sharing `gangId`) are placed all-or-nothing, ONE MEMBER PER WORKER (distinct
@@ -66,9 +67,21 @@ export interface SchedTask {
   jobId: string;
   priority: number;
   submittedAtMs: number;
+  /**
+   * Fair share among tasks of the same priority, before age: the controller gives each user's
+   * k-th pending task rank k (a gang's members share one), so that users take turns and a huge
+   * old job does not take every free slot before a small newer one gets its first. Absent = 0.
+   */
+  rank?: number;
   request: SchedResources;
   constraints: SchedConstraint[];
   gangId?: string;
+  /**
+   * The gang's full size when `pending` holds only some of its members (the controller passes one
+   * member of a gang too big for the workers alive, so that a 100,000-member gang costs a pass one
+   * task, not 100,000). Such a gang is never placed; its reasons name the full size.
+   */
+  gangSize?: number;
   /** Since when the task has waited with no worker registered (for the scheduling timeout). */
   waitingSinceMs?: number;
   /** With no worker registered, the task becomes UNSCHEDULABLE after this long; 0/absent = never. */
@@ -449,12 +462,13 @@ export function schedule(snapshot: SchedSnapshot): SchedResult {
     prevCls = cls;
   }
 
-  // Order: priority desc, age asc, then snapshot order (stable).
+  // Order: priority desc, rank asc, age asc, then snapshot order (stable).
   const order = Array.from(pending.keys());
   order.sort((a, b) => {
     const ta = pending[a];
     const tb = pending[b];
     if (ta.priority !== tb.priority) return tb.priority - ta.priority;
+    if ((ta.rank ?? 0) !== (tb.rank ?? 0)) return (ta.rank ?? 0) - (tb.rank ?? 0);
     if (ta.submittedAtMs !== tb.submittedAtMs) return ta.submittedAtMs - tb.submittedAtMs;
     return a - b;
   });
@@ -500,6 +514,11 @@ export function schedule(snapshot: SchedSnapshot): SchedResult {
   }
 
   function placeGang(members: number[]): void {
+    if ((pending[members[0]].gangSize ?? members.length) > members.length) {
+      const reason = explainGang(members, 0);
+      for (const idx of members) reasons[idx] = reason;
+      return;
+    }
     // Tentative: distinct workers, so each member only needs its own worker to fit. Members of
     // one class continue the search after the previous member of that class.
     const used = new Set<number>();
@@ -528,7 +547,7 @@ export function schedule(snapshot: SchedSnapshot): SchedResult {
 
   function explainGang(members: number[], failedAt: number): string {
     const cls = taskClass[members[failedAt]];
-    const n = members.length;
+    const n = Math.max(members.length, pending[members[0]].gangSize ?? 0);
     if (nW === 0) return `gang of ${n}: no workers registered`;
     const constraintReason = explainConstraints(cls.cs);
     if (constraintReason !== undefined) return `gang of ${n}: ${constraintReason}`;
@@ -612,7 +631,7 @@ export function schedule(snapshot: SchedSnapshot): SchedResult {
     if (registered === undefined) return undefined;
     if (startable !== undefined) {
       const cls = taskClass[i];
-      const n = t.gangId !== undefined ? gangs.get(t.gangId)!.length : 1;
+      const n = t.gangId !== undefined ? Math.max(gangs.get(t.gangId)!.length, t.gangSize ?? 0) : 1;
       if (capable(cls) + couldStart(cls) >= n) return undefined;
       return neverStartsReason(cls, n, startable, kindNames);
     }
@@ -624,7 +643,7 @@ export function schedule(snapshot: SchedSnapshot): SchedResult {
       return undefined;
     }
     const cls = taskClass[i];
-    const n = t.gangId !== undefined ? gangs.get(t.gangId)!.length : 1;
+    const n = t.gangId !== undefined ? Math.max(gangs.get(t.gangId)!.length, t.gangSize ?? 0) : 1;
     if (capable(cls) >= n) return undefined;
     return neverFitsReason(cls, n, registered, kindNames);
   }

@@ -99,9 +99,7 @@ export class StateQueries extends StateCore {
   }
 
   protected attemptOf(instanceId: string, idx: number, attempt: number): AttemptRow | undefined {
-    return this.db
-      .prepare("SELECT * FROM attempts WHERE instance_id = ? AND idx = ? AND attempt = ?")
-      .get(instanceId, idx, attempt) as AttemptRow | undefined;
+    return this.stmt("SELECT * FROM attempts WHERE instance_id = ? AND idx = ? AND attempt = ?").get(instanceId, idx, attempt) as AttemptRow | undefined;
   }
 
   /** A job's tasks counted by state. */
@@ -165,6 +163,12 @@ export class StateQueries extends StateCore {
   isWorkerAlive(workerId: string): boolean {
     const w = this.stmt("SELECT state FROM workers WHERE id = ?").get(workerId) as { state: string } | undefined;
     return w?.state === "ALIVE" || w?.state === "DRAINING";
+  }
+
+  /** Whether worker `workerId` has a live attempt of a job that runs from bundle `bundleId`. */
+  workerRunsBundle(workerId: string, bundleId: string): boolean {
+    const rows = this.stmt("SELECT DISTINCT instance_id FROM attempts WHERE worker_id = ? AND state IN ('ASSIGNED','BUILDING','RUNNING')").all(workerId) as { instance_id: string }[];
+    return rows.some((r) => this.specOf(r.instance_id).bundle === bundleId);
   }
 
   /** The complete desired set of a worker: live attempts with their specs, attempts to stop. */

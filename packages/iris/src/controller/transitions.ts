@@ -28,8 +28,16 @@ import {
 } from "./stateRows.ts";
 
 
+/** The terminal task states as an SQL list (see stateRows.ts). */
+const TERMINAL_TASK_SQL = "'SUCCEEDED', 'FAILED', 'KILLED', 'WORKER_LOST', 'PREEMPTED', 'UNSCHEDULABLE'";
+
 /** Pending tasks of one (non-gang) job a scheduling pass considers, lowest index first. */
 const SCHEDULE_WINDOW = 500;
+/**
+ * Pending tasks one scheduling pass considers in all, taken from each user's jobs in turn (so one
+ * user's many jobs cannot crowd others out of a pass). A gang that could be placed counts whole.
+ */
+const PASS_TASK_BUDGET = 5000;
 /** The job, task, attempt and worker transitions of the controller state (see controllerState.ts). */
 export class StateTransitions extends StateQueries {
   // What an autoscaler (../autoscaler/autoscaler.ts) tells the scheduler: per job instance, what
@@ -94,13 +102,18 @@ export class StateTransitions extends StateQueries {
   // Ends a job in `state`: live tasks KILLED (their attempts asked to stop), children ended too.
   protected endJob(instanceId: string, state: JobState, error: string): void {
     const now = this.clock.now();
-    for (const t of this.tasksOf(instanceId)) {
-      if (isTerminalTaskState(t.state)) continue;
-      this.stopCurrentAttempt(t, { state: "KILLED", failureKind: "KILLED", error }, state === "KILLED" ? "KILLED" : "FAILED");
-      this.db
-        .prepare("UPDATE tasks SET state = 'KILLED', failure_kind = CASE WHEN failure_kind = '' THEN 'KILLED' ELSE failure_kind END, error = CASE WHEN error = '' THEN ? ELSE error END WHERE instance_id = ? AND idx = ?")
-        .run(error, instanceId, t.idx);
-    }
+    // The live attempts first (at most one per task, and only tasks that were placed), then every
+    // unfinished task in one statement: a job of 100,000 pending tasks ends in one pass over its
+    // rows, not 100,000 lookups.
+    const live = this.stmt(
+      `SELECT a.* FROM attempts a JOIN tasks t ON t.instance_id = a.instance_id AND t.idx = a.idx AND t.attempt = a.attempt
+       WHERE a.instance_id = ? AND a.state IN ('ASSIGNED','BUILDING','RUNNING') AND t.state NOT IN (${TERMINAL_TASK_SQL})`,
+    ).all(instanceId) as AttemptRow[];
+    for (const a of live) this.finishAttemptRow(a, { state: "KILLED", failureKind: "KILLED", error }, state === "KILLED" ? "KILLED" : "FAILED");
+    this.stmt(
+      `UPDATE tasks SET state = 'KILLED', failure_kind = CASE WHEN failure_kind = '' THEN 'KILLED' ELSE failure_kind END, error = CASE WHEN error = '' THEN ? ELSE error END
+       WHERE instance_id = ? AND state NOT IN (${TERMINAL_TASK_SQL})`,
+    ).run(error, instanceId);
     this.stmt("UPDATE jobs SET state = ?, error = ?, finished_at_ms = ? WHERE instance_id = ?").run(state, error, now, instanceId);
     this.specCache.delete(instanceId);
     this.touchJob(instanceId);
@@ -247,12 +260,15 @@ export class StateTransitions extends StateQueries {
       if (aliveRows.length > 0) this.noWorkersSinceMs = undefined;
       else this.noWorkersSinceMs ??= now;
       this.nextScheduleDeadlineMs = Infinity;
-      // Each pass looks at no more than SCHEDULE_WINDOW pending tasks of a job (all of a gang's):
-      // a job of 100,000 tasks must not make every pass read and place all of them. A task waits
-      // since its job was submitted, or since its last attempt ended.
-      const pendingRows: { instance_id: string; idx: number; pending_reason: string; submitted_at_ms: number; waiting_since_ms: number }[] = [];
-      const liveJobs = this.stmt("SELECT instance_id, submitted_at_ms FROM jobs WHERE state IN ('PENDING', 'RUNNING') ORDER BY submitted_at_ms").all() as {
+      // A pass's work is bounded: it looks at no more than SCHEDULE_WINDOW pending tasks of a job
+      // and PASS_TASK_BUDGET in all, taking jobs from each user in turn. A gang is read whole only
+      // when the healthy workers could hold it (so at most as many members as there are workers);
+      // otherwise one member stands for it (`gangSize`), and what the scheduler says of that one
+      // is applied to all. A task waits since its job was submitted, or since its last attempt ended.
+      const pendingRows: { instance_id: string; idx: number; pending_reason: string; submitted_at_ms: number; waiting_since_ms: number; rank: number; gangSize?: number }[] = [];
+      const liveJobs = this.stmt("SELECT instance_id, name, submitted_at_ms FROM jobs WHERE state IN ('PENDING', 'RUNNING') ORDER BY submitted_at_ms").all() as {
         instance_id: string;
+        name: string;
         submitted_at_ms: number;
       }[];
       const windowOf = this.stmt(
@@ -260,11 +276,52 @@ export class StateTransitions extends StateQueries {
            COALESCE((SELECT a.finished_at_ms FROM attempts a WHERE a.instance_id = t.instance_id AND a.idx = t.idx AND a.attempt = t.attempt), ?) AS waiting_since_ms
          FROM tasks t WHERE t.instance_id = ? AND t.state = 'PENDING' ORDER BY t.idx LIMIT ?`,
       );
+      const byUser = new Map<string, (typeof liveJobs)[number][]>();
       for (const j of liveJobs) {
-        const spec = this.specOf(j.instance_id);
-        const limit = spec.gang ? spec.replicas : SCHEDULE_WINDOW;
-        for (const t of windowOf.all(j.submitted_at_ms, j.instance_id, limit) as { idx: number; pending_reason: string; waiting_since_ms: number }[]) {
-          pendingRows.push({ instance_id: j.instance_id, idx: t.idx, pending_reason: t.pending_reason, submitted_at_ms: j.submitted_at_ms, waiting_since_ms: t.waiting_since_ms });
+        const user = j.name.split("/")[1] ?? "";
+        let q = byUser.get(user);
+        if (!q) byUser.set(user, (q = []));
+        q.push(j);
+      }
+      const queues = [...byUser.values()];
+      // Each user's k-th task (a gang counts once) gets rank k plus the attempts the user already
+      // runs: users take turns at free capacity, the one running least first (passes often see
+      // one freed slot at a time, so a rank that started at 0 every pass would favour the oldest).
+      const running = new Map<string, number>();
+      const live = this.stmt(
+        "SELECT j.name AS name, COUNT(*) AS n FROM attempts a JOIN jobs j ON j.instance_id = a.instance_id WHERE a.state IN ('ASSIGNED','BUILDING','RUNNING') GROUP BY a.instance_id",
+      ).all() as { name: string; n: number }[];
+      for (const r of live) {
+        const user = r.name.split("/")[1] ?? "";
+        running.set(user, (running.get(user) ?? 0) + r.n);
+      }
+      const taken = new Map<(typeof liveJobs)[number][], number>();
+      for (const [user, q] of byUser) taken.set(q, running.get(user) ?? 0);
+      let budget = PASS_TASK_BUDGET;
+      for (let round = 0; budget > 0 && queues.some((q) => round < q.length); round++) {
+        for (const q of queues) {
+          const j = q[round];
+          if (j === undefined || budget <= 0) continue;
+          const spec = this.specOf(j.instance_id);
+          const bigGang = spec.gang && spec.replicas > 1 && spec.replicas > workerRows.length;
+          const limit = bigGang ? 1 : spec.gang ? spec.replicas : Math.min(SCHEDULE_WINDOW, budget);
+          const isGang = spec.gang && spec.replicas > 1;
+          const gangRank = taken.get(q) ?? 0;
+          const rows = windowOf.all(j.submitted_at_ms, j.instance_id, limit) as { idx: number; pending_reason: string; waiting_since_ms: number }[];
+          if (isGang && rows.length > 0) taken.set(q, gangRank + 1);
+          for (const t of rows) {
+            pendingRows.push({
+              instance_id: j.instance_id,
+              idx: t.idx,
+              pending_reason: t.pending_reason,
+              submitted_at_ms: j.submitted_at_ms,
+              waiting_since_ms: t.waiting_since_ms,
+              rank: isGang ? gangRank : (taken.get(q) ?? 0),
+              ...(bigGang ? { gangSize: spec.replicas } : {}),
+            });
+            if (!isGang) taken.set(q, (taken.get(q) ?? 0) + 1);
+            budget--;
+          }
         }
       }
       if (pendingRows.length === 0) return 0;
@@ -300,9 +357,11 @@ export class StateTransitions extends StateQueries {
           jobId: r.instance_id,
           priority: spec.priority,
           submittedAtMs: r.submitted_at_ms,
+          rank: r.rank,
           request: requestOf(spec),
           constraints: spec.constraints,
           ...(spec.gang && spec.replicas > 1 ? { gangId: r.instance_id } : {}),
+          ...(r.gangSize !== undefined ? { gangSize: r.gangSize } : {}),
           waitingSinceMs,
           schedulingTimeoutMs,
         };
@@ -313,19 +372,24 @@ export class StateTransitions extends StateQueries {
         this.assign(r.instance_id, r.idx, workerId, now);
       }
       const setReason = this.stmt("UPDATE tasks SET pending_reason = ? WHERE instance_id = ? AND idx = ?");
+      // A gang's stand-in speaks for every pending member (its reason changes rarely: written once).
+      const setGangReason = this.stmt("UPDATE tasks SET pending_reason = ? WHERE instance_id = ? AND state = 'PENDING'");
       for (const { taskId, reason: schedReason } of result.unplaced) {
         const r = byKey.get(taskId)!;
         const reason = this.autoscalerNotes.get(r.instance_id) ?? schedReason;
         if (r.pending_reason !== reason) {
-          setReason.run(reason, r.instance_id, r.idx);
+          if (r.gangSize !== undefined) setGangReason.run(reason, r.instance_id);
+          else setReason.run(reason, r.instance_id, r.idx);
           this.touchJob(r.instance_id);
         }
       }
       const setUnschedulable = this.stmt("UPDATE tasks SET state = 'UNSCHEDULABLE', error = ?, pending_reason = '' WHERE instance_id = ? AND idx = ?");
+      const setGangUnschedulable = this.stmt("UPDATE tasks SET state = 'UNSCHEDULABLE', error = ?, pending_reason = '' WHERE instance_id = ? AND state = 'PENDING'");
       const ended = new Set<string>();
       for (const { taskId, reason } of result.unschedulable) {
         const r = byKey.get(taskId)!;
-        setUnschedulable.run(reason, r.instance_id, r.idx);
+        if (r.gangSize !== undefined) setGangUnschedulable.run(reason, r.instance_id);
+        else setUnschedulable.run(reason, r.instance_id, r.idx);
         this.touchJob(r.instance_id);
         ended.add(r.instance_id);
       }

@@ -1,6 +1,7 @@
 // The dashboard's HTTP routes without a browser: auth on every page, stream and API route, login
 // cookies, the Origin rule, pipeline records and their validation, vendored assets, /metrics.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { HttpRouter } from "../http/router.ts";
 import { LocalCluster } from "../localCluster.ts";
 
 const TOKEN = "dash-http-token";
@@ -9,6 +10,7 @@ describe("dashboard HTTP routes (LocalCluster with a token)", () => {
   let cluster: LocalCluster;
   let base: string;
   let cookie: string;
+  let csrf: string;
 
   beforeAll(async () => {
     cluster = await LocalCluster.start({ workers: 1, token: TOKEN, httpPort: 0 });
@@ -36,7 +38,11 @@ describe("dashboard HTTP routes (LocalCluster with a token)", () => {
     expect(setCookie).toMatch(/SameSite=Strict/);
     cookie = setCookie.split(";")[0]!;
     expect(await (await fetch(`${base}/`, { headers: { cookie } })).text()).toContain("/assets/app.mjs");
-    expect(await (await fetch(`${base}/api/session`, { headers: { cookie } })).json()).toEqual({ auth: true, user: "admin", role: "admin" });
+    const session = (await (await fetch(`${base}/api/session`, { headers: { cookie } })).json()) as { csrf: string; proxyOrigin: string };
+    expect(session).toMatchObject({ auth: true, user: "admin", role: "admin", proxyOrigin: cluster.controller.proxyOrigin });
+    expect(session.csrf).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(session.proxyOrigin).not.toBe(base);
+    csrf = session.csrf;
   });
 
   it("answers 401 on every API route and stream without credentials, and accepts the cookie or Bearer", async () => {
@@ -52,11 +58,39 @@ describe("dashboard HTTP routes (LocalCluster with a token)", () => {
       expect(r.status, `${method} ${url}`).toBe(401);
       await r.body?.cancel();
     }
-    expect((await fetch(`${base}/api/ListJobs`, { method: "POST", headers: { cookie, origin: base }, body: "{}" })).status).toBe(200);
+    expect((await fetch(`${base}/api/ListJobs`, { method: "POST", headers: { cookie, origin: base, "x-iris-csrf": csrf }, body: "{}" })).status).toBe(200);
+    // The cookie alone (no CSRF token, or another session's) proves nothing on a POST.
+    expect((await fetch(`${base}/api/ListJobs`, { method: "POST", headers: { cookie, origin: base }, body: "{}" })).status).toBe(403);
+    expect((await fetch(`${base}/api/ListJobs`, { method: "POST", headers: { cookie, origin: base, "x-iris-csrf": `${csrf.slice(1)}x` }, body: "{}" })).status).toBe(403);
     expect((await fetch(`${base}/api/ListJobs`, { method: "POST", headers: { authorization: `Bearer ${TOKEN}` }, body: "{}" })).status).toBe(200);
     // The cookie never authenticates a state change from another site (or without Origin).
     expect((await fetch(`${base}/api/ListJobs`, { method: "POST", headers: { cookie, origin: "http://evil.example" }, body: "{}" })).status).toBe(401);
     expect((await fetch(`${base}/api/ListJobs`, { method: "POST", headers: { cookie }, body: "{}" })).status).toBe(401);
+  });
+
+  it("every route of both origins declares a policy, and every non-public one refuses an unauthenticated call", async () => {
+    const origins = [
+      { base, router: cluster.controller.httpRouter! },
+      { base: cluster.controller.proxyOrigin!, router: cluster.controller.proxyRouter! },
+    ];
+    let checked = 0;
+    for (const o of origins) {
+      expect(o.router.routes().length).toBeGreaterThan(0);
+      for (const route of o.router.routes()) {
+        expect(["public", "user", "admin", "capability"], route.name).toContain(route.auth);
+        if (route.auth === "public") continue;
+        const method = route.methods.includes("GET") ? "GET" : route.methods[0]!;
+        // A capability route refuses a made-up capability (on the dashboard's origin: after its redirect).
+        const url = `${o.base}${HttpRouter.examplePath(route).replace(/\/cap\/x$/, "/cap/not-a-token/x")}`;
+        const r = await fetch(url, { method, ...(method === "GET" || method === "HEAD" ? {} : { body: "{}" }), redirect: "follow" });
+        expect(r.status, `${method} ${url} (${route.name})`).toBe(401);
+        await r.body?.cancel();
+        checked++;
+      }
+    }
+    expect(checked).toBeGreaterThan(20);
+    // And a path nothing declares is refused on both origins, with a token too.
+    for (const o of origins) expect((await fetch(`${o.base}/undeclared`, { headers: { authorization: `Bearer ${TOKEN}` } })).status).toBe(404);
   });
 
   it("streams the overview as server-sent events", async () => {

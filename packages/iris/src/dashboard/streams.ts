@@ -3,11 +3,11 @@
 // run in-process with the caller's credentials, exactly as the JSON API calls the unary ones.
 import { EventEmitter } from "node:events";
 import * as grpc from "@grpc/grpc-js";
-import type http from "node:http";
 import type { ControllerServiceHandlers } from "../internal/generated/iris/v1/ControllerService.ts";
-import { reply } from "../controller/httpFace.ts";
-import type { HttpRoute } from "../controller/httpFace.ts";
-import type { PipelineStore, RequestAuthorizer } from "./pipelines.ts";
+import { SseStream } from "../http/sse.ts";
+import { reply } from "../http/respond.ts";
+import type { HttpRouter } from "../http/router.ts";
+import type { PipelineStore } from "./pipelines.ts";
 
 /** Subscribes to every job (instance id) and worker change; returns the unsubscribe. */
 export type ChangeSource = (l: (kind: "job" | "worker", id: string) => void) => () => void;
@@ -16,55 +16,13 @@ export type ChangeSource = (l: (kind: "job" | "worker", id: string) => void) => 
 export interface StreamRouteOptions {
   handlers: ControllerServiceHandlers;
   onChange: ChangeSource;
-  authorize: RequestAuthorizer;
   pipelines: PipelineStore;
 }
 
 /** The least time between two snapshots of a throttled stream (changes in between are merged). */
 const THROTTLE_MS = 200;
-/** A comment line this often keeps proxies and the browser from timing the stream out. */
-const HEARTBEAT_MS = 15_000;
 /** The overview is also resent this often (worker heartbeats change no state). */
 const OVERVIEW_REFRESH_MS = 5_000;
-
-/** An open server-sent-events response. */
-export class SseStream {
-  private readonly res: http.ServerResponse;
-  private readonly heartbeat: NodeJS.Timeout;
-  private readonly cleanups: (() => void)[] = [];
-  closed = false;
-
-  constructor(req: http.IncomingMessage, res: http.ServerResponse) {
-    this.res = res;
-    res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache, no-transform", connection: "keep-alive", "x-accel-buffering": "no" });
-    res.write(": iris\n\n");
-    this.heartbeat = setInterval(() => res.write(": keep-alive\n\n"), HEARTBEAT_MS);
-    this.heartbeat.unref();
-    req.on("close", () => this.close());
-    res.on("close", () => this.close());
-  }
-
-  /** Sends one event with JSON data. */
-  send(event: string, data: unknown): void {
-    if (this.closed) return;
-    this.res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
-  }
-
-  /** Runs `fn` when the stream closes (either side). */
-  onClose(fn: () => void): void {
-    if (this.closed) fn();
-    else this.cleanups.push(fn);
-  }
-
-  /** Ends the stream. */
-  close(): void {
-    if (this.closed) return;
-    this.closed = true;
-    clearInterval(this.heartbeat);
-    for (const f of this.cleanups.splice(0)) f();
-    this.res.end();
-  }
-}
 
 function metadataOf(authorization: string): grpc.Metadata {
   const md = new grpc.Metadata();
@@ -161,20 +119,11 @@ function endStream(s: SseStream, err?: Partial<grpc.StatusObject>): void {
   s.close();
 }
 
-/** The SSE routes under `/api/stream/`. Each checks auth before it writes anything. */
-export function streamRoutes(opts: StreamRouteOptions): HttpRoute[] {
-  const { handlers, authorize } = opts;
-  const route: HttpRoute = (req, res, url) => {
-    if (!url.pathname.startsWith("/api/stream/")) return false;
-    if (req.method !== "GET") {
-      reply(res, 405, { code: "INVALID_ARGUMENT", message: "streams are GET" });
-      return true;
-    }
-    const authorization = authorize(req);
-    if (authorization === undefined) {
-      reply(res, 401, { code: "UNAUTHENTICATED", message: "missing or invalid bearer token (or session)" });
-      return true;
-    }
+/** The SSE routes `GET /api/stream/<kind>` (policy `user`: the router checks auth before anything is written). */
+export function addStreamRoutes(router: HttpRouter, opts: StreamRouteOptions): void {
+  const { handlers } = opts;
+  router.add({ name: "GET /api/stream/<overview|job|logs|metrics|pipelines>", methods: ["GET"], path: { prefix: "/api/stream/" }, auth: "user", handler: ({ req, res, url, credentials }) => void route(req, res, url, credentials.authorization ?? "") });
+  const route = (req: import("node:http").IncomingMessage, res: import("node:http").ServerResponse, url: URL, authorization: string): boolean => {
     const q = url.searchParams;
     const kind = url.pathname.slice("/api/stream/".length);
     const fail = (e: unknown, s: SseStream): void => {
@@ -281,5 +230,4 @@ export function streamRoutes(opts: StreamRouteOptions): HttpRoute[] {
         return true;
     }
   };
-  return [route];
 }

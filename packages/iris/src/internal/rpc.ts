@@ -35,8 +35,11 @@ export function loadIrisProto(): IrisProto {
 
 /** Options for the typed clients. */
 export interface RpcClientOptions {
-  /** Bearer token sent as `authorization: Bearer <token>` on every call. */
-  token?: string | undefined;
+  /**
+   * Bearer token sent as `authorization: Bearer <token>` on every call; a function is asked on
+   * every call (a worker swaps its worker token for its session at registration).
+   */
+  token?: string | (() => string | undefined) | undefined;
   /**
    * TLS: the CA certificate (a PEM file path, or the PEM text itself) the controller's certificate
    * must chain to. Default: `IRIS_TLS_CA` when set, else plaintext.
@@ -102,11 +105,12 @@ export function channelSecurity(address: string, tlsCa: string | undefined = pro
 
 // Every call gets the token through an interceptor: grpc-js sends call credentials only on
 // secure channels, and the loopback/cluster channels here are insecure.
-export function authInterceptor(token: string): grpc.Interceptor {
+export function authInterceptor(token: string | (() => string | undefined)): grpc.Interceptor {
   return (options, nextCall) =>
     new grpc.InterceptingCall(nextCall(options), {
       start(metadata, listener, next) {
-        metadata.set("authorization", `Bearer ${token}`);
+        const t = typeof token === "function" ? token() : token;
+        if (t) metadata.set("authorization", `Bearer ${t}`);
         next(metadata, listener);
       },
     });

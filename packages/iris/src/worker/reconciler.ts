@@ -89,6 +89,12 @@ export class Reconciler {
         try {
           await this.#register();
         } catch (e) {
+          if (isRefusal(e) && this.#ctx.session !== undefined && this.#ctx.opts.token !== undefined) {
+            // The session is gone (the controller lost it, or another process replaced it): the
+            // worker token, if it still works, opens a new one; a spent one is refused next time.
+            this.#ctx.session = undefined;
+            continue;
+          }
           if (isRefusal(e)) return this.#refused(e);
           await retryLater(e);
           continue;
@@ -101,8 +107,9 @@ export class Reconciler {
         this.#lastContactMs = Date.now();
         backoff = REGISTER_BACKOFF_START_MS;
       } catch (e) {
-        if (e instanceof IrisError && e.code === "NOT_FOUND") {
-          // The controller forgot this worker (or declared it lost): register again, same id.
+        if (e instanceof IrisError && (e.code === "NOT_FOUND" || (e.code === "UNAUTHENTICATED" && this.#ctx.session !== undefined))) {
+          // The controller forgot this worker (or declared it lost), or its session: register
+          // again, same id (with the session, else the worker token).
           this.#ctx.isRegistered = false;
           continue;
         }
@@ -161,11 +168,18 @@ export class Reconciler {
           memoryBytes: this.#ctx.opts.memoryBytes ?? os.totalmem(),
           devices: [],
         },
+        instanceId: this.#ctx.instanceId,
       },
       { deadlineMs: RPC_DEADLINE_MS },
     );
     if (res.workerId !== "" && res.workerId !== this.#ctx.id) {
       throw new IrisError("INTERNAL", `the controller registered this worker as ${res.workerId}, not ${this.#ctx.id}`);
+    }
+    if (res.sessionToken !== "") {
+      // From now on every call presents this worker's own session, never the worker token.
+      this.#ctx.session = res.sessionToken;
+      this.#watch?.cancel();
+      this.#watch = undefined;
     }
     if (this.#ctx.opts.tickMs === undefined && res.reconcileIntervalMs > 0) this.#ctx.tickMs = res.reconcileIntervalMs;
     // At least a minute: a controller restarting (and adopting what runs) must not be mistaken for one

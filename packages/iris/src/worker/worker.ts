@@ -4,7 +4,8 @@
 // This file owns the daemon's lifecycle (state directory, start, stop); its three parts are
 // reconciler.ts (registration, watch, reconcile), attemptLauncher.ts (attempts' processes) and
 // logShipper.ts (PushLogs). The protocol is specified in proto/README.md ("Worker protocol").
-import { randomUUID } from "node:crypto";
+import { resolveToken } from "../credentials.ts";
+import { randomBytes, randomUUID } from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -83,14 +84,19 @@ export class Worker {
   /** The sweep of dead siblings' state directories, awaited by stop(). */
   #sweep: Promise<void> | undefined;
 
-  private constructor(opts: WorkerOptions, stateDir: string, ownsStateDir: boolean, id: string) {
+  private constructor(given: WorkerOptions, stateDir: string, ownsStateDir: boolean, id: string) {
+    // The worker token: --token, IRIS_AUTH_TOKEN, or this user's credentials file for that
+    // controller (resolved once, so a lost session can re-register with it).
+    const resolved = resolveToken(given.controller, given.token);
+    const opts: WorkerOptions = { ...given, ...(resolved !== undefined ? { token: resolved } : {}) };
     this.#opts = opts;
     this.stateDir = stateDir;
     this.#ownsStateDir = ownsStateDir;
     this.id = id;
     // Reconnect backoff capped like registration's: a controller back from an outage is dialled
     // again within seconds, not after grpc-js's minutes (calls in between fail at once).
-    const client = createWorkerControlClient(opts.controller, { token: opts.token, tlsCa: opts.tlsCa, reconnectBackoffMs: { initial: REGISTER_BACKOFF_START_MS, max: REGISTER_BACKOFF_MAX_MS } });
+    // Every call presents the session once registration returned one, the worker token before.
+    const client = createWorkerControlClient(opts.controller, { token: () => this.#ctx.session ?? opts.token, tlsCa: opts.tlsCa, reconnectBackoffMs: { initial: REGISTER_BACKOFF_START_MS, max: REGISTER_BACKOFF_MAX_MS } });
     const heartbeatFile = (opts.adoptAttempts ?? !ownsStateDir) ? path.join(stateDir, HEARTBEAT_FILE) : undefined;
     if (heartbeatFile !== undefined) {
       // Kept attempts (a previous run's among them) live as long as this file is fresh.
@@ -118,6 +124,8 @@ export class Worker {
       attempts: new Map(),
       stopping: false,
       isRegistered: false,
+      instanceId: randomBytes(16).toString("base64url"),
+      session: undefined,
       tickMs: opts.tickMs ?? DEFAULT_TICK_MS,
       emit: (event) => this.#emit(event),
       kick: () => this.#reconciler.kick(),

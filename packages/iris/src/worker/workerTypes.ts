@@ -19,7 +19,9 @@ export interface WorkerOptions {
   controller: string;
   /**
    * Bearer token for the controller (a worker or admin identity). Never handed to tasks: each
-   * attempt gets its own task token from the controller as `IRIS_AUTH_TOKEN`.
+   * attempt gets its own task token from the controller as `IRIS_AUTH_TOKEN`. Default:
+   * `IRIS_AUTH_TOKEN`, else the token a loopback controller at this address minted and recorded in
+   * this user's credentials file; `""`: none.
    */
   token?: string;
   /** TLS: the CA (PEM file or text) the controller's certificate chains to; default `IRIS_TLS_CA`. Passed on to tasks. */
@@ -195,6 +197,13 @@ export interface WorkerContext {
   preemptedWhy?: string | undefined;
   /** Registered with the controller (false again after a NOT_FOUND until it registers again). */
   isRegistered: boolean;
+  /** A random nonce of this worker process: the controller binds the worker's session to it. */
+  readonly instanceId: string;
+  /**
+   * The session the controller returned at registration (auth on): the bearer token of every
+   * later call, kept in memory only. Undefined: the configured token is used.
+   */
+  session: string | undefined;
   /** The reconcile interval. */
   tickMs: number;
   emit(event: WorkerEvent): void;

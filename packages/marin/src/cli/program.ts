@@ -9,6 +9,7 @@ import { newRunId, runGraph } from "../executor/runner.ts";
 import type { RunSummary, StepLauncher } from "../executor/runner.ts";
 import { loadExperiment } from "../experiment/experiment.ts";
 import { resolveGraph } from "../step/graph.ts";
+import { lookupToken } from "@marin/iris";
 import { PipelineReporter } from "./dashboardReport.ts";
 import { formatSummary, LiveView } from "./liveView.ts";
 import { resolveCliPath } from "./paths.ts";
@@ -40,7 +41,7 @@ async function loadGraph(script: string, flags: SelectFlags) {
 }
 
 /** Makes the launcher for steps with resources: iris, embedded LocalCluster unless `cluster` is given (with `httpPort`: serving the dashboard). */
-async function irisLauncherFor(script: string, prefix: string, cluster: string | undefined, runId: string, httpPort?: number): Promise<StepLauncher & { dashboardUrl?: string }> {
+async function irisLauncherFor(script: string, prefix: string, cluster: string | undefined, runId: string, httpPort?: number): Promise<StepLauncher & { dashboardUrl?: string; loginUrl?: string; token?: string }> {
   const { createIrisLauncher } = await import("../remote/irisLauncher.ts");
   // The dashboard's cluster starts before the run knows whether it runs anything: its database is
   // temporary (a run that only skips steps leaves no run folder).
@@ -78,17 +79,20 @@ export function buildProgram(io: { out: (s: string) => void; setExitCode: (c: nu
       // The dashboard: the embedded cluster starts at once (on a free HTTP port) and its URL is the
       // first line; with --cluster, --dashboard <url> names that controller's dashboard.
       const runId = newRunId(Date.now());
-      let launcher: Promise<StepLauncher & { dashboardUrl?: string }> | undefined;
+      let launcher: Promise<StepLauncher & { dashboardUrl?: string; loginUrl?: string; token?: string }> | undefined;
       let reporter: PipelineReporter | undefined;
       if (flags.dashboard !== false && !flags.cluster) {
         launcher = irisLauncherFor(abs, graph.prefix, undefined, runId, 0);
-        const url = (await launcher).dashboardUrl;
+        const started = await launcher;
+        const url = started.dashboardUrl;
         if (url) {
-          process.stderr.write(`marin: dashboard at ${url}#/pipelines/${encodeURIComponent(runId)}\n`);
-          reporter = new PipelineReporter(url, runId, graph.prefix, undefined);
+          // The printed URL carries a one-time login code: it signs one browser in, once.
+          process.stderr.write(`marin: dashboard at ${started.loginUrl ?? url}#/pipelines/${encodeURIComponent(runId)}\n`);
+          reporter = new PipelineReporter(url, runId, graph.prefix, started.token);
         }
       } else if (typeof flags.dashboard === "string") {
-        reporter = new PipelineReporter(flags.dashboard, runId, graph.prefix, process.env.IRIS_AUTH_TOKEN);
+        // The token: IRIS_AUTH_TOKEN, else the one a local controller at that address recorded for this user.
+        reporter = new PipelineReporter(flags.dashboard, runId, graph.prefix, process.env.IRIS_AUTH_TOKEN || lookupToken(flags.dashboard));
       }
       const view = new LiveView(process.stderr, { verbose: flags.verbose });
       const controller = new AbortController();

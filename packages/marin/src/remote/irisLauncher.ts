@@ -47,7 +47,7 @@ function jobNameFor(step: ResolvedStep, token: number): string {
  * checks the identity and runs that one step into the staging folder; the step's return value
  * comes back as the iris task's result. The lease, publish and status stay with this (parent) runner.
  */
-export async function createIrisLauncher(opts: IrisLauncherOptions): Promise<StepLauncher & { dashboardUrl?: string }> {
+export async function createIrisLauncher(opts: IrisLauncherOptions): Promise<StepLauncher & { dashboardUrl?: string; loginUrl?: string; token?: string }> {
   let cluster: LocalCluster | undefined;
   let client: IrisClient;
   if (opts.cluster) {
@@ -76,8 +76,12 @@ export async function createIrisLauncher(opts: IrisLauncherOptions): Promise<Ste
   }
   const script = uploaded ? path.relative(uploaded.root, opts.script) : opts.script;
   const httpAddress = cluster?.controller.httpAddress;
+  const loginUrl = cluster?.controller.loginUrl();
   return {
     ...(httpAddress ? { dashboardUrl: `http://${httpAddress}/` } : {}),
+    // The embedded cluster's printed URL signs the browser in once (a one-time login code).
+    ...(httpAddress && loginUrl ? { loginUrl } : {}),
+    ...(cluster?.token ? { token: cluster.token } : {}),
     async run(step: ResolvedStep, args: LaunchArgs): Promise<unknown> {
       const taskArgs: StepTaskArgs = { script, step: step.name, planned: plannedIdentity(step), prefix: opts.prefix, staging: args.stagingPath };
       const res = step.step.resources ?? {};

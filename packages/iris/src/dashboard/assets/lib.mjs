@@ -16,13 +16,41 @@ export class ApiError extends Error {
   }
 }
 
+let sessionInfo;
+/**
+ * Who is signed in, the session's CSRF token (sent with every POST: the cookie alone proves
+ * nothing) and the endpoint proxy's origin, from `GET /api/session` (read once).
+ * @returns {Promise<{ user?: string, role?: string, csrf?: string, proxyOrigin?: string }>}
+ */
+export function session() {
+  sessionInfo ??= fetch("/api/session", { credentials: "same-origin" }).then((r) => (r.ok ? r.json() : {})).catch(() => ({}));
+  return sessionInfo;
+}
+
+const capabilities = new Map();
+/**
+ * A base URL for a registered service on the endpoint proxy's own origin (never this page's): a
+ * capability URL minted for the signed-in user (MintEndpointToken: owners and admins), reused
+ * until a minute before it expires.
+ * @param {string} name @returns {Promise<string>}
+ */
+export async function endpointUrl(name) {
+  const had = capabilities.get(name);
+  if (had && had.expiresAtMs - 60_000 > Date.now()) return had.url;
+  const cap = await api("MintEndpointToken", { name, ttlSeconds: 3600 });
+  capabilities.set(name, { url: cap.url, expiresAtMs: Number(cap.expiresAtMs) });
+  return cap.url;
+}
+
 /**
  * Calls `POST /api/<method>` with `body` as JSON (the session cookie rides along); resolves with
  * the response JSON. A 401 (the session ended) reloads the page, which then shows the login form.
  * @param {string} method @param {object} [body]
  */
 export async function api(method, body = {}) {
-  const res = await fetch(`/api/${method}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body), credentials: "same-origin" });
+  const { csrf } = await session();
+  const headers = { "content-type": "application/json", ...(csrf ? { "x-iris-csrf": csrf } : {}) };
+  const res = await fetch(`/api/${method}`, { method: "POST", headers, body: JSON.stringify(body), credentials: "same-origin" });
   const data = await res.json().catch(() => ({}));
   if (res.status === 401) {
     location.reload();

@@ -1,15 +1,14 @@
 // The model playground: completions and chat against a served model (an endpoint of the inference
-// service) through the controller's proxy, streamed (SSE), with sampling controls and a stop button.
+// service) through the controller's endpoint proxy on its own origin (a capability URL), streamed (SSE), with sampling controls and a stop button.
 import { useRef, useState } from "preact/hooks";
-import { html } from "./lib.mjs";
-import { proxyPath } from "./views.mjs";
+import { endpointUrl, html } from "./lib.mjs";
 
 /**
  * POSTs an OpenAI-style request with `stream: true` and hands each `data:` JSON chunk to `onChunk`
  * until `[DONE]`, the end, or `signal` aborts.
  */
 async function streamSse(url, body, signal, onChunk) {
-  const res = await fetch(url, { method: "POST", headers: { "content-type": "application/json", accept: "text/event-stream" }, body: JSON.stringify(body), signal, credentials: "same-origin" });
+  const res = await fetch(url, { method: "POST", headers: { "content-type": "application/json", accept: "text/event-stream" }, body: JSON.stringify(body), signal, credentials: "omit" });
   if (!res.ok || !res.body) {
     const text = await res.text().catch(() => "");
     let message = text;
@@ -74,12 +73,12 @@ export function PlaygroundView({ endpoint }) {
     try {
       if (mode === "completion") {
         setOutput("");
-        await streamSse(proxyPath(endpoint, "v1/completions"), { prompt, ...sampling() }, ctl.signal, (c) => setOutput((o) => o + (c.choices?.[0]?.text ?? "")));
+        await streamSse(`${await endpointUrl(endpoint)}/v1/completions`, { prompt, ...sampling() }, ctl.signal, (c) => setOutput((o) => o + (c.choices?.[0]?.text ?? "")));
       } else {
         const history = [...messages, { role: "user", content: draft }];
         setMessages([...history, { role: "assistant", content: "" }]);
         setDraft("");
-        await streamSse(proxyPath(endpoint, "v1/chat/completions"), { messages: history, ...sampling() }, ctl.signal, (c) => {
+        await streamSse(`${await endpointUrl(endpoint)}/v1/chat/completions`, { messages: history, ...sampling() }, ctl.signal, (c) => {
           const piece = c.choices?.[0]?.delta?.content ?? "";
           if (piece) setMessages((m) => [...m.slice(0, -1), { role: "assistant", content: m[m.length - 1].content + piece }]);
         });

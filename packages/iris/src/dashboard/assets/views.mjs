@@ -1,7 +1,7 @@
 // The dashboard's cluster views: overview, jobs (filters), one job (tasks, attempts, pending
 // reasons, child jobs, resources, results, training charts), logs, workers and endpoints.
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
-import { ago, api, bytes, cores, duration, href, html, State, subscribe, time, useOverview, useStream, useTick, userOf } from "./lib.mjs";
+import { ago, api, bytes, endpointUrl, cores, duration, href, html, State, subscribe, time, useOverview, useStream, useTick, userOf } from "./lib.mjs";
 import { TrainingCharts } from "./charts.mjs";
 
 const JOB_STATES = ["PENDING", "RUNNING", "SUCCEEDED", "FAILED", "KILLED", "UNSCHEDULABLE"];
@@ -302,8 +302,24 @@ export function WorkersView() {
   </section>`;
 }
 
-/** `/proxy/<endpoint>/`: the controller's proxy to a registered service (the name as one segment). */
-export const proxyPath = (name, rest = "") => `/proxy/${encodeURIComponent(name)}/${rest}`;
+/**
+ * Opens a registered service in a new tab on the endpoint proxy's own origin (a capability URL:
+ * what the service returns never runs on the dashboard's origin).
+ */
+async function openEndpoint(event, name) {
+  event.preventDefault();
+  const tab = window.open("about:blank", "_blank");
+  try {
+    const url = `${await endpointUrl(name)}/`;
+    if (tab) {
+      tab.opener = null;
+      tab.location.href = url;
+    } else window.location.assign(url);
+  } catch (e) {
+    tab?.close();
+    window.alert(`cannot open ${name}: ${e.message}`);
+  }
+}
 
 /** Registered endpoints, with links through the controller's proxy and to the playground. */
 export function EndpointsView() {
@@ -318,7 +334,7 @@ export function EndpointsView() {
         <td class="mono">${e.name}</td>
         <td class="mono">${e.address}</td>
         <td>${e.attemptId ? html`<a href=${href("job", e.attemptId.replace(/\/\d+:\d+$/, ""))}>${e.attemptId}</a>` : "—"}</td>
-        <td><a href=${proxyPath(e.name)} target="_blank" rel="noopener">via proxy</a>${/(^|\/)serve\//.test(e.name) ? html` · <a href=${href("playground", e.name)}>playground</a>` : null}</td>
+        <td><a href="#" data-endpoint=${e.name} onClick=${(ev) => openEndpoint(ev, e.name)}>via proxy</a>${/(^|\/)serve\//.test(e.name) ? html` · <a href=${href("playground", e.name)}>playground</a>` : null}</td>
       </tr>`)}</tbody>
     </table></div>
   </section>`;

@@ -14,6 +14,12 @@ export interface RegisterWorkerRequest {
   'host'?: (string);
   'attributes'?: ({[key: string]: string});
   'capacity'?: (_iris_v1_Resources | null);
+  /**
+   * A random nonce of this worker process, fixed for its lifetime: the session minted at
+   * registration is bound to it, and registering again with that session is refused from any
+   * other instance.
+   */
+  'instanceId'?: (string);
 }
 
 export interface RegisterWorkerRequest__Output {
@@ -28,4 +34,10 @@ export interface RegisterWorkerRequest__Output {
   'host': (string);
   'attributes': ({[key: string]: string});
   'capacity': (_iris_v1_Resources__Output | null);
+  /**
+   * A random nonce of this worker process, fixed for its lifetime: the session minted at
+   * registration is bound to it, and registering again with that session is refused from any
+   * other instance.
+   */
+  'instanceId': (string);
 }

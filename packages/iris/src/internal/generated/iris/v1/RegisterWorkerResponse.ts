@@ -12,6 +12,12 @@ export interface RegisterWorkerResponse {
    * A worker silent for this long is declared lost.
    */
   'workerTimeoutMs'?: (number | string | Long);
+  /**
+   * The worker's session (auth on): the bearer token for every later call of this worker
+   * process, bound to worker_id and instance_id. "" = keep the credential just used (auth off,
+   * or this registration was made with the session itself).
+   */
+  'sessionToken'?: (string);
 }
 
 export interface RegisterWorkerResponse__Output {
@@ -24,4 +30,10 @@ export interface RegisterWorkerResponse__Output {
    * A worker silent for this long is declared lost.
    */
   'workerTimeoutMs': (number);
+  /**
+   * The worker's session (auth on): the bearer token for every later call of this worker
+   * process, bound to worker_id and instance_id. "" = keep the credential just used (auth off,
+   * or this registration was made with the session itself).
+   */
+  'sessionToken': (string);
 }

@@ -1,8 +1,8 @@
 // principalOfRequest: Bearer header or session cookie, the Origin rule, session expiry.
 import type http from "node:http";
 import { describe, expect, it } from "vitest";
-import { LOCAL_ADMIN, singleTokenAuthenticator } from "./auth.ts";
-import { cookieOf, principalOfRequest, SESSION_COOKIE, SESSION_TTL_MS, SessionStore, sessionsOf } from "./httpAuth.ts";
+import { LOCAL_ADMIN, singleTokenAuthenticator } from "../controller/auth.ts";
+import { cookieOf, principalOfRequest, SESSION_COOKIE, SESSION_TTL_MS, SessionStore, sessionsOf } from "./principal.ts";
 
 function req(method: string, headers: Record<string, string>): http.IncomingMessage {
   return { method, headers } as unknown as http.IncomingMessage;
