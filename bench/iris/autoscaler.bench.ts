@@ -2,13 +2,14 @@
 // < 50 ms), in two shapes — a realistic queue (jobs of 1–64 tasks, some gangs, some constrained)
 // and the worst case, 100,000 one-task jobs (one demand entry each).
 //
-//   pnpm bench iris/autoscaler [-- --runs N]
+//   pnpm bench iris/autoscaler [-- --runs N --slurm-runs N]
 //
 // The scale-up latency part (submit a one-task job with zero workers → running on a fresh Slurm
 // worker, beside the floor of a bare `sbatch` of `node -e 0`) goes BELOW the decision part, in
 // the section marked "SCALE-UP LATENCY" (the slurm-provider branch adds it).
 import { decide, type DemandEntry, type PolicyGroup, type PolicyWorker } from "../../packages/iris/src/autoscaler/policy.ts";
 import type { SchedConstraint } from "../../packages/iris/src/controller/scheduler.ts";
+import { scaleUpLatency } from "./slurmScaleUp.ts";
 
 const GiB = 1024 ** 3;
 const runsArg = process.argv.indexOf("--runs");
@@ -128,3 +129,9 @@ measure("realistic queue (1–64 tasks/job)", realistic(100_000, rng(7)), gs);
 measure("100,000 one-task jobs", singles(100_000, rng(8)), gs);
 
 // ---- SCALE-UP LATENCY (slurm-provider branch) -------------------------------------------------
+// A one-task job submitted with zero workers → its task RUNNING on a fresh Slurm worker, beside a
+// bare `sbatch` of `node -e 0` in the same run (goal: ≤ floor + 3 s); on the test Slurm of
+// @marin/iris/testing (root and Debian's slurm-wlm and munge needed, else skipped with a notice).
+// `--slurm-runs N` (default 3).
+const slurmRunsArg = process.argv.indexOf("--slurm-runs");
+await scaleUpLatency(slurmRunsArg > 0 ? Number(process.argv[slurmRunsArg + 1]) : 3);
