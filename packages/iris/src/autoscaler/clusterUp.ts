@@ -70,6 +70,10 @@ export async function startCluster(config: ClusterConfig, opts: StartClusterOpti
       log,
     });
     controller.attachCluster({ status: () => autoscaler.status(), down: () => autoscaler.drainAndStopAll() });
+    // New or changed jobs bring the next round forward (scale-up latency).
+    controller.onChange((kind) => {
+      if (kind === "job") autoscaler.nudge();
+    });
     autoscaler.start();
     let stopped = false;
     return {
