@@ -7,6 +7,7 @@ import type { ClusterStatus } from "./autoscaler.ts";
 import { startCluster, type RunningCluster } from "./clusterUp.ts";
 import { validateClusterConfig } from "./config.ts";
 
+const TOKEN = "autoscaler-e2e-secret";
 const clusters: RunningCluster[] = [];
 const clients: IrisClient[] = [];
 afterEach(async () => {
@@ -15,10 +16,10 @@ afterEach(async () => {
 });
 
 async function start(groups: unknown[], controller: Record<string, unknown> = {}): Promise<{ cluster: RunningCluster; client: IrisClient }> {
-  const config = validateClusterConfig({ controller: { port: 0, ...controller }, scaleGroups: groups });
+  const config = validateClusterConfig({ controller: { port: 0, token: TOKEN, ...controller }, scaleGroups: groups });
   const cluster = await startCluster(config, { intervalMs: 200, log: () => undefined, local: { workerOptions: { killGraceMs: 500 } } });
   clusters.push(cluster);
-  const client = IrisClient.connect(cluster.controller.address, { user: "alice" });
+  const client = IrisClient.connect(cluster.controller.address, { token: TOKEN });
   clients.push(client);
   return { cluster, client };
 }
@@ -34,7 +35,7 @@ describe("autoscaler with the local provider", () => {
     expect(st.state).toBe("SUCCEEDED");
     expect(st.tasks.map((t) => t.attempt)).toEqual([1, 1, 1]);
     const s = status(cluster);
-    expect(s.decisions.map((d) => d.reason)).toContain("+3 local for /alice/three");
+    expect(s.decisions.map((d) => d.reason)).toContain("+3 local for /admin/three");
     // Three workers registered for it, each under the id the autoscaler gave it.
     const ids = new Set(s.groups[0].workers.map((w) => w.workerId));
     expect(ids.size).toBe(3);
@@ -93,7 +94,7 @@ describe("autoscaler with the local provider", () => {
     const { cluster, client } = await start([{ name: "g", provider: "local", maxWorkers: 3, idleTimeout: "1m", worker: { cpu: 1, memory: "1G" } }]);
     const job = await client.submit({ name: "pair", replicas: 2, gang: true, entrypoint: { command: ["true"] }, resources: { cpuMillis: 500 } });
     expect((await job.wait()).state).toBe("SUCCEEDED");
-    expect(status(cluster).decisions.map((d) => d.reason)).toContain("+2 g for /alice/pair (gang of 2)");
+    expect(status(cluster).decisions.map((d) => d.reason)).toContain("+2 g for /admin/pair (gang of 2)");
     expect(status(cluster).groups[0].workers).toHaveLength(2);
   }, 60_000);
 });

@@ -136,13 +136,30 @@ export class Autoscaler {
   start(): void {
     const tick = (): void => {
       if (this.stopped) return;
+      this.timer = undefined;
+      this.tickStartedAtMs = Date.now();
       void this.runOnce()
         .catch((e: unknown) => this.record({ atMs: this.now(), group: undefined, kind: "error", reason: `autoscaler round failed: ${(e as Error).message}` }))
         .finally(() => {
           if (!this.stopped) this.timer = setTimeout(tick, this.opts.intervalMs ?? 2000);
         });
     };
+    this.tick = tick;
     tick();
+  }
+
+  private tick: (() => void) | undefined;
+  private tickStartedAtMs = 0;
+
+  /**
+   * Something changed (a job was submitted): run the next round now rather than at the end of the
+   * interval — at most one round a second, so a busy controller does not run squeue in a loop.
+   */
+  nudge(): void {
+    if (this.stopped || this.timer === undefined || this.tick === undefined) return;
+    const wait = Math.max(0, this.tickStartedAtMs + 1000 - Date.now());
+    clearTimeout(this.timer);
+    this.timer = setTimeout(this.tick, wait);
   }
 
   /** One round (rounds never overlap: a call during one waits for it, then runs its own). */
@@ -203,7 +220,14 @@ export class Autoscaler {
     this.last = out;
     this.lastWorkers = byGroup;
     await this.apply(out.decisions, now);
-    this.opts.state.setAutoscalerView({ notes: out.notes, startable: this.startable() });
+    // Status shows what is left after this round's stops and cancels.
+    for (const [name, ws] of byGroup) byGroup.set(name, ws.filter((w) => this.known.has(w.workerId)));
+    const notes = new Map<string, string>();
+    snap.demand.forEach((d, i) => {
+      const note = out.notes[i];
+      if (note !== undefined) notes.set(d.jobId, note);
+    });
+    this.opts.state.setAutoscalerView({ notes, startable: this.startable() });
     return out;
   }
 

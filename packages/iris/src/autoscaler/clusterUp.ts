@@ -7,7 +7,7 @@ import path from "node:path";
 import { Controller, bindRefusal } from "../controller/controller.ts";
 import { Autoscaler } from "./autoscaler.ts";
 import { ClusterConfigError, loadClusterConfig, type ClusterConfig } from "./config.ts";
-import { SharedTokenIssuer } from "./credentials.ts";
+import { ControllerCredentialIssuer } from "./credentials.ts";
 import type { WorkerCredentialIssuer } from "./provider.ts";
 import { clusterIdOf, createProviders, type ProviderContext } from "./providers.ts";
 
@@ -29,7 +29,7 @@ export interface StartClusterOptions {
   log?: (line: string) => void;
   /** Options of the local provider. */
   local?: ProviderContext["local"];
-  /** Replaces the credential issuer (default: {@link SharedTokenIssuer}). */
+  /** Replaces the credential issuer (default: the controller's per-worker credentials). */
   credentials?: WorkerCredentialIssuer;
 }
 
@@ -53,6 +53,8 @@ export async function startCluster(config: ClusterConfig, opts: StartClusterOpti
     ...(c.schedulingTimeoutMs !== undefined ? { schedulingTimeoutMs: c.schedulingTimeoutMs } : {}),
     ...(c.httpPort !== undefined ? { httpPort: c.httpPort } : {}),
     ...(c.bundleKeep !== undefined ? { bundleKeep: c.bundleKeep } : {}),
+    ...(c.noAuth ? { noAuth: true } : {}),
+    ...(c.proxyPort !== undefined ? { proxyPort: c.proxyPort } : {}),
   });
   try {
     const clusterId = clusterIdOf(stateDir);
@@ -61,13 +63,17 @@ export async function startCluster(config: ClusterConfig, opts: StartClusterOpti
       groups: config.scaleGroups,
       providers,
       state: controller.state,
-      credentials: opts.credentials ?? new SharedTokenIssuer(c.token, Boolean(c.token) || Boolean(c.authFile)),
+      credentials: opts.credentials ?? new ControllerCredentialIssuer(controller.workerCredentials, controller.auth.enabled),
       controllerAddress: c.advertise ?? controller.address,
       stateDir,
       ...(opts.intervalMs !== undefined ? { intervalMs: opts.intervalMs } : {}),
       log,
     });
     controller.attachCluster({ status: () => autoscaler.status(), down: () => autoscaler.drainAndStopAll() });
+    // New or changed jobs bring the next round forward (scale-up latency).
+    controller.onChange((kind) => {
+      if (kind === "job") autoscaler.nudge();
+    });
     autoscaler.start();
     let stopped = false;
     return {
@@ -110,6 +116,8 @@ export async function runClusterUp(
     throw e;
   }
   const c = config.controller;
+  // As `iris controller`: a non-loopback bind needs credentials (or insecure); a loopback one
+  // without any mints its own admin token.
   const refusal = bindRefusal(c.host, Boolean(c.token) || Boolean(c.authFile), c.insecure);
   if (refusal !== undefined) {
     io.err(`iris cluster up: ${refusal}\n`);
@@ -119,9 +127,10 @@ export async function runClusterUp(
   const groups = config.scaleGroups.map((g) => `${g.name} (${g.provider}, ${g.minWorkers}..${g.maxWorkers})`).join(", ");
   io.out(
     `iris cluster listening on ${cluster.controller.address} (db ${path.join(cluster.stateDir, path.basename(c.db ?? "controller.sqlite"))}, ` +
-      `auth ${c.token || c.authFile ? "on" : "off"}, workers dial ${c.advertise ?? cluster.controller.address}; groups: ${groups})\n` +
+      `auth ${cluster.controller.auth.enabled ? "on" : "off"}, workers dial ${c.advertise ?? cluster.controller.address}; groups: ${groups})\n` +
+      `  ${cluster.controller.authNotice()}\n` +
       `  export IRIS_CONTROLLER_ADDRESS=${cluster.controller.address}\n` +
-      (cluster.controller.httpAddress ? `  dashboard: ${c.tlsCert ? "https" : "http"}://${cluster.controller.httpAddress}/\n` : ""),
+      (cluster.controller.httpAddress ? `  dashboard: ${cluster.controller.loginUrl()}\n` : ""),
   );
   const sig = await untilSignal();
   io.err(`iris cluster up: ${sig}: ${a.keepWorkers ? "leaving the workers running (--keep-workers)" : "draining and stopping the workers"}\n`);

@@ -21,7 +21,11 @@ export interface ClusterControllerConfig {
   token?: string | undefined;
   authFile?: string | undefined;
   insecure: boolean;
+  /** Auth off on a loopback controller (without it, one started with no token mints its own). */
+  noAuth: boolean;
   httpPort?: number | undefined;
+  /** The endpoint proxy's port (with httpPort; default any free port). */
+  proxyPort?: number | undefined;
   tlsCert?: string | undefined;
   tlsKey?: string | undefined;
   workerTimeoutMs?: number | undefined;
@@ -120,7 +124,9 @@ const controllerSchema = z
     token: optionalText,
     authFile: optionalText,
     insecure: z.boolean().default(false),
+    noAuth: z.boolean().default(false),
     httpPort: z.number().int().min(0).max(65535).nullish().transform((v) => v ?? undefined),
+    proxyPort: z.number().int().min(0).max(65535).nullish().transform((v) => v ?? undefined),
     tlsCert: optionalText,
     tlsKey: optionalText,
     workerTimeout: duration.optional(),
@@ -131,6 +137,7 @@ const controllerSchema = z
   .strict()
   .superRefine((c, ctx) => {
     if ((c.tlsCert === undefined) !== (c.tlsKey === undefined)) ctx.addIssue({ code: "custom", path: ["tlsKey"], message: "tlsCert and tlsKey go together" });
+    if (c.noAuth && (c.token !== undefined || c.authFile !== undefined)) ctx.addIssue({ code: "custom", path: ["noAuth"], message: "noAuth turns auth off: give it without token or authFile" });
   });
 
 const slurmSchema = z
@@ -220,7 +227,9 @@ export function validateClusterConfig(doc: unknown, source = "config"): ClusterC
       token: c.controller.token,
       authFile: c.controller.authFile,
       insecure: c.controller.insecure,
+      noAuth: c.controller.noAuth,
       httpPort: c.controller.httpPort,
+      proxyPort: c.controller.proxyPort,
       tlsCert: c.controller.tlsCert,
       tlsKey: c.controller.tlsKey,
       workerTimeoutMs: c.controller.workerTimeout,

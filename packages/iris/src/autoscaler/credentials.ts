@@ -1,33 +1,32 @@
-// Worker credentials for provided workers.
-//
-// TEMPORARY: per-worker registration credentials (minted for one worker id, revoked when it ends)
-// come with the controller's worker-credential mechanism (branch sec-workers). Until it is
-// wired, `SharedTokenIssuer` hands every worker the cluster's own token (`controller.token`),
-// or "" with auth off, and revoking does nothing. The credential still travels only in a 0600
-// file, never argv or the environment, so switching to real per-worker credentials changes this
-// file only.
+// Worker credentials for provided workers: the controller's per-worker registration credentials
+// (controller/workerCredentials.ts). Each worker the autoscaler starts gets a single-use
+// credential minted for its worker id alone, handed over in a 0600 file (never argv or the
+// environment); at registration it becomes a session bound to that worker and process, which
+// survives a controller restart (adoption). Revoking when the worker is stopped refuses both.
 import type { WorkerCredentialIssuer } from "./provider.ts";
 
-/** See the file comment. */
-export class SharedTokenIssuer implements WorkerCredentialIssuer {
-  private readonly token: string | undefined;
+/** What the controller offers (`Controller.workerCredentials`). */
+export interface WorkerCredentialStore {
+  mint(workerId: string, opts?: { ttlMs?: number }): string;
+  revoke(workerId: string): boolean;
+}
+
+/** Mints through the controller's store; "" (no credential) when the controller's auth is off. */
+export class ControllerCredentialIssuer implements WorkerCredentialIssuer {
+  private readonly store: WorkerCredentialStore;
   private readonly authOn: boolean;
 
-  /** `token`: the cluster's `--token`; `authOn`: whether the controller checks tokens at all. */
-  constructor(token: string | undefined, authOn: boolean) {
-    this.token = token;
+  constructor(store: WorkerCredentialStore, authOn: boolean) {
+    this.store = store;
     this.authOn = authOn;
   }
 
   mint(workerId: string): Promise<string> {
-    if (!this.authOn) return Promise.resolve("");
-    if (this.token === undefined || this.token === "") {
-      return Promise.reject(new Error(`cannot mint a credential for ${workerId}: with only an authFile, give controller.token too (per-worker credentials are not wired yet)`));
-    }
-    return Promise.resolve(this.token);
+    return Promise.resolve(this.authOn ? this.store.mint(workerId) : "");
   }
 
-  revoke(): Promise<void> {
+  revoke(workerId: string): Promise<void> {
+    this.store.revoke(workerId);
     return Promise.resolve();
   }
 }

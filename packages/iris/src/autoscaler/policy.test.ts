@@ -49,111 +49,117 @@ function worker(state: PolicyWorker["state"], o: Partial<PolicyWorker> = {}): Po
 
 const starts = (out: ReturnType<typeof decide>): { group: string; count: number; reason: string }[] =>
   out.decisions.filter((d) => d.kind === "start").map((d) => ({ group: d.group, count: (d as { count: number }).count, reason: d.reason }));
+const noteOf = (out: ReturnType<typeof decide>, jobId: string, input?: PolicyInput): string | undefined => out.notes[(input ?? lastInput).demand.findIndex((d) => d.jobId === jobId)];
+let lastInput: PolicyInput;
+const run = (input: PolicyInput): ReturnType<typeof decide> => {
+  lastInput = input;
+  return decide(input);
+};
 const reasons = (out: ReturnType<typeof decide>, kind: string): string[] => out.decisions.filter((d) => d.kind === kind).map((d) => d.reason);
 
 describe("decide", () => {
   it("starts one worker per task that does not share a worker, from zero", () => {
-    const out = decide({ nowMs: T0, groups: [group("cpu")], demand: [demand("/alice/job", 3)] });
+    const out = run({ nowMs: T0, groups: [group("cpu")], demand: [demand("/alice/job", 3)] });
     expect(starts(out)).toEqual([{ group: "cpu", count: 3, reason: "+3 cpu for /alice/job" }]);
-    expect(out.notes.get("/alice/job#1")).toBe("waiting for 3 cpu workers to boot");
+    expect(noteOf(out, "/alice/job#1")).toBe("waiting for 3 cpu workers to boot");
     expect(out.routed.get("cpu")).toEqual({ units: 1, tasks: 3 });
   });
 
   it("packs small tasks several to a worker", () => {
-    const out = decide({ nowMs: T0, groups: [group("cpu")], demand: [demand("/alice/job", 5, { request: { cpuMillis: 1000, memoryBytes: GiB, devices: {} } })] });
+    const out = run({ nowMs: T0, groups: [group("cpu")], demand: [demand("/alice/job", 5, { request: { cpuMillis: 1000, memoryBytes: GiB, devices: {} } })] });
     expect(starts(out)).toEqual([{ group: "cpu", count: 2, reason: "+2 cpu for /alice/job" }]);
   });
 
   it("provisions a gang of n as n workers at once, one member each", () => {
-    const out = decide({ nowMs: T0, groups: [group("cpu")], demand: [demand("/alice/train", 2, { gang: true, request: { cpuMillis: 1000, memoryBytes: GiB, devices: {} } })] });
+    const out = run({ nowMs: T0, groups: [group("cpu")], demand: [demand("/alice/train", 2, { gang: true, request: { cpuMillis: 1000, memoryBytes: GiB, devices: {} } })] });
     expect(starts(out)).toEqual([{ group: "cpu", count: 2, reason: "+2 cpu for /alice/train (gang of 2)" }]);
   });
 
   it("never half-provisions a gang: a gang that does not fit under max starts nothing", () => {
     const g = group("cpu", { maxWorkers: 3 }, [worker("ready", { busy: true })]);
-    const out = decide({ nowMs: T0, groups: [g], demand: [demand("/alice/train", 3, { gang: true })] });
+    const out = run({ nowMs: T0, groups: [g], demand: [demand("/alice/train", 3, { gang: true })] });
     expect(starts(out)).toEqual([]);
     expect(reasons(out, "hold")).toEqual(["cpu at max 3"]);
-    expect(out.notes.get("/alice/train#1")).toBe("cpu at max 3");
+    expect(noteOf(out, "/alice/train#1")).toBe("cpu at max 3");
   });
 
   it("stops at max and says so for what is left", () => {
-    const out = decide({ nowMs: T0, groups: [group("cpu", { maxWorkers: 2 })], demand: [demand("/alice/job", 3)] });
+    const out = run({ nowMs: T0, groups: [group("cpu", { maxWorkers: 2 })], demand: [demand("/alice/job", 3)] });
     expect(starts(out)).toEqual([{ group: "cpu", count: 2, reason: "+2 cpu for /alice/job" }]);
     expect(reasons(out, "hold")).toEqual(["cpu at max 2"]);
-    expect(out.notes.get("/alice/job#1")).toBe("waiting for 2 cpu workers to boot; 1 more: cpu at max 2");
+    expect(noteOf(out, "/alice/job#1")).toBe("waiting for 2 cpu workers to boot; 1 more: cpu at max 2");
   });
 
   it("counts workers already booting, and names the provider's detail", () => {
     const g = group("cpu", {}, [worker("pending", { detail: "slurm job 812 PENDING: Resources" }), worker("booting")]);
-    const out = decide({ nowMs: T0, groups: [g], demand: [demand("/alice/job", 2)] });
+    const out = run({ nowMs: T0, groups: [g], demand: [demand("/alice/job", 2)] });
     expect(starts(out)).toEqual([]);
-    expect(out.notes.get("/alice/job#1")).toBe("waiting for 2 cpu workers to boot (slurm job 812 PENDING: Resources)");
+    expect(noteOf(out, "/alice/job#1")).toBe("waiting for 2 cpu workers to boot (slurm job 812 PENDING: Resources)");
   });
 
   it("says when no group can hold a task", () => {
-    const out = decide({ nowMs: T0, groups: [group("cpu")], demand: [demand("/alice/big", 1, { request: { cpuMillis: 64_000, memoryBytes: GiB, devices: {} } })] });
+    const out = run({ nowMs: T0, groups: [group("cpu")], demand: [demand("/alice/big", 1, { request: { cpuMillis: 64_000, memoryBytes: GiB, devices: {} } })] });
     expect(starts(out)).toEqual([]);
-    expect(out.notes.get("/alice/big#1")).toMatch(/^no group can hold cpu 64, memory 1\.0 GiB \(largest worker: cpu, cpu 4, memory 8\.0 GiB\)$/);
+    expect(noteOf(out, "/alice/big#1")).toMatch(/^no group can hold cpu 64, memory 1\.0 GiB \(largest worker: cpu, cpu 4, memory 8\.0 GiB\)$/);
   });
 
   it("routes by group priority, then config order, and spills over when a group is at max", () => {
     const groups = [group("a", { maxWorkers: 1 }), group("b", { priority: 5, maxWorkers: 1 }), group("c", { maxWorkers: 5 })];
-    const out = decide({ nowMs: T0, groups, demand: [demand("/u/j", 3)] });
+    const out = run({ nowMs: T0, groups, demand: [demand("/u/j", 3)] });
     expect(starts(out).map((s) => [s.group, s.count])).toEqual([
       ["a", 1],
       ["b", 1],
       ["c", 1],
     ]);
     // b (priority 5) took the first task: its start is the first routed.
-    expect(out.notes.get("/u/j#1")).toBe("waiting for 1 b worker to boot; waiting for 1 a worker to boot; waiting for 1 c worker to boot");
+    expect(noteOf(out, "/u/j#1")).toBe("waiting for 1 b worker to boot; waiting for 1 a worker to boot; waiting for 1 c worker to boot");
   });
 
   it("matches constraints against the group's attributes (and iris.group)", () => {
     const groups = [group("cpu", { worker: { cpuMillis: 4000, memoryBytes: 8 * GiB, devices: {}, attributes: { pool: "cpu" } } }), group("gpu", { worker: { cpuMillis: 4000, memoryBytes: 8 * GiB, devices: { gpu: 1 }, attributes: { pool: "gpu" } } })];
-    const out = decide({ nowMs: T0, groups, demand: [demand("/u/g", 1, { constraints: [{ key: "pool", op: "EQ", value: "gpu" }] }), demand("/u/c", 1, { constraints: [{ key: "iris.group", op: "EQ", value: "cpu" }] })] });
+    const out = run({ nowMs: T0, groups, demand: [demand("/u/g", 1, { constraints: [{ key: "pool", op: "EQ", value: "gpu" }] }), demand("/u/c", 1, { constraints: [{ key: "iris.group", op: "EQ", value: "cpu" }] })] });
     expect(starts(out).map((s) => s.reason)).toEqual(["+1 cpu for /u/c", "+1 gpu for /u/g"]);
   });
 
   it("keeps minWorkers", () => {
-    const out = decide({ nowMs: T0, groups: [group("cpu", { minWorkers: 2 }, [worker("ready")])], demand: [] });
+    const out = run({ nowMs: T0, groups: [group("cpu", { minWorkers: 2 }, [worker("ready")])], demand: [] });
     expect(starts(out)).toEqual([{ group: "cpu", count: 1, reason: "+1 cpu to keep min 2" }]);
   });
 
   it("stops idle workers past idleTimeout, never below min and never a busy one", () => {
     const idle = (ago: number): PolicyWorker => worker("ready", { idleSinceMs: T0 - ago });
     const ws = [idle(600_000), idle(500_000), idle(10_000), worker("ready", { busy: true, idleSinceMs: undefined })];
-    const out = decide({ nowMs: T0, groups: [group("cpu", { minWorkers: 2 }, ws)], demand: [] });
+    const out = run({ nowMs: T0, groups: [group("cpu", { minWorkers: 2 }, ws)], demand: [] });
     const stops = out.decisions.filter((d) => d.kind === "stop");
     expect(stops.map((d) => (d as { workerId: string }).workerId)).toEqual([ws[0].workerId, ws[1].workerId]);
     expect(stops[0].reason).toBe(`-1 cpu: ${ws[0].workerId} idle for 10 min`);
-    const min3 = decide({ nowMs: T0, groups: [group("cpu", { minWorkers: 3 }, ws)], demand: [] });
+    const min3 = run({ nowMs: T0, groups: [group("cpu", { minWorkers: 3 }, ws)], demand: [] });
     expect(min3.decisions.filter((d) => d.kind === "stop")).toHaveLength(1);
   });
 
   it("does not stop an idle worker that pending demand is about to use", () => {
     const w = worker("ready", { idleSinceMs: T0 - 600_000 });
-    const out = decide({ nowMs: T0, groups: [group("cpu", {}, [w])], demand: [demand("/u/j", 1)] });
+    const out = run({ nowMs: T0, groups: [group("cpu", {}, [w])], demand: [demand("/u/j", 1)] });
     expect(out.decisions).toEqual([]);
-    expect(out.notes.get("/u/j#1")).toBe("placing on 1 idle cpu worker");
+    expect(noteOf(out, "/u/j#1")).toBe("placing on 1 idle cpu worker");
   });
 
   it("stops a drained worker once it holds nothing", () => {
     const d = worker("draining");
     const busy = worker("draining", { busy: true });
-    const out = decide({ nowMs: T0, groups: [group("cpu", {}, [d, busy])], demand: [] });
+    const out = run({ nowMs: T0, groups: [group("cpu", {}, [d, busy])], demand: [] });
     expect(out.decisions).toEqual([{ kind: "stop", group: "cpu", workerId: d.workerId, providerId: d.providerId, reason: `-1 cpu: ${d.workerId} drained` }]);
   });
 
   it("cancels a boot past bootTimeout and backs off exponentially", () => {
     const w = worker("pending", { startedAtMs: T0 - 300_000, detail: "slurm job 9 PENDING: Resources" });
-    const out = decide({ nowMs: T0, groups: [group("cpu", {}, [w], 2, 0)], demand: [demand("/u/j", 1)] });
+    const out = run({ nowMs: T0, groups: [group("cpu", {}, [w], 2, 0)], demand: [demand("/u/j", 1)] });
     expect(reasons(out, "cancel")).toEqual([`cpu: ${w.workerId} not registered within 5 min (slurm job 9 PENDING: Resources), cancelled; boot failed 3×, backing off 4 min`]);
     expect(out.boot.get("cpu")).toEqual({ failedBoots: 3, backoffUntilMs: T0 + 240_000 });
     expect(starts(out)).toEqual([]);
     expect(reasons(out, "hold")).toEqual(["cpu: boot failed 3×, backing off 4 min"]);
     // After the backoff the group starts again.
-    const later = decide({ nowMs: T0 + 240_000, groups: [group("cpu", {}, [], 3, T0 + 240_000)], demand: [demand("/u/j", 1)] });
+    const later = run({ nowMs: T0 + 240_000, groups: [group("cpu", {}, [], 3, T0 + 240_000)], demand: [demand("/u/j", 1)] });
     expect(starts(later)).toHaveLength(1);
     expect([1, 2, 3, 4, 10].map(backoffMs)).toEqual([60_000, 120_000, 240_000, 480_000, 1_800_000]);
   });

@@ -98,8 +98,11 @@ export interface GroupDemand {
 
 export interface PolicyOutput {
   decisions: Decision[];
-  /** Per job (instance id): what is being done for its pending tasks. */
-  notes: Map<string, string>;
+  /**
+   * Per demand entry (same index as `input.demand`): what is being done for its pending tasks.
+   * An array, not a map by job id: hashing 100,000 ids would cost more than the decision.
+   */
+  notes: (string | undefined)[];
   /** Per group name: the demand routed to it. */
   routed: Map<string, GroupDemand>;
   /** Per group name: its boot record after this round. */
@@ -144,7 +147,11 @@ function fitCount(freeCpu: number, freeMem: number, freeDev: Record<string, numb
   if (req.cpuMillis > 0) n = Math.min(n, Math.floor(freeCpu / req.cpuMillis));
   else if (freeCpu < 0) n = 0;
   if (req.memoryBytes > 0) n = Math.min(n, Math.floor(freeMem / req.memoryBytes));
-  for (const k in req.devices) if (req.devices[k] > 0) n = Math.min(n, Math.floor((freeDev[k] ?? 0) / req.devices[k]));
+  const kinds = Object.keys(req.devices);
+  for (let i = 0; i < kinds.length; i++) {
+    const k = kinds[i];
+    if (req.devices[k] > 0) n = Math.min(n, Math.floor((freeDev[k] ?? 0) / req.devices[k]));
+  }
   return Math.max(0, n);
 }
 
@@ -179,15 +186,68 @@ interface GroupRun {
   cursors: Map<string, number>;
 }
 
-function requestKey(r: SchedResources, constraints: readonly SchedConstraint[]): string {
-  let k = `${r.cpuMillis}|${r.memoryBytes}`;
-  for (const d of Object.keys(r.devices).sort()) if (r.devices[d] > 0) k += `|${d}=${r.devices[d]}`;
-  if (constraints.length > 0) k += `#${constraints.map(describeConstraint).sort().join(";")}`;
-  return k;
+/**
+ * The request class of an entry (request and constraints) as a string key, built once per class:
+ * entries are looked up by a numeric hash of cpu and memory first (number-to-string conversions
+ * would otherwise dominate a round over many entries).
+ */
+class RequestKeys {
+  private readonly buckets = new Map<number, { devKey: string; consKey: string; key: string }[]>();
+
+  of(r: SchedResources, constraints: readonly SchedConstraint[]): string {
+    const kinds = Object.keys(r.devices);
+    const devKey =
+      kinds.length === 0
+        ? ""
+        : kinds
+            .filter((k) => r.devices[k] > 0)
+            .sort()
+            .map((k) => `${k}=${r.devices[k]}`)
+            .join(",");
+    const consKey = constraints.length === 0 ? "" : constraints.map(describeConstraint).sort().join(";");
+    const h = r.cpuMillis * 2 ** 40 + r.memoryBytes;
+    let bucket = this.buckets.get(h);
+    if (bucket === undefined) this.buckets.set(h, (bucket = []));
+    for (const b of bucket) if (b.devKey === devKey && b.consKey === consKey) return b.key;
+    const key = `${r.cpuMillis}|${r.memoryBytes}|${devKey}#${consKey}`;
+    bucket.push({ devKey, consKey, key });
+    return key;
+  }
 }
 
 function plural(n: number, word: string): string {
   return `${n} ${word}${n === 1 ? "" : "s"}`;
+}
+
+/**
+ * Entry indices by priority (higher first), then age, then input order. Demand read from the
+ * controller comes oldest first: then this is a bucketing by priority, O(n), not a sort.
+ */
+function schedulingOrder(demand: readonly DemandEntry[]): number[] {
+  let byAge = true;
+  for (let i = 1; i < demand.length && byAge; i++) if (demand[i].submittedAtMs < demand[i - 1].submittedAtMs) byAge = false;
+  if (!byAge) {
+    return Array.from(demand.keys()).sort((a, b) => {
+      const x = demand[a];
+      const y = demand[b];
+      return y.priority - x.priority || x.submittedAtMs - y.submittedAtMs || a - b;
+    });
+  }
+  const buckets = new Map<number, number[]>();
+  let lastP = Number.NaN;
+  let last: number[] = [];
+  for (let i = 0; i < demand.length; i++) {
+    const p = demand[i].priority;
+    if (p !== lastP) {
+      let b = buckets.get(p);
+      if (b === undefined) buckets.set(p, (b = []));
+      last = b;
+      lastP = p;
+    }
+    last.push(i);
+  }
+  if (buckets.size === 1) return buckets.values().next().value!;
+  return [...buckets.keys()].sort((a, b) => b - a).flatMap((p) => buckets.get(p)!);
 }
 
 /**
@@ -200,7 +260,7 @@ function plural(n: number, word: string): string {
 export function decide(input: PolicyInput): PolicyOutput {
   const now = input.nowMs;
   const decisions: Decision[] = [];
-  const notes = new Map<string, string>();
+  const notes: (string | undefined)[] = new Array<string | undefined>(input.demand.length).fill(undefined);
   const runs: GroupRun[] = [];
 
   // 1. Boot timeouts, and each group's supply.
@@ -254,6 +314,7 @@ export function decide(input: PolicyInput): PolicyOutput {
   // Routing order of the groups: priority desc, then config order.
   const ordered = [...runs].sort((a, b) => b.g.config.priority - a.g.config.priority || a.index - b.index);
   const capableCache = new Map<string, GroupRun[]>();
+  const keys = new RequestKeys();
   const holds = new Map<string, { group: string | undefined; reason: string; jobs: number }>();
   const hold = (group: string | undefined, reason: string): void => {
     const h = holds.get(reason);
@@ -262,13 +323,27 @@ export function decide(input: PolicyInput): PolicyOutput {
   };
   const largest = largestGroup(input.groups.map((g) => g.config));
 
-  // Why a group takes no more now, or undefined when it may start `n` more.
+  // Why a group takes no more now, or undefined when it may start `n` more (texts built once).
+  const backoffText = new Map<GroupRun, string>();
+  const maxText = new Map<GroupRun, string>();
   const blocked = (r: GroupRun, n: number): string | undefined => {
     const c = r.g.config;
-    if (r.backoffUntilMs > now) return `${c.name}: boot failed ${r.failedBoots}×, backing off ${formatDuration(r.backoffUntilMs - now)}`;
-    if (r.total + n > c.maxWorkers) return `${c.name} at max ${c.maxWorkers}`;
+    if (r.backoffUntilMs > now) {
+      let t = backoffText.get(r);
+      if (t === undefined) backoffText.set(r, (t = `${c.name}: boot failed ${r.failedBoots}×, backing off ${formatDuration(r.backoffUntilMs - now)}`));
+      return t;
+    }
+    if (r.total + n > c.maxWorkers) {
+      let t = maxText.get(r);
+      if (t === undefined) maxText.set(r, (t = `${c.name} at max ${c.maxWorkers}`));
+      return t;
+    }
     return undefined;
   };
+  // Free capacity only shrinks and groups only fill up during a round: a request class that found
+  // no room anywhere finds none for any later entry (singles), or for any gang at least as large.
+  const singleFailed = new Map<string, string>();
+  const gangFailed = new Map<string, { n: number; reason: string }>();
 
   const plan = (r: GroupRun, jobName: string, count: number, gang: number): void => {
     const c = r.g.config;
@@ -283,7 +358,8 @@ export function decide(input: PolicyInput): PolicyOutput {
   const take = (s: Slot, req: SchedResources, n: number): void => {
     s.cpu -= req.cpuMillis * n;
     s.mem -= req.memoryBytes * n;
-    for (const k in req.devices) if (req.devices[k] > 0) s.dev[k] = (s.dev[k] ?? 0) - req.devices[k] * n;
+    const kinds = Object.keys(req.devices);
+    for (let i = 0; i < kinds.length; i++) if (req.devices[kinds[i]] > 0) s.dev[kinds[i]] = (s.dev[kinds[i]] ?? 0) - req.devices[kinds[i]] * n;
   };
 
   const waitingNote = (r: GroupRun, coming: Slot[], ready: number): string => {
@@ -294,15 +370,11 @@ export function decide(input: PolicyInput): PolicyOutput {
   };
 
   // 2. Demand, in scheduling order.
-  const order = Array.from(input.demand.keys()).sort((a, b) => {
-    const x = input.demand[a];
-    const y = input.demand[b];
-    return y.priority - x.priority || x.submittedAtMs - y.submittedAtMs || a - b;
-  });
+  const order = schedulingOrder(input.demand);
   for (const di of order) {
     const d = input.demand[di];
     if (d.tasks <= 0) continue;
-    const key = requestKey(d.request, d.constraints);
+    const key = keys.of(d.request, d.constraints);
     let capable = capableCache.get(key);
     if (capable === undefined) {
       capable = ordered.filter((r) => shapeHolds(r.g.config, d.request, d.constraints));
@@ -312,8 +384,15 @@ export function decide(input: PolicyInput): PolicyOutput {
       const reason =
         `no group can hold ${describeShape(d.request)}${d.constraints.length > 0 ? ` with ${d.constraints.map(describeConstraint).join(", ")}` : ""}` +
         (largest ? ` (largest worker: ${largest.name}, ${describeShape({ cpuMillis: largest.worker.cpuMillis, memoryBytes: largest.worker.memoryBytes, devices: largest.worker.devices })})` : "");
-      notes.set(d.jobId, reason);
+      notes[di] = reason;
       hold(undefined, reason);
+      continue;
+    }
+    const known = d.gang ? gangFailed.get(key) : undefined;
+    const knownReason = d.gang ? (known !== undefined && d.tasks >= known.n ? known.reason : undefined) : singleFailed.get(key);
+    if (knownReason !== undefined) {
+      notes[di] = knownReason;
+      hold(capable[0].g.config.name, knownReason);
       continue;
     }
     let firstBlock: string | undefined;
@@ -325,8 +404,9 @@ export function decide(input: PolicyInput): PolicyOutput {
         // n distinct workers, one member each: free slots first, then new workers, or nothing.
         const n = d.tasks;
         const chosen: Slot[] = [];
-        for (const s of r.slots) {
-          if (chosen.length === n) break;
+        // Slots before the class's cursor cannot hold one more task of it.
+        for (let i = r.cursors.get(key) ?? 0; i < r.slots.length && chosen.length < n; i++) {
+          const s = r.slots[i];
           if (fitCount(s.cpu, s.mem, s.dev, d.request, 1) === 1) chosen.push(s);
         }
         const need = n - chosen.length;
@@ -396,8 +476,13 @@ export function decide(input: PolicyInput): PolicyOutput {
     if (remaining > 0 && firstBlock !== undefined) {
       noteParts.push(remaining === d.tasks ? firstBlock : `${remaining} more: ${firstBlock}`);
       hold(capable[0].g.config.name, firstBlock);
+      if (!d.gang) singleFailed.set(key, firstBlock);
+      else if (remaining === d.tasks) {
+        const prev = gangFailed.get(key);
+        if (prev === undefined || d.tasks < prev.n) gangFailed.set(key, { n: d.tasks, reason: firstBlock });
+      }
     }
-    if (noteParts.length > 0) notes.set(d.jobId, noteParts.join("; "));
+    if (noteParts.length > 0) notes[di] = noteParts.join("; ");
   }
 
   // 3. minWorkers.

@@ -286,9 +286,9 @@ export class Controller {
     const log = opts.log ?? ((l: string) => process.stderr.write(`${l}\n`));
     let auth: Authenticator;
     let taskTokens: TaskTokens | undefined;
+    let workerCredentials: WorkerCredentials;
     let token = opts.token || undefined;
     let minted: string | undefined;
-    let workerCredentials: WorkerCredentials;
     try {
       const given = token !== undefined || Boolean(opts.authFile);
       if (opts.noAuth && given) throw new IrisError("INVALID_ARGUMENT", "--no-auth turns auth off: give it without --token or --auth-file");
@@ -369,6 +369,11 @@ export class Controller {
     return this.endpointProxy.mint(principal, this.state.resolveEndpoint(name, scopeJob), ttlSeconds);
   }
 
+  /** Attaches an autoscaler: GetClusterStatus and ClusterDown answer through it. */
+  attachCluster(hooks: ClusterHooks): void {
+    this.cluster = hooks;
+  }
+
   /** `http(s)://host:port` of the dashboard and HTTP API, when served. */
   get httpOrigin(): string | undefined {
     return this.httpAddress ? `${this.tlsOn ? "https" : "http"}://${this.httpAddress}` : undefined;
@@ -397,11 +402,6 @@ export class Controller {
     return this.credentialsFile
       ? `auth on: minted an admin token, in ${this.credentialsFile} (mode 0600; the iris CLI, workers and clients of this user find it there)`
       : "auth on: minted an admin token (not recorded)";
-  }
-
-  /** Attaches an autoscaler: GetClusterStatus and ClusterDown answer through it. */
-  attachCluster(hooks: ClusterHooks): void {
-    this.cluster = hooks;
   }
 
   // ---- internals ------------------------------------------------------------------------------

@@ -631,7 +631,7 @@ export function schedule(snapshot: SchedSnapshot): SchedResult {
     if (registered === undefined) return undefined;
     if (startable !== undefined) {
       const cls = taskClass[i];
-      const n = t.gangId !== undefined ? gangs.get(t.gangId)!.length : 1;
+      const n = t.gangId !== undefined ? Math.max(gangs.get(t.gangId)!.length, t.gangSize ?? 0) : 1;
       if (capable(cls) + couldStart(cls) >= n) return undefined;
       return neverStartsReason(cls, n, startable, kindNames);
     }

@@ -4,6 +4,7 @@ import { useEffect, useState } from "preact/hooks";
 import { html } from "./lib.mjs";
 import { EndpointsView, JobsView, JobView, LogsView, OverviewView, WorkersView } from "./views.mjs";
 import { PipelinesView } from "./pipelines.mjs";
+import { ClusterView } from "./cluster.mjs";
 import { PlaygroundView } from "./playground.mjs";
 
 /** The route of a hash: `#/job/%2Fa%2Fb?x=1` → { view: "job", arg: "/a/b", query }. */
@@ -18,6 +19,7 @@ const NAV = [
   ["overview", "Overview"],
   ["jobs", "Jobs"],
   ["workers", "Workers"],
+  ["cluster", "Cluster"],
   ["endpoints", "Endpoints"],
   ["pipelines", "Pipelines"],
 ];
@@ -47,6 +49,9 @@ function App() {
       break;
     case "workers":
       view = html`<${WorkersView} />`;
+      break;
+    case "cluster":
+      view = html`<${ClusterView} />`;
       break;
     case "endpoints":
       view = html`<${EndpointsView} />`;
