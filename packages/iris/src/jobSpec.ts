@@ -492,3 +492,8 @@ export function normalizeJobSpec(input: unknown, fullName: string): JobSpec {
   if (bytes > LIMITS.specBytes) throw new IrisError("RESOURCE_EXHAUSTED", `invalid job spec: ${bytes} bytes of JSON, more than the limit of ${LIMITS.specBytes}`);
   return spec;
 }
+
+/** Whether job name `name` is `root` or below it (`/u/a` covers `/u/a` and `/u/a/b`, not `/u/ab`). */
+export function inTree(root: string, name: string): boolean {
+  return name === root || name.startsWith(root.endsWith("/") ? root : `${root}/`);
+}

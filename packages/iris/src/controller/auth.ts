@@ -9,7 +9,7 @@ import type * as grpc from "@grpc/grpc-js";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 import { IrisError } from "../errors.ts";
-import { formatIssues } from "../jobSpec.ts";
+import { formatIssues, inTree } from "../jobSpec.ts";
 
 /** What a caller may do: see the iris README's security section. */
 export type Role = "admin" | "user" | "worker" | "task";
@@ -56,10 +56,7 @@ export function checkOwnWorker(p: Principal, workerId: string, what: string): vo
   throw new IrisError("PERMISSION_DENIED", `the session of worker ${p.worker ?? "?"} may not ${what} of worker ${JSON.stringify(workerId)}`);
 }
 
-/** Whether `name` is `root` or below it (`/u/a` covers `/u/a` and `/u/a/b`, not `/u/ab`). */
-export function inTree(root: string, name: string): boolean {
-  return name === root || name.startsWith(root.endsWith("/") ? root : `${root}/`);
-}
+export { inTree };
 
 /**
  * Whether a caller may terminate or change job `jobName` (a full `/user/job…` name): admins any;

@@ -2,7 +2,15 @@
 // to `/api/pipelines/<run id>`; the controller keeps the latest record of each run in memory, with
 // its owner (whoever created it): only the owner or an admin may change it.
 import { z } from "zod";
-import { inTree, type Principal } from "../controller/auth.ts";
+import { inTree } from "../jobSpec.ts";
+
+/** A caller as the pipeline routes see it (the controller's principal: a task token carries its job). */
+export interface Principal {
+  user: string;
+  role: string;
+  job?: string;
+  worker?: string;
+}
 import { BodyTooLargeError, readBody } from "../http/body.ts";
 import { refuse, reply } from "../http/respond.ts";
 import type { HttpRouter } from "../http/router.ts";
