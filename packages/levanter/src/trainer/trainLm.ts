@@ -346,10 +346,6 @@ export async function trainLm(input: TrainLmConfig | TrainLmConfigInput, options
     // The end (or a stop request): a permanent checkpoint of the last step, final hooks, reports.
     const stoppedEarly = step < tc.numTrainSteps;
     if (lastSavedStep !== step) await save(step, true);
-    // No rank leaves before rank 0 has read what the final save gathered: a rank that sent its
-    // moments and closed while rank 0 was still evaluating failed the gang ("rank 1 closed its
-    // connection") on a loaded machine.
-    if (world > 1) await dist.allGather(step);
     for (const h of hooks) {
       await h.fn({ step, totalSteps: tc.numTrainSteps, loss: lastLoss ?? Number.NaN, learningRate: schedule(Math.max(0, step - 1)), metrics: lastMetrics, model, optimizer, final: true });
     }
