@@ -45,6 +45,8 @@ export { TensorBoardWriter } from "./trainer/tensorboard.ts";
 export { StatusReporter, formatStatus } from "./trainer/status.ts";
 export type { StatusInput, StatusSink } from "./trainer/status.ts";
 export { generate } from "./generate.ts";
+export { exportHf, importHf, parseByteSize } from "./trainer/hfCheckpoint.ts";
+export type { ExportHfOptions, ExportResult, ImportResult } from "./trainer/hfCheckpoint.ts";
 export { Rng } from "./rng.ts";
 export { initializeDistributed } from "./distributed.ts";
 export type { Distributed, DistributedOptions } from "./distributed.ts";

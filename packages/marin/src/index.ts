@@ -48,6 +48,8 @@ export type { Document } from "./steps/documents.ts";
 export { trainLmStep, CHECKPOINTS } from "./steps/trainLmStep.ts";
 export type { TrainLmStepOptions, TrainLmTrainerOptions } from "./steps/trainLmStep.ts";
 export { evaluateLmStep } from "./steps/evaluateLmStep.ts";
+export { importHfModel, exportModel, EXPORTED_MODEL } from "./steps/models.ts";
+export type { ImportHfModelOptions, ExportModelOptions, ExportFormat } from "./steps/models.ts";
 export type { EvaluateLmStepOptions } from "./steps/evaluateLmStep.ts";
 export { generateText } from "./steps/generateText.ts";
 export type { GenerateTextOptions } from "./steps/generateText.ts";

@@ -13,7 +13,7 @@ import { waitFor } from "@marin/iris/testing";
 import { loadHfTokenizer } from "../data/hfTokenizer.ts";
 import { encodeDocument } from "../data/tokenizer.ts";
 import { finalizeTokenCache, writeTokenCacheShard } from "../sharding/tokenCacheWriter.ts";
-import { exportHf } from "../models/hfCheckpoint.ts";
+import { exportHf } from "../trainer/hfCheckpoint.ts";
 import { ModelConfigSchema, resolveModelConfig } from "../models/modelConfig.ts";
 import { defaultDecayMask, TransformerLm } from "../models/transformer.ts";
 import { AdamW } from "../optim/adamw.ts";
@@ -70,10 +70,10 @@ describe("levanter import/export hf (CLI)", () => {
     expect(imp.code, imp.stderr).toBe(0);
     expect(JSON.parse(imp.stdout)).toMatchObject({ family: "llama", checkpoint: path.join(ck, "step-0"), tokenizer: "tiny-llama" });
 
-    // The folder's byte-level BPE gives the bytes as ids: the cache `tokenize --tokenizer` would make.
+    // The cache `levanter tokenize --tokenizer <folder>/tokenizer.json` makes (its tokenizer named "hf").
     const cache = path.join(dir, "cache");
     const tok = await loadHfTokenizer(hf);
-    await writeTokenCacheShard(cache, 0, syntheticDocuments(20, 3).map((d) => encodeDocument(tok, d)), { tokenizer: tok.name, vocabSize: tok.vocabSize });
+    await writeTokenCacheShard(cache, 0, syntheticDocuments(20, 3).map((d) => encodeDocument(tok, d)), { tokenizer: "hf", vocabSize: tok.vocabSize });
     await finalizeTokenCache(cache);
     const ev = await levanter("eval", "--checkpoint", ck, "--data", cache, "--max-batches", "1");
     expect(ev.code, ev.stderr).toBe(0);

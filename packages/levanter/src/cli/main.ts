@@ -187,7 +187,7 @@ export function buildProgram(): Command {
     .requiredOption("--out <dir>", "checkpoint directory to write (the model lands in <dir>/step-0)")
     .option("--seq-len <n>", "training window / longest context (default: the config's max_position_embeddings or n_positions)", int)
     .action(async (dir: string, opts: { out: string; seqLen?: number }) => {
-      const { importHf } = await import("../models/hfCheckpoint.ts");
+      const { importHf } = await import("../trainer/hfCheckpoint.ts");
       const r = await importHf(dir, opts.out, opts.seqLen !== undefined ? { seqLen: opts.seqLen } : {});
       process.stdout.write(`${JSON.stringify(r)}\n`);
     });
@@ -202,7 +202,7 @@ export function buildProgram(): Command {
     .option("--max-shard-size <size>", "largest safetensors file before the weights are sharded with an index", "2GB")
     .option("--tokenizer <tokenizer.json>", "HF tokenizer for a checkpoint that names one it does not carry")
     .action(async (opts: { checkpoint: string; out: string; dtype: "float32" | "bfloat16"; maxShardSize: string; tokenizer?: string }) => {
-      const { exportHf, parseByteSize } = await import("../models/hfCheckpoint.ts");
+      const { exportHf, parseByteSize } = await import("../trainer/hfCheckpoint.ts");
       const r = await exportHf(opts.checkpoint, opts.out, { dtype: opts.dtype, maxShardBytes: parseByteSize(opts.maxShardSize), ...(opts.tokenizer ? { tokenizerJson: opts.tokenizer } : {}) });
       process.stdout.write(`${JSON.stringify(r)}\n`);
     });

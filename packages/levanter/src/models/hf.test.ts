@@ -17,7 +17,7 @@ import { syntheticDocuments, writeByteCache } from "../internal/testCorpus.ts";
 import { finalizeTokenCache, writeTokenCacheShard } from "../sharding/tokenCacheWriter.ts";
 import { trainLm } from "../trainer/trainLm.ts";
 import { loadModelFromCheckpoint } from "../trainer/trainState.ts";
-import { byteLevelTokenizerFiles, exportHf, importHf } from "./hfCheckpoint.ts";
+import { byteLevelTokenizerFiles, exportHf, importHf } from "../trainer/hfCheckpoint.ts";
 import { readSafetensorsHeader } from "./safetensors.ts";
 
 const PYTHON = "/usr/bin/python3";

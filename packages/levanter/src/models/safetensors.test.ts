@@ -11,7 +11,7 @@ import { loadHfTokenizer } from "../data/hfTokenizer.ts";
 import { Rng } from "../rng.ts";
 import { AdamW } from "../optim/adamw.ts";
 import { loadModelFromCheckpoint, saveTrainState } from "../trainer/trainState.ts";
-import { exportHf, importHf, parseByteSize } from "./hfCheckpoint.ts";
+import { exportHf, importHf, parseByteSize } from "../trainer/hfCheckpoint.ts";
 import { ModelConfigSchema, resolveModelConfig, type ModelConfigInput } from "./modelConfig.ts";
 import { readSafetensors, readSafetensorsHeader, writeSafetensors } from "./safetensors.ts";
 import { defaultDecayMask, TransformerLm } from "./transformer.ts";

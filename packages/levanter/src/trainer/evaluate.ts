@@ -56,10 +56,14 @@ export async function evaluateCheckpoint(opts: EvaluateCheckpointOptions): Promi
   const cache = await TokenCacheReader.open(opts.data);
   const { model, state, path } = await loadModelFromCheckpoint(opts.checkpoint);
   try {
-    if (cache.ledger.tokenizer !== state.tokenizer) {
+    const carried = await checkpointTokenizerFile(path);
+    const tokenizer = await tokenizerNamed(state.tokenizer, opts.tokenizerJson ?? carried);
+    // `levanter tokenize --tokenizer FILE` names an HF tokenizer "hf": such a cache fits a
+    // checkpoint that carries a tokenizer of the same vocabulary (an import, or a run from one).
+    const fits = cache.ledger.tokenizer === state.tokenizer || (cache.ledger.tokenizer === "hf" && carried !== undefined && cache.ledger.vocabSize === tokenizer.vocabSize);
+    if (!fits) {
       throw new LevanterError("DATA", `${opts.data}: made by tokenizer "${cache.ledger.tokenizer}", the checkpoint by "${state.tokenizer}"`);
     }
-    const tokenizer = await tokenizerNamed(state.tokenizer, opts.tokenizerJson ?? (await checkpointTokenizerFile(path)));
     const batches = new ValidationBatches(cache, { seqLen: model.config.seqLen, batchSize: opts.batchSize ?? 16 });
     return { ...evaluateLm(model, batches, tokenizer, opts.maxBatches), checkpoint: path, step: state.step };
   } finally {

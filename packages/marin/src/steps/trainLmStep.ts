@@ -27,7 +27,13 @@ export interface TrainLmStepOptions {
   name?: string;
   /** A tokenize step's output: `outputOf(tokenizeStep)` (its `train/` and `validation/` caches are used). */
   data: OutputRef;
-  model: ModelConfigInput;
+  /** Model fields; with `initializeFrom` the shape comes from the checkpoint (fields given must agree). */
+  model?: ModelConfigInput;
+  /**
+   * Start from another step's checkpoints (`outputOf(importHfModel(…), "checkpoints")` or a train
+   * step's): levanter's `trainer.initializeFrom`.
+   */
+  initializeFrom?: OutputRef;
   optimizer?: OptimizerConfigInput;
   trainer: TrainLmTrainerOptions;
   /** Resources of the iris job (default one core). */
@@ -56,6 +62,7 @@ const intOrList = z.union([posInt, z.array(posInt).min(1)]);
 export const trainLmStepConfigSchema = z
   .object({
     data: z.string().min(1),
+    initializeFrom: z.string().min(1).optional(),
     model: z
       .object({
         type: z.literal("transformer").optional(),
@@ -136,7 +143,7 @@ export function trainLmStep(opts: TrainLmStepOptions): Step<any> {
   const shape = trainLmStepConfigSchema.shape;
   checkOptions(
     "trainLmStep",
-    { name: true, data: true, model: leavesOf(shape.model), optimizer: leavesOf(shape.optimizer), trainer: leavesOf(shape.trainer), resources: RESOURCE_KEYS, backend: true, ranks: true },
+    { name: true, data: true, initializeFrom: true, model: leavesOf(shape.model), optimizer: leavesOf(shape.optimizer), trainer: leavesOf(shape.trainer), resources: RESOURCE_KEYS, backend: true, ranks: true },
     opts,
   );
   const t = opts.trainer;
@@ -150,7 +157,9 @@ export function trainLmStep(opts: TrainLmStepOptions): Step<any> {
     resources,
     config: {
       data: opts.data,
-      model: opts.model,
+      // Only when set: configs without it keep their identity.
+      ...(opts.initializeFrom ? { initializeFrom: opts.initializeFrom } : {}),
+      model: opts.model ?? {},
       optimizer: opts.optimizer ?? {},
       trainer: {
         numTrainSteps: t.numTrainSteps,
@@ -170,6 +179,7 @@ export function trainLmStep(opts: TrainLmStepOptions): Step<any> {
     fn: async (ctx) => {
       const cfg = ctx.config as {
         data: string;
+        initializeFrom?: string;
         model: ModelConfigInput;
         optimizer: OptimizerConfigInput;
         trainer: Required<Omit<TrainLmTrainerOptions, "microBatchSize" | "microBatches" | "maxEvalBatches">> & Pick<TrainLmTrainerOptions, "microBatchSize" | "microBatches" | "maxEvalBatches">;
@@ -190,6 +200,7 @@ export function trainLmStep(opts: TrainLmStepOptions): Step<any> {
             checkpointer: { basePath: path.join(ctx.outputPath, CHECKPOINTS), saveIntervalSeconds: checkpointIntervalSeconds, keep: null },
             resume: true,
             ...(cfg.backend ? { backend: cfg.backend } : {}),
+            ...(cfg.initializeFrom !== undefined ? { initializeFrom: cfg.initializeFrom } : {}),
             threads: cfg.ranks > 1 ? 1 : cfg.threads,
           },
         } satisfies Parameters<typeof levanterTrainLm>[0];

@@ -5,10 +5,10 @@ import { byteTokenizer } from "../data/byteTokenizer.ts";
 import { HfTokenizer } from "../data/hfTokenizer.ts";
 import { LevanterError } from "../errors.ts";
 import { checkpointDirName } from "../checkpoint/checkpointStore.ts";
-import { checkpointTokenizerFile, readTrainCheckpoint, resolveCheckpointDir, saveModelCheckpoint } from "../trainer/trainState.ts";
-import { hfConfigOf, hfFamilyOf, hfTensorsFromParams, modelConfigFromHf, paramsFromHf, type HfFamily, type PlainArray } from "./hf.ts";
-import type { ResolvedModelConfig } from "./modelConfig.ts";
-import { readSafetensorsHeader, readTensors, writeSafetensors, type SafetensorsHeader } from "./safetensors.ts";
+import { checkpointTokenizerFile, readTrainCheckpoint, resolveCheckpointDir, saveModelCheckpoint } from "./trainState.ts";
+import { hfConfigOf, hfFamilyOf, hfTensorsFromParams, modelConfigFromHf, paramsFromHf, type HfFamily, type PlainArray } from "../models/hf.ts";
+import type { ResolvedModelConfig } from "../models/modelConfig.ts";
+import { readSafetensorsHeader, readTensors, writeSafetensors, type SafetensorsHeader } from "../models/safetensors.ts";
 
 const SINGLE_FILE = "model.safetensors";
 const INDEX_FILE = "model.safetensors.index.json";
