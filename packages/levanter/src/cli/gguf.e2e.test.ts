@@ -12,7 +12,6 @@ import { pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { generate } from "../generate.ts";
 import { syntheticDocuments, writeByteCache } from "../internal/testCorpus.ts";
-import { exportGguf } from "../models/gguf.ts";
 import { trainLm } from "../trainer/trainLm.ts";
 import { buildProgram } from "./main.ts";
 

@@ -215,7 +215,7 @@ export function buildProgram(): Command {
     .addOption(new Option("--type <type>", "weights' type (norm scales stay f32)").choices(["f32", "f16", "q8_0"]).default("f32"))
     .option("--tokenizer <tokenizer.json>", "HF tokenizer for a checkpoint that names one it does not carry")
     .action(async (opts: { checkpoint: string; out: string; type: "f32" | "f16" | "q8_0"; tokenizer?: string }) => {
-      const { exportGguf } = await import("../models/gguf.ts");
+      const { exportGguf } = await import("../trainer/ggufExport.ts");
       const r = await exportGguf(opts.checkpoint, opts.out, { type: opts.type, ...(opts.tokenizer ? { tokenizerJson: opts.tokenizer } : {}) });
       process.stdout.write(`${JSON.stringify(r)}\n`);
     });

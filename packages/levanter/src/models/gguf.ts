@@ -5,13 +5,10 @@
 // GGUF's llama applies rotary positions to adjacent pairs (x0,x1),(x2,x3)…, Hugging Face's (and
 // levanter's) to the two halves of each head (x_i, x_{i+d/2}); the query and key rows are permuted
 // per head so that the interleaved rotation sees the same pairs.
-import { open, readFile } from "node:fs/promises";
-import path from "node:path";
-import { byteTokenizer } from "../data/byteTokenizer.ts";
+import { open } from "node:fs/promises";
+import { BYTE_EOS_TOKEN, byteLevelAlphabet, byteTokenizer } from "../data/byteTokenizer.ts";
 import { HfTokenizer } from "../data/hfTokenizer.ts";
 import { LevanterError } from "../errors.ts";
-import { checkpointTokenizerFile, readTrainCheckpoint, resolveCheckpointDir } from "../trainer/trainState.ts";
-import { byteLevelAlphabet, BYTE_EOS_TOKEN } from "./hfCheckpoint.ts";
 import { hfTensorsFromParams } from "./hf.ts";
 import { attentionShape, type ResolvedModelConfig } from "./modelConfig.ts";
 
@@ -20,7 +17,7 @@ export const GgufValueType = { UINT8: 0, INT8: 1, UINT16: 2, INT16: 3, UINT32: 4
 /** ggml tensor types written here. */
 export const GgmlType = { F32: 0, F16: 1, Q8_0: 8 } as const;
 /** general.file_type values (llama.cpp's LLAMA_FTYPE_*). */
-const FILE_TYPE = { f32: 0, f16: 1, q8_0: 7 } as const;
+export const FILE_TYPE = { f32: 0, f16: 1, q8_0: 7 } as const;
 /** llama.cpp's token types. */
 export const TokenType = { NORMAL: 1, UNKNOWN: 2, CONTROL: 3, USER_DEFINED: 4, UNUSED: 5, BYTE: 6 } as const;
 
@@ -44,7 +41,7 @@ export interface GgufTensor {
   type: keyof typeof GgmlType;
 }
 
-function fail(what: string): LevanterError {
+export function fail(what: string): LevanterError {
   return new LevanterError("INVALID_CONFIG", what);
 }
 
@@ -239,7 +236,10 @@ function writeValue(w: ByteWriter, key: string, v: GgufValue): void {
       w.u32(GgufValueType.ARRAY);
       w.u32(v.type === "i32[]" ? GgufValueType.INT32 : GgufValueType.FLOAT32);
       w.u64(v.value.length);
-      for (const n of v.value) (v.type === "i32[]" ? w.i32(int(n, -(2 ** 31), 2 ** 31 - 1)) : w.f32(n));
+      for (const n of v.value) {
+        if (v.type === "i32[]") w.i32(int(n, -(2 ** 31), 2 ** 31 - 1));
+        else w.f32(n);
+      }
       return;
   }
 }
@@ -447,36 +447,4 @@ export function ggufLlama(cfg: ResolvedModelConfig, params: ReadonlyMap<string, 
     tensors.push({ name, shape: t.shape, data, type });
   }
   return { metadata, tensors };
-}
-
-/** What {@link exportGguf} wrote. */
-export interface ExportGgufResult {
-  out: string;
-  checkpoint: string;
-  type: GgufFileType;
-  tensors: number;
-  bytes: number;
-}
-
-/** `levanter export gguf --checkpoint CKPT --out FILE.gguf [--type f32|f16|q8_0]`. */
-export async function exportGguf(checkpoint: string, out: string, opts: { type?: GgufFileType; tokenizerJson?: string } = {}): Promise<ExportGgufResult> {
-  const type = opts.type ?? "f32";
-  if (!(type in FILE_TYPE)) throw fail(`--type: ${JSON.stringify(type)} is not one of f32, f16, q8_0`);
-  const ckptDir = await resolveCheckpointDir(checkpoint);
-  const ckpt = await readTrainCheckpoint(ckptDir);
-  checkGgufLlama(ckpt.modelConfig);
-  const name = ckpt.state.tokenizer;
-  let tok: GgufTokenizer;
-  if (name === "byte" && !opts.tokenizerJson) tok = byteGgufTokenizer();
-  else {
-    const file = opts.tokenizerJson ?? (await checkpointTokenizerFile(ckptDir));
-    if (!file) throw fail(`--tokenizer: required, ${ckptDir} names tokenizer "${name}" but carries no tokenizer.json`);
-    const read = async (f: string) => JSON.parse(await readFile(f, "utf8")) as unknown;
-    const configFile = path.join(path.dirname(file), "tokenizer_config.json");
-    const tokenizerConfig = (await read(configFile).catch(() => ({}))) as Record<string, unknown>;
-    tok = hfGgufTokenizer(name, await read(file), tokenizerConfig, file);
-  }
-  const { metadata, tensors } = ggufLlama(ckpt.modelConfig, ckpt.params, tok, { type, name: path.basename(out, ".gguf") || "levanter" });
-  const { bytes } = await writeGguf(out, metadata, tensors);
-  return { out, checkpoint: ckptDir, type, tensors: tensors.length, bytes };
 }
