@@ -9,7 +9,8 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { Rng } from "../rng.ts";
-import { byteGgufTokenizer, decodeTensor, encodeTensor, fromHalf, GGUF_ALIGNMENT, ggufLlama, permuteRotary, toHalf, writeGguf } from "./gguf.ts";
+import { byteGgufTokenizer, decodeTensor, encodeTensor, fromHalf, GGUF_ALIGNMENT, ggufLlama, hfGgufTokenizer, permuteRotary, toHalf, writeGguf } from "./gguf.ts";
+import { byteLevelAlphabet } from "../data/byteTokenizer.ts";
 import { hfTensorShapes, paramsFromHf, type PlainArray } from "./hf.ts";
 import { ModelConfigSchema, resolveModelConfig, type ModelConfigInput } from "./modelConfig.ts";
 
@@ -257,5 +258,48 @@ describe("refusals", () => {
     }
     const small = resolveModelConfig(ModelConfigSchema.parse({ ...LLAMA, vocabSize: 200 }));
     expect(() => ggufLlama(small, params, byteGgufTokenizer(), { type: "f32", name: "x" })).toThrow(/257 tokens, more than the model's vocabSize 200/);
+  });
+});
+
+describe("an HF byte-level BPE tokenizer in the metadata", () => {
+  // 256 byte-level tokens, two merges and their results, then a special <|endoftext|> and <s>.
+  const alphabet = byteLevelAlphabet();
+  const vocab: Record<string, number> = {};
+  alphabet.forEach((ch, i) => (vocab[ch] = i));
+  vocab["Ġt"] = 256;
+  vocab["he"] = 257;
+  const byteLevel = { type: "ByteLevel", add_prefix_space: false, trim_offsets: false, use_regex: true };
+  const special = (id: number, content: string) => ({ id, content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true });
+  const tokenizerJson = {
+    version: "1.0",
+    truncation: null,
+    padding: null,
+    added_tokens: [special(258, "<|endoftext|>"), special(259, "<s>")],
+    normalizer: null,
+    pre_tokenizer: byteLevel,
+    post_processor: null,
+    decoder: byteLevel,
+    model: { type: "BPE", dropout: null, unk_token: null, continuing_subword_prefix: null, end_of_word_suffix: null, fuse_unk: false, byte_fallback: false, ignore_merges: false, vocab, merges: [["Ġ", "t"], "h e"] },
+  };
+
+  it("tokens by id, control types for special tokens, merges as 'a b', BOS and EOS from tokenizer_config, chat template", async () => {
+    const tok = hfGgufTokenizer("t", tokenizerJson, { eos_token: "<|endoftext|>", bos_token: { content: "<s>" }, add_bos_token: true, chat_template: "{{ x }}" }, "tokenizer.json");
+    expect(tok.tokens).toHaveLength(260);
+    expect(tok.tokens.slice(255)).toEqual([alphabet[255], "Ġt", "he", "<|endoftext|>", "<s>"]);
+    expect(tok.types.slice(255)).toEqual([1, 1, 1, 3, 3]);
+    expect(tok.merges).toEqual(["Ġ t", "h e"]);
+    expect(tok).toMatchObject({ eosId: 258, bosId: 259, addBos: true, chatTemplate: "{{ x }}" });
+    const { cfg, params } = await randomModel(LLAMA);
+    const { metadata } = ggufLlama(cfg, params, tok, { type: "f32", name: "bpe" });
+    const meta = new Map(metadata);
+    expect(meta.get("tokenizer.ggml.merges")!.value).toEqual(["Ġ t", "h e"]);
+    expect(meta.get("tokenizer.ggml.bos_token_id")!.value).toBe(259);
+    expect(meta.get("tokenizer.ggml.add_bos_token")!.value).toBe(true);
+    expect(meta.get("tokenizer.chat_template")!.value).toBe("{{ x }}");
+  });
+
+  it("a tokenizer that is not a byte-level BPE is refused naming the field", () => {
+    expect(() => hfGgufTokenizer("t", { ...tokenizerJson, model: { type: "Unigram", vocab: [] } }, {}, "tokenizer.json")).toThrow(/tokenizer\.json: model\.type: "Unigram" cannot go to GGUF/);
+    expect(() => hfGgufTokenizer("t", { ...tokenizerJson, pre_tokenizer: { type: "Whitespace" }, decoder: null }, {}, "tokenizer.json")).toThrow(/pre_tokenizer: not byte-level/);
   });
 });
