@@ -1,17 +1,18 @@
 // `levanter export gguf` run by llama.cpp itself: node-llama-cpp (pinned 3.21.1, its prebuilt
 // Linux CPU binary) loads the exported f32 file of a Llama-shaped model trained here (GQA, rotary,
 // SwiGLU, RMSNorm, untied head) and its greedy continuation of a prompt matches levanter's for 32
-// tokens. node-llama-cpp's platform packages weigh hundreds of MB, so it is installed once into a
+// tokens; the f16 and q8_0 exports load and run. node-llama-cpp's platform packages weigh hundreds of MB, so it is installed once into a
 // scratch project under the OS temp folder (reused by later runs), never into the workspace.
 // Skipped with a notice where that install cannot run, except under CI=true.
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { generate } from "../generate.ts";
 import { syntheticDocuments, writeByteCache } from "../internal/testCorpus.ts";
+import { exportGguf } from "../trainer/ggufExport.ts";
 import { trainLm } from "../trainer/trainLm.ts";
 import { buildProgram } from "./main.ts";
 
@@ -71,7 +72,7 @@ describe.skipIf(installProblem !== undefined)("export gguf → node-llama-cpp 3.
   }, 600_000);
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-  it("the CLI writes the file; llama.cpp tokenizes bytes as levanter does and its greedy 32 tokens equal levanter's", async () => {
+  it("the CLI writes the file; llama.cpp tokenizes bytes as levanter does and its greedy 32 tokens equal levanter's; the f16 and q8_0 exports load and run", async () => {
     const file = path.join(dir, "model.gguf");
     const program = buildProgram().exitOverride();
     let printed = "";
@@ -105,6 +106,25 @@ describe.skipIf(installProblem !== undefined)("export gguf → node-llama-cpp 3.
       await context.dispose();
       expect(theirs).toEqual(ours.tokens);
       expect(model.detokenize(theirs)).toBe(ours.text);
+
+      // f16 and q8_0 load and run too (smaller files; their continuations may differ by rounding).
+      for (const type of ["f16", "q8_0"] as const) {
+        const small = path.join(dir, `model-${type}.gguf`);
+        const r = await exportGguf(checkpoint, small, { type });
+        expect(r.bytes).toBe(statSync(small).size);
+        expect(r.bytes).toBeLessThan(statSync(file).size * (type === "f16" ? 0.6 : 0.4));
+        const m = await llama.loadModel({ modelPath: small });
+        const ctx = await m.createContext({ contextSize: 128, threads: 1 });
+        const got: number[] = [];
+        for await (const t of ctx.getSequence().evaluate(ids, { temperature: 0 })) {
+          got.push(t);
+          if (got.length === 32) break;
+        }
+        expect(got).toHaveLength(32);
+        expect(got.every((t) => Number.isInteger(t) && t >= 0 && t < 257)).toBe(true);
+        await ctx.dispose();
+        await m.dispose();
+      }
     } finally {
       await model.dispose();
       await llama.dispose();
