@@ -211,6 +211,19 @@ export function buildProgram(): Command {
       process.stdout.write(`${JSON.stringify(r)}\n`);
     });
 
+  exportCmd
+    .command("gguf")
+    .description("a Llama-shaped checkpoint → one GGUF v3 file (architecture llama, tokenizer in its metadata) for llama.cpp")
+    .requiredOption("--checkpoint <dir>", "a step-N checkpoint, or a directory of them (newest is used)")
+    .requiredOption("--out <file>", "the .gguf file to write")
+    .addOption(new Option("--type <type>", "weights' type (norm scales stay f32)").choices(["f32", "f16", "q8_0"]).default("f32"))
+    .option("--tokenizer <tokenizer.json>", "HF tokenizer for a checkpoint that names one it does not carry")
+    .action(async (opts: { checkpoint: string; out: string; type: "f32" | "f16" | "q8_0"; tokenizer?: string }) => {
+      const { exportGguf } = await import("../trainer/ggufExport.ts");
+      const r = await exportGguf(opts.checkpoint, opts.out, { type: opts.type, ...(opts.tokenizer ? { tokenizerJson: opts.tokenizer } : {}) });
+      process.stdout.write(`${JSON.stringify(r)}\n`);
+    });
+
   program
     .command("tokenize")
     .description("write text files (one document each) as a token cache")

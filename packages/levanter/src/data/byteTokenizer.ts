@@ -30,3 +30,15 @@ export const byteTokenizer: Tokenizer = Object.freeze({
     return n;
   },
 });
+
+/** GPT-2's printable stand-ins for the 256 bytes (the ByteLevel pre-tokenizer's alphabet). */
+export function byteLevelAlphabet(): string[] {
+  const printable = (b: number) => (b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || (b >= 0xae && b <= 0xff);
+  const out: string[] = [];
+  let extra = 0;
+  for (let b = 0; b < 256; b++) out.push(String.fromCodePoint(printable(b) ? b : 256 + extra++));
+  return out;
+}
+
+/** The byte tokenizer's end-of-document token as exported. */
+export const BYTE_EOS_TOKEN = "<|endoftext|>";

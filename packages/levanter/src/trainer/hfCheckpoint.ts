@@ -1,7 +1,7 @@
 // `levanter import hf` and `levanter export hf`: Hugging Face folders ⇄ levanter checkpoints.
 import { copyFile, mkdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { byteTokenizer } from "../data/byteTokenizer.ts";
+import { BYTE_EOS_TOKEN, byteLevelAlphabet, byteTokenizer } from "../data/byteTokenizer.ts";
 import { HfTokenizer } from "../data/hfTokenizer.ts";
 import { LevanterError } from "../errors.ts";
 import { checkpointDirName } from "../checkpoint/checkpointStore.ts";
@@ -251,17 +251,8 @@ async function exportTokenizer(name: string, ckptDir: string, out: string, seqLe
   return { eosId: tok.eosId, ...(bosId !== undefined ? { bosId } : {}) };
 }
 
-/** GPT-2's printable stand-ins for the 256 bytes (the ByteLevel pre-tokenizer's alphabet). */
-export function byteLevelAlphabet(): string[] {
-  const printable = (b: number) => (b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || (b >= 0xae && b <= 0xff);
-  const out: string[] = [];
-  let extra = 0;
-  for (let b = 0; b < 256; b++) out.push(String.fromCodePoint(printable(b) ? b : 256 + extra++));
-  return out;
-}
-
-/** The byte tokenizer's end-of-document token as exported. */
-export const BYTE_EOS_TOKEN = "<|endoftext|>";
+// The byte-level alphabet and the exported EOS live beside the byte tokenizer (GGUF export uses them too).
+export { BYTE_EOS_TOKEN, byteLevelAlphabet };
 
 /**
  * The byte tokenizer as Hugging Face files: a byte-level BPE with no merges whose ids are the
