@@ -4,7 +4,7 @@
 import * as tf from "@tensorflow/tfjs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { selectBackend } from "../../backend.ts";
-import { loadNativeAddon } from "./addon.ts";
+import { loadNativeAddon, nativeGemmCalibration } from "./addon.ts";
 import { relErr, sameBits, quietSuiteBackToWasm } from "./testing.ts";
 
 const load = loadNativeAddon();
@@ -93,7 +93,8 @@ for (const gemm of ["default", "vendored"] as const) {
       if (gemm === "vendored") process.env.LEVANTER_NATIVE_GEMM = "vendored";
       else delete process.env.LEVANTER_NATIVE_GEMM;
       const sel = await selectBackend({ force: "native", threads: 1 });
-      expect(sel.native?.gemm).toBe(gemm === "vendored" || !sel.native?.openblas ? "vendored" : "openblas");
+      // By default: the faster engine by the process's calibration.
+      expect(sel.native?.gemm).toBe(gemm === "vendored" ? "vendored" : nativeGemmCalibration()!.pick);
     });
     afterAll(async () => {
       process.env.LEVANTER_LOG = previous.log;
@@ -358,5 +359,34 @@ describe.skipIf(!load.ok)("native non-GEMM kernels", () => {
     const got = run(true);
     expect(got.length).toBe(9);
     for (const [j, v] of got.entries()) expect(relErr(v, want[j]!), `output ${j}`).toBeLessThan(1e-5);
+  });
+});
+
+describe.skipIf(!load.ok)("native GEMM pick", () => {
+  it("is the faster engine by a calibration of a few milliseconds, run once per process", async () => {
+    const c = nativeGemmCalibration()!;
+    const addon = (load as { addon: { info(): { openblas: boolean } } }).addon;
+    if (addon.info().openblas) {
+      expect(c.openblas).toBeGreaterThan(0);
+      expect(c.vendored).toBeGreaterThan(0);
+      expect(c.pick).toBe(c.openblas! < c.vendored ? "openblas" : "vendored");
+      // A few milliseconds each (generous: this machine may be loaded).
+      expect(c.openblas! + c.vendored).toBeLessThan(1);
+    } else {
+      expect(c.pick).toBe("vendored");
+    }
+    // Cached: the same object, so the pick cannot change within the process.
+    expect(nativeGemmCalibration()).toBe(c);
+    const previous = process.env.LEVANTER_NATIVE_GEMM;
+    try {
+      process.env.LEVANTER_NATIVE_GEMM = "auto";
+      expect((await selectBackend({ force: "native", threads: 1 })).native?.gemm).toBe(c.pick);
+      process.env.LEVANTER_NATIVE_GEMM = "fastest";
+      expect(loadNativeAddon()).toMatchObject({ ok: false, reason: expect.stringMatching(/LEVANTER_NATIVE_GEMM: expected openblas \| vendored \| auto, got "fastest"/) });
+    } finally {
+      if (previous === undefined) delete process.env.LEVANTER_NATIVE_GEMM;
+      else process.env.LEVANTER_NATIVE_GEMM = previous;
+      await selectBackend({ force: "wasm", threads: 1 });
+    }
   });
 });

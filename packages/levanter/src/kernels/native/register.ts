@@ -4,7 +4,7 @@
 import * as tf from "@tensorflow/tfjs";
 import type { NativeAddon } from "./addon.ts";
 import { ADAMW_KERNEL, nativeAdamW } from "./adamw.ts";
-import { ATTENTION_GRAD_KERNEL, ATTENTION_KERNEL, nativeAttentionGradKernel, nativeAttentionKernel } from "./attention.ts";
+import { ATTENTION_GRAD_KERNEL, ATTENTION_KERNEL, ROTARY_KERNEL, nativeAttentionGradKernel, nativeAttentionKernel, nativeRotaryKernel } from "./attention.ts";
 import { nativeBatchMatMul } from "./batchMatMul.ts";
 import { nativeBinary } from "./binary.ts";
 import { CROSS_ENTROPY_GRAD_KERNEL, CROSS_ENTROPY_KERNEL, nativeCrossEntropy, nativeCrossEntropyGrad } from "./crossEntropy.ts";
@@ -42,6 +42,7 @@ export const NATIVE_KERNELS: NativeKernel[] = [
   { kernelName: ADAMW_KERNEL, make: own(nativeAdamW) },
   { kernelName: ATTENTION_KERNEL, make: own(nativeAttentionKernel) },
   { kernelName: ATTENTION_GRAD_KERNEL, make: own(nativeAttentionGradKernel) },
+  { kernelName: ROTARY_KERNEL, make: own(nativeRotaryKernel) },
   { kernelName: CROSS_ENTROPY_KERNEL, make: own(nativeCrossEntropy) },
   { kernelName: CROSS_ENTROPY_GRAD_KERNEL, make: own(nativeCrossEntropyGrad) },
   { kernelName: GELU_KERNEL, make: own(nativeGeluKernel) },
