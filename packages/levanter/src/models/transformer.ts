@@ -2,6 +2,7 @@
 import * as tf from "@tensorflow/tfjs";
 import { matMul2d, nativeActive, oneHotFloat } from "../backend.ts";
 import { nativeCausalAttention, nativeRotary } from "../kernels/native/attention.ts";
+import { nativeSwiglu } from "../kernels/native/swiglu.ts";
 import { nativeTokenCrossEntropy } from "../kernels/native/crossEntropy.ts";
 import { nativeGelu } from "../kernels/native/gelu.ts";
 import { nativeNorm } from "../kernels/native/norm.ts";
@@ -169,6 +170,8 @@ export class TransformerLm {
       this.config.activation === "swiglu"
         ? (() => {
             const g = this.linear(`layers/${i}/mlp/gate`, h);
+            // On native: one fused kernel each way.
+            if (nativeActive()) return nativeSwiglu(g, up) as tf.Tensor2D;
             return g.mul(tf.sigmoid(g)).mul(up) as tf.Tensor2D;
           })()
         : gelu(up);

@@ -283,6 +283,7 @@ describe.skipIf(!load.ok)("native non-GEMM kernels", () => {
   });
   it("non-GEMM kernels split over several chunks give the same bits for 1, 2 and 3 threads", async () => {
     const { nativeGelu } = await import("./gelu.ts");
+    const { nativeSwiglu } = await import("./swiglu.ts");
     const { nativeNorm } = await import("./norm.ts");
     const { nativeTokenCrossEntropy } = await import("./crossEntropy.ts");
     const { AdamW } = await import("../../optim/adamw.ts");
@@ -298,6 +299,8 @@ describe.skipIf(!load.ok)("native non-GEMM kernels", () => {
         const outs: tf.Tensor[] = [
           nativeGelu(x),
           ...tf.grads((y: tf.Tensor) => nativeGelu(y).mul(w).sum())([x]),
+          nativeSwiglu(x, w),
+          ...tf.grads((g: tf.Tensor, u: tf.Tensor) => nativeSwiglu(g, u).mul(x).sum())([x, w]),
           ...tf.grads((y: tf.Tensor, ss: tf.Tensor, bb: tf.Tensor) => nativeNorm(y as tf.Tensor2D, ss, bb, 1e-5).mul(w).sum())([x, s, b]),
           ...tf.grads((y: tf.Tensor, ss: tf.Tensor) => nativeNorm(y as tf.Tensor2D, ss, undefined, 1e-5).mul(w).sum())([x, s]),
           tf.softmax(logits),
@@ -330,8 +333,10 @@ describe.skipIf(!load.ok)("native non-GEMM kernels", () => {
     }
   });
 
-  it("fused GELU and layer / RMS norm match the op-by-op forms on cpu (value and every gradient)", async () => {
+  it("fused GELU, SwiGLU and layer / RMS norm match the op-by-op forms on cpu (value and every gradient)", async () => {
     const { nativeGelu } = await import("./gelu.ts");
+    const { nativeSwiglu } = await import("./swiglu.ts");
+    const swigluRef = (g: tf.Tensor, u: tf.Tensor) => g.mul(tf.sigmoid(g)).mul(u);
     const { nativeNorm } = await import("./norm.ts");
     const c2 = 2 * Math.sqrt(2 / Math.PI);
     const geluRef = (x: tf.Tensor) => x.mul(tf.sigmoid(x.add(x.mul(x).mul(x).mul(0.044715)).mul(c2)));
@@ -351,13 +356,17 @@ describe.skipIf(!load.ok)("native non-GEMM kernels", () => {
         const outs: tf.Tensor[] = [gelu(x), ...tf.grads((y: tf.Tensor) => gelu(y).mul(w).sum())([x])];
         outs.push(norm(x, s, b), ...tf.grads((y: tf.Tensor, ss: tf.Tensor, bb: tf.Tensor) => norm(y, ss, bb).mul(w).sum())([x, s, b]));
         outs.push(norm(x, s), ...tf.grads((y: tf.Tensor, ss: tf.Tensor) => norm(y, ss).mul(w).sum())([x, s]));
+        // SwiGLU on 37×48 (a vector tail of 4 per chunk) with gates across the sigmoid's range.
+        const swiglu = native ? nativeSwiglu : swigluRef;
+        const u = seeded([37, 48], 64);
+        outs.push(swiglu(x, u), ...tf.grads((g: tf.Tensor, uu: tf.Tensor) => swiglu(g, uu).mul(w).sum())([x, u]));
         return outs.map((t) => t.dataSync() as Float32Array);
       });
     await tf.setBackend("cpu");
     const want = run(false);
     await selectBackend({ force: "native", threads: 1 });
     const got = run(true);
-    expect(got.length).toBe(9);
+    expect(got.length).toBe(12);
     for (const [j, v] of got.entries()) expect(relErr(v, want[j]!), `output ${j}`).toBeLessThan(1e-5);
   });
 });

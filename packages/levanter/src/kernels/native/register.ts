@@ -4,6 +4,7 @@
 import * as tf from "@tensorflow/tfjs";
 import type { NativeAddon } from "./addon.ts";
 import { ADAMW_KERNEL, nativeAdamW } from "./adamw.ts";
+import { SWIGLU_GRAD_KERNEL, SWIGLU_KERNEL, nativeSwigluGradKernel, nativeSwigluKernel } from "./swiglu.ts";
 import { ATTENTION_GRAD_KERNEL, ATTENTION_KERNEL, ROTARY_KERNEL, nativeAttentionGradKernel, nativeAttentionKernel, nativeRotaryKernel } from "./attention.ts";
 import { nativeBatchMatMul } from "./batchMatMul.ts";
 import { nativeBinary } from "./binary.ts";
@@ -43,6 +44,8 @@ export const NATIVE_KERNELS: NativeKernel[] = [
   { kernelName: ATTENTION_KERNEL, make: own(nativeAttentionKernel) },
   { kernelName: ATTENTION_GRAD_KERNEL, make: own(nativeAttentionGradKernel) },
   { kernelName: ROTARY_KERNEL, make: own(nativeRotaryKernel) },
+  { kernelName: SWIGLU_KERNEL, make: own(nativeSwigluKernel) },
+  { kernelName: SWIGLU_GRAD_KERNEL, make: own(nativeSwigluGradKernel) },
   { kernelName: CROSS_ENTROPY_KERNEL, make: own(nativeCrossEntropy) },
   { kernelName: CROSS_ENTROPY_GRAD_KERNEL, make: own(nativeCrossEntropyGrad) },
   { kernelName: GELU_KERNEL, make: own(nativeGeluKernel) },
