@@ -252,12 +252,16 @@ void ropeRow(const float* x, float* y, const float* c, const float* sn, long hea
   for (long hh = 0; hh < heads; hh++) {
     const float* a = x + hh * dh;
     float* o = y + hh * dh;
-    for (long j = 0; j < half; j++) {
-      const float x1 = a[j], x2 = a[j + half];
-      if (!inverse) {
+    // Two branch-free loops (the compiler vectorises each; no contraction: -ffp-contract=off).
+    if (!inverse) {
+      for (long j = 0; j < half; j++) {
+        const float x1 = a[j], x2 = a[j + half];
         o[j] = x1 * c[j] + (-x2) * sn[j];
         o[j + half] = x2 * c[j + half] + x1 * sn[j + half];
-      } else {
+      }
+    } else {
+      for (long j = 0; j < half; j++) {
+        const float x1 = a[j], x2 = a[j + half];
         o[j] = x1 * c[j] + x2 * sn[j + half];
         o[j + half] = x2 * c[j + half] + (-x1) * sn[j];
       }
