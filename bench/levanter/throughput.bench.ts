@@ -1,8 +1,9 @@
 // Training throughput (tokens/s) and MFU of levanter's transformer on every TensorFlow.js backend
-// that loads here, for the two reference models of issue 4. One training step = forward, backward
+// that loads here, for the two reference models of issue 4 and a Llama-shaped one (issue 31). One training step = forward, backward
 // (explicit-transpose matMul gradients) and an AdamW update, exactly as trainLm runs it.
 //
-// native (levanter's N-API kernels; once with the system OpenBLAS, once with the vendored GEMM)
+// native (levanter's N-API kernels; once with the GEMM its calibration picks, the default, then once
+// with the system OpenBLAS and once with the vendored GEMM forced)
 // and wasm run once per thread count (`--threads`, default 1 and the number of cores), with the
 // same bits for every count. Then a per-kernel profile of one native step, and — when
 // /usr/bin/python3 can import torch (`apt-get install python3-torch libopenblas0-pthread`) — the
@@ -13,7 +14,7 @@
 // 2-core Zen 4 VM (shared/reference/tfjs-on-node.md §8); the single-threaded wasm backend can use
 // one core, whose native peak is ~100 GFLOP/s (also printed).
 //
-// Usage: pnpm bench levanter/throughput [-- --steps N --backends native,wasm,cpu --threads 1,2 --cpu-large --no-torch]
+// Usage: pnpm bench levanter/throughput [-- --steps N --backends native,wasm,cpu --threads 1,2 --models small,large,llama --cpu-large --no-torch]
 import { spawnSync } from "node:child_process";
 import os from "node:os";
 import path from "node:path";
@@ -27,6 +28,7 @@ import {
   computeGradients,
   defaultDecayMask,
   measureMatMulGflops,
+  nativeGemmCalibration,
   profileKernels,
   resolveModelConfig,
   selectBackend,
@@ -49,10 +51,15 @@ const backends = (arg("backends")?.split(",") ?? [...BACKEND_NAMES]) as TfBacken
 const stepsOverride = arg("steps") ? Number(arg("steps")) : undefined;
 const threadCounts = arg("threads")?.split(",").map(Number) ?? [...new Set([1, os.availableParallelism()])];
 
+// llama: the large model's size in the Llama shape (grouped-query attention 8/2, rotary
+// positions, SwiGLU of width 688 = levanter's default for dModel 256, RMSNorm, untied head).
 const models = {
   small: { nLayers: 2, dModel: 128, nHeads: 4, seqLen: 64 },
   large: { nLayers: 4, dModel: 256, nHeads: 8, seqLen: 64 },
+  llama: { nLayers: 4, dModel: 256, nHeads: 8, nKvHeads: 2, seqLen: 64, positions: "rope", norm: "rms", activation: "swiglu", dFF: 688, tieEmbeddings: false },
 } as const;
+const only = arg("models")?.split(",");
+const chosen = Object.fromEntries(Object.entries(models).filter(([k]) => !only || only.includes(k)));
 const BATCH = 16;
 
 process.env.LEVANTER_LOG ??= "warn";
@@ -63,7 +70,8 @@ console.log("backend  threads  model  params     ms/step  cpu-ms/step  tokens/s 
 const results = new Map<string, number>();
 const resultsCpu = new Map<string, number>();
 
-const variants = backends.flatMap((b) => (b === "native" ? ["native/openblas", "native/vendored"] : [b]));
+// native/auto: the engine the calibration picks (the default); then each engine forced.
+const variants = backends.flatMap((b) => (b === "native" ? ["native/auto", "native/openblas", "native/vendored"] : [b]));
 for (const variant of variants) {
   const [backend, gemm] = variant.split("/") as [TfBackendName, string | undefined];
   if (gemm) process.env.LEVANTER_NATIVE_GEMM = gemm;
@@ -76,6 +84,10 @@ for (const variant of variants) {
   }
   // Calibration (one thread): on a shared machine, compare this with the unloaded 22.9 GFLOP/s
   // that tfjs' own wasm matMul reached on the reference VM.
+  if (variant === "native/auto") {
+    const c = nativeGemmCalibration();
+    console.log(`native   GEMM pick: ${c?.pick} (calibration: vendored ${((c?.vendored ?? 0) * 1e3).toFixed(2)} ms, openblas ${c?.openblas !== undefined ? (c.openblas * 1e3).toFixed(2) + " ms" : "absent"})`);
+  }
   if (backend !== "cpu") {
     const g = measureMatMulGflops();
     console.log(`${variant.padEnd(8)} calibration: 1-thread matMul [1024,128]·[128,512] ${g.wall.toFixed(1)} GFLOP/s wall, ${g.cpu.toFixed(1)} per CPU-second (reference wasm, unloaded: 22.9)`);
@@ -83,8 +95,8 @@ for (const variant of variants) {
   for (const threads of backend === "wasm" || backend === "native" ? threadCounts : [1]) {
     if (backend === "wasm") setWasmThreads(threads);
     if (backend === "native") await selectBackend({ force: "native", threads });
-    for (const [label, m] of Object.entries(models)) {
-      if (backend === "cpu" && label === "large" && !args.includes("--cpu-large")) {
+    for (const [label, m] of Object.entries(chosen)) {
+      if (backend === "cpu" && label !== "small" && !args.includes("--cpu-large")) {
         console.log(`${variant.padEnd(8)} ${label.padEnd(6)} skipped: minutes per step on the pure-JS backend (pass --cpu-large)`);
         continue;
       }
@@ -172,11 +184,12 @@ if (!hasTorch) {
   const peer = path.join(path.dirname(fileURLToPath(import.meta.url)), "torchPeer.py");
   console.log("\nPyTorch peer (torchPeer.py), same shapes, AdamW, batch 16");
   console.log("ours/PyTorch in tokens/s, and in tokens per CPU-second (fairer on a shared machine)");
-  console.log("model  threads   ms/step  cpu-ms/step  tokens/s  native/openblas    native/vendored    wasm");
-  for (const [label, m] of Object.entries(models)) {
+  console.log("model  threads   ms/step  cpu-ms/step  tokens/s  native/auto        native/openblas    native/vendored    wasm");
+  for (const [label, m] of Object.entries(chosen)) {
     for (const threads of threadCounts) {
       const steps = stepsOverride ?? (label === "small" ? 10 : 5);
-      const r = spawnSync(python, [peer, "--layers", String(m.nLayers), "--d", String(m.dModel), "--heads", String(m.nHeads), "--seq", String(m.seqLen), "--batch", String(BATCH), "--steps", String(steps), "--threads", String(threads)], {
+      const llama = "nKvHeads" in m ? ["--llama", "--kv-heads", String(m.nKvHeads), "--ffn", String(m.dFF)] : [];
+      const r = spawnSync(python, [peer, "--layers", String(m.nLayers), "--d", String(m.dModel), "--heads", String(m.nHeads), "--seq", String(m.seqLen), "--batch", String(BATCH), "--steps", String(steps), "--threads", String(threads), ...llama], {
         encoding: "utf8",
         env: { ...process.env, OPENBLAS_NUM_THREADS: String(threads), OMP_NUM_THREADS: String(threads) },
       });
@@ -193,7 +206,7 @@ if (!hasTorch) {
       };
       console.log(
         [label.padEnd(6), String(threads).padStart(7), t.ms_per_step.toFixed(0).padStart(9), t.cpu_ms_per_step.toFixed(0).padStart(12), t.tokens_per_s.toFixed(0).padStart(9),
-          ratio("native/openblas").padStart(16), ratio("native/vendored").padStart(18), ratio("wasm").padStart(16)].join(" "),
+          ratio("native/auto").padStart(16), ratio("native/openblas").padStart(18), ratio("native/vendored").padStart(18), ratio("wasm").padStart(16)].join(" "),
       );
     }
   }

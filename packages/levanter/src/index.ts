@@ -4,6 +4,7 @@ export { LevanterError, LEVANTER_ERROR_CODES } from "./errors.ts";
 export type { LevanterErrorCode } from "./errors.ts";
 
 // --- backends, model, optimizer, trainer, generation (levanter-L1) ---
+export { nativeGemmCalibration, type GemmCalibration } from "./kernels/native/addon.ts";
 export { BACKEND_NAMES, installWasmFixes, matMul2d, measureMatMulGflops, oneHotFloat, parseBackendName, selectBackend } from "./backend.ts";
 export type { TfBackendName, BackendSelection, SelectBackendOptions } from "./backend.ts";
 export { setWasmThreads, wasmThreads } from "./kernels/batchMatMul.ts";

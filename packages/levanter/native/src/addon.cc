@@ -2,8 +2,11 @@
 // ArrayBuffer) and byte offsets into it, and works on it in place: no copies in or out.
 #include <napi.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "heap.h"
 #include "attention.h"
@@ -76,6 +79,53 @@ Napi::Value SetIsa(const Napi::CallbackInfo& info) {
   return Napi::Boolean::New(info.Env(), setIsa(isa));
 }
 
+// gemmCalibrate() → { vendored: seconds, openblas?: seconds }: each engine's best time (of 3) on
+// three products shaped like a training step's (forward, and the two gradient forms, transposed
+// operands included), single-threaded on a private one-thread pool: a few milliseconds. The engine
+// in use is left as it was; the caller picks.
+Napi::Value GemmCalibrate(const Napi::CallbackInfo& info) {
+  auto env = info.Env();
+  constexpr long M = 128, N = 256, K = 256;
+  std::vector<float> a(M * K > K * N ? M * K : K * N), b(K * N > M * N ? K * N : M * N), c(M * N > K * N ? M * N : K * N);
+  for (size_t i = 0; i < a.size(); i++) a[i] = static_cast<float>((i * 7919 % 1000) / 1000.0 - 0.5);
+  for (size_t i = 0; i < b.size(); i++) b[i] = static_cast<float>((i * 104729 % 1000) / 1000.0 - 0.5);
+  Pool one(1);
+  const Engine before = engine();
+  auto timeEngine = [&](Engine e) {
+    setEngine(e);
+    double total = 0;
+    // y = x·W [M,K]·[K,N]; dx = dy·Wᵀ [M,N]·[N,K]ᵀ; dW = xᵀ·dy [K,M]ᵀ·[M,N].
+    const struct { long m, n, k; bool ta, tb; } shapes[] = {{M, N, K, false, false}, {M, K, N, false, true}, {K, N, M, true, false}};
+    for (const auto& sh : shapes) {
+      GemmProblem p{};
+      p.a = a.data();
+      p.b = b.data();
+      p.c = c.data();
+      p.batches = 1;
+      p.m = sh.m;
+      p.n = sh.n;
+      p.k = sh.k;
+      p.transA = sh.ta;
+      p.transB = sh.tb;
+      p.act = Act::Linear;
+      gemm(p, one);  // warm-up (packing buffers, OpenBLAS's first call)
+      double best = 1e30;
+      for (int r = 0; r < 3; r++) {
+        const auto t0 = std::chrono::steady_clock::now();
+        gemm(p, one);
+        best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      }
+      total += best;
+    }
+    return total;
+  };
+  auto o = Napi::Object::New(env);
+  o.Set("vendored", timeEngine(Engine::Vendored));
+  if (haveOpenBlas()) o.Set("openblas", timeEngine(Engine::OpenBlas));
+  setEngine(before);
+  return o;
+}
+
 // matmul(heap, a, b, c, batches, m, n, k, transA, transB, strideA, strideB, bias, biasMode, biasStride, act, alpha)
 Napi::Value MatMul(const Napi::CallbackInfo& info) {
   const Heap h = heapOf(info[0]);
@@ -106,6 +156,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("setGemm", Napi::Function::New(env, SetGemm));
   exports.Set("setIsa", Napi::Function::New(env, SetIsa));
   exports.Set("matmul", Napi::Function::New(env, MatMul));
+  exports.Set("gemmCalibrate", Napi::Function::New(env, GemmCalibrate));
   registerOps(env, exports);
   registerAttention(env, exports);
   registerDecode(env, exports);

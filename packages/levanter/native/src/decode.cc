@@ -54,7 +54,8 @@ struct LayerW {
 };
 
 struct Model {
-  long L = 0, D = 0, H = 0, dh = 0, V = 0, seqLen = 0;
+  // H query heads, Hkv key/value heads (query head h reads kv head h / (H / Hkv)), dh each.
+  long L = 0, D = 0, H = 0, Hkv = 0, dh = 0, V = 0, seqLen = 0;
   bool rms = false, swiglu = false;
   double eps = 1e-5;
   std::vector<float> tok, pos, cos, sin;
@@ -289,10 +290,10 @@ inline __attribute__((always_inline)) void norm(const Model& md, const NormW& nw
   }
 }
 
-// Rotate-half RoPE in place on the H·dh values at `v` for position `p`.
-inline __attribute__((always_inline)) void rotate(const Model& md, float* v, long p) {
+// Rotate-half RoPE in place on the heads·dh values at `v` for position `p`.
+inline __attribute__((always_inline)) void rotate(const Model& md, float* v, long p, long heads) {
   const long half = md.dh / 2;
-  for (long hh = 0; hh < md.H; hh++) {
+  for (long hh = 0; hh < heads; hh++) {
     float* b = v + hh * md.dh;
     for (long j = 0; j < half; j++) {
       const float c = md.cos[p * half + j], s = md.sin[p * half + j];
@@ -309,22 +310,23 @@ struct Row {
   long pos;
 };
 
-inline long kvOffset(const Model& md, const Row& r, long l, int which, long hh) { return ((l * 2 + which) * md.H + hh) * r.cap * md.dh; }
+inline long kvOffset(const Model& md, const Row& r, long l, int which, long hh) { return ((l * 2 + which) * md.Hkv + hh) * r.cap * md.dh; }
 
 // Writes every row's k, v at its position (all rows first: a prompt chunk's rows see each other),
-// then each row's query attends to positions 0..pos of its sequence. att: [m, D].
+// then each row's query attends to positions 0..pos of its sequence. qkv: [m, (H + 2·Hkv)·dh]
+// (query, key, value heads side by side); att: [m, H·dh].
 inline __attribute__((always_inline)) void attend(Model& md, long l, const std::vector<Row>& rows, float* qkv, float* att) {
-  const long d = md.D, dh = md.dh, m = static_cast<long>(rows.size());
+  const long dh = md.dh, m = static_cast<long>(rows.size()), dq = md.H * dh, ld = (md.H + 2 * md.Hkv) * dh, g = md.H / md.Hkv;
   for (long i = 0; i < m; i++) {
     const Row& r = rows[i];
-    float* q = qkv + i * 3 * d;
-    float* k = q + d;
-    const float* v = q + 2 * d;
+    float* q = qkv + i * ld;
+    float* k = q + dq;
+    const float* v = k + md.Hkv * dh;
     if (!md.cos.empty()) {
-      rotate(md, q, r.pos);
-      rotate(md, k, r.pos);
+      rotate(md, q, r.pos, md.H);
+      rotate(md, k, r.pos, md.Hkv);
     }
-    for (long hh = 0; hh < md.H; hh++) {
+    for (long hh = 0; hh < md.Hkv; hh++) {
       std::memcpy(r.kv + kvOffset(md, r, l, 0, hh) + r.pos * dh, k + hh * dh, dh * sizeof(float));
       std::memcpy(r.kv + kvOffset(md, r, l, 1, hh) + r.pos * dh, v + hh * dh, dh * sizeof(float));
     }
@@ -336,9 +338,9 @@ inline __attribute__((always_inline)) void attend(Model& md, long l, const std::
     if (static_cast<long>(md.scores.size()) < len) md.scores.resize(len);
     float* sc = md.scores.data();
     for (long hh = 0; hh < md.H; hh++) {
-      const float* q = qkv + i * 3 * d + hh * dh;
-      const float* K = r.kv + kvOffset(md, r, l, 0, hh);
-      const float* Vv = r.kv + kvOffset(md, r, l, 1, hh);
+      const float* q = qkv + i * ld + hh * dh;
+      const float* K = r.kv + kvOffset(md, r, l, 0, hh / g);
+      const float* Vv = r.kv + kvOffset(md, r, l, 1, hh / g);
       float max = -INFINITY;
       for (long t = 0; t < len; t++) {
         sc[t] = dot(q, K + t * dh, dh) * scale;
@@ -350,7 +352,7 @@ inline __attribute__((always_inline)) void attend(Model& md, long l, const std::
       double total = 0;
       for (t = 0; t < len; t++) total += sc[t];
       const float inv = static_cast<float>(1 / total);
-      axpyRows(sc, inv, Vv, len, dh, att + i * d + hh * dh);
+      axpyRows(sc, inv, Vv, len, dh, att + i * dq + hh * dh);
     }
   }
 }
@@ -386,8 +388,8 @@ inline __attribute__((always_inline)) void step(Model& md, const int32_t* tokens
   };
   grow(md.x, m * d);
   grow(md.h, m * d);
-  grow(md.qkv, m * 3 * d);
-  grow(md.att, m * d);
+  grow(md.qkv, m * (md.H + 2 * md.Hkv) * md.dh);
+  grow(md.att, m * md.H * md.dh);
   grow(md.y, m * d);
   grow(md.up, m * ffn);
   grow(md.g, m * ffn);
@@ -435,8 +437,11 @@ Napi::Value Create(const Napi::CallbackInfo& info) {
   md->V = intOf(env, o, "vocabSize");
   md->seqLen = intOf(env, o, "seqLen");
   const long ffn = intOf(env, o, "ffn");
-  if (md->L < 1 || md->D < 1 || md->H < 1 || md->D % md->H != 0 || md->V < 1 || md->seqLen < 1 || ffn < 1) fail(env, "decodeCreate: bad dimensions");
-  md->dh = md->D / md->H;
+  // nKvHeads and headDim are optional (default: nHeads and dModel / nHeads, the multi-head shape).
+  md->Hkv = o.Has("nKvHeads") && !o.Get("nKvHeads").IsUndefined() ? intOf(env, o, "nKvHeads") : md->H;
+  md->dh = o.Has("headDim") && !o.Get("headDim").IsUndefined() ? intOf(env, o, "headDim") : (md->H > 0 ? md->D / md->H : 0);
+  if (md->L < 1 || md->D < 1 || md->H < 1 || md->Hkv < 1 || md->H % md->Hkv != 0 || md->dh < 1 || md->V < 1 || md->seqLen < 1 || ffn < 1) fail(env, "decodeCreate: bad dimensions");
+  if (!o.Has("headDim") && md->D % md->H != 0) fail(env, "decodeCreate: dModel is not a multiple of nHeads (give headDim)");
   md->rms = o.Get("rms").ToBoolean();
   md->swiglu = o.Get("swiglu").ToBoolean();
   md->eps = o.Get("eps").As<Napi::Number>().DoubleValue();
@@ -454,8 +459,8 @@ Napi::Value Create(const Napi::CallbackInfo& info) {
     const std::string p = "layers[" + std::to_string(l) + "]";
     LayerW lw;
     lw.attnNorm = normOf(env, lo.Get("attnNorm"), d, p + ".attnNorm");
-    lw.qkv = linOf(env, lo.Get("qkv"), d, 3 * d, p + ".qkv");
-    lw.out = linOf(env, lo.Get("out"), d, d, p + ".out");
+    lw.qkv = linOf(env, lo.Get("qkv"), d, (md->H + 2 * md->Hkv) * md->dh, p + ".qkv");
+    lw.out = linOf(env, lo.Get("out"), md->H * md->dh, d, p + ".out");
     lw.mlpNorm = normOf(env, lo.Get("mlpNorm"), d, p + ".mlpNorm");
     lw.hasGate = md->swiglu;
     if (md->swiglu) lw.gate = linOf(env, lo.Get("gate"), d, ffn, p + ".gate");
@@ -508,7 +513,7 @@ Napi::Value Step(const Napi::CallbackInfo& info) {
   const int32_t* posv = positions.Data();
   const int32_t* wantv = want.Data();
   if (static_cast<long>(out.ElementLength()) != nWant * md.V) fail(env, "decodeStep: out must hold want.length × vocabSize values");
-  const long perPos = 2 * md.L * md.H * md.dh;
+  const long perPos = 2 * md.L * md.Hkv * md.dh;
   std::vector<Row> rows(m);
   for (long i = 0; i < m; i++) {
     auto kv = typed<Napi::Float32Array>(env, kvs.Get(static_cast<uint32_t>(i)), napi_float32_array, "kvs[i]");

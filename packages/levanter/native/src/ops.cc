@@ -330,6 +330,51 @@ Napi::Value GeluGrad(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
+// swiglu(heap, g, u, out, n): out = (g·sigmoid(g))·u, SwiGLU's gate times its up projection.
+Napi::Value Swiglu(const Napi::CallbackInfo& info) {
+  const Heap h = heapOf(info[0]);
+  const long n = num(info, 4);
+  const float* g = at<const float>(info, h, 1, n);
+  const float* u = at<const float>(info, h, 2, n);
+  float* out = at<float>(info, h, 3, n);
+  const bool avx2 = vm::haveAvx2();
+  forChunks(n, GRAIN, [&](long lo, long hi) {
+    if (avx2) {
+      vm::swigluAvx2(g + lo, u + lo, out + lo, hi - lo);
+      return;
+    }
+    for (long i = lo; i < hi; i++) {
+      const float sg = 1.f / (1.f + std::exp(-g[i]));
+      out[i] = (g[i] * sg) * u[i];
+    }
+  });
+  return info.Env().Undefined();
+}
+
+// swigluGrad(heap, g, u, dy, dg, du, n): du = dy·(g·s), dg = (dy·u)·(s·(1 + g·(1 − s))), s = sigmoid(g).
+Napi::Value SwigluGrad(const Napi::CallbackInfo& info) {
+  const Heap h = heapOf(info[0]);
+  const long n = num(info, 6);
+  const float* g = at<const float>(info, h, 1, n);
+  const float* u = at<const float>(info, h, 2, n);
+  const float* dy = at<const float>(info, h, 3, n);
+  float* dg = at<float>(info, h, 4, n);
+  float* du = at<float>(info, h, 5, n);
+  const bool avx2 = vm::haveAvx2();
+  forChunks(n, GRAIN, [&](long lo, long hi) {
+    if (avx2) {
+      vm::swigluGradAvx2(g + lo, u + lo, dy + lo, dg + lo, du + lo, hi - lo);
+      return;
+    }
+    for (long i = lo; i < hi; i++) {
+      const float sg = 1.f / (1.f + std::exp(-g[i]));
+      du[i] = dy[i] * (g[i] * sg);
+      dg[i] = (dy[i] * u[i]) * (sg * (1.f + g[i] * (1.f - sg)));
+    }
+  });
+  return info.Env().Undefined();
+}
+
 // norm(heap, x, scale, bias, y, rows, cols, rms, eps): layer norm ((x−μ)·rstd·scale + bias) or
 // RMS norm (x·rstd·scale) over each row; bias = −1 for none.
 Napi::Value Norm(const Napi::CallbackInfo& info) {
@@ -423,6 +468,8 @@ void registerOps(Napi::Env env, Napi::Object exports) {
   exports.Set("crossEntropyGrad", Napi::Function::New(env, CrossEntropyGrad));
   exports.Set("gelu", Napi::Function::New(env, Gelu));
   exports.Set("geluGrad", Napi::Function::New(env, GeluGrad));
+  exports.Set("swiglu", Napi::Function::New(env, Swiglu));
+  exports.Set("swigluGrad", Napi::Function::New(env, SwigluGrad));
   exports.Set("norm", Napi::Function::New(env, Norm));
   exports.Set("normGrad", Napi::Function::New(env, NormGrad));
 }

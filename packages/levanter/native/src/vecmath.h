@@ -72,6 +72,40 @@ __attribute__((target("avx2,fma"))) inline void geluGradAvx2(const float* x, con
   }
 }
 
+// SwiGLU's product: out = (g·s)·u, s = sigmoid(g) = 1/(1 + exp(−g)).
+__attribute__((target("avx2,fma"))) inline void swigluAvx2(const float* g, const float* u, float* out, long n) {
+  const __m256 one = _mm256_set1_ps(1.f);
+  long i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 gv = _mm256_loadu_ps(g + i);
+    const __m256 s = _mm256_div_ps(one, _mm256_add_ps(one, exp8(_mm256_sub_ps(_mm256_setzero_ps(), gv))));
+    _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_mul_ps(gv, s), _mm256_loadu_ps(u + i)));
+  }
+  for (; i < n; i++) {
+    const float s = 1.f / (1.f + std::exp(-g[i]));
+    out[i] = (g[i] * s) * u[i];
+  }
+}
+
+// Its gradient: du = dy·(g·s), dg = (dy·u)·(s·(1 + g·(1 − s))).
+__attribute__((target("avx2,fma"))) inline void swigluGradAvx2(const float* g, const float* u, const float* dy, float* dg, float* du, long n) {
+  const __m256 one = _mm256_set1_ps(1.f);
+  long i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 gv = _mm256_loadu_ps(g + i);
+    const __m256 dyv = _mm256_loadu_ps(dy + i);
+    const __m256 s = _mm256_div_ps(one, _mm256_add_ps(one, exp8(_mm256_sub_ps(_mm256_setzero_ps(), gv))));
+    _mm256_storeu_ps(du + i, _mm256_mul_ps(dyv, _mm256_mul_ps(gv, s)));
+    const __m256 ds = _mm256_mul_ps(s, _mm256_add_ps(one, _mm256_mul_ps(gv, _mm256_sub_ps(one, s))));
+    _mm256_storeu_ps(dg + i, _mm256_mul_ps(_mm256_mul_ps(dyv, _mm256_loadu_ps(u + i)), ds));
+  }
+  for (; i < n; i++) {
+    const float s = 1.f / (1.f + std::exp(-g[i]));
+    du[i] = dy[i] * (g[i] * s);
+    dg[i] = (dy[i] * u[i]) * (s * (1.f + g[i] * (1.f - s)));
+  }
+}
+
 // out[i] = exp(x[i] − shift); returns Σ out (8 lanes, then lanes summed in a fixed order).
 __attribute__((target("avx2,fma"))) inline float expShiftSumAvx2(const float* x, float shift, float* out, long n) {
   const __m256 sh = _mm256_set1_ps(shift);

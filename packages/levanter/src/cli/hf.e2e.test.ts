@@ -8,6 +8,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { selectBackend } from "../backend.ts";
+import { loadNativeAddon } from "../kernels/native/addon.ts";
 import { syntheticDocuments } from "../internal/testCorpus.ts";
 import { waitFor } from "@marin/iris/testing";
 import { loadHfTokenizer } from "../data/hfTokenizer.ts";
@@ -110,6 +111,8 @@ describe("levanter import/export hf (CLI)", () => {
     const base = await waitFor("ready at", () => /ready at (http:\/\/127\.0\.0\.1:\d+\/v1)/.exec(p.out().stdout)?.[1], { timeoutMs: 120_000 });
     const models = (await (await fetch(`${base}/models`)).json()) as { data: { id: string; max_model_len: number }[] };
     expect(models.data[0]).toMatchObject({ id: "tiny-llama", max_model_len: 32 });
+    // The imported Llama (GQA, rotary) decodes on the native step where the addon loads (issue 31, req 7).
+    expect(p.out().stdout).toMatch(loadNativeAddon().ok ? /decode native\)/ : /decode (packed|tfjs)\)/);
     const r = await fetch(`${base}/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ prompt: "hi", max_tokens: 3 }) });
     expect(r.status).toBe(200);
     p.child.kill("SIGINT");

@@ -1,12 +1,13 @@
 // The decoder-only transformer language model: parameters by name, forward pass and loss.
 import * as tf from "@tensorflow/tfjs";
 import { matMul2d, nativeActive, oneHotFloat } from "../backend.ts";
-import { nativeCausalAttention } from "../kernels/native/attention.ts";
+import { nativeCausalAttention, nativeRotary } from "../kernels/native/attention.ts";
+import { nativeSwiglu } from "../kernels/native/swiglu.ts";
 import { nativeTokenCrossEntropy } from "../kernels/native/crossEntropy.ts";
 import { nativeGelu } from "../kernels/native/gelu.ts";
 import { nativeNorm } from "../kernels/native/norm.ts";
 import { Rng } from "../rng.ts";
-import { attentionShape, isPlainAttention, type AttentionShape, type ResolvedModelConfig } from "./modelConfig.ts";
+import { attentionShape, type AttentionShape, type ResolvedModelConfig } from "./modelConfig.ts";
 
 /** A sequence's attention keys and values per layer (`[nKvHeads, length, headDim]` each), for cached decoding. */
 export interface KvCache {
@@ -34,8 +35,6 @@ export class TransformerLm {
   readonly params: NamedParams;
   /** Query heads, key/value heads and head width. */
   readonly attn: AttentionShape;
-  /** Today's multi-head shape (see {@link isPlainAttention}): the fused native attention applies. */
-  private readonly plain: boolean;
   private readonly rope: { cos: tf.Tensor2D; sin: tf.Tensor2D } | undefined;
   private readonly causalMask: tf.Tensor2D;
 
@@ -43,7 +42,6 @@ export class TransformerLm {
     this.config = config;
     this.params = params;
     this.attn = attentionShape(config);
-    this.plain = isPlainAttention(config);
     const t = config.seqLen;
     this.causalMask = tf.tidy(() => {
       const m = new Float32Array(t * t);
@@ -129,10 +127,14 @@ export class TransformerLm {
 
   private attention(i: number, h: tf.Tensor2D, b: number, t: number): tf.Tensor2D {
     const { nHeads: nh, nKvHeads: nkv, headDim: dh } = this.attn;
-    // On the native backend (learned positions, plain multi-head shape): one fused kernel each
-    // way, from the projection's [B·T, 3D] straight to the merged heads. Rotary positions and
-    // grouped-query attention take the op-by-op path below.
-    if (nativeActive() && !this.rope && this.plain) return this.linear(`layers/${i}/attn/out`, nativeCausalAttention(this.linear(`layers/${i}/attn/qkv`, h), b, nh));
+    // On the native backend: one fused kernel each way, from the projection's [B·T, (H + 2·Hkv)·dh]
+    // straight to the merged heads (grouped-query included), after one rotary kernel each way
+    // where positions are rotary. Other backends take the op-by-op path below.
+    if (nativeActive()) {
+      let qkv = this.linear(`layers/${i}/attn/qkv`, h);
+      if (this.rope) qkv = nativeRotary(qkv, this.rope.cos, this.rope.sin, b, nh, nkv);
+      return this.linear(`layers/${i}/attn/out`, nativeCausalAttention(qkv, b, nh, nkv));
+    }
     // Rank ≤ 4 transposes only: wasm's 5-D transpose is ~100× slower.
     const qkv = this.linear(`layers/${i}/attn/qkv`, h).reshape([b, t, nh + 2 * nkv, dh]).transpose([0, 2, 1, 3]);
     let q: tf.Tensor3D;
@@ -168,6 +170,8 @@ export class TransformerLm {
       this.config.activation === "swiglu"
         ? (() => {
             const g = this.linear(`layers/${i}/mlp/gate`, h);
+            // On native: one fused kernel each way.
+            if (nativeActive()) return nativeSwiglu(g, up) as tf.Tensor2D;
             return g.mul(tf.sigmoid(g)).mul(up) as tf.Tensor2D;
           })()
         : gelu(up);

@@ -36,6 +36,8 @@ describe("BatchDecoder", () => {
     ["learned positions, biases, tied", { useBias: true, tieEmbeddings: true }, "packed"],
     ["rope, biases, swiglu, untied", { positions: "rope", useBias: true, activation: "swiglu" }, "tfjs"],
     ["learned positions, biases, gelu, tied", { useBias: true, tieEmbeddings: true }, "tfjs"],
+    ["Llama: GQA 4/2, headDim 6, rope, rms, swiglu, untied", { positions: "rope", norm: "rms", activation: "swiglu", nKvHeads: 2, headDim: 6 }, "native"],
+    ["Llama: GQA 4/1, rope, rms, swiglu, tied", { positions: "rope", norm: "rms", activation: "swiglu", nKvHeads: 1, tieEmbeddings: true }, "native"],
     ["Llama: GQA 4/2, headDim 6, rope, rms, swiglu, untied", { positions: "rope", norm: "rms", activation: "swiglu", nKvHeads: 2, headDim: 6 }, "packed"],
     ["Llama: GQA 4/1, rope, rms, swiglu, tied", { positions: "rope", norm: "rms", activation: "swiglu", nKvHeads: 1, tieEmbeddings: true }, "packed"],
     ["Llama: GQA 4/2, headDim 6, rope, rms, swiglu, untied", { positions: "rope", norm: "rms", activation: "swiglu", nKvHeads: 2, headDim: 6 }, "tfjs"],

@@ -2,7 +2,7 @@
 import * as tf from "@tensorflow/tfjs";
 import { nativeActive } from "../backend.ts";
 import { nativeGelu } from "../kernels/native/gelu.ts";
-import { attentionShape, isPlainAttention, type AttentionShape, type ResolvedModelConfig } from "../models/modelConfig.ts";
+import { attentionShape, type AttentionShape, type ResolvedModelConfig } from "../models/modelConfig.ts";
 import type { TransformerLm } from "../models/transformer.ts";
 import type { KvLayout, SeqKv } from "./kvPool.ts";
 import { NativeDecodeStep } from "./nativeDecode.ts";
@@ -191,9 +191,6 @@ export class BatchDecoder {
   // The native step's weights: the same values as the JS paths read, kernels row-major [k, n].
   private createNative(): NativeDecodeStep | undefined {
     const cfg = this.config;
-    // The native step takes today's multi-head shape; grouped-query attention and other head
-    // widths run on the packed (or tfjs) path.
-    if (!isPlainAttention(cfg)) return undefined;
     const vals = (t: tf.Tensor) => t.dataSync() as Float32Array;
     const lin = (l: Linear) => ({ w: vals(l.kernel), ...(l.bias ? { b: l.bias } : {}) });
     const nm = (x: Norm) => ({ s: x.scale, ...(x.bias ? { b: x.bias } : {}) });

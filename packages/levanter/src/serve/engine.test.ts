@@ -12,6 +12,7 @@ import { TransformerLm, defaultDecayMask } from "../models/transformer.ts";
 import { AdamW } from "../optim/adamw.ts";
 import { Rng } from "../rng.ts";
 import { saveTrainState } from "../trainer/trainState.ts";
+import { loadNativeAddon } from "../kernels/native/addon.ts";
 import { InferenceEngine, logprobOf } from "./engine.ts";
 
 const TINY: ModelConfigInput = { nLayers: 2, dModel: 32, nHeads: 4, seqLen: 64, initStd: 0.5 };
@@ -85,6 +86,35 @@ describe("InferenceEngine", () => {
       }
     } finally {
       engine.close();
+    }
+  });
+
+  it("a Llama-shaped model (GQA, rotary, SwiGLU, RMSNorm) decodes on the native step where the addon loads, batched as alone", async () => {
+    const model = tinyModel({ positions: "rope", norm: "rms", activation: "swiglu", nKvHeads: 2, headDim: 10, tieEmbeddings: false }, 11);
+    const engine = new InferenceEngine(model, byteTokenizer, "llama-tiny");
+    try {
+      expect(engine.decodePath).toBe(loadNativeAddon().ok ? "native" : "packed");
+      const prompts = ["The jury", "A", "Once upon a time there", "xyz"];
+      const alone = [];
+      for (const p of prompts) alone.push((await engine.submit({ prompt: byteTokenizer.encode(p), maxTokens: 24, temperature: 0 })).choices[0]!.tokens);
+      // Continuous batching: all four at once, one arriving while the others decode.
+      const first = prompts.slice(0, 3).map((p) => engine.submit({ prompt: byteTokenizer.encode(p), maxTokens: 24, temperature: 0 }));
+      const late = engine.submit({ prompt: byteTokenizer.encode(prompts[3]!), maxTokens: 24, temperature: 0 });
+      const together = (await Promise.all([...first, late])).map((r) => r.choices[0]!.tokens);
+      expect(together).toEqual(alone);
+      expect(alone[0]!.length).toBe(24);
+      // Greedy decoding agrees with the model's full forward (no cache) for the first prompt.
+      const ids = byteTokenizer.encode(prompts[0]!);
+      const seq = [...ids];
+      for (let i = 0; i < 6; i++) {
+        const l = fullLogits(model, seq);
+        const row = l.subarray((seq.length - 1) * 257, seq.length * 257);
+        seq.push(row.indexOf(Math.max(...row)));
+      }
+      expect(alone[0]!.slice(0, 6)).toEqual(seq.slice(ids.length));
+    } finally {
+      engine.close();
+      model.dispose();
     }
   });
 

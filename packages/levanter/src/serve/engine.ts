@@ -227,6 +227,15 @@ export class InferenceEngine {
     }
   }
 
+  /**
+   * Where a decode step runs: `native` (the addon's whole-step kernel, every model shape: learned
+   * or rotary positions, multi-head or grouped-query) where levanter's native addon loads, else
+   * `packed` or `tfjs` (see {@link BatchDecoder}).
+   */
+  get decodePath(): "native" | "packed" | "tfjs" {
+    return this.decoder.projections;
+  }
+
   /** Current counters. */
   stats(): EngineStats {
     return {

@@ -35,6 +35,10 @@ describe.skipIf(!load.ok)("native decode step", () => {
     // or on the scalar tail depending on its place in the batch, and the two must agree bit for bit.
     ["gelu, MLP width 20", { dFF: 20 }],
     ["rope, swiglu, MLP width 36", { positions: "rope", activation: "swiglu", dFF: 36 }],
+    // Llama-shaped: grouped-query heads (4 query heads on 2 or 1 key/value heads) and a head width
+    // other than dModel / nHeads; the cache holds the key/value heads only.
+    ["Llama: GQA 4/2, headDim 10, rope, rms, swiglu, untied", { positions: "rope", norm: "rms", activation: "swiglu", nKvHeads: 2, headDim: 10 }],
+    ["Llama: GQA 4/1, rope, rms, swiglu, tied", { positions: "rope", norm: "rms", activation: "swiglu", nKvHeads: 1, tieEmbeddings: true }],
   ] as [string, ModelConfigInput][]) {
     it(`a sequence's logits and cache are the same bits alone and in a busy batch (${name})`, () => {
       const model = TransformerLm.init(resolveModelConfig(ModelConfigSchema.parse({ ...SMALL, ...extra }), 257), new Rng(9));

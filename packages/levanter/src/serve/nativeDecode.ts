@@ -1,6 +1,6 @@
 // The TS side of the native decode step (native/src/decode.cc): hands a model's weights to the addon once and runs BatchDecoder steps through it.
 import { loadNativeAddon } from "../kernels/native/addon.ts";
-import type { ResolvedModelConfig } from "../models/modelConfig.ts";
+import { attentionShape, type ResolvedModelConfig } from "../models/modelConfig.ts";
 import type { SeqKv } from "./kvPool.ts";
 
 /** A projection's weights as the native step takes them: `w [k, n]` row-major, `b [n]`. */
@@ -79,10 +79,13 @@ export class NativeDecodeStep {
     const run = load.addon.decodeStep as StepFn | undefined;
     if (typeof create !== "function" || typeof run !== "function") return undefined;
     const c = spec.config;
+    const shape = attentionShape(c);
     const handle = create({
       nLayers: c.nLayers,
       dModel: c.dModel,
-      nHeads: c.nHeads,
+      nHeads: shape.nHeads,
+      nKvHeads: shape.nKvHeads,
+      headDim: shape.headDim,
       vocabSize: c.vocabSize,
       seqLen: c.seqLen,
       ffn: spec.ffn,

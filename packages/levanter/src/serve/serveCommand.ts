@@ -74,7 +74,7 @@ async function serveCheckpoint(opts: ServeCommandOptions & { checkpoint: string 
     throw e instanceof LevanterError ? e : new LevanterError("CHECKPOINT_CORRUPT", `${shownAs}: ${(e as Error).message}`, { cause: e });
   }
   const engine = server.engine()!;
-  process.stdout.write(`levanter serve: ready at ${server.url}/v1 (model ${engine.modelId}, context ${engine.maxContext})\n`);
+  process.stdout.write(`levanter serve: ready at ${server.url}/v1 (model ${engine.modelId}, context ${engine.maxContext}, decode ${engine.decodePath})\n`);
   const signal = await new Promise<NodeJS.Signals>((resolve) => {
     process.once("SIGINT", () => resolve("SIGINT"));
     process.once("SIGTERM", () => resolve("SIGTERM"));

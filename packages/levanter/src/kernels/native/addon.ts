@@ -1,8 +1,10 @@
 // Loads levanter's native kernel addon (native/, built by node-gyp at install) and describes
 // its N-API surface. The `.node` file is found from the package root, so this works from src/
 // and from a compiled dist/ alike. LEVANTER_NATIVE=off makes the loader behave as if the addon
-// were absent (the fallback path's test switch); LEVANTER_NATIVE_GEMM=vendored|openblas picks the
-// GEMM engine.
+// were absent (the fallback path's test switch). The GEMM engine is the faster of the vendored GEMM
+// and the system OpenBLAS (where the build linked it) on this machine, by a calibration of a few
+// milliseconds run once per process; LEVANTER_NATIVE_GEMM=vendored|openblas forces one (auto: the
+// calibration).
 import { createRequire } from "node:module";
 import path from "node:path";
 
@@ -41,6 +43,39 @@ export interface NativeAddon {
 export type NativeLoad = { ok: true; addon: NativeAddon; path: string } | { ok: false; reason: string };
 
 let cached: NativeLoad | undefined;
+let calibration: GemmCalibration | undefined;
+
+/** How the GEMM engine was picked: each engine's best time on the calibration products (seconds). */
+export interface GemmCalibration {
+  vendored: number;
+  /** Absent where the build has no OpenBLAS (then nothing was timed but the vendored GEMM). */
+  openblas?: number;
+  /** The faster engine (the vendored GEMM on a tie or without OpenBLAS). */
+  pick: "openblas" | "vendored";
+}
+
+/**
+ * The calibration behind the default GEMM pick: run on first use, then cached for the process
+ * (the pick never changes within a process, so results stay bitwise stable across thread counts
+ * and runs of the same process). Undefined where the addon does not load.
+ */
+export function nativeGemmCalibration(): GemmCalibration | undefined {
+  const load = loadNativeAddon();
+  if (!load.ok) return undefined;
+  return calibrate(load.addon);
+}
+
+function calibrate(addon: NativeAddon): GemmCalibration {
+  if (calibration) return calibration;
+  const fn = addon.gemmCalibrate as (() => { vendored: number; openblas?: number }) | undefined;
+  if (!addon.info().openblas || typeof fn !== "function") {
+    calibration = { vendored: 0, pick: "vendored" };
+    return calibration;
+  }
+  const t = fn();
+  calibration = { vendored: t.vendored, ...(t.openblas !== undefined ? { openblas: t.openblas } : {}), pick: t.openblas !== undefined && t.openblas < t.vendored ? "openblas" : "vendored" };
+  return calibration;
+}
 
 /** Where the built addon lives: `<package root>/native/build/Release/levanter_native.node`. */
 export function nativeAddonPath(): string {
@@ -54,10 +89,11 @@ export function loadNativeAddon(): NativeLoad {
   if (process.env.LEVANTER_NATIVE?.trim() === "off") return { ok: false, reason: "disabled by LEVANTER_NATIVE=off" };
   if (!cached) cached = loadOnce();
   if (cached.ok) {
-    const want = process.env.LEVANTER_NATIVE_GEMM?.trim() || (cached.addon.info().openblas ? "openblas" : "vendored");
-    if (want !== "vendored" && want !== "openblas") {
-      return { ok: false, reason: `LEVANTER_NATIVE_GEMM: expected openblas | vendored, got "${want}"` };
+    const asked = process.env.LEVANTER_NATIVE_GEMM?.trim() || "auto";
+    if (asked !== "vendored" && asked !== "openblas" && asked !== "auto") {
+      return { ok: false, reason: `LEVANTER_NATIVE_GEMM: expected openblas | vendored | auto, got "${asked}"` };
     }
+    const want = asked === "auto" ? calibrate(cached.addon).pick : asked;
     if (!cached.addon.setGemm(want)) return { ok: false, reason: `LEVANTER_NATIVE_GEMM=${want}: this build has no OpenBLAS` };
   }
   return cached;

@@ -4,7 +4,7 @@
 import * as tf from "@tensorflow/tfjs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { selectBackend } from "../../backend.ts";
-import { loadNativeAddon } from "./addon.ts";
+import { loadNativeAddon, nativeGemmCalibration } from "./addon.ts";
 import { relErr, sameBits, quietSuiteBackToWasm } from "./testing.ts";
 
 const load = loadNativeAddon();
@@ -93,7 +93,8 @@ for (const gemm of ["default", "vendored"] as const) {
       if (gemm === "vendored") process.env.LEVANTER_NATIVE_GEMM = "vendored";
       else delete process.env.LEVANTER_NATIVE_GEMM;
       const sel = await selectBackend({ force: "native", threads: 1 });
-      expect(sel.native?.gemm).toBe(gemm === "vendored" || !sel.native?.openblas ? "vendored" : "openblas");
+      // By default: the faster engine by the process's calibration.
+      expect(sel.native?.gemm).toBe(gemm === "vendored" ? "vendored" : nativeGemmCalibration()!.pick);
     });
     afterAll(async () => {
       process.env.LEVANTER_LOG = previous.log;
@@ -282,6 +283,7 @@ describe.skipIf(!load.ok)("native non-GEMM kernels", () => {
   });
   it("non-GEMM kernels split over several chunks give the same bits for 1, 2 and 3 threads", async () => {
     const { nativeGelu } = await import("./gelu.ts");
+    const { nativeSwiglu } = await import("./swiglu.ts");
     const { nativeNorm } = await import("./norm.ts");
     const { nativeTokenCrossEntropy } = await import("./crossEntropy.ts");
     const { AdamW } = await import("../../optim/adamw.ts");
@@ -297,6 +299,8 @@ describe.skipIf(!load.ok)("native non-GEMM kernels", () => {
         const outs: tf.Tensor[] = [
           nativeGelu(x),
           ...tf.grads((y: tf.Tensor) => nativeGelu(y).mul(w).sum())([x]),
+          nativeSwiglu(x, w),
+          ...tf.grads((g: tf.Tensor, u: tf.Tensor) => nativeSwiglu(g, u).mul(x).sum())([x, w]),
           ...tf.grads((y: tf.Tensor, ss: tf.Tensor, bb: tf.Tensor) => nativeNorm(y as tf.Tensor2D, ss, bb, 1e-5).mul(w).sum())([x, s, b]),
           ...tf.grads((y: tf.Tensor, ss: tf.Tensor) => nativeNorm(y as tf.Tensor2D, ss, undefined, 1e-5).mul(w).sum())([x, s]),
           tf.softmax(logits),
@@ -329,8 +333,10 @@ describe.skipIf(!load.ok)("native non-GEMM kernels", () => {
     }
   });
 
-  it("fused GELU and layer / RMS norm match the op-by-op forms on cpu (value and every gradient)", async () => {
+  it("fused GELU, SwiGLU and layer / RMS norm match the op-by-op forms on cpu (value and every gradient)", async () => {
     const { nativeGelu } = await import("./gelu.ts");
+    const { nativeSwiglu } = await import("./swiglu.ts");
+    const swigluRef = (g: tf.Tensor, u: tf.Tensor) => g.mul(tf.sigmoid(g)).mul(u);
     const { nativeNorm } = await import("./norm.ts");
     const c2 = 2 * Math.sqrt(2 / Math.PI);
     const geluRef = (x: tf.Tensor) => x.mul(tf.sigmoid(x.add(x.mul(x).mul(x).mul(0.044715)).mul(c2)));
@@ -350,13 +356,46 @@ describe.skipIf(!load.ok)("native non-GEMM kernels", () => {
         const outs: tf.Tensor[] = [gelu(x), ...tf.grads((y: tf.Tensor) => gelu(y).mul(w).sum())([x])];
         outs.push(norm(x, s, b), ...tf.grads((y: tf.Tensor, ss: tf.Tensor, bb: tf.Tensor) => norm(y, ss, bb).mul(w).sum())([x, s, b]));
         outs.push(norm(x, s), ...tf.grads((y: tf.Tensor, ss: tf.Tensor) => norm(y, ss).mul(w).sum())([x, s]));
+        // SwiGLU on 37×48 (a vector tail of 4 per chunk) with gates across the sigmoid's range.
+        const swiglu = native ? nativeSwiglu : swigluRef;
+        const u = seeded([37, 48], 64);
+        outs.push(swiglu(x, u), ...tf.grads((g: tf.Tensor, uu: tf.Tensor) => swiglu(g, uu).mul(w).sum())([x, u]));
         return outs.map((t) => t.dataSync() as Float32Array);
       });
     await tf.setBackend("cpu");
     const want = run(false);
     await selectBackend({ force: "native", threads: 1 });
     const got = run(true);
-    expect(got.length).toBe(9);
+    expect(got.length).toBe(12);
     for (const [j, v] of got.entries()) expect(relErr(v, want[j]!), `output ${j}`).toBeLessThan(1e-5);
+  });
+});
+
+describe.skipIf(!load.ok)("native GEMM pick", () => {
+  it("is the faster engine by a calibration of a few milliseconds, run once per process", async () => {
+    const c = nativeGemmCalibration()!;
+    const addon = (load as { addon: { info(): { openblas: boolean } } }).addon;
+    if (addon.info().openblas) {
+      expect(c.openblas).toBeGreaterThan(0);
+      expect(c.vendored).toBeGreaterThan(0);
+      expect(c.pick).toBe(c.openblas! < c.vendored ? "openblas" : "vendored");
+      // A few milliseconds each (generous: this machine may be loaded).
+      expect(c.openblas! + c.vendored).toBeLessThan(1);
+    } else {
+      expect(c.pick).toBe("vendored");
+    }
+    // Cached: the same object, so the pick cannot change within the process.
+    expect(nativeGemmCalibration()).toBe(c);
+    const previous = process.env.LEVANTER_NATIVE_GEMM;
+    try {
+      process.env.LEVANTER_NATIVE_GEMM = "auto";
+      expect((await selectBackend({ force: "native", threads: 1 })).native?.gemm).toBe(c.pick);
+      process.env.LEVANTER_NATIVE_GEMM = "fastest";
+      expect(loadNativeAddon()).toMatchObject({ ok: false, reason: expect.stringMatching(/LEVANTER_NATIVE_GEMM: expected openblas \| vendored \| auto, got "fastest"/) });
+    } finally {
+      if (previous === undefined) delete process.env.LEVANTER_NATIVE_GEMM;
+      else process.env.LEVANTER_NATIVE_GEMM = previous;
+      await selectBackend({ force: "wasm", threads: 1 });
+    }
   });
 });

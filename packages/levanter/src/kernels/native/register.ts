@@ -4,7 +4,8 @@
 import * as tf from "@tensorflow/tfjs";
 import type { NativeAddon } from "./addon.ts";
 import { ADAMW_KERNEL, nativeAdamW } from "./adamw.ts";
-import { ATTENTION_GRAD_KERNEL, ATTENTION_KERNEL, nativeAttentionGradKernel, nativeAttentionKernel } from "./attention.ts";
+import { SWIGLU_GRAD_KERNEL, SWIGLU_KERNEL, nativeSwigluGradKernel, nativeSwigluKernel } from "./swiglu.ts";
+import { ATTENTION_GRAD_KERNEL, ATTENTION_KERNEL, ROTARY_KERNEL, nativeAttentionGradKernel, nativeAttentionKernel, nativeRotaryKernel } from "./attention.ts";
 import { nativeBatchMatMul } from "./batchMatMul.ts";
 import { nativeBinary } from "./binary.ts";
 import { CROSS_ENTROPY_GRAD_KERNEL, CROSS_ENTROPY_KERNEL, nativeCrossEntropy, nativeCrossEntropyGrad } from "./crossEntropy.ts";
@@ -42,6 +43,9 @@ export const NATIVE_KERNELS: NativeKernel[] = [
   { kernelName: ADAMW_KERNEL, make: own(nativeAdamW) },
   { kernelName: ATTENTION_KERNEL, make: own(nativeAttentionKernel) },
   { kernelName: ATTENTION_GRAD_KERNEL, make: own(nativeAttentionGradKernel) },
+  { kernelName: ROTARY_KERNEL, make: own(nativeRotaryKernel) },
+  { kernelName: SWIGLU_KERNEL, make: own(nativeSwigluKernel) },
+  { kernelName: SWIGLU_GRAD_KERNEL, make: own(nativeSwigluGradKernel) },
   { kernelName: CROSS_ENTROPY_KERNEL, make: own(nativeCrossEntropy) },
   { kernelName: CROSS_ENTROPY_GRAD_KERNEL, make: own(nativeCrossEntropyGrad) },
   { kernelName: GELU_KERNEL, make: own(nativeGeluKernel) },

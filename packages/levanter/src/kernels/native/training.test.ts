@@ -12,8 +12,12 @@ import { loadNativeAddon } from "./addon.ts";
 
 const load = loadNativeAddon();
 
-function train(steps: number): number[] {
-  const cfg = resolveModelConfig(ModelConfigSchema.parse({ nLayers: 2, dModel: 32, nHeads: 2, seqLen: 16 }), 257);
+// Llama-shaped: grouped-query heads (4 on 2), rotary positions, SwiGLU, RMSNorm, untied head —
+// on native through the fused rotary and attention kernels.
+const LLAMA = { nLayers: 2, dModel: 32, nHeads: 4, nKvHeads: 2, seqLen: 16, positions: "rope", norm: "rms", activation: "swiglu" } as const;
+
+function train(steps: number, shape: object = { nLayers: 2, dModel: 32, nHeads: 2, seqLen: 16 }): number[] {
+  const cfg = resolveModelConfig(ModelConfigSchema.parse(shape), 257);
   const batch = 4;
   const text = Buffer.from("the quick brown fox jumps over the lazy dog; ".repeat(20));
   const model = TransformerLm.init(cfg, new Rng(0));
@@ -49,5 +53,17 @@ describe.skipIf(!load.ok)("native training", () => {
     expect(wasm[49]!).toBeLessThan(wasm[0]! - 1); // it learns
     for (let s = 0; s < 50; s++) expect(Math.abs(native1[s]! - wasm[s]!), `step ${s}`).toBeLessThan(2e-3 * Math.max(1, wasm[s]!));
     expect(native2).toEqual(native1);
+  });
+
+  it("a Llama-shaped model (GQA, rotary, SwiGLU, RMSNorm) follows the wasm op-by-op curve, with the same bits for 1 and 3 threads", async () => {
+    await selectBackend({ force: "wasm", threads: 1 });
+    const wasm = train(30, LLAMA);
+    await selectBackend({ force: "native", threads: 1 });
+    const native1 = train(30, LLAMA);
+    await selectBackend({ force: "native", threads: 3 });
+    const native3 = train(30, LLAMA);
+    expect(wasm[29]!).toBeLessThan(wasm[0]! - 1);
+    for (let s = 0; s < 30; s++) expect(Math.abs(native1[s]! - wasm[s]!), `step ${s}`).toBeLessThan(2e-3 * Math.max(1, wasm[s]!));
+    expect(native3).toEqual(native1);
   });
 });
