@@ -19,6 +19,7 @@ import { lrSchedule } from "../optim/schedule.ts";
 import { TokenCacheReader } from "../sharding/tokenCacheReader.ts";
 import { evaluateLm, tokenizerNamed, type EvalResult } from "./evaluate.ts";
 import { initializeDistributed, type Distributed } from "../distributed.ts";
+import { agreeOnNativeGemm, nativeGemmEngine } from "../kernels/native/addon.ts";
 import { dataParallelGradients, type SaveKind } from "./gradients.ts";
 import { ShardedOptimizerState } from "./sharded.ts";
 import { checkContinuesRun, runDifferences, runIdentity } from "./runIdentity.ts";
@@ -135,6 +136,15 @@ export async function trainLm(input: TrainLmConfig | TrainLmConfigInput, options
     dist = options.distributed ?? (await initializeDistributed());
     const { rank, world } = dist;
     const lead = rank === 0;
+    // Every rank multiplies with one GEMM engine (rank 0's calibrated pick): ranks that picked
+    // differently would not give one rank's bits.
+    if (world > 1 && backend.name === "native") {
+      const picks = await dist.allGather(nativeGemmEngine() ?? null);
+      if (picks[0] && picks.some((p) => p !== picks[0])) {
+        agreeOnNativeGemm(picks[0]);
+        log("info", "native GEMM engine agreed with rank 0", { engine: picks[0], picks });
+      }
+    }
     const microBatches = tc.microBatches ?? (tc.microBatchSize ? tc.batchSize / tc.microBatchSize : world);
     if (microBatches < world || tc.batchSize % microBatches !== 0) {
       throw new LevanterError(

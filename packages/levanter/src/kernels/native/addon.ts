@@ -44,6 +44,8 @@ export type NativeLoad = { ok: true; addon: NativeAddon; path: string } | { ok: 
 
 let cached: NativeLoad | undefined;
 let calibration: GemmCalibration | undefined;
+/** The engine a data-parallel gang agreed on (rank 0's), overriding this process's calibration. */
+let agreed: "openblas" | "vendored" | undefined;
 
 /** How the GEMM engine was picked: each engine's best time on the calibration products (seconds). */
 export interface GemmCalibration {
@@ -77,6 +79,23 @@ function calibrate(addon: NativeAddon): GemmCalibration {
   return calibration;
 }
 
+/**
+ * Makes this process use `engine` instead of its own calibration's pick (LEVANTER_NATIVE_GEMM still
+ * wins): the ranks of a data-parallel gang each calibrate, and two engines that time close on a
+ * machine could be picked differently by different ranks, whose gradients then differ in the last
+ * bits; the gang takes rank 0's pick so that N ranks keep giving one rank's bits.
+ */
+export function agreeOnNativeGemm(engine: "openblas" | "vendored"): void {
+  agreed = engine;
+  if (cached?.ok) loadNativeAddon();
+}
+
+/** The GEMM engine this process multiplies with, or undefined where the addon does not load. */
+export function nativeGemmEngine(): "openblas" | "vendored" | undefined {
+  const load = loadNativeAddon();
+  return load.ok ? load.addon.info().gemm : undefined;
+}
+
 /** Where the built addon lives: `<package root>/native/build/Release/levanter_native.node`. */
 export function nativeAddonPath(): string {
   const require = createRequire(import.meta.url);
@@ -93,7 +112,7 @@ export function loadNativeAddon(): NativeLoad {
     if (asked !== "vendored" && asked !== "openblas" && asked !== "auto") {
       return { ok: false, reason: `LEVANTER_NATIVE_GEMM: expected openblas | vendored | auto, got "${asked}"` };
     }
-    const want = asked === "auto" ? calibrate(cached.addon).pick : asked;
+    const want = asked === "auto" ? (agreed ?? calibrate(cached.addon).pick) : asked;
     if (!cached.addon.setGemm(want)) return { ok: false, reason: `LEVANTER_NATIVE_GEMM=${want}: this build has no OpenBLAS` };
   }
   return cached;

@@ -4,7 +4,7 @@
 import * as tf from "@tensorflow/tfjs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { selectBackend } from "../../backend.ts";
-import { loadNativeAddon, nativeGemmCalibration } from "./addon.ts";
+import { agreeOnNativeGemm, loadNativeAddon, nativeGemmCalibration, nativeGemmEngine } from "./addon.ts";
 import { relErr, sameBits, quietSuiteBackToWasm } from "./testing.ts";
 
 const load = loadNativeAddon();
@@ -393,6 +393,25 @@ describe.skipIf(!load.ok)("native GEMM pick", () => {
       process.env.LEVANTER_NATIVE_GEMM = "fastest";
       expect(loadNativeAddon()).toMatchObject({ ok: false, reason: expect.stringMatching(/LEVANTER_NATIVE_GEMM: expected openblas \| vendored \| auto, got "fastest"/) });
     } finally {
+      if (previous === undefined) delete process.env.LEVANTER_NATIVE_GEMM;
+      else process.env.LEVANTER_NATIVE_GEMM = previous;
+      await selectBackend({ force: "wasm", threads: 1 });
+    }
+  });
+
+  it("takes the engine a gang agreed on over its own pick (LEVANTER_NATIVE_GEMM still wins)", async () => {
+    const addon = (load as { addon: { info(): { openblas: boolean } } }).addon;
+    const other = nativeGemmCalibration()!.pick === "vendored" && addon.info().openblas ? "openblas" : "vendored";
+    const previous = process.env.LEVANTER_NATIVE_GEMM;
+    try {
+      delete process.env.LEVANTER_NATIVE_GEMM;
+      agreeOnNativeGemm(other);
+      expect(nativeGemmEngine()).toBe(other);
+      expect((await selectBackend({ force: "native", threads: 1 })).native?.gemm).toBe(other);
+      process.env.LEVANTER_NATIVE_GEMM = "vendored";
+      expect(nativeGemmEngine()).toBe("vendored");
+    } finally {
+      agreeOnNativeGemm(nativeGemmCalibration()!.pick);
       if (previous === undefined) delete process.env.LEVANTER_NATIVE_GEMM;
       else process.env.LEVANTER_NATIVE_GEMM = previous;
       await selectBackend({ force: "wasm", threads: 1 });
