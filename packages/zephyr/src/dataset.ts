@@ -387,13 +387,18 @@ export class Dataset<T> implements RunSource {
         (_g, batches: BandBatch[], ctx) => groupEdges(batches, p, (n, v) => ctx.counter(n, v)),
       )
       .flatMap((es) => es);
-    const labels = connectedComponents(edges, { counterPrefix: "dedupFuzzy.cc" });
+    // Only the records to drop (a label other than their own id) go to the join: a component's
+    // root is counted here and then joins nothing, like a record with no near-duplicate.
+    const dropped = connectedComponents(edges, { counterPrefix: "dedupFuzzy.cc" }).filter((lab, ctx) => {
+      const root = lab[1] === lab[0];
+      if (root) ctx.counter("dedupFuzzy.duplicateGroups");
+      return !root;
+    });
     return tagged
-      .join(labels as Dataset<unknown> as Dataset<[number, T]>, (r) => r[0], { kind: "left" })
-      .filter(([l, r], ctx) => {
-        const keep = r === undefined || (r as unknown as [number, number])[1] === l[0];
+      .join(dropped as Dataset<unknown> as Dataset<[number, T]>, (r) => r[0], { kind: "left" })
+      .filter(([, r], ctx) => {
+        const keep = r === undefined;
         ctx.counter(keep ? "dedupFuzzy.components" : "dedupFuzzy.removed");
-        if (keep && r !== undefined) ctx.counter("dedupFuzzy.duplicateGroups");
         return keep;
       })
       .map(([l]) => l[1]);

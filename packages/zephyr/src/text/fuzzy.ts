@@ -1,6 +1,6 @@
 // The per-record and per-bucket pieces of fuzzy deduplication (MinHash + LSH): what `dedupFuzzy`
 // runs inside its stages. No zephyr imports.
-import { bandKeys, jaccard, lshParams, makePermutations, minhash, shingleHashes, shingleSet } from "./minhash.ts";
+import { bandKeys, jaccard, lshParams, makePermutations, minhash, shingleHashesInto, shingleSet } from "./minhash.ts";
 import type { Permutations } from "./minhash.ts";
 
 /** Resolved parameters of a fuzzy dedup. */
@@ -56,9 +56,9 @@ export function bandBatches(window: readonly (readonly [number, string])[], p: F
   const gi: number[][] = Array.from({ length: groups }, () => []);
   const gt: string[][] | null = p.verify ? Array.from({ length: groups }, () => []) : null;
   for (const [id, text] of window) {
-    const sh = shingleHashes(text, p.ngram);
-    if (sh.length === 0) continue;
-    minhash(sh, perms, sig);
+    const { hashes, count } = shingleHashesInto(text, p.ngram);
+    if (count === 0) continue;
+    minhash(hashes, perms, sig, count);
     bandKeys(sig, p.bands, p.rows, keys);
     for (const k of keys) {
       const g = k % groups;

@@ -4,7 +4,7 @@ import fc from "fast-check";
 import { afterAll, describe, expect, it } from "vitest";
 import { closeThreadPool, connectedComponents, fromList, ZephyrError } from "../index.ts";
 import { componentsOf, fuzzyDocs, plantedCorpus } from "../fixtures/fuzzyPipeline.ts";
-import { lshParams } from "./minhash.ts";
+import { fmix32, hashWord, lshParams, shingleHashes, words } from "./minhash.ts";
 
 afterAll(async () => {
   await closeThreadPool();
@@ -85,6 +85,25 @@ describe("dedupFuzzy", () => {
     expect(() => fromList(texts).dedupFuzzy({ text: (t) => t, threshold: 1.5 })).toThrow(ZephyrError);
     expect(() => fromList(texts).dedupFuzzy({ text: "t" as never })).toThrow(/text: expected a function/);
     expect(() => fromList(texts).dedupFuzzy({ text: (t) => t, bands: 20, rows: 10 })).toThrow(/exceeds permutations/);
+  });
+
+  it("hashes shingles from character codes exactly as from lower-cased words (ASCII fast path, Unicode fallback)", () => {
+    const reference = (text: string, n: number): number[] => {
+      const wh = words(text).map(hashWord);
+      if (wh.length === 0) return [];
+      const span = Math.min(n, wh.length);
+      return Array.from({ length: Math.max(1, wh.length - n + 1) }, (_, i) => {
+        let h = span;
+        for (let j = 0; j < span; j++) h = Math.imul(h ^ wh[i + j], 0x9e3779b1) + j;
+        return fmix32(h);
+      });
+    };
+    fc.assert(
+      fc.property(fc.array(fc.constantFrom("The", "quick", "BROWN", "fox", " ", "\t", "\n  ", "Été", "İ", "x\u00a0y"), { maxLength: 40 }), fc.integer({ min: 1, max: 6 }), (parts, n) => {
+        const text = parts.join(parts.length % 2 ? " " : "");
+        expect([...shingleHashes(text, n)]).toEqual(reference(text, n));
+      }),
+    );
   });
 
   it("derives LSH bands and rows from the threshold", () => {

@@ -26,24 +26,82 @@ export function fmix32(h: number): number {
   return h >>> 0;
 }
 
+/** Scratch buffers of {@link shingleHashesInto} (grown as needed, reused across records). */
+let wordBuf = new Uint32Array(256);
+let shingleBuf = new Uint32Array(256);
+
 /**
- * The 32-bit hashes of the word `n`-grams of `text` (a text shorter than `n` words is one
- * shingle of all its words; a text without words has none). Duplicates are kept.
+ * The word hashes of `text` into `wordBuf` (its count returned): FNV-1a of each lower-cased word,
+ * computed straight from the character codes, with no word strings. Texts with a non-ASCII
+ * character take the `words()` path (full Unicode lower-casing and whitespace).
  */
-export function shingleHashes(text: string, n: number): Uint32Array {
+function wordHashes(text: string): number {
+  let n = 0;
+  let h = 0x811c9dc5;
+  let inWord = false;
+  for (let i = 0; i < text.length; i++) {
+    let c = text.charCodeAt(i);
+    if (c >= 128) return wordHashesSlow(text);
+    if (c === 32 || (c >= 9 && c <= 13)) {
+      if (inWord) {
+        if (n === wordBuf.length) growWords();
+        wordBuf[n++] = h >>> 0;
+        h = 0x811c9dc5;
+        inWord = false;
+      }
+      continue;
+    }
+    if (c >= 65 && c <= 90) c += 32;
+    h = Math.imul(h ^ c, 0x01000193);
+    inWord = true;
+  }
+  if (inWord) {
+    if (n === wordBuf.length) growWords();
+    wordBuf[n++] = h >>> 0;
+  }
+  return n;
+}
+
+function growWords(): void {
+  const next = new Uint32Array(wordBuf.length * 2);
+  next.set(wordBuf);
+  wordBuf = next;
+}
+
+function wordHashesSlow(text: string): number {
   const ws = words(text);
-  if (ws.length === 0) return new Uint32Array(0);
-  const wh = new Uint32Array(ws.length);
-  for (let i = 0; i < ws.length; i++) wh[i] = hashWord(ws[i]);
-  const count = Math.max(1, ws.length - n + 1);
-  const span = Math.min(n, ws.length);
-  const out = new Uint32Array(count);
+  if (ws.length > wordBuf.length) wordBuf = new Uint32Array(ws.length);
+  for (let i = 0; i < ws.length; i++) wordBuf[i] = hashWord(ws[i]);
+  return ws.length;
+}
+
+/**
+ * The shingle hashes of `text` (as {@link shingleHashes}) into a scratch buffer reused by the next
+ * call: the buffer and the count of hashes in it.
+ */
+export function shingleHashesInto(text: string, n: number): { hashes: Uint32Array; count: number } {
+  const nw = wordHashes(text);
+  if (nw === 0) return { hashes: shingleBuf, count: 0 };
+  const wh = wordBuf;
+  const count = Math.max(1, nw - n + 1);
+  const span = Math.min(n, nw);
+  if (count > shingleBuf.length) shingleBuf = new Uint32Array(Math.max(count, shingleBuf.length * 2));
+  const out = shingleBuf;
   for (let i = 0; i < count; i++) {
     let h = span;
     for (let j = 0; j < span; j++) h = Math.imul(h ^ wh[i + j], 0x9e3779b1) + j;
     out[i] = fmix32(h);
   }
-  return out;
+  return { hashes: out, count };
+}
+
+/**
+ * The 32-bit hashes of the word `n`-grams of `text` (a text shorter than `n` words is one
+ * shingle of all its words; a text without words has none). Duplicates are kept.
+ */
+export function shingleHashes(text: string, n: number): Uint32Array {
+  const { hashes, count } = shingleHashesInto(text, n);
+  return hashes.slice(0, count);
 }
 
 /** The set of word `n`-grams of `text` as strings (for exact Jaccard checks). */
@@ -100,18 +158,21 @@ export function makePermutations(permutations: number, seed: number): Permutatio
  * (so that signed comparison orders the unsigned hashes and the loop stays in int32 arithmetic);
  * all 0x7fffffff for an empty set.
  */
-export function minhash(shingles: Uint32Array, perms: Permutations, out: Int32Array = new Int32Array(perms.a.length)): Int32Array {
+export function minhash(shingles: Uint32Array, perms: Permutations, out: Int32Array = new Int32Array(perms.a.length), count: number = shingles.length): Int32Array {
   const { a, b } = perms;
   const k = a.length;
-  out.fill(0x7fffffff);
-  for (let s = 0; s < shingles.length; s++) {
-    const x = shingles[s] | 0;
-    for (let i = 0; i < k; i++) {
-      let v = (Math.imul(a[i], x) + b[i]) | 0;
+  // Permutation-major: the running minimum stays in a register over the shingles.
+  for (let i = 0; i < k; i++) {
+    const ai = a[i];
+    const bi = b[i];
+    let m = 0x7fffffff;
+    for (let s = 0; s < count; s++) {
+      let v = (Math.imul(ai, shingles[s] | 0) + bi) | 0;
       v = Math.imul(v ^ (v >>> 15), 0x2c1b3c6d);
       v = (v ^ (v >>> 12) ^ 0x80000000) | 0;
-      if (v < out[i]) out[i] = v;
+      if (v < m) m = v;
     }
+    out[i] = m;
   }
   return out;
 }
