@@ -141,16 +141,24 @@ export function shapeHolds(g: ScaleGroupConfig, req: SchedResources, constraints
   return constraints.every((c) => constraintMatches(c, attrs));
 }
 
-/** How many tasks asking `req` fit in `free` (at most `cap`). */
-function fitCount(freeCpu: number, freeMem: number, freeDev: Record<string, number>, req: SchedResources, cap: number): number {
+const NO_KINDS: string[] = [];
+
+/** The device kinds a request asks for (> 0); computed once per demand entry. */
+function kindsOf(devices: Record<string, number>): string[] {
+  let out: string[] | undefined;
+  for (const k of Object.keys(devices)) if (devices[k] > 0) (out ??= []).push(k);
+  return out ?? NO_KINDS;
+}
+
+/** How many tasks asking `req` (whose device kinds are `kinds`) fit in `free` (at most `cap`). */
+function fitCount(freeCpu: number, freeMem: number, freeDev: Record<string, number>, req: SchedResources, kinds: readonly string[], cap: number): number {
   let n = cap;
   if (req.cpuMillis > 0) n = Math.min(n, Math.floor(freeCpu / req.cpuMillis));
   else if (freeCpu < 0) n = 0;
   if (req.memoryBytes > 0) n = Math.min(n, Math.floor(freeMem / req.memoryBytes));
-  const kinds = Object.keys(req.devices);
   for (let i = 0; i < kinds.length; i++) {
     const k = kinds[i];
-    if (req.devices[k] > 0) n = Math.min(n, Math.floor((freeDev[k] ?? 0) / req.devices[k]));
+    n = Math.min(n, Math.floor((freeDev[k] ?? 0) / req.devices[k]));
   }
   return Math.max(0, n);
 }
@@ -194,13 +202,11 @@ interface GroupRun {
 class RequestKeys {
   private readonly buckets = new Map<number, { devKey: string; consKey: string; key: string }[]>();
 
-  of(r: SchedResources, constraints: readonly SchedConstraint[]): string {
-    const kinds = Object.keys(r.devices);
+  of(r: SchedResources, kinds: readonly string[], constraints: readonly SchedConstraint[]): string {
     const devKey =
       kinds.length === 0
         ? ""
-        : kinds
-            .filter((k) => r.devices[k] > 0)
+        : [...kinds]
             .sort()
             .map((k) => `${k}=${r.devices[k]}`)
             .join(",");
@@ -355,11 +361,10 @@ export function decide(input: PolicyInput): PolicyOutput {
     else r.startsFor.push({ jobName, count, gang });
   };
 
-  const take = (s: Slot, req: SchedResources, n: number): void => {
+  const take = (s: Slot, req: SchedResources, kinds: readonly string[], n: number): void => {
     s.cpu -= req.cpuMillis * n;
     s.mem -= req.memoryBytes * n;
-    const kinds = Object.keys(req.devices);
-    for (let i = 0; i < kinds.length; i++) if (req.devices[kinds[i]] > 0) s.dev[kinds[i]] = (s.dev[kinds[i]] ?? 0) - req.devices[kinds[i]] * n;
+    for (let i = 0; i < kinds.length; i++) s.dev[kinds[i]] = (s.dev[kinds[i]] ?? 0) - req.devices[kinds[i]] * n;
   };
 
   const waitingNote = (r: GroupRun, coming: Slot[], ready: number): string => {
@@ -374,7 +379,8 @@ export function decide(input: PolicyInput): PolicyOutput {
   for (const di of order) {
     const d = input.demand[di];
     if (d.tasks <= 0) continue;
-    const key = keys.of(d.request, d.constraints);
+    const kinds = kindsOf(d.request.devices);
+    const key = keys.of(d.request, kinds, d.constraints);
     let capable = capableCache.get(key);
     if (capable === undefined) {
       capable = ordered.filter((r) => shapeHolds(r.g.config, d.request, d.constraints));
@@ -407,7 +413,7 @@ export function decide(input: PolicyInput): PolicyOutput {
         // Slots before the class's cursor cannot hold one more task of it.
         for (let i = r.cursors.get(key) ?? 0; i < r.slots.length && chosen.length < n; i++) {
           const s = r.slots[i];
-          if (fitCount(s.cpu, s.mem, s.dev, d.request, 1) === 1) chosen.push(s);
+          if (fitCount(s.cpu, s.mem, s.dev, d.request, kinds, 1) === 1) chosen.push(s);
         }
         const need = n - chosen.length;
         const why = need > 0 ? blocked(r, need) : undefined;
@@ -416,12 +422,12 @@ export function decide(input: PolicyInput): PolicyOutput {
           continue;
         }
         for (const s of chosen) {
-          take(s, d.request, 1);
+          take(s, d.request, kinds, 1);
           if (s.workerId !== undefined) r.usedReady.add(s.workerId);
         }
         const before = r.slots.length;
         if (need > 0) plan(r, d.jobName, need, n);
-        for (let i = before; i < r.slots.length; i++) take(r.slots[i], d.request, 1);
+        for (let i = before; i < r.slots.length; i++) take(r.slots[i], d.request, kinds, 1);
         const coming = [...chosen.filter((s) => s.coming), ...r.slots.slice(before)];
         noteParts.push(waitingNote(r, coming, chosen.length - chosen.filter((s) => s.coming).length));
         r.routed.units++;
@@ -436,9 +442,9 @@ export function decide(input: PolicyInput): PolicyOutput {
       let took = 0;
       while (remaining > 0 && cur < r.slots.length) {
         const s = r.slots[cur];
-        const k = fitCount(s.cpu, s.mem, s.dev, d.request, remaining);
+        const k = fitCount(s.cpu, s.mem, s.dev, d.request, kinds, remaining);
         if (k > 0) {
-          take(s, d.request, k);
+          take(s, d.request, kinds, k);
           remaining -= k;
           took += k;
           used.push(s);
@@ -449,7 +455,7 @@ export function decide(input: PolicyInput): PolicyOutput {
       r.cursors.set(cursorKey, cur);
       if (remaining > 0) {
         const c = r.g.config;
-        const perWorker = fitCount(c.worker.cpuMillis, c.worker.memoryBytes, c.worker.devices, d.request, Number.MAX_SAFE_INTEGER);
+        const perWorker = fitCount(c.worker.cpuMillis, c.worker.memoryBytes, c.worker.devices, d.request, kinds, Number.MAX_SAFE_INTEGER);
         const need = Math.ceil(remaining / Math.max(1, perWorker));
         const room = r.backoffUntilMs > now ? 0 : Math.max(0, c.maxWorkers - r.total);
         const n = Math.min(need, room);
@@ -459,7 +465,7 @@ export function decide(input: PolicyInput): PolicyOutput {
           plan(r, d.jobName, n, 0);
           for (let i = before; i < r.slots.length && remaining > 0; i++) {
             const k = Math.min(remaining, perWorker);
-            take(r.slots[i], d.request, k);
+            take(r.slots[i], d.request, kinds, k);
             remaining -= k;
             took += k;
             used.push(r.slots[i]);
