@@ -66,7 +66,7 @@ function build(gs: G[], ds: D[], repeat: number, byAge: boolean): PolicyInput {
       idleTimeoutMs: 120_000,
       bootTimeoutMs: 600_000,
       priority: g.priority,
-      worker: { cpuMillis: g.cpu, memoryBytes: g.memGiB * GiB, devices: g.gpu > 0 ? { gpu: g.gpu } : {}, attributes: { pool: g.pool } },
+      worker: { cpuMillis: g.cpu, memoryBytes: g.memGiB * GiB, devices: g.gpu > 0 ? ({ gpu: g.gpu } as Record<string, number>) : {}, attributes: { pool: g.pool } },
     },
     workers: g.workers.map((w) => ({
       workerId: `w${n}`,

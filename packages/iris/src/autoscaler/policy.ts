@@ -134,10 +134,19 @@ export function largestGroup(groups: readonly ScaleGroupConfig[]): ScaleGroupCon
 
 /** Whether a worker of `shape` (whole) could ever hold one task asking `req` under `constraints`. */
 export function shapeHolds(g: ScaleGroupConfig, req: SchedResources, constraints: readonly SchedConstraint[]): boolean {
+  return holdsWith(g, groupAttributes(g), req, constraints);
+}
+
+/** The attributes a group's workers register with (its own plus `iris.group`). */
+function groupAttributes(g: ScaleGroupConfig): Record<string, string> {
+  return { ...g.worker.attributes, "iris.group": g.name };
+}
+
+/** {@link shapeHolds} with the group's attributes built once. */
+function holdsWith(g: ScaleGroupConfig, attrs: Record<string, string>, req: SchedResources, constraints: readonly SchedConstraint[]): boolean {
   const w = g.worker;
   if (w.cpuMillis < req.cpuMillis || w.memoryBytes < req.memoryBytes) return false;
   for (const k in req.devices) if (req.devices[k] > 0 && (w.devices[k] ?? 0) < req.devices[k]) return false;
-  const attrs = { ...w.attributes, "iris.group": g.name };
   return constraints.every((c) => constraintMatches(c, attrs));
 }
 
@@ -200,6 +209,8 @@ interface GroupRun {
   /** Notes built once per count: `placing on N idle …` and `waiting for N … to boot` (no detail). */
   placingNotes: string[];
   waitingNotes: string[];
+  /** Its workers' attributes (built on first use). */
+  attrs: Record<string, string> | undefined;
 }
 
 /** A request's resources seen this round; first-fit cursors are kept per shape. */
@@ -221,8 +232,11 @@ interface DemandClass {
   capable: GroupRun[] | undefined;
   /** Why no group can hold it (built once; its text names the constraints as the entry orders them). */
   noHold: string | undefined;
+  /** Its record among the held reasons (counts the jobs held for it). */
+  noHoldHeld: Held | undefined;
   /** A single-task entry found no room anywhere: every later one finds none either, for this reason. */
   singleFailed: string | undefined;
+  singleHeld: Held | undefined;
   /** A gang of `n` found no room: a later gang at least as large is held for the same reason. */
   gangFailed: { n: number; reason: string } | undefined;
 }
@@ -259,9 +273,44 @@ function sameConstraints(a: readonly SchedConstraint[], b: readonly SchedConstra
   return x.every((s, i) => s === y[i]);
 }
 
+/** A reason work is held, and how many jobs it holds. */
+interface Held {
+  group: string | undefined;
+  reason: string;
+  jobs: number;
+}
+
+/** A small integer (a Smi) from a request's cpu and memory. */
+function shapeHash(req: SchedResources): number {
+  return (Math.imul(req.cpuMillis | 0, 0x9e3779b1) ^ (req.memoryBytes % 0x40000000 | 0) ^ ((req.memoryBytes / 0x40000000) | 0)) & 0x3fffffff;
+}
+
 /**
- * Demand classes by a small integer hash of cpu and memory (a Smi: no number boxing, no string
- * building per entry), then compared field by field. The last entry's request and constraints
+ * A hash of a constraint's description (its length and last character) computed without building
+ * it: constraints that read the same hash the same, and summing them ignores their order.
+ */
+function descriptionHash(c: SchedConstraint): number {
+  let len: number;
+  let last: number;
+  if (c.op === "EXISTS") {
+    len = c.key.length + 7;
+    last = 83; // "S"
+  } else if (c.op === "IN") {
+    const vs = c.values ?? NO_KINDS;
+    len = c.key.length + 5;
+    for (let i = 0; i < vs.length; i++) len += vs[i].length + (i > 0 ? 2 : 0);
+    last = 93; // "]"
+  } else {
+    const v = c.value ?? "";
+    len = c.key.length + c.op.length + 2 + v.length;
+    last = v.length > 0 ? v.charCodeAt(v.length - 1) : 32;
+  }
+  return (Math.imul(len, 31) + last) | 0;
+}
+
+/**
+ * Demand classes by a small integer hash of cpu, memory and the constraints' descriptions (a Smi:
+ * no number boxing, no string building per entry), then compared field by field. The last entry's request and constraints
  * objects are remembered: entries sharing them (as a controller's cached specs do) skip the lookup.
  */
 class DemandClasses {
@@ -278,7 +327,10 @@ class DemandClasses {
 
   of(req: SchedResources, constraints: readonly SchedConstraint[]): DemandClass {
     if (req === this.lastReq && constraints === this.lastCons) return this.lastClass!;
-    const h = (Math.imul(req.cpuMillis | 0, 0x9e3779b1) ^ (req.memoryBytes % 0x40000000 | 0) ^ ((req.memoryBytes / 0x40000000) | 0)) & 0x3fffffff;
+    const hs = shapeHash(req);
+    let hc = 0;
+    for (let i = 0; i < constraints.length; i++) hc += descriptionHash(constraints[i]);
+    const h = (hs ^ Math.imul(hc, 0x85ebca6b)) & 0x3fffffff;
     let list = this.byHash.get(h);
     if (list === undefined) this.byHash.set(h, (list = []));
     let cls: DemandClass | undefined;
@@ -291,7 +343,7 @@ class DemandClasses {
       }
     }
     if (cls === undefined) {
-      cls = { shape: this.shapeOf(h, req), constraints, capable: undefined, noHold: undefined, singleFailed: undefined, gangFailed: undefined };
+      cls = { shape: this.shapeOf(hs, req), constraints, capable: undefined, noHold: undefined, noHoldHeld: undefined, singleFailed: undefined, singleHeld: undefined, gangFailed: undefined };
       list.push(cls);
     }
     this.lastReq = req;
@@ -321,6 +373,24 @@ function plural(n: number, word: string): string {
 function schedulingOrder(demand: readonly DemandEntry[]): ArrayLike<number> {
   let byAge = true;
   for (let i = 1; i < demand.length && byAge; i++) if (demand[i].submittedAtMs < demand[i - 1].submittedAtMs) byAge = false;
+  // The distinct priorities (few): each entry's bucket by a short linear search.
+  const prios: number[] = [];
+  const bucket = new Int32Array(demand.length);
+  let lastP = Number.NaN;
+  let lastB = -1;
+  for (let i = 0; i < demand.length && byAge; i++) {
+    const p = demand[i].priority;
+    if (p !== lastP) {
+      lastP = p;
+      lastB = prios.indexOf(p);
+      if (lastB < 0) {
+        if (prios.length === 64 || Number.isNaN(p)) byAge = false;
+        lastB = prios.length;
+        prios.push(p);
+      }
+    }
+    bucket[i] = lastB;
+  }
   if (!byAge) {
     return Array.from(demand.keys()).sort((a, b) => {
       const x = demand[a];
@@ -328,41 +398,20 @@ function schedulingOrder(demand: readonly DemandEntry[]): ArrayLike<number> {
       return y.priority - x.priority || x.submittedAtMs - y.submittedAtMs || a - b;
     });
   }
-  const counts = new Map<number, number>();
-  let lastP = Number.NaN;
-  let run = 0;
-  for (let i = 0; i < demand.length; i++) {
-    const p = demand[i].priority;
-    if (p !== lastP) {
-      if (run > 0) counts.set(lastP, (counts.get(lastP) ?? 0) + run);
-      lastP = p;
-      run = 0;
-    }
-    run++;
-  }
-  if (run > 0) counts.set(lastP, (counts.get(lastP) ?? 0) + run);
   const out = new Int32Array(demand.length);
-  if (counts.size <= 1) {
+  if (prios.length <= 1) {
     for (let i = 0; i < out.length; i++) out[i] = i;
     return out;
   }
-  const start = new Map<number, number>();
+  const counts = new Int32Array(prios.length);
+  for (let i = 0; i < bucket.length; i++) counts[bucket[i]]++;
+  const start = new Int32Array(prios.length);
   let at = 0;
-  for (const p of [...counts.keys()].sort((a, b) => b - a)) {
-    start.set(p, at);
-    at += counts.get(p)!;
+  for (const b of Array.from(prios.keys()).sort((x, y) => prios[y] - prios[x])) {
+    start[b] = at;
+    at += counts[b];
   }
-  lastP = Number.NaN;
-  let pos = 0;
-  for (let i = 0; i < demand.length; i++) {
-    const p = demand[i].priority;
-    if (p !== lastP) {
-      if (!Number.isNaN(lastP)) start.set(lastP, pos);
-      lastP = p;
-      pos = start.get(p)!;
-    }
-    out[pos++] = i;
-  }
+  for (let i = 0; i < bucket.length; i++) out[start[bucket[i]]++] = i;
   return out;
 }
 
@@ -402,6 +451,7 @@ export function decide(input: PolicyInput): PolicyOutput {
       cursors: [],
       placingNotes: [],
       waitingNotes: [],
+      attrs: undefined,
     };
     const workers = [...g.workers].sort((a, b) => a.startedAtMs - b.startedAtMs || (a.workerId < b.workerId ? -1 : a.workerId > b.workerId ? 1 : 0));
     for (const w of workers) {
@@ -438,11 +488,12 @@ export function decide(input: PolicyInput): PolicyOutput {
   // Routing order of the groups: priority desc, then config order.
   const ordered = [...runs].sort((a, b) => b.g.config.priority - a.g.config.priority || a.index - b.index);
   const classes = new DemandClasses();
-  const holds = new Map<string, { group: string | undefined; reason: string; jobs: number }>();
-  const hold = (group: string | undefined, reason: string): void => {
-    const h = holds.get(reason);
+  const holds = new Map<string, Held>();
+  const hold = (group: string | undefined, reason: string): Held => {
+    let h = holds.get(reason);
     if (h) h.jobs++;
-    else holds.set(reason, { group, reason, jobs: 1 });
+    else holds.set(reason, (h = { group, reason, jobs: 1 }));
+    return h;
   };
   const largest = largestGroup(input.groups.map((g) => g.config));
   const largestText = largest ? ` (largest worker: ${largest.name}, ${describeShape({ cpuMillis: largest.worker.cpuMillis, memoryBytes: largest.worker.memoryBytes, devices: largest.worker.devices })})` : "";
@@ -506,13 +557,24 @@ export function decide(input: PolicyInput): PolicyOutput {
     let capable = cls.capable;
     if (capable === undefined) {
       const cons = cls.constraints;
-      capable = cls.capable = ordered.filter((r) => shapeHolds(r.g.config, req, cons));
+      capable = cls.capable = ordered.filter((r) => holdsWith(r.g.config, (r.attrs ??= groupAttributes(r.g.config)), req, cons));
     }
     if (capable.length === 0) {
       // The reason names the constraints in the entry's own order.
-      const reason = d.constraints.length <= 1 ? (cls.noHold ??= noHoldReason(d.request, d.constraints)) : noHoldReason(d.request, d.constraints);
+      if (d.constraints.length <= 1) {
+        notes[di] = cls.noHold ??= noHoldReason(d.request, d.constraints);
+        if (cls.noHoldHeld === undefined) cls.noHoldHeld = hold(undefined, cls.noHold);
+        else cls.noHoldHeld.jobs++;
+        continue;
+      }
+      const reason = noHoldReason(d.request, d.constraints);
       notes[di] = reason;
       hold(undefined, reason);
+      continue;
+    }
+    if (!d.gang && cls.singleHeld !== undefined) {
+      notes[di] = cls.singleHeld.reason;
+      cls.singleHeld.jobs++;
       continue;
     }
     const known = d.gang ? cls.gangFailed : undefined;
@@ -621,8 +683,11 @@ export function decide(input: PolicyInput): PolicyOutput {
     if (remaining > 0 && firstBlock !== undefined) {
       const part = remaining === d.tasks ? firstBlock : `${remaining} more: ${firstBlock}`;
       note = note === undefined ? part : `${note}; ${part}`;
-      hold(capable[0].g.config.name, firstBlock);
-      if (!d.gang) cls.singleFailed = firstBlock;
+      const held = hold(capable[0].g.config.name, firstBlock);
+      if (!d.gang) {
+        cls.singleFailed = firstBlock;
+        cls.singleHeld = held;
+      }
       else if (remaining === d.tasks) {
         const prev = cls.gangFailed;
         if (prev === undefined || d.tasks < prev.n) cls.gangFailed = { n: d.tasks, reason: firstBlock };
