@@ -282,7 +282,8 @@ interface Held {
 
 /** A small integer (a Smi) from a request's cpu and memory. */
 function shapeHash(req: SchedResources): number {
-  return (Math.imul(req.cpuMillis | 0, 0x9e3779b1) ^ (req.memoryBytes % 0x40000000 | 0) ^ ((req.memoryBytes / 0x40000000) | 0)) & 0x3fffffff;
+  // Memory by MiB: `%` on a double is a call that boxes its result, a division and `| 0` are not.
+  return (Math.imul(req.cpuMillis | 0, 0x9e3779b1) ^ ((req.memoryBytes / 1048576) | 0)) & 0x3fffffff;
 }
 
 /**
