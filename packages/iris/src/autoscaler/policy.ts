@@ -596,10 +596,15 @@ export function decide(input: PolicyInput): PolicyOutput {
         // n distinct workers, one member each: free slots first, then new workers, or nothing.
         const n = d.tasks;
         const chosen: Slot[] = [];
-        // Slots before the shape's cursor cannot hold one more task of it.
+        // Slots before the shape's cursor cannot hold one more task of it; the leading slots
+        // found full now move it on (free capacity only shrinks).
+        let lead = true;
         for (let i = r.cursors[sid] ?? 0; i < r.slots.length && chosen.length < n; i++) {
           const s = r.slots[i];
-          if (fitCount(s.cpu, s.mem, s.dev, req, kinds, 1) === 1) chosen.push(s);
+          if (fitCount(s.cpu, s.mem, s.dev, req, kinds, 1) === 1) {
+            chosen.push(s);
+            lead = false;
+          } else if (lead) r.cursors[sid] = i + 1;
         }
         const need = n - chosen.length;
         const why = need > 0 ? blocked(r, need) : undefined;
