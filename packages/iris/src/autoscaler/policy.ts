@@ -267,6 +267,7 @@ function sameConstraint(a: SchedConstraint, b: SchedConstraint): boolean {
 function sameConstraints(a: readonly SchedConstraint[], b: readonly SchedConstraint[]): boolean {
   if (a === b) return true;
   if (a.length !== b.length) return false;
+  if (a.length === 0) return true;
   if (a.length === 1) return sameConstraint(a[0], b[0]);
   const x = a.map(describeConstraint).sort();
   const y = b.map(describeConstraint).sort();
