@@ -20,6 +20,29 @@ export type { Clock, ControllerStateOptions, StateListener } from "./stateRows.t
  */
 export class ControllerState extends StateWorkerTransitions {
   /**
+   * Per unfinished job (by instance id), what the autoscaler reads of its spec, read once: the
+   * spec cache holds few specs, and parsing every pending job's spec each round would cost more
+   * than the decision. A job's spec never changes.
+   */
+  #demandFactsOf = new Map<string, DemandFacts>();
+  /** Equal requests and constraints as one shared object (the policy recognises them by identity first). */
+  readonly #shapes = new Map<string, { request: SchedResources; constraints: SchedConstraint[] }>();
+
+  #demandFacts(instanceId: string): DemandFacts {
+    let f = this.#demandFactsOf.get(instanceId);
+    if (f === undefined) {
+      const spec = this.specOf(instanceId);
+      const request = requestOf(spec);
+      const key = JSON.stringify([request.cpuMillis, request.memoryBytes, request.devices, spec.constraints]);
+      let shape = this.#shapes.get(key);
+      if (shape === undefined) this.#shapes.set(key, (shape = { request, constraints: spec.constraints }));
+      f = { priority: spec.priority, request: shape.request, constraints: shape.constraints, gang: spec.gang && spec.replicas > 1 };
+      this.#demandFactsOf.set(instanceId, f);
+    }
+    return f;
+  }
+
+  /**
    * What an autoscaler reads each round (one transaction): every unfinished job's pending tasks
    * as one demand entry (a gang's members together), and every registered worker with whether it
    * holds an attempt.
@@ -31,18 +54,25 @@ export class ControllerState extends StateWorkerTransitions {
          WHERE j.state IN ('PENDING', 'RUNNING') AND t.state = 'PENDING' GROUP BY j.instance_id ORDER BY j.submitted_at_ms`,
       ).all() as { instance_id: string; name: string; submitted_at_ms: number; n: number }[];
       const demand = rows.map((r) => {
-        const spec = this.specOf(r.instance_id);
+        const f = this.#demandFacts(r.instance_id);
         return {
           jobId: r.instance_id,
           jobName: r.name,
-          priority: spec.priority,
+          priority: f.priority,
           submittedAtMs: r.submitted_at_ms,
-          request: requestOf(spec),
-          constraints: spec.constraints,
+          request: f.request,
+          constraints: f.constraints,
           tasks: r.n,
-          gang: spec.gang && spec.replicas > 1,
+          gang: f.gang,
         };
       });
+      // Forget the jobs that left the queue (now and then: a rebuild per round would cost as much as the cache saves).
+      if (this.#demandFactsOf.size > 2 * rows.length + 1024) {
+        const keep = new Map<string, DemandFacts>();
+        for (const r of rows) keep.set(r.instance_id, this.#demandFactsOf.get(r.instance_id)!);
+        this.#demandFactsOf = keep;
+      }
+      if (this.#shapes.size > 4096) this.#shapes.clear();
       const busy = new Set(
         (this.stmt("SELECT DISTINCT worker_id FROM attempts WHERE state IN ('ASSIGNED','BUILDING','RUNNING') OR stopping = 1").all() as { worker_id: string }[]).map((r) => r.worker_id),
       );
@@ -55,6 +85,14 @@ export class ControllerState extends StateWorkerTransitions {
       return { demand, workers };
     });
   }
+}
+
+/** What the autoscaler reads of a job's spec. */
+interface DemandFacts {
+  priority: number;
+  request: SchedResources;
+  constraints: SchedConstraint[];
+  gang: boolean;
 }
 
 /** See {@link ControllerState.autoscalerSnapshot}. */
