@@ -24,7 +24,7 @@
 // time; levanter's figure includes its HTTP path, llama.cpp's is in-process.
 //
 // Usage: pnpm bench levanter/serve [-- --requests-per-client 4 --max-tokens 64 --levels 1,8,32 --http-only --backend wasm]
-//        pnpm bench levanter/serve -- --peer [--requests-per-client 2 --max-tokens 64]
+//        pnpm bench levanter/serve -- --peer [--requests-per-client 2 --max-tokens 64 --threads 1]
 import { fork } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import http from "node:http";
@@ -122,6 +122,9 @@ function startLoadGenerator(): { level: (ask: LevelAsk) => Promise<LevelDone>; s
 async function peerMain(): Promise<void> {
   const { AdamW, ModelConfigSchema, Rng, TransformerLm, createInferenceServer, defaultDecayMask, exportGguf, importNodeLlamaCpp, installNodeLlamaCpp, resolveModelConfig, saveTrainState, selectBackend } = await import("@marin/levanter");
   const peerLevels = [1, 8];
+  // --threads N sets both sides' threads (through LEVANTER_THREADS, which the server's own backend
+  // selection reads too); default levanter's default, the number of cores.
+  if (arg("threads")) process.env.LEVANTER_THREADS = arg("threads");
   const sel = await selectBackend();
   const threads = sel.threads;
   console.log(`backend ${sel.name}, ${threads} thread(s), ${os.availableParallelism()} cores, load average ${os.loadavg().map((x) => x.toFixed(2)).join(" ")}`);
