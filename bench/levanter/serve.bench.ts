@@ -12,7 +12,19 @@
 // for the level (all threads), a steadier figure than wall time on a shared machine; "client CPU s"
 // is the load generator's. The decoder line says where the step runs (native addon or JS).
 //
+// The llama.cpp peer (`--peer`): a Llama-shaped model of about 23.6 M parameters (L8 D512, 8 heads /
+// 4 KV heads, SwiGLU dFF 1408, RMSNorm, rotary, untied head, byte vocabulary; random weights: the
+// speed does not depend on them, and the weights dominate the work) exported with `exportGguf` as
+// f32, then served by levanter (native decode step, continuous batching) through the same HTTP
+// load generator, and run by node-llama-cpp 3.21.1 in this process at the same concurrency levels:
+// concurrency 1 with its defaults (one sequence), concurrency 8 with its multi-sequence context
+// (`sequences: 8`, one sequence per concurrent request, which it batches). Both sides greedy, f32,
+// the same prompts and max tokens, llama.cpp given levanter's thread count. Tokens/s counts the
+// tokens each side generated (an end-of-text token ends a request on both) over the level's wall
+// time; levanter's figure includes its HTTP path, llama.cpp's is in-process.
+//
 // Usage: pnpm bench levanter/serve [-- --requests-per-client 4 --max-tokens 64 --levels 1,8,32 --http-only --backend wasm]
+//        pnpm bench levanter/serve -- --peer [--requests-per-client 2 --max-tokens 64 --threads 1]
 import { fork } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import http from "node:http";
@@ -36,6 +48,8 @@ interface LevelAsk {
   concurrency: number;
   perClient: number;
   maxTokens: number;
+  /** Default 1 (sampled); the peer comparison asks 0 (greedy). */
+  temperature?: number;
 }
 interface LevelDone {
   ttfts: number[];
@@ -50,10 +64,10 @@ const cpuSeconds = () => {
 // The load generator (the child): one streamed completion per call, on a keep-alive agent.
 async function clientMain(): Promise<void> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
-  const streamOne = (url: string, prompt: string, seed: number, tokens: number): Promise<number> =>
+  const streamOne = (url: string, prompt: string, seed: number, tokens: number, temperature: number): Promise<number> =>
     new Promise((resolve, reject) => {
       const t0 = performance.now();
-      const body = JSON.stringify({ prompt, max_tokens: tokens, temperature: 1, seed, stream: true });
+      const body = JSON.stringify({ prompt, max_tokens: tokens, temperature, seed, stream: true });
       const req = http.request(`${url}/v1/completions`, { method: "POST", agent, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) } }, (res) => {
         let ttft = -1;
         res.on("data", (chunk: Buffer) => {
@@ -71,7 +85,7 @@ async function clientMain(): Promise<void> {
       const ttfts: number[] = [];
       await Promise.all(
         Array.from({ length: ask.concurrency }, async (_, client) => {
-          for (let i = 0; i < ask.perClient; i++) ttfts.push(await streamOne(ask.url, `Client ${client} asks question number ${i}:`, client * 1000 + i, ask.maxTokens));
+          for (let i = 0; i < ask.perClient; i++) ttfts.push(await streamOne(ask.url, benchPrompt(client, i), client * 1000 + i, ask.maxTokens, ask.temperature ?? 1));
         }),
       );
       process.send!({ ttfts, cpu: cpuSeconds() - c0 } satisfies LevelDone);
@@ -80,10 +94,137 @@ async function clientMain(): Promise<void> {
   process.on("disconnect", () => process.exit(0));
 }
 
+/** The prompt of client `client`'s request `i` (the same on both sides of the peer comparison). */
+const benchPrompt = (client: number, i: number) => `Client ${client} asks question number ${i}:`;
+
 if (process.argv.includes("--load-generator")) {
   await clientMain();
+} else if (args.includes("--peer")) {
+  await peerMain();
 } else {
   await serverMain();
+}
+
+/** Starts the load generator (this file again, in a child process); `level` runs one level in it. */
+function startLoadGenerator(): { level: (ask: LevelAsk) => Promise<LevelDone>; stop: () => void } {
+  const child = fork(fileURLToPath(import.meta.url), ["--load-generator"], { stdio: ["ignore", "inherit", "inherit", "ipc"] });
+  let pending: { resolve: (d: LevelDone) => void; reject: (e: Error) => void } | undefined;
+  child.on("message", (m) => pending?.resolve(m as LevelDone));
+  child.on("exit", (code) => pending?.reject(new Error(`the load generator exited (${code})`)));
+  const level = (ask: LevelAsk) =>
+    new Promise<LevelDone>((resolve, reject) => {
+      pending = { resolve, reject };
+      child.send(ask);
+    });
+  return { level, stop: () => child.disconnect() };
+}
+
+async function peerMain(): Promise<void> {
+  const { AdamW, ModelConfigSchema, Rng, TransformerLm, createInferenceServer, defaultDecayMask, exportGguf, importNodeLlamaCpp, installNodeLlamaCpp, resolveModelConfig, saveTrainState, selectBackend } = await import("@marin/levanter");
+  const peerLevels = [1, 8];
+  // --threads N sets both sides' threads (through LEVANTER_THREADS, which the server's own backend
+  // selection reads too); default levanter's default, the number of cores.
+  if (arg("threads")) process.env.LEVANTER_THREADS = arg("threads");
+  const sel = await selectBackend();
+  const threads = sel.threads;
+  console.log(`backend ${sel.name}, ${threads} thread(s), ${os.availableParallelism()} cores, load average ${os.loadavg().map((x) => x.toFixed(2)).join(" ")}`);
+  const problem = installNodeLlamaCpp();
+  if (problem) throw new Error(`the llama.cpp peer needs node-llama-cpp: ${problem}`);
+
+  const dir = mkdtempSync(path.join(os.tmpdir(), "lev-serve-peer-"));
+  const seqLen = 1024;
+  const cfg = resolveModelConfig(
+    ModelConfigSchema.parse({ positions: "rope", norm: "rms", activation: "swiglu", nLayers: 8, dModel: 512, nHeads: 8, nKvHeads: 4, dFF: 1408, seqLen, tieEmbeddings: false }),
+    257,
+  );
+  let parameters: number;
+  {
+    const rng = new Rng(1);
+    const model = TransformerLm.init(cfg, rng);
+    parameters = model.parameterCount();
+    const optimizer = new AdamW(model.params, { beta1: 0.9, beta2: 0.95, epsilon: 1e-8, weightDecay: 0, maxGradNorm: 0, decayMask: defaultDecayMask });
+    await saveTrainState(path.join(dir, "step-0"), false, { step: 0, model, optimizer, rng, tokenizer: "byte", loader: { seed: 0, step: 0, batchSize: 1, seqLen } });
+    model.dispose();
+    optimizer.dispose();
+  }
+  const gguf = path.join(dir, "model.gguf");
+  const exported = await exportGguf(dir, gguf, { type: "f32" });
+  console.log(`model: Llama L8 D512 H8/KV4 dFF1408 rope rms swiglu, untied, byte vocabulary, ${(parameters / 1e6).toFixed(1)} M parameters (random init), GGUF f32 ${(exported.bytes / 2 ** 20).toFixed(0)} MiB`);
+  console.log(`greedy, max_tokens ${maxTokens}, ${perClient} requests per client per level`);
+
+  // levanter: the HTTP server, continuous batching, the load generator in a child process.
+  const lev: Record<number, { tokens: number; wall: number }> = {};
+  {
+    const server = await createInferenceServer({ checkpoint: dir });
+    await server.ready;
+    const engine = server.engine()!;
+    console.log(`levanter serve: decode ${engine.decodePath}`);
+    if (engine.decodePath !== "native") throw new Error(`levanter's decode step is ${engine.decodePath}, not native: the comparison would not be the one asked`);
+    const gen = startLoadGenerator();
+    for (const c of peerLevels) await gen.level({ url: server.url, concurrency: c, perClient: 1, maxTokens, temperature: 0 });
+    for (const c of peerLevels) {
+      const before = engine.stats().generatedTokens;
+      const t0 = performance.now();
+      await gen.level({ url: server.url, concurrency: c, perClient, maxTokens, temperature: 0 });
+      lev[c] = { tokens: engine.stats().generatedTokens - before, wall: (performance.now() - t0) / 1000 };
+    }
+    gen.stop();
+    await server.close();
+  }
+
+  // llama.cpp through node-llama-cpp, in this process once levanter's server is closed.
+  const cpp: Record<number, { tokens: number; wall: number }> = {};
+  {
+    const { getLlama } = await importNodeLlamaCpp();
+    const llama = await getLlama({ gpu: false, build: "never", logLevel: "error" });
+    const model = await llama.loadModel({ modelPath: gguf });
+    const eos = model.tokens.eos;
+    const run = async (c: number, reqs: number) => {
+      // Concurrency 1: node-llama-cpp's defaults (one sequence); 8: one context, one sequence per client.
+      const context = await model.createContext(c === 1 ? { contextSize: seqLen, threads } : { contextSize: seqLen, threads, sequences: c });
+      const seqs = Array.from({ length: c }, () => context.getSequence());
+      let tokens = 0;
+      const t0 = performance.now();
+      await Promise.all(
+        seqs.map(async (seq, client) => {
+          for (let i = 0; i < reqs; i++) {
+            let n = 0;
+            for await (const t of seq.evaluate(model.tokenize(benchPrompt(client, i), false), { temperature: 0 })) {
+              n++;
+              if (t === eos || n === maxTokens) break;
+            }
+            tokens += n;
+            // The next request starts from an empty sequence, as a new request to a server does.
+            await seq.clearHistory();
+          }
+        }),
+      );
+      const wall = (performance.now() - t0) / 1000;
+      for (const seq of seqs) seq.dispose();
+      await context.dispose();
+      return { tokens, wall };
+    };
+    for (const c of peerLevels) await run(c, 1);
+    for (const c of peerLevels) cpp[c] = await run(c, perClient);
+    await model.dispose();
+    await llama.dispose();
+  }
+  rmSync(dir, { recursive: true, force: true });
+
+  const rate = (r: { tokens: number; wall: number }) => r.tokens / r.wall;
+  console.log(`\n${threads} thread(s) each, f32 both sides`);
+  console.log("| concurrency | levanter tokens | levanter s | levanter tokens/s | llama.cpp tokens | llama.cpp s | llama.cpp tokens/s | levanter ÷ llama.cpp |");
+  console.log("| --- | --- | --- | --- | --- | --- | --- | --- |");
+  for (const c of peerLevels) {
+    const l = lev[c]!;
+    const p = cpp[c]!;
+    console.log(`| ${c} | ${l.tokens} | ${l.wall.toFixed(2)} | **${rate(l).toFixed(1)}** | ${p.tokens} | ${p.wall.toFixed(2)} | **${rate(p).toFixed(1)}** | ${(rate(l) / rate(p)).toFixed(2)}× |`);
+  }
+  const r1 = rate(lev[1]!) / rate(cpp[1]!);
+  const r8 = rate(lev[8]!) / rate(cpp[8]!);
+  const batching = rate(lev[8]!) / rate(lev[1]!);
+  const mark = (ok: boolean) => (ok ? "met" : "not met");
+  console.log(`\ngoals: levanter ÷ llama.cpp at concurrency 1 = ${r1.toFixed(2)}× (goal ≥ 1: ${mark(r1 >= 1)}); at concurrency 8 = ${r8.toFixed(2)}× (goal ≥ 2: ${mark(r8 >= 2)}); levanter batching, concurrency 8 ÷ 1 = ${batching.toFixed(2)}× (goal ≥ 4: ${mark(batching >= 4)}; llama.cpp's ${(rate(cpp[8]!) / rate(cpp[1]!)).toFixed(2)}×)`);
 }
 
 async function serverMain(): Promise<void> {

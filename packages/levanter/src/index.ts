@@ -51,6 +51,8 @@ export { exportHf, importHf, parseByteSize } from "./trainer/hfCheckpoint.ts";
 export type { ExportHfOptions, ExportResult, ImportResult } from "./trainer/hfCheckpoint.ts";
 export { exportGguf } from "./trainer/ggufExport.ts";
 export type { ExportGgufResult } from "./trainer/ggufExport.ts";
+export { NODE_LLAMA_CPP_VERSION, importNodeLlamaCpp, installNodeLlamaCpp } from "./models/nodeLlamaCpp.ts";
+export type { LlamaSequence, NodeLlamaCpp } from "./models/nodeLlamaCpp.ts";
 export type { GgufFileType } from "./models/gguf.ts";
 export { Rng } from "./rng.ts";
 export { initializeDistributed } from "./distributed.ts";

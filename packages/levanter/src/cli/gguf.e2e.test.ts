@@ -4,54 +4,20 @@
 // tokens; the f16 and q8_0 exports load and run. node-llama-cpp's platform packages weigh hundreds of MB, so it is installed once into a
 // scratch project under the OS temp folder (reused by later runs), never into the workspace.
 // Skipped with a notice where that install cannot run, except under CI=true.
-import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, statSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { generate } from "../generate.ts";
+import { importNodeLlamaCpp, installNodeLlamaCpp } from "../models/nodeLlamaCpp.ts";
 import { syntheticDocuments, writeByteCache } from "../internal/testCorpus.ts";
 import { exportGguf } from "../trainer/ggufExport.ts";
 import { trainLm } from "../trainer/trainLm.ts";
 import { buildProgram } from "./main.ts";
 
-const VERSION = "3.21.1";
-const PROJECT = path.join(os.tmpdir(), `levanter-node-llama-cpp-${VERSION}`);
-const ENTRY = path.join(PROJECT, "node_modules", "node-llama-cpp", "dist", "index.js");
-
-/** Installs node-llama-cpp@3.21.1 into the scratch project unless it is there; the reason when it cannot. */
-function installNodeLlamaCpp(): string | undefined {
-  const pkg = path.join(PROJECT, "node_modules", "node-llama-cpp", "package.json");
-  if (existsSync(pkg) && (JSON.parse(readFileSync(pkg, "utf8")) as { version: string }).version === VERSION) return undefined;
-  mkdirSync(PROJECT, { recursive: true });
-  if (!existsSync(path.join(PROJECT, "package.json"))) writeFileSync(path.join(PROJECT, "package.json"), JSON.stringify({ name: "levanter-gguf-check", private: true }));
-  const env = { ...process.env, NODE_OPTIONS: "", npm_config_audit: "false", npm_config_fund: "false", npm_config_update_notifier: "false" };
-  const r = spawnSync("npm", ["install", "--no-audit", "--no-fund", "-E", `node-llama-cpp@${VERSION}`], { cwd: PROJECT, env, encoding: "utf8", timeout: 900_000 });
-  if (r.status !== 0 || !existsSync(ENTRY)) return `npm install node-llama-cpp@${VERSION} failed (${r.error?.message ?? `exit ${r.status}`}): ${(r.stderr ?? "").slice(-400)}`;
-  return undefined;
-}
-
 const installProblem = installNodeLlamaCpp();
 if (installProblem && process.env.CI === "true") throw new Error(`gguf.e2e: ${installProblem}`);
 if (installProblem) console.warn(`gguf.e2e: skipped — ${installProblem}`);
-
-// Just what the test uses of node-llama-cpp's API.
-interface NodeLlamaCpp {
-  getLlama(opts: { gpu: false; build: "never"; logLevel?: string }): Promise<{
-    loadModel(opts: { modelPath: string }): Promise<{
-      tokenize(text: string, specialTokens?: boolean): number[];
-      detokenize(tokens: readonly number[]): string;
-      tokens: { eos: number | null };
-      createContext(opts: { contextSize: number; threads?: number }): Promise<{
-        getSequence(): { evaluate(tokens: number[], opts: { temperature: number }): AsyncGenerator<number> };
-        dispose(): Promise<void>;
-      }>;
-      dispose(): Promise<void>;
-    }>;
-    dispose(): Promise<void>;
-  }>;
-}
 
 describe.skipIf(installProblem !== undefined)("export gguf → node-llama-cpp 3.21.1", () => {
   let dir: string;
@@ -90,7 +56,7 @@ describe.skipIf(installProblem !== undefined)("export gguf → node-llama-cpp 3.
     // The trained model continues with sentences, not an end of document, within 32 tokens.
     expect(ours.tokens).toHaveLength(32);
 
-    const { getLlama } = (await import(pathToFileURL(ENTRY).href)) as NodeLlamaCpp;
+    const { getLlama } = await importNodeLlamaCpp();
     const llama = await getLlama({ gpu: false, build: "never", logLevel: "error" });
     const model = await llama.loadModel({ modelPath: file });
     try {
