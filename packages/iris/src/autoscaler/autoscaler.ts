@@ -141,7 +141,10 @@ export class Autoscaler {
       void this.runOnce()
         .catch((e: unknown) => this.record({ atMs: this.now(), group: undefined, kind: "error", reason: `autoscaler round failed: ${(e as Error).message}` }))
         .finally(() => {
-          if (!this.stopped) this.timer = setTimeout(tick, this.opts.intervalMs ?? 2000);
+          if (this.stopped) return;
+          const interval = this.opts.intervalMs ?? 2000;
+          this.nextAtMs = Date.now() + interval;
+          this.timer = setTimeout(tick, interval);
         });
     };
     this.tick = tick;
@@ -150,6 +153,8 @@ export class Autoscaler {
 
   private tick: (() => void) | undefined;
   private tickStartedAtMs = 0;
+  /** When the timer set after the last round fires. */
+  private nextAtMs = 0;
 
   /**
    * Something changed (a job was submitted): run the next round now rather than at the end of the
@@ -157,9 +162,12 @@ export class Autoscaler {
    */
   nudge(): void {
     if (this.stopped || this.timer === undefined || this.tick === undefined) return;
-    const wait = Math.max(0, this.tickStartedAtMs + 1000 - Date.now());
+    const at = Math.max(this.tickStartedAtMs + 1000, Date.now());
+    // Only ever brings the round forward (never past the interval's own timer).
+    if (at >= this.nextAtMs) return;
     clearTimeout(this.timer);
-    this.timer = setTimeout(this.tick, wait);
+    this.nextAtMs = at;
+    this.timer = setTimeout(this.tick, at - Date.now());
   }
 
   /** One round (rounds never overlap: a call during one waits for it, then runs its own). */
