@@ -1,25 +1,14 @@
 // The qualityFilter standard step: Gopher/C4-style rules (zephyr `qualityFilter`).
 import { z } from "zod";
-import type { QualityRules } from "@marin/zephyr";
+import { QUALITY_RULE_NAMES, type QualityRules } from "@marin/zephyr";
 import { defineStep } from "../step/step.ts";
 import { checkOptions } from "./options.ts";
 import type { OutputRef, Step } from "../step/step.ts";
 import { documentsPattern, readDocuments, ZEPHYR_RUN } from "./documents.ts";
 
 const bounds = z.strictObject({ min: z.number().optional(), max: z.number().optional() });
-const RULES = [
-  "wordCount",
-  "meanWordLength",
-  "symbolWordRatio",
-  "ellipsisLines",
-  "bulletLines",
-  "alphabeticWords",
-  "stopWords",
-  "duplicateLines",
-  "duplicateLineChars",
-  "duplicateParagraphs",
-  "duplicateParagraphChars",
-] as const;
+// The bounded rules (every rule zephyr knows but the n-gram table, which has its own shape).
+const RULES = QUALITY_RULE_NAMES.filter((r) => r !== "topNgramCharFraction");
 const rulesSchema = z.strictObject({
   ...Object.fromEntries(RULES.map((r) => [r, z.union([z.literal(false), bounds]).optional()])),
   topNgramCharFraction: z.union([z.literal(false), z.record(z.string().regex(/^[1-9][0-9]*$/), z.number())]).optional(),
