@@ -148,30 +148,34 @@ export interface GangPlacement {
 
 /**
  * Whether the cluster could ever hold a gang of `ranks` (one rank per worker, each asking
- * `request`): its registered workers outside the autoscaler's groups, plus every group whose
- * worker shape holds a rank up to its maxWorkers. `status` is GetClusterStatus' JSON, or
- * undefined when the controller has no autoscaler.
+ * `request`): it has `ranks` workers now, or one of its autoscaler's groups whose worker shape holds
+ * a rank could start them. The autoscaler provisions a gang whole, within one group, on workers
+ * holding no attempt; the worker running this task (`ownWorker`) stays busy while it waits for the
+ * gang, so it is not counted in its group's max. `status` is GetClusterStatus' JSON, or undefined
+ * when the controller has no autoscaler.
  */
-export function gangPlacement(ranks: number, workers: readonly WorkerSummary[], status: unknown, request: { cpuMillis?: number; memoryBytes?: number } = {}): GangPlacement {
-  const alive = workers.filter((w) => w.state === "ALIVE");
-  if (alive.length >= ranks) return { onCluster: true, reason: `the iris cluster has ${alive.length} worker(s) for ${ranks} ranks: running the gang as a child job` };
-  if (status === undefined) {
-    return { onCluster: false, reason: `the iris cluster has ${alive.length} worker(s), fewer than ${ranks} ranks, and no autoscaler: running the gang on an embedded local cluster on this machine` };
-  }
+export function gangPlacement(
+  ranks: number,
+  workers: readonly WorkerSummary[],
+  status: unknown,
+  opts: { ownWorker?: string | undefined; request?: { cpuMillis?: number; memoryBytes?: number } } = {},
+): GangPlacement {
+  const alive = workers.filter((w) => w.state === "ALIVE").length;
+  if (alive >= ranks) return { onCluster: true, reason: `the iris cluster has ${alive} worker(s) for ${ranks} ranks: running the gang as a child job` };
+  const fallback = "running the gang on an embedded local cluster on this machine";
+  if (status === undefined) return { onCluster: false, reason: `the iris cluster has ${alive} worker(s), fewer than ${ranks} ranks, and no autoscaler: ${fallback}` };
   const parsed = clusterStatusSchema.safeParse(status);
   if (!parsed.success) throw new LevanterError("INVALID_CONFIG", `the controller's cluster status is not understood: ${parsed.error.message}`);
-  const grouped = new Set(parsed.data.groups.flatMap((g) => g.workers.map((w) => w.workerId)));
-  const outside = alive.filter((w) => !grouped.has(w.workerId)).length;
-  const holding = parsed.data.groups.filter((g) => g.worker === undefined || (g.worker.cpuMillis >= (request.cpuMillis ?? 0) && g.worker.memoryBytes >= (request.memoryBytes ?? 0)));
-  const could = outside + holding.reduce((n, g) => n + g.maxWorkers, 0);
-  const groups = holding.map((g) => `${g.name} (max ${g.maxWorkers})`).join(", ") || "none";
-  if (could >= ranks) {
-    return { onCluster: true, reason: `the iris cluster has ${alive.length} worker(s) now and its autoscaler could start ${ranks} (groups holding a rank: ${groups}): running the gang as a child job` };
+  const req = opts.request ?? {};
+  const holding = parsed.data.groups
+    .filter((g) => g.worker === undefined || (g.worker.cpuMillis >= (req.cpuMillis ?? 0) && g.worker.memoryBytes >= (req.memoryBytes ?? 0)))
+    .map((g) => ({ name: g.name, max: g.maxWorkers, room: g.maxWorkers - (g.workers.some((w) => w.workerId === opts.ownWorker) ? 1 : 0) }));
+  const described = holding.map((g) => `${g.name} (max ${g.max}${g.room < g.max ? ", this task's worker among them" : ""})`).join(", ") || "none";
+  const best = holding.reduce<(typeof holding)[number] | undefined>((b, g) => (b === undefined || g.room > b.room ? g : b), undefined);
+  if (best !== undefined && best.room >= ranks) {
+    return { onCluster: true, reason: `the iris cluster has ${alive} worker(s) now and its autoscaler could start ${ranks} in group ${best.name} (groups holding a rank: ${described}): running the gang as a child job` };
   }
-  return {
-    onCluster: false,
-    reason: `the iris cluster could hold at most ${could} worker(s) for a rank (${outside} outside its scale groups; groups holding a rank: ${groups}), fewer than ${ranks} ranks: running the gang on an embedded local cluster on this machine`,
-  };
+  return { onCluster: false, reason: `the iris cluster has ${alive} worker(s) and no scale group could start ${ranks} for the gang (groups holding a rank: ${described}): ${fallback}` };
 }
 
 /** GetClusterStatus' JSON, or undefined when the controller has no autoscaler. */
@@ -198,7 +202,8 @@ export async function runTrainGang(input: TrainLmConfig | TrainLmConfigInput, ra
     // A gang places one rank per worker: on a cluster that could never hold that many (marin's
     // embedded one has one), the ranks run on this task's machine, on an embedded cluster of their own.
     const workers = await ctx.client.listWorkers();
-    const placement = gangPlacement(ranks, workers, workers.filter((w) => w.state === "ALIVE").length >= ranks ? undefined : await clusterStatusOf(ctx.client));
+    const status = workers.filter((w) => w.state === "ALIVE").length >= ranks ? undefined : await clusterStatusOf(ctx.client);
+    const placement = gangPlacement(ranks, workers, status, { ownWorker: ctx.workerId });
     log(placement.onCluster ? "info" : "warn", placement.reason);
     if (!placement.onCluster) ctx = undefined;
   }
