@@ -1,11 +1,11 @@
 // Training gangs through `--cluster` on autoscaled Slurm workers (issue #27, requirement 7): `iris
 // cluster up` with one Slurm group that starts from zero (max 3 workers) on a real test Slurm.
-// `marin run experiments/tiny-brown.ts --cluster` (shortened, the train step on 2 ranks): each step
-// runs from the bundle of this checkout on a Slurm worker, and the train step, seeing one worker
-// registered (its own, busy while it waits), asks the controller whether its group could start 2
-// more and submits the gang as its
-// child job there (it used to fall back to an embedded cluster that refused the bundle). Then
-// `levanter train --ranks 2 --cluster` on the tokens that run made: one gang attempt on 2 workers.
+// `marin run experiments/tiny-brown.ts --cluster` (shortened, the train step on 2 ranks): its steps
+// with resources run from the bundle of this checkout on Slurm workers; the train step, seeing one
+// worker registered (its own, busy while it waits), asks the controller whether its group could
+// start 2 more and submits the gang as its child job there (it used to fall back to an embedded
+// cluster that refused the bundle). Then `levanter train --ranks 2 --cluster` on the tokens that
+// run made: one gang attempt on 2 workers.
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import net from "node:net";
