@@ -53,6 +53,8 @@ export interface GroupStatus {
   provider: string;
   minWorkers: number;
   maxWorkers: number;
+  /** The capacity and attributes of each worker it starts (what a task must fit to run there). */
+  worker: { cpuMillis: number; memoryBytes: number; devices: Record<string, number>; attributes: Record<string, string> };
   /** Started, not yet running in the provider (Slurm PENDING). */
   pending: number;
   /** Running, not registered yet. */
@@ -381,6 +383,7 @@ export class Autoscaler {
         provider: g.provider,
         minWorkers: g.minWorkers,
         maxWorkers: g.maxWorkers,
+        worker: { cpuMillis: g.worker.cpuMillis, memoryBytes: g.worker.memoryBytes, devices: { ...g.worker.devices }, attributes: { ...g.worker.attributes } },
         pending: ws.filter((w) => w.state === "pending").length,
         booting: ws.filter((w) => w.state === "booting").length,
         ready: ws.filter((w) => w.state === "ready").length,

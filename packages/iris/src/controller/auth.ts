@@ -106,7 +106,8 @@ export const RPC_ROLES: Readonly<Record<string, readonly Role[]>> = (() => {
     GetBundle: CLIENT,
     UploadBundle: CLIENT,
     // DrainWorker, ClusterDown: admins only (not listed).
-    GetClusterStatus: ["admin", "user"],
+    // Tasks too: a task deciding where to run a gang asks whether the groups could start it.
+    GetClusterStatus: CLIENT,
     // WorkerControlService.
     RegisterWorker: WORKER,
     Reconcile: WORKER,

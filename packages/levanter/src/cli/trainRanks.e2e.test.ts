@@ -1,4 +1,4 @@
-// `levanter train --ranks 2` as a real process (an embedded local cluster runs the gang), and runTrainGang's statusSink.
+// `levanter train --ranks 2` as a real process (an embedded local cluster runs the gang, also from inside a bundled task), and runTrainGang's statusSink.
 import { execFile } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
@@ -45,6 +45,21 @@ describe("levanter train --ranks", () => {
     expect(stderr).toMatch(/^step [1-4]\/4 \(\d+\.\d%\) · loss \d/m);
     expect(stderr).toMatch(/^step 4\/4 \(100\.0%\)/m);
     expect(readFileSync(path.join(dir, "run", "metrics.jsonl"), "utf8").trim().split("\n")).toHaveLength(4);
+  });
+
+  // A task run from a code bundle (IRIS_BUNDLE_ID/IRIS_BUNDLE_DIR set by its worker, the code under
+  // that directory) whose cluster cannot hold the gang: the embedded cluster used to be handed the
+  // bundle's id, which it never stored (FAILED_PRECONDITION … not stored on this controller).
+  it("inside a task run from a bundle, the embedded cluster runs the ranks from the unpacked code", async () => {
+    const runDir = path.join(dir, "run-bundled");
+    const { stdout, stderr } = await promisify(execFile)(process.execPath, ["--import", "tsx", main, "train", "--config", path.join(dir, "c.yaml"), "--ranks", "2", `--trainer.runDir=${runDir}`], {
+      cwd: pkgDir,
+      env: { ...process.env, LEVANTER_LOG: "warn", IRIS_BUNDLE_ID: `sha256:${"ab".repeat(32)}`, IRIS_BUNDLE_DIR: path.resolve(pkgDir, "../..") },
+      timeout: 120_000,
+    });
+    const result = JSON.parse(stdout.trim().split("\n").at(-1)!) as { state: string; attempts: number };
+    expect(result, stderr).toMatchObject({ state: "SUCCEEDED", ranks: 2, attempts: 1 });
+    expect(stderr).not.toMatch(/not stored on this controller/);
   });
 
   // The end of a run: no checkpoint before the last step, and rank 0 evaluates and saves after it

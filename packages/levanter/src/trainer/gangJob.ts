@@ -1,8 +1,9 @@
 // The iris job of a data-parallel training run: `ranks` gang members each running trainLm, which
 // joins the gang by itself (see distributed.ts); used by `levanter train --ranks` and by marin.
-import { getIrisCtx, IrisClient, LocalCluster, localWorkerCapacity, type Job, type JobSpecInput, type JobStatus } from "@marin/iris";
+import { getIrisCtx, IrisClient, IrisError, LocalCluster, localWorkerCapacity, type Job, type JobSpecInput, type JobStatus, type WorkerSummary } from "@marin/iris";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { z } from "zod";
 import { LevanterError } from "../errors.ts";
 import { log } from "../internal/log.ts";
 import type { StatusSink } from "./status.ts";
@@ -127,23 +128,84 @@ function absolutePaths(config: TrainLmConfig): TrainLmConfig {
   return { ...config, data, trainer: { ...config.trainer, runDir: abs(config.trainer.runDir) } };
 }
 
+// What a gang needs of `GetClusterStatus` (the controller's JSON, checked: it comes over the wire).
+const clusterStatusSchema = z.object({
+  groups: z.array(
+    z.object({
+      name: z.string(),
+      maxWorkers: z.number(),
+      worker: z.object({ cpuMillis: z.number(), memoryBytes: z.number() }).optional(),
+      workers: z.array(z.object({ workerId: z.string() })),
+    }),
+  ),
+});
+
+/** Where a gang of `ranks` runs, inside an iris task, and why (logged by {@link runTrainGang}). */
+export interface GangPlacement {
+  onCluster: boolean;
+  reason: string;
+}
+
+/**
+ * Whether the cluster could ever hold a gang of `ranks` (one rank per worker, each asking
+ * `request`): it has `ranks` workers now, or one of its autoscaler's groups whose worker shape holds
+ * a rank could start them. The autoscaler provisions a gang whole, within one group, on workers
+ * holding no attempt; the worker running this task (`ownWorker`) stays busy while it waits for the
+ * gang, so it is not counted in its group's max. `status` is GetClusterStatus' JSON, or undefined
+ * when the controller has no autoscaler.
+ */
+export function gangPlacement(
+  ranks: number,
+  workers: readonly WorkerSummary[],
+  status: unknown,
+  opts: { ownWorker?: string | undefined; request?: { cpuMillis?: number; memoryBytes?: number } } = {},
+): GangPlacement {
+  const alive = workers.filter((w) => w.state === "ALIVE").length;
+  if (alive >= ranks) return { onCluster: true, reason: `the iris cluster has ${alive} worker(s) for ${ranks} ranks: running the gang as a child job` };
+  const fallback = "running the gang on an embedded local cluster on this machine";
+  if (status === undefined) return { onCluster: false, reason: `the iris cluster has ${alive} worker(s), fewer than ${ranks} ranks, and no autoscaler: ${fallback}` };
+  const parsed = clusterStatusSchema.safeParse(status);
+  if (!parsed.success) throw new LevanterError("INVALID_CONFIG", `the controller's cluster status is not understood: ${parsed.error.message}`);
+  const req = opts.request ?? {};
+  const holding = parsed.data.groups
+    .filter((g) => g.worker === undefined || (g.worker.cpuMillis >= (req.cpuMillis ?? 0) && g.worker.memoryBytes >= (req.memoryBytes ?? 0)))
+    .map((g) => ({ name: g.name, max: g.maxWorkers, room: g.maxWorkers - (g.workers.some((w) => w.workerId === opts.ownWorker) ? 1 : 0) }));
+  const described = holding.map((g) => `${g.name} (max ${g.max}${g.room < g.max ? ", this task's worker among them" : ""})`).join(", ") || "none";
+  const best = holding.reduce<(typeof holding)[number] | undefined>((b, g) => (b === undefined || g.room > b.room ? g : b), undefined);
+  if (best !== undefined && best.room >= ranks) {
+    return { onCluster: true, reason: `the iris cluster has ${alive} worker(s) now and its autoscaler could start ${ranks} in group ${best.name} (groups holding a rank: ${described}): running the gang as a child job` };
+  }
+  return { onCluster: false, reason: `the iris cluster has ${alive} worker(s) and no scale group could start ${ranks} for the gang (groups holding a rank: ${described}): ${fallback}` };
+}
+
+/** GetClusterStatus' JSON, or undefined when the controller has no autoscaler. */
+async function clusterStatusOf(client: IrisClient): Promise<unknown> {
+  try {
+    return await client.clusterStatus();
+  } catch (e) {
+    if (e instanceof IrisError && e.code === "FAILED_PRECONDITION") return undefined;
+    throw e;
+  }
+}
+
 /**
  * Runs `config` on `ranks` data-parallel ranks and waits for the end: on the controller at
  * `cluster`; else, inside an iris task, as a child job of it (when its cluster has a worker per
- * rank); else on an embedded LocalCluster with one worker per rank, each offering its share of
- * this machine's cores.
+ * rank or its autoscaler could start them, see {@link gangPlacement}); else on an embedded
+ * LocalCluster with one worker per rank, each offering its share of this machine's cores, running
+ * the ranks from this process's own code (inside a task run from a bundle: the unpacked bundle).
  */
 export async function runTrainGang(input: TrainLmConfig | TrainLmConfigInput, ranks: number, opts: RunTrainGangOptions = {}): Promise<GangTrainResult> {
   const config = absolutePaths(parseTrainLmConfig(input));
   let ctx = opts.cluster === undefined ? getIrisCtx() : undefined;
   if (ctx) {
-    // A gang places one rank per worker: on a cluster with fewer (marin's embedded one has one),
-    // the ranks run on this task's machine, on an embedded cluster of their own.
-    const alive = (await ctx.client.listWorkers()).filter((w) => w.state === "ALIVE").length;
-    if (alive < ranks) {
-      log("warn", `the iris cluster has ${alive} worker(s), fewer than ${ranks} ranks: running the gang on an embedded local cluster on this machine`);
-      ctx = undefined;
-    }
+    // A gang places one rank per worker: on a cluster that could never hold that many (marin's
+    // embedded one has one), the ranks run on this task's machine, on an embedded cluster of their own.
+    const workers = await ctx.client.listWorkers();
+    const status = workers.filter((w) => w.state === "ALIVE").length >= ranks ? undefined : await clusterStatusOf(ctx.client);
+    const placement = gangPlacement(ranks, workers, status, { ownWorker: ctx.workerId });
+    log(placement.onCluster ? "info" : "warn", placement.reason);
+    if (!placement.onCluster) ctx = undefined;
   }
   const local = opts.cluster === undefined && !ctx ? await LocalCluster.start({ workers: ranks }) : undefined;
   const client = opts.cluster !== undefined ? IrisClient.connect(opts.cluster, opts.token !== undefined ? { token: opts.token } : {}) : undefined;
@@ -153,7 +215,9 @@ export async function runTrainGang(input: TrainLmConfig | TrainLmConfigInput, ra
       env: { LEVANTER_LOG: process.env.LEVANTER_LOG ?? "info" },
     });
     const jobClient = ctx ? ctx.client : (local?.client ?? client!);
-    const job = ctx ? await ctx.submitChild(spec) : await jobClient.submit(spec);
+    // The embedded cluster has none of this task's bundle: its ranks run the code where it lies
+    // (the bundle unpacked for this task), not from a bundle it would refuse.
+    const job = ctx ? await ctx.submitChild(spec) : await jobClient.submit(spec, local ? { bundle: false } : {});
     const progress = opts.statusSink ? rankZeroStatus(jobClient, opts.statusSink) : undefined;
     const onAbort = () => void job.terminate().catch(() => {});
     opts.signal?.addEventListener("abort", onAbort, { once: true });
