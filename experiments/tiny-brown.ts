@@ -1,6 +1,7 @@
 // The Brown Corpus → clean → exact dedup → quality rules → fuzzy dedup → hold out 5 % for
 // evaluation and decontaminate the rest against it → train a BPE tokenizer → tokenize → train a
-// tiny LM → evaluate on the held-out Brown text → generate.
+// tiny LM → evaluate on the held-out Brown text → generate → export the model as a Hugging Face
+// folder and as a GGUF file.
 //   pnpm marin run experiments/tiny-brown.ts        (or: pnpm exec tsx experiments/tiny-brown.ts)
 // A few minutes on 2 cores. Smaller runs (tests, smoke checks) through the environment:
 //   MARIN_TINY_BROWN_FILES=20 MARIN_TINY_BROWN_STEPS=20 MARIN_TINY_BROWN_DMODEL=32 (MARIN_TINY_BROWN_VOCAB: BPE ids)
@@ -9,7 +10,7 @@ import { readdirSync } from "node:fs";
 import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
-import { cleanText, decontaminate, dedupExact, dedupFuzzy, evaluateLmStep, holdOut, qualityFilter, generateText, importCorpus, outputOf, runIfMain, tokenize, TOKENIZER_JSON, trainLmStep, trainTokenizer } from "@marin/marin";
+import { cleanText, decontaminate, dedupExact, dedupFuzzy, evaluateLmStep, exportModel, holdOut, qualityFilter, generateText, importCorpus, outputOf, runIfMain, tokenize, TOKENIZER_JSON, trainLmStep, trainTokenizer } from "@marin/marin";
 
 function envInt(name: string, fallback: number): number {
   const v = process.env[name];
@@ -59,7 +60,8 @@ export default function build() {
     name: "tiny-brown/train",
     ranks,
     data: outputOf(tokens),
-    model: { nLayers: 2, dModel, nHeads: 4, seqLen: 64, activation: "gelu", norm: "layer", positions: "learned" },
+    // Llama-shaped (rotary positions, rms norm, SwiGLU MLP, no biases) so that it exports to GGUF.
+    model: { nLayers: 2, dModel, nHeads: 4, seqLen: 64, activation: "swiglu", norm: "rms", positions: "rope" },
     optimizer: { learningRate: 3e-3, weightDecay: 0.01, warmup: Math.min(20, Math.floor(steps / 5)), lrSchedule: "cosine", minLrRatio: 0.1 },
     trainer: { numTrainSteps: steps, batchSize: 16, microBatches: 2, seed: 0, maxEvalBatches: 8, checkpointIntervalSeconds: envInt("MARIN_TINY_BROWN_CHECKPOINT_SECONDS", 60) },
   });
@@ -73,7 +75,11 @@ export default function build() {
     // Sampled through the inference service (levanter's server as a child iris job).
     viaService: true,
   });
-  return [evaluation, samples];
+  // The trained model for other tools: a Hugging Face folder (model/) and a GGUF file (model.gguf);
+  // the run's summary prints each one's path.
+  const exportHf = exportModel({ name: "tiny-brown/export-hf", checkpoints: outputOf(train, "checkpoints"), format: "hf" });
+  const exportGguf = exportModel({ name: "tiny-brown/export-gguf", checkpoints: outputOf(train, "checkpoints"), format: "gguf" });
+  return [evaluation, samples, exportHf, exportGguf];
 }
 
 await runIfMain(import.meta.url, build);

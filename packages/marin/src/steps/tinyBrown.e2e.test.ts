@@ -73,7 +73,7 @@ describe("tiny-brown, shortened, on an embedded LocalCluster", () => {
     // Without the dashboard the embedded cluster starts when a step needs it, its database in the run folder.
     const first = await marin(["run", script, "--prefix", prefix, "--no-dashboard"]);
     expect(first.code, first.stdout + first.stderr).toBe(0);
-    for (const step of ["import", "clean", "dedup", "quality", "dedup-fuzzy", "held-out", "decontaminate", "tokenizer", "tokenize", "train", "evaluate", "generate"]) {
+    for (const step of ["import", "clean", "dedup", "quality", "dedup-fuzzy", "held-out", "decontaminate", "tokenizer", "tokenize", "train", "evaluate", "generate", "export-hf", "export-gguf"]) {
       expect(first.stdout).toMatch(new RegExp(`tiny-brown/${step}\\s+ran\\s`));
     }
     expect(first.stdout).toMatch(/loss: \d/);
@@ -97,6 +97,13 @@ describe("tiny-brown, shortened, on an embedded LocalCluster", () => {
     expect(evalJson.bpb).toBeGreaterThan(0);
     const samples = (await fs.readFile(path.join(dirOf("generate"), "samples.jsonl"), "utf8")).trim().split("\n");
     expect(samples).toHaveLength(2);
+    // The trained model exported in both formats; the summary says where each one is.
+    expect(first.stdout).toContain(`tiny-brown/export-hf:\n    format: "hf"\n    family: "llama"\n    path: ${JSON.stringify(path.join(dirOf("export-hf"), "model"))}`);
+    expect(first.stdout).toMatch(/tiny-brown\/export-gguf:\n {4}format: "gguf"\n {4}type: "f32"\n {4}bytes: \d+\n {4}path: /);
+    expect(first.stdout).toContain(`path: ${JSON.stringify(path.join(dirOf("export-gguf"), "model.gguf"))}`);
+    expect(await fs.readdir(path.join(dirOf("export-hf"), "model"))).toEqual(expect.arrayContaining(["config.json", "model.safetensors", "tokenizer.json"]));
+    const gguf = await fs.readFile(path.join(dirOf("export-gguf"), "model.gguf"));
+    expect([gguf.subarray(0, 4).toString("latin1"), gguf.readUInt32LE(4)]).toEqual(["GGUF", 3]);
     // The train step ran as an iris job on the embedded cluster, whose database lives in the run's folder.
     const runs = await fs.readdir(path.join(prefix, ".marin", "runs"));
     expect(runs).toHaveLength(1);
@@ -110,7 +117,8 @@ describe("tiny-brown, shortened, on an embedded LocalCluster", () => {
     const before = await outsideMarin(tmp);
     const second = await marin(["run", script, "--prefix", prefix]);
     expect(second.code, second.stdout + second.stderr).toBe(0);
-    expect(second.stdout).toMatch(/ok: 0 step\(s\) ran, 12 did not/);
+    expect(second.stdout).toMatch(/ok: 0 step\(s\) ran, 14 did not/);
+    expect(second.stdout).toMatch(/path: ".*model\.gguf"/);
     expect(second.stdout).toMatch(/bpb: \d/);
     expect(await outsideMarin(tmp)).toEqual(before);
     // Nothing ran, so no cluster started and no run record was written either.
