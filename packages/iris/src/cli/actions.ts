@@ -72,10 +72,12 @@ function reportPending(job: Job, io: CliIo): { stop(): void } {
   };
 }
 
-/** The actions that start real components; `io` receives everything printed. */
 /** How many tasks of each live job `iris status` reads to list pending ones and their reasons. */
 const STATUS_TASKS_PER_JOB = 100;
+/** How long `iris cluster local` waits for its workers to register before giving up. */
+const LOCAL_BOOT_TIMEOUT_MS = 2 * 60_000;
 
+/** The actions that start real components; `io` receives everything printed. */
 export function realActions(io: CliIo): CliActions {
   return {
     async controller(a) {
@@ -192,22 +194,53 @@ export function realActions(io: CliIo): CliActions {
     },
 
     async clusterLocal(a) {
-      const { LocalCluster } = await import("../localCluster.ts");
-      const cluster = await LocalCluster.start({
-        workers: a.workers,
-        port: a.port,
-        ...(a.token ? { token: a.token } : {}),
-        ...(a.dbPath !== undefined ? { dbPath: a.dbPath } : {}),
-        ...(a.workerCpuMillis !== undefined ? { workerCpuMillis: a.workerCpuMillis } : {}),
-        ...(a.workerMemoryBytes !== undefined ? { workerMemoryBytes: a.workerMemoryBytes } : {}),
-        ...(a.schedulingTimeoutMs !== undefined ? { schedulingTimeoutMs: a.schedulingTimeoutMs } : {}),
-        ...(a.httpPort !== undefined ? { httpPort: a.httpPort } : {}),
-        ...(a.noAuth ? { noAuth: true } : {}),
-        ...(a.proxyPort !== undefined ? { proxyPort: a.proxyPort } : {}),
-      });
+      // A local scale group with min = max = N under the autoscaler (as `iris cluster up` runs
+      // one), so `iris cluster status` shows it; ready once all N workers have registered.
+      const { startCluster } = await import("../autoscaler/clusterUp.ts");
+      const { localWorkerCapacity } = await import("../localCluster.ts");
+      const share = localWorkerCapacity(a.workers);
+      const cluster = await startCluster(
+        {
+          controller: {
+            host: "127.0.0.1",
+            port: a.port,
+            db: a.dbPath,
+            token: a.token || undefined,
+            insecure: false,
+            noAuth: a.noAuth === true,
+            httpPort: a.httpPort,
+            proxyPort: a.proxyPort,
+            schedulingTimeoutMs: a.schedulingTimeoutMs,
+          },
+          scaleGroups: [
+            {
+              name: "local",
+              provider: "local",
+              minWorkers: a.workers,
+              maxWorkers: a.workers,
+              idleTimeoutMs: 5 * 60_000,
+              bootTimeoutMs: LOCAL_BOOT_TIMEOUT_MS,
+              priority: 0,
+              worker: { cpuMillis: a.workerCpuMillis ?? share.cpuMillis, memoryBytes: a.workerMemoryBytes ?? share.memoryBytes, devices: {}, attributes: {} },
+            },
+          ],
+        },
+        { log: (l) => io.err(`${l}\n`) },
+      );
+      const registered = (): number => cluster.controller.state.listWorkers().length;
+      // Registering is not one of the controller's change events (those follow assignments): poll.
+      const deadline = Date.now() + LOCAL_BOOT_TIMEOUT_MS;
+      while (registered() < a.workers && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+      const up = registered() >= a.workers;
+      if (!up) {
+        io.err(`iris cluster local: only ${registered()} of ${a.workers} workers registered within ${LOCAL_BOOT_TIMEOUT_MS / 1000} s\n`);
+        await cluster.stop();
+        return 1;
+      }
+      const address = cluster.controller.address;
       io.out(
-        `iris local cluster listening on ${cluster.address} with ${a.workers} worker${a.workers === 1 ? "" : "s"}\n` +
-          `  export IRIS_CONTROLLER_ADDRESS=${cluster.address}\n` +
+        `iris local cluster listening on ${address} with ${a.workers} worker${a.workers === 1 ? "" : "s"}\n` +
+          `  export IRIS_CONTROLLER_ADDRESS=${address}\n` +
           `  ${cluster.controller.authNotice()}\n` +
           (cluster.controller.httpAddress ? `  dashboard: ${cluster.controller.loginUrl()}\n  endpoint proxy: ${cluster.controller.proxyOrigin}\n` : ""),
       );

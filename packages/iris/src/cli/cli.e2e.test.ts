@@ -268,6 +268,12 @@ describe("iris cluster local", () => {
       });
       expect(r.code, r.stderr).toBe(0);
       expect(r.stdout.split("\n").filter((l) => l.startsWith("[")).sort()).toEqual(["[0] task 0", "[1] task 1"]);
+      // Its workers are a local scale group with min = max = 2 under the autoscaler.
+      const st = await iris(["cluster", "status", "--json", "--controller", address], { IRIS_AUTH_TOKEN: "" });
+      expect(st.code, st.stderr).toBe(0);
+      const groups = (JSON.parse(st.stdout) as { groups: { name: string; provider: string; minWorkers: number; maxWorkers: number; workers: unknown[] }[] }).groups;
+      expect(groups.map((g) => [g.name, g.provider, g.minWorkers, g.maxWorkers])).toEqual([["local", "local", 2, 2]]);
+      expect(groups[0].workers).toHaveLength(2);
     } finally {
       expect(await cluster.stop()).toBe(0);
     }
