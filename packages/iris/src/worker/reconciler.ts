@@ -10,7 +10,7 @@ import type { ReconcileResponse__Output } from "../internal/generated/iris/v1/Re
 import type { RunAttempt__Output } from "../internal/generated/iris/v1/RunAttempt.ts";
 import { observationToWire } from "../internal/codec.ts";
 import { unary } from "../internal/rpc.ts";
-import { DEFAULT_ADVERTISE_HOST } from "./taskEnv.ts";
+import { DEFAULT_ADVERTISE_HOST } from "../process/taskEnv.ts";
 import type { AttemptLauncher } from "./attemptLauncher.ts";
 import { killRecordedAttempt, type AttemptRecord } from "./attemptStore.ts";
 import { errorText, isTerminal, RPC_DEADLINE_MS, type LocalAttempt, type LocalState, type WorkerContext } from "./workerTypes.ts";
