@@ -3,7 +3,7 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import { IrisError } from "../errors.ts";
 import type { Endpoint as WireEndpoint } from "../internal/generated/iris/v1/Endpoint.ts";
-import { registeredEndpointToWire } from "../internal/codec.ts";
+import { registeredEndpointToWire } from "./stateWire.ts";
 import { StateTransitions } from "./transitions.ts";
 import { LIMITS, checkEndpointRequest, checkEndpointName } from "../jobSpec.ts";
 import { LOCAL_ADMIN, inTree, mayControlJob, type Principal } from "./auth.ts";

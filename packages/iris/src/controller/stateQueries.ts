@@ -9,7 +9,7 @@ import type { WorkerInfo } from "../internal/generated/iris/v1/WorkerInfo.ts";
 import type { Endpoint as WireEndpoint } from "../internal/generated/iris/v1/Endpoint.ts";
 import type { LogEntry as WireLogEntry } from "../internal/generated/iris/v1/LogEntry.ts";
 import type { MetricPoint as WireMetricPoint } from "../internal/generated/iris/v1/MetricPoint.ts";
-import { endpointToWire, jobStatusToWire, logEntryToWire, metricPointToWire, runAttemptToWire, workerInfoToWire } from "../internal/codec.ts";
+import { endpointToWire, jobStatusToWire, logEntryToWire, metricPointToWire, runAttemptToWire, workerInfoToWire } from "./stateWire.ts";
 import { isTerminalJobState, TERMINAL_JOB_STATES } from "../jobSpec.ts";
 import type { JobSpec, JobState } from "../jobSpec.ts";
 import type { SchedResources } from "./scheduler.ts";

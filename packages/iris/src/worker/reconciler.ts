@@ -8,7 +8,7 @@ import { IrisError } from "../errors.ts";
 import type { AttemptObservation } from "../internal/generated/iris/v1/AttemptObservation.ts";
 import type { ReconcileResponse__Output } from "../internal/generated/iris/v1/ReconcileResponse.ts";
 import type { RunAttempt__Output } from "../internal/generated/iris/v1/RunAttempt.ts";
-import { observationToWire } from "../internal/codec.ts";
+import { observationToWire } from "./workerTypes.ts";
 import { unary } from "../internal/rpc.ts";
 import { DEFAULT_ADVERTISE_HOST } from "../process/taskEnv.ts";
 import type { AttemptLauncher } from "./attemptLauncher.ts";
