@@ -203,7 +203,7 @@ export class Controller {
     this.workerCredentials.setHooks({
       sessionEnded: (id) => this.service.endWorkerStreams(id),
       revoked: (id) => {
-        state.deregisterWorker(id);
+        state.workers.deregisterWorker(id);
         this.scheduleSoon();
       },
     });
@@ -211,12 +211,12 @@ export class Controller {
     this.log = auth.log;
     this.endpointProxy = new EndpointProxy({
       mayControl: (p, owner) => mayControlJob(p as Principal, owner),
-      resolve: (full) => state.resolveEndpoint(full, ""),
-      resolveAll: (full) => state.resolveEndpoints(full, ""),
-      ownerOf: (endpoint) => state.endpointOwnerOf(String(endpoint.name)),
+      resolve: (full) => state.queries.resolveEndpoint(full, ""),
+      resolveAll: (full) => state.queries.resolveEndpoints(full, ""),
+      ownerOf: (endpoint) => state.queries.endpointOwnerOf(String(endpoint.name)),
       exists: (full) => {
         try {
-          return state.resolveEndpoint(full, "") !== undefined;
+          return state.queries.resolveEndpoint(full, "") !== undefined;
         } catch {
           return false;
         }
@@ -275,9 +275,9 @@ export class Controller {
       if (opts.noAuth && given) throw new IrisError("INVALID_ARGUMENT", "--no-auth turns auth off: give it without --token or --auth-file");
       // Auth on by default: a loopback controller started without credentials mints its own admin
       // token (a non-loopback one still needs --token, --auth-file or --insecure).
-      if (!given && !opts.noAuth && isLoopbackHost(host)) token = minted = mintAdminToken(state.taskTokenSecret());
+      if (!given && !opts.noAuth && isLoopbackHost(host)) token = minted = mintAdminToken(state.records.taskTokenSecret());
       const authOn = token !== undefined || Boolean(opts.authFile);
-      if (authOn) taskTokens = new TaskTokens(state.taskTokenSecret(), (uid) => state.attemptForToken(uid));
+      if (authOn) taskTokens = new TaskTokens(state.records.taskTokenSecret(), (uid) => state.queries.attemptForToken(uid));
       workerCredentials = new WorkerCredentials(db, opts.clock ? () => opts.clock!.now() : Date.now);
       auth = createAuthenticator({ token, authFile: opts.authFile, taskTokens, workerCredentials, log });
       const refusal = bindRefusal(host, auth.enabled, opts.insecure === true);
@@ -347,7 +347,7 @@ export class Controller {
    * PERMISSION_DENIED unless the principal may control the endpoint's owner job.
    */
   mintEndpointCapability(principal: Principal, name: string, ttlSeconds = 0, scopeJob = ""): EndpointCapability {
-    return this.endpointProxy.mint(principal, this.state.resolveEndpoint(name, scopeJob), ttlSeconds);
+    return this.endpointProxy.mint(principal, this.state.queries.resolveEndpoint(name, scopeJob), ttlSeconds);
   }
 
   /** Attaches an autoscaler: GetClusterStatus and ClusterDown answer through it. */
@@ -390,9 +390,9 @@ export class Controller {
   private tick(): void {
     if (this.stopped) return;
     try {
-      this.state.checkWorkers();
-      this.state.expireEndpoints();
-      this.metrics.timeScheduler(() => this.state.schedulePass());
+      this.state.workers.checkWorkers();
+      this.state.records.expireEndpoints();
+      this.metrics.timeScheduler(() => this.state.jobs.schedulePass());
       if (this.#now() - this.#lastBundlePrune >= BUNDLE_PRUNE_INTERVAL_MS) this.pruneBundles();
     } catch (e) {
       if (!this.stopped) console.error("iris controller: tick failed:", e);
@@ -405,7 +405,7 @@ export class Controller {
    */
   pruneBundles(): string[] {
     this.#lastBundlePrune = this.#now();
-    const removed = this.bundles.prune({ ...this.#bundlePolicy, inUse: this.state.bundlesInUse(), now: this.#lastBundlePrune });
+    const removed = this.bundles.prune({ ...this.#bundlePolicy, inUse: this.state.queries.bundlesInUse(), now: this.#lastBundlePrune });
     if (removed.length > 0) this.log(`iris controller: removed ${removed.length} unused code bundle${removed.length === 1 ? "" : "s"} (${removed.join(", ")})`);
     return removed;
   }
@@ -426,7 +426,7 @@ export class Controller {
     this.scheduleQueued = true;
     setImmediate(() => {
       this.scheduleQueued = false;
-      if (!this.stopped) this.metrics.timeScheduler(() => this.state.schedulePass());
+      if (!this.stopped) this.metrics.timeScheduler(() => this.state.jobs.schedulePass());
     });
   }
 

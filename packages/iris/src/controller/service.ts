@@ -46,7 +46,7 @@ export interface ServiceHost {
   /** The attached autoscaler, if any. */
   cluster(): ClusterHooks | undefined;
   /** A capability URL for a resolved endpoint (the endpoint proxy's mint). */
-  mintCapability(principal: Principal, endpoint: ReturnType<ControllerState["resolveEndpoint"]>, ttlSeconds: number): EndpointCapability;
+  mintCapability(principal: Principal, endpoint: ReturnType<ControllerState["queries"]["resolveEndpoint"]>, ttlSeconds: number): EndpointCapability;
 }
 
 type Listener = () => void;
@@ -171,21 +171,21 @@ export class ControllerRpcService {
           if (this.host.bundles.size(spec.bundle) === undefined) throw new IrisError("FAILED_PRECONDITION", bundleMissingMessage(spec.bundle));
           this.host.bundles.touch(spec.bundle, this.host.now());
         }
-        return s.launchJob(spec);
+        return s.jobs.launchJob(spec);
       }),
-      GetJob: this.unary("GetJob", (req, p) => s.jobStatus(s.findJob(placeJobName(p, req.name), req.instanceId).instance_id, taskPage(req))),
+      GetJob: this.unary("GetJob", (req, p) => s.queries.jobStatus(s.queries.findJob(placeJobName(p, req.name), req.instanceId).instance_id, taskPage(req))),
       ListJobs: this.unary("ListJobs", (req, p) => {
-        const page = s.listJobs(req.prefix === "" ? "" : placeJobName(p, req.prefix), { pageSize: req.pageSize, pageToken: req.pageToken });
-        return { jobs: page.instanceIds.map((id) => s.jobSummary(id)), nextPageToken: page.nextPageToken };
+        const page = s.queries.listJobs(req.prefix === "" ? "" : placeJobName(p, req.prefix), { pageSize: req.pageSize, pageToken: req.pageToken });
+        return { jobs: page.instanceIds.map((id) => s.queries.jobSummary(id)), nextPageToken: page.nextPageToken };
       }),
       ListTasks: this.unary("ListTasks", (req, p) => {
-        const st = s.jobStatus(s.findJob(placeJobName(p, req.name), req.instanceId).instance_id, taskPage(req));
+        const st = s.queries.jobStatus(s.queries.findJob(placeJobName(p, req.name), req.instanceId).instance_id, taskPage(req));
         return { tasks: st.tasks, nextPageToken: st.nextTaskPageToken };
       }),
       TerminateJob: this.unary("TerminateJob", (req, p) => {
         const name = placeJobName(p, req.name);
         if (!mayControlJob(p, name)) throw denied(`${p.role} ${p.user} may not terminate ${name}: it belongs to someone else`);
-        s.terminateJob(name);
+        s.jobs.terminateJob(name);
         return {};
       }),
       WatchJob: (call) => {
@@ -193,7 +193,7 @@ export class ControllerRpcService {
         if (!("role" in p)) return void call.emit("error", p);
         let instanceId: string;
         try {
-          instanceId = s.findJob(placeJobName(p, call.request.name), call.request.instanceId).instance_id;
+          instanceId = s.queries.findJob(placeJobName(p, call.request.name), call.request.instanceId).instance_id;
         } catch (e) {
           return void call.emit("error", rpcError(e));
         }
@@ -205,7 +205,7 @@ export class ControllerRpcService {
           if (done || this.host.stopped()) return;
           let st: JobStatus;
           try {
-            st = s.jobStatus(instanceId, taskPage(call.request));
+            st = s.queries.jobStatus(instanceId, taskPage(call.request));
           } catch (e) {
             done = true;
             unlisten();
@@ -239,7 +239,7 @@ export class ControllerRpcService {
         const req = call.request;
         let instanceId: string;
         try {
-          instanceId = s.findJob(placeJobName(p, req.name), req.instanceId).instance_id;
+          instanceId = s.queries.findJob(placeJobName(p, req.name), req.instanceId).instance_id;
         } catch (e) {
           return void call.emit("error", rpcError(e));
         }
@@ -259,7 +259,7 @@ export class ControllerRpcService {
           queued = false;
           if (done || this.host.stopped()) return;
           for (;;) {
-            const entries = s.readLogs(instanceId, seq, taskIndex);
+            const entries = s.queries.readLogs(instanceId, seq, taskIndex);
             if (entries.length === 0) break;
             seq = Number(entries[entries.length - 1]!.seq);
             // Back-pressure: a slow reader of a long log is fed as it drains, not buffered.
@@ -269,8 +269,8 @@ export class ControllerRpcService {
           // been reported: reads of a job that just finished wait (briefly) until every attempt's
           // lines are in, so "wait, then read the logs" sees them all. A job whose last lines
           // never arrive (its worker died) ends the stream after the grace period.
-          const { terminal, finishedAtMs } = s.jobEnd(instanceId);
-          if ((!req.follow && !terminal) || s.logsComplete(instanceId)) return finish();
+          const { terminal, finishedAtMs } = s.queries.jobEnd(instanceId);
+          if ((!req.follow && !terminal) || s.queries.logsComplete(instanceId)) return finish();
           if (terminal && !graceTimer) {
             graceTimer = setTimeout(
               () => {
@@ -292,15 +292,15 @@ export class ControllerRpcService {
         pump();
       },
       RegisterEndpoint: this.unary("RegisterEndpoint", (req, p) =>
-        s.registerEndpoint({ name: req.name, address: req.address, metadata: req.metadata, attemptId: req.attemptId, scopeJob: req.scopeJob }, p),
+        s.records.registerEndpoint({ name: req.name, address: req.address, metadata: req.metadata, attemptId: req.attemptId, scopeJob: req.scopeJob }, p),
       ),
       UnregisterEndpoint: this.unary("UnregisterEndpoint", (req, p) => {
-        s.unregisterEndpoint(req.endpointId, p);
+        s.records.unregisterEndpoint(req.endpointId, p);
         return {};
       }),
-      ResolveEndpoint: this.unary("ResolveEndpoint", (req) => s.resolveEndpoint(req.name, req.scopeJob)),
-      ListEndpoints: this.unary("ListEndpoints", (req) => ({ endpoints: s.listEndpoints(req.prefix, req.scopeJob) })),
-      MintEndpointToken: this.unary("MintEndpointToken", (req, p) => this.host.mintCapability(p, s.resolveEndpoint(req.name, req.scopeJob), req.ttlSeconds)),
+      ResolveEndpoint: this.unary("ResolveEndpoint", (req) => s.queries.resolveEndpoint(req.name, req.scopeJob)),
+      ListEndpoints: this.unary("ListEndpoints", (req) => ({ endpoints: s.queries.listEndpoints(req.prefix, req.scopeJob) })),
+      MintEndpointToken: this.unary("MintEndpointToken", (req, p) => this.host.mintCapability(p, s.queries.resolveEndpoint(req.name, req.scopeJob), req.ttlSeconds)),
       ReportTaskStatus: this.unary("ReportTaskStatus", (req, p) => {
         const { jobName } = parseTaskId(req.taskId);
         if (!mayControlJob(p, jobName)) throw denied(`${p.role} ${p.user} may not report the status of ${req.taskId}`);
@@ -309,11 +309,11 @@ export class ControllerRpcService {
         }
         const metricCount = Object.keys(req.metrics).length;
         if (metricCount > LIMITS.metricsPerReport) throw new IrisError("INVALID_ARGUMENT", `metrics: expected at most ${LIMITS.metricsPerReport} entries, got ${metricCount}`);
-        s.reportTaskStatus(req.taskId, req.attempt, req.statusText, req.metrics);
+        s.records.reportTaskStatus(req.taskId, req.attempt, req.statusText, req.metrics);
         return {};
       }),
-      GetTaskMetrics: this.unary("GetTaskMetrics", (req) => s.taskMetrics(req.taskId, req.attempt)),
-      ListWorkers: this.unary("ListWorkers", () => ({ workers: s.listWorkers() })),
+      GetTaskMetrics: this.unary("GetTaskMetrics", (req) => s.queries.taskMetrics(req.taskId, req.attempt)),
+      ListWorkers: this.unary("ListWorkers", () => ({ workers: s.queries.listWorkers() })),
       GetBundle: this.unary("GetBundle", (req) => {
         const size = this.host.bundles.size(req.bundleId);
         if (size === undefined) throw new IrisError("NOT_FOUND", `bundle ${req.bundleId} is not stored here: upload it`);
@@ -337,7 +337,7 @@ export class ControllerRpcService {
         );
       },
       DrainWorker: this.unary("DrainWorker", (req) => {
-        const preempted = s.drainWorker(req.workerId);
+        const preempted = s.workers.drainWorker(req.workerId);
         this.host.scheduleSoon();
         return { preempted };
       }),
@@ -358,7 +358,7 @@ export class ControllerRpcService {
         if (session && creds.sessionInstance(p.worker!) !== req.instanceId) {
           throw denied(`the session of worker ${p.worker} belongs to another process: a new process registers with a worker token, not a copy of a session`);
         }
-        const workerId = s.registerWorker({
+        const workerId = s.workers.registerWorker({
           workerId: p.worker ?? req.workerId,
           host: req.host,
           attributes: req.attributes,
@@ -374,7 +374,7 @@ export class ControllerRpcService {
       }),
       Reconcile: this.unary("Reconcile", (req, p) => {
         checkOwnWorker(p, req.workerId, "reconcile the attempts");
-        const r = s.reconcile(req.workerId, req.observed, { healthy: req.health ? req.health.healthy : true });
+        const r = s.workers.reconcile(req.workerId, req.observed, { healthy: req.health ? req.health.healthy : true });
         // Each attempt gets its own token (never the worker's): minted here, on every desired set.
         const tokens = this.host.taskTokens;
         return tokens ? { ...r, run: r.run.map((a) => ({ ...a, taskToken: tokens.mint(String(a.attemptUid)) })) } : r;
@@ -388,7 +388,7 @@ export class ControllerRpcService {
         } catch (e) {
           return void call.emit("error", rpcError(e));
         }
-        if (!s.isWorkerAlive(id)) {
+        if (!s.queries.isWorkerAlive(id)) {
           return void call.emit("error", { code: grpc.status.NOT_FOUND, details: `worker ${id} is not registered: register again` });
         }
         let set = this.workerStreams.get(id);
@@ -410,7 +410,7 @@ export class ControllerRpcService {
         call.on("data", (req: { lines: { attemptUid: string; stream: string; line: string; timeMs: number; index?: number }[] }) => {
           if (failure) return;
           try {
-            s.appendLogs(req.lines, p.role === "worker" ? p.worker : undefined);
+            s.records.appendLogs(req.lines, p.role === "worker" ? p.worker : undefined);
           } catch (e) {
             failure = rpcError(e);
           }
@@ -423,7 +423,7 @@ export class ControllerRpcService {
         (call, m) => {
           const p = this.authorize(call, m);
           // A worker session fetches the bundles of its own live attempts only.
-          if ("role" in p && p.role === "worker" && !s.workerRunsBundle(p.worker ?? "", call.request.bundleId)) {
+          if ("role" in p && p.role === "worker" && !s.queries.workerRunsBundle(p.worker ?? "", call.request.bundleId)) {
             return { code: grpc.status.PERMISSION_DENIED, details: `worker ${p.worker ?? "?"} runs no attempt from bundle ${call.request.bundleId}` };
           }
           return p;
@@ -433,7 +433,7 @@ export class ControllerRpcService {
       ),
       DeregisterWorker: this.unary("DeregisterWorker", (req, p) => {
         checkOwnWorker(p, req.workerId, "deregister");
-        s.deregisterWorker(req.workerId);
+        s.workers.deregisterWorker(req.workerId);
         this.host.workerCredentials.endSession(req.workerId);
         this.host.scheduleSoon();
         return {};
