@@ -65,7 +65,7 @@ export async function startCluster(config: ClusterConfig, opts: StartClusterOpti
       state: {
         autoscalerSnapshot: () => controller.state.autoscalerSnapshot(),
         setAutoscalerView: (view) => controller.state.jobs.setAutoscalerView(view),
-        drainWorker: (workerId) => controller.state.workers.drainWorker(workerId),
+        drainWorker: (workerId) => controller.state.workers.drainWorker(workerId).preempted,
         deregisterWorker: (workerId) => controller.state.workers.deregisterWorker(workerId),
       },
       credentials: opts.credentials ?? new ControllerCredentialIssuer(controller.workerCredentials, controller.auth.enabled),

@@ -134,7 +134,7 @@ describe("ControllerState", () => {
     clock.t += 2000;
     s.workers.reconcile("w2", [], { healthy: true });
     clock.t += 2000;
-    expect(s.workers.checkWorkers()).toEqual(["w1"]);
+    expect(s.workers.checkWorkers().lost).toEqual(["w1"]);
     let st = job("/alice/long");
     expect(st.tasks![0]!.attempts![0]!.failureKind).toBe("WORKER_LOST");
     expect(st.tasks![0]!.preemptions).toBe(1);
@@ -186,7 +186,7 @@ describe("ControllerState", () => {
     s.workers.reconcile("w1", [obs(a!.attemptUid!, "RUNNING")], { healthy: true });
     s.workers.reconcile("w2", [obs(b!.attemptUid!, "RUNNING")], { healthy: true });
     clock.t += 4000;
-    expect(s.workers.checkWorkers().sort()).toEqual(["w1", "w2"]);
+    expect(s.workers.checkWorkers().lost.sort()).toEqual(["w1", "w2"]);
     const st = job("/alice/gang2");
     expect(st.tasks!.map((t) => t.preemptions).sort()).toEqual([0, 1]);
     expect(st.tasks!.map((t) => t.attempts![0]!.failureKind).sort()).toEqual(["PEER_FAILED", "WORKER_LOST"]);
@@ -301,7 +301,7 @@ describe("ControllerState", () => {
     clock.t += 60_000;
     db = openDb(path.join(dir, "c.sqlite"));
     s = new ControllerState(db, { clock, workerTimeoutMs: 3000 });
-    expect(s.workers.checkWorkers()).toEqual([]);
+    expect(s.workers.checkWorkers().lost).toEqual([]);
     const again = s.workers.reconcile("w1", run.map((r, i) => obs(r.attemptUid!, "RUNNING", { logLines: i === 0 ? 1 : 0 })), { healthy: true });
     expect(again.run.map((r) => r.attemptUid).sort()).toEqual(run.map((r) => r.attemptUid).sort());
     expect(again.stop).toEqual([]);

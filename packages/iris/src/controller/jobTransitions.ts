@@ -1,6 +1,12 @@
-// The controller state's transitions: every change of jobs, tasks, attempts and workers —
-// submission, termination, attempts ending (retry budgets, APP_ERROR, gangs), scheduling passes,
-// worker registration, reconcile and loss. Each public method is one transaction.
+// The controller state's job transitions: submission, termination, attempts ending (retry budgets,
+// APP_ERROR, gangs) and scheduling passes. Each public method is one transaction and returns what
+// it did (a result object).
+//
+// Invariant kept: a job's state is always deriveJobState of its tasks' states (recomputeJob after
+// every task change), and once terminal it never changes again, nor do its tasks; a task has at
+// most one live attempt, its current round (`tasks.attempt`), and a retry happens only within the
+// job's failure and preemption budgets; an ended job leaves no live attempt, no leased endpoint
+// and no unfinished child behind.
 import { randomUUID } from "node:crypto";
 import { IrisError } from "../errors.ts";
 import { isTerminalJobState } from "../jobSpec.ts";
@@ -36,6 +42,18 @@ const SCHEDULE_WINDOW = 500;
  */
 const PASS_TASK_BUDGET = 5000;
 /** The job, task, attempt and worker transitions of the controller state (see controllerState.ts). */
+/** What {@link JobTransitions.terminateJob} did: `ended` false when the job had already ended. */
+export interface TerminateResult {
+  instanceId: string;
+  ended: boolean;
+}
+
+/** What one scheduling pass did: attempts assigned; `skipped` when nothing could have changed. */
+export interface SchedulePassResult {
+  assigned: number;
+  skipped: boolean;
+}
+
 /** The job, task and attempt transitions of the controller state and its scheduling passes. */
 export class JobTransitions {
   private readonly core: StateCore;
@@ -98,10 +116,12 @@ export class JobTransitions {
   }
 
   /** Kills a job's tasks and, recursively, its children. No-op on a finished job. */
-  terminateJob(name: string): void {
-    this.core.tx(() => {
+  terminateJob(name: string): TerminateResult {
+    return this.core.tx(() => {
       const j = this.queries.findJob(name);
-      if (!isTerminalJobState(j.state)) this.endJob(j.instance_id, "KILLED", "terminated by request");
+      const ended = !isTerminalJobState(j.state);
+      if (ended) this.endJob(j.instance_id, "KILLED", "terminated by request");
+      return { instanceId: j.instance_id, ended };
     });
   }
 
@@ -249,13 +269,13 @@ export class JobTransitions {
   /** What the last scheduling pass did: the pending tasks it considered, and how long it took. */
   lastPass = { tasks: 0, ms: 0 };
 
-  /** One scheduling pass: place what fits, record a reason for the rest. Returns placements. */
-  schedulePass(): number {
-    if (!this.core.needsSchedule && this.core.clock.now() < this.core.nextScheduleDeadlineMs) return 0;
+  /** One scheduling pass: place what fits, record a reason for the rest. `skipped`: nothing could have changed. */
+  schedulePass(): SchedulePassResult {
+    if (!this.core.needsSchedule && this.core.clock.now() < this.core.nextScheduleDeadlineMs) return { assigned: 0, skipped: true };
     this.core.needsSchedule = false;
     const t0 = performance.now();
     try {
-      return this.schedulePassTx();
+      return { assigned: this.schedulePassTx(), skipped: false };
     } catch (e) {
       this.core.needsSchedule = true;
       throw e;

@@ -1,5 +1,10 @@
 // The controller state's record-keeping transitions: log lines pushed by workers (bounded per
 // attempt, resends dropped), endpoint registrations leased to attempts, status texts and metrics.
+// Each public method is one transaction and returns what it did (a result object).
+//
+// Invariant kept: a log line is stored only for a known attempt, once per (attempt, index), at most logLinesLimit per attempt (then one truncation notice); an endpoint is leased to
+// a live attempt of its owner's tree (or expires after endpointTtlMs) and leaves with it; an
+// attempt keeps at most metricsLimit metrics points, oldest dropped first.
 import { randomBytes, randomUUID } from "node:crypto";
 import { IrisError } from "../errors.ts";
 import type { Endpoint as WireEndpoint } from "../internal/generated/iris/v1/Endpoint.ts";
@@ -28,17 +33,17 @@ export class RecordTransitions {
   /**
    * Appends log lines pushed by a worker (lines of unknown attempts are dropped). With `fromWorker`
    * (a worker session pushing), a line of an attempt assigned to another worker refuses the whole
-   * batch (PERMISSION_DENIED).
+   * batch (PERMISSION_DENIED). `accepted`: the lines counted (resends and lines of unknown attempts are not).
    */
-  appendLogs(lines: { attemptUid: string; stream: string; line: string; timeMs: number; index?: number | undefined }[], fromWorker?: string): void {
-    if (lines.length === 0) return;
+  appendLogs(lines: { attemptUid: string; stream: string; line: string; timeMs: number; index?: number | undefined }[], fromWorker?: string): { accepted: number } {
+    if (lines.length === 0) return { accepted: 0 };
     if (fromWorker !== undefined) {
       for (const uid of new Set(lines.map((l) => l.attemptUid))) {
         const a = this.core.stmt("SELECT worker_id FROM attempts WHERE uid = ?").get(uid) as { worker_id: string } | undefined;
         if (a && a.worker_id !== fromWorker) throw new IrisError("PERMISSION_DENIED", `worker ${fromWorker} may not push the logs of attempt ${uid}: it runs elsewhere`);
       }
     }
-    this.core.tx(() => {
+    return this.core.tx(() => {
       const ins = this.core.stmt("INSERT INTO logs (instance_id, idx, attempt, stream, line, time_ms) VALUES (?, ?, ?, ?, ?, ?)");
       const counts = new Map<string, number>();
       const received = new Map<string, number>();
@@ -77,7 +82,12 @@ export class RecordTransitions {
         this.core.touchLogs(target.instanceId);
       }
       const upd = this.core.stmt("UPDATE attempts SET log_lines_received = log_lines_received + ? WHERE uid = ?");
-      for (const [uid, n] of counts) upd.run(n, uid);
+      let accepted = 0;
+      for (const [uid, n] of counts) {
+        upd.run(n, uid);
+        accepted += n;
+      }
+      return { accepted };
     });
   }
 
@@ -157,13 +167,14 @@ export class RecordTransitions {
   }
 
   /** Removes an endpoint (no-op when already gone); PERMISSION_DENIED unless `by` may control its owner. */
-  unregisterEndpoint(endpointId: string, by: Principal = LOCAL_ADMIN): void {
-    this.core.tx(() => {
+  unregisterEndpoint(endpointId: string, by: Principal = LOCAL_ADMIN): { removed: boolean } {
+    return this.core.tx(() => {
       const row = this.core.stmt("SELECT * FROM endpoints WHERE id = ?").get(endpointId) as EndpointRow | undefined;
-      if (!row) return;
+      if (!row) return { removed: false };
       const owner = this.queries.endpointOwner(row);
       if (!mayControlJob(by, owner)) throw new IrisError("PERMISSION_DENIED", `endpoint ${row.name} belongs to ${owner}: ${by.role} ${by.user} may not remove it`);
       this.core.stmt("DELETE FROM endpoints WHERE id = ?").run(endpointId);
+      return { removed: true };
     });
   }
 
@@ -177,17 +188,18 @@ export class RecordTransitions {
   }
 
   /** Drops unleased endpoints whose time is up; returns how many. */
-  expireEndpoints(): number {
-    return this.core.tx(() => Number(this.core.stmt("DELETE FROM endpoints WHERE expires_at_ms IS NOT NULL AND expires_at_ms <= ?").run(this.core.clock.now()).changes));
+  expireEndpoints(): { expired: number } {
+    return this.core.tx(() => ({ expired: Number(this.core.stmt("DELETE FROM endpoints WHERE expires_at_ms IS NOT NULL AND expires_at_ms <= ?").run(this.core.clock.now()).changes) }));
   }
 
   /** Records a status text and (when given) one metrics point for an attempt. */
-  reportTaskStatus(taskId: string, attempt: number, statusText: string, metrics: Record<string, number>): void {
-    this.core.tx(() => {
+  reportTaskStatus(taskId: string, attempt: number, statusText: string, metrics: Record<string, number>): { attemptUid: string; step: number | undefined } {
+    return this.core.tx(() => {
+      let step: number | undefined;
       const a = this.queries.attemptForReport(taskId, attempt);
       this.core.stmt("UPDATE attempts SET status_text = ? WHERE uid = ?").run(statusText, a.uid);
       if (Object.keys(metrics).length > 0) {
-        const step = Number.isFinite(metrics.step) ? metrics.step! : (a.last_step ?? -1) + 1;
+        step = Number.isFinite(metrics.step) ? metrics.step! : (a.last_step ?? -1) + 1;
         this.core.db
           .prepare("INSERT INTO metrics (attempt_uid, step, time_ms, metrics) VALUES (?, ?, ?, ?)")
           .run(a.uid, step, this.core.clock.now(), JSON.stringify(metrics));
@@ -201,6 +213,7 @@ export class RecordTransitions {
         this.core.stmt("UPDATE attempts SET metric_count = ?, last_step = ? WHERE uid = ?").run(count, step, a.uid);
       }
       if (a.status_text !== statusText) this.core.touchJob(a.instance_id);
+      return { attemptUid: a.uid, step };
     });
   }
 }

@@ -337,7 +337,7 @@ export class ControllerRpcService {
         );
       },
       DrainWorker: this.unary("DrainWorker", (req) => {
-        const preempted = s.workers.drainWorker(req.workerId);
+        const { preempted } = s.workers.drainWorker(req.workerId);
         this.host.scheduleSoon();
         return { preempted };
       }),
@@ -358,7 +358,7 @@ export class ControllerRpcService {
         if (session && creds.sessionInstance(p.worker!) !== req.instanceId) {
           throw denied(`the session of worker ${p.worker} belongs to another process: a new process registers with a worker token, not a copy of a session`);
         }
-        const workerId = s.workers.registerWorker({
+        const { workerId } = s.workers.registerWorker({
           workerId: p.worker ?? req.workerId,
           host: req.host,
           attributes: req.attributes,

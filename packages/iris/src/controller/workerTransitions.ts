@@ -1,5 +1,11 @@
-// The controller state's worker departures: draining a worker (its attempts preempted and placed
-// elsewhere, nothing new placed there) and a worker leaving the cluster (deregistration).
+// The controller state's worker transitions: registration, reconcile (a worker's observations
+// folded in, its desired set returned), loss by silence, draining and deregistration. Each public
+// method is one transaction and returns what it did (a result object).
+//
+// Invariant kept: a live attempt (ASSIGNED, BUILDING, RUNNING) always sits on a registered worker
+// that is ALIVE or DRAINING: a worker that goes silent, is lost or leaves takes its live attempts
+// with it (WORKER_LOST, charged to the preemption budget), and nothing new is placed on a
+// DRAINING or LOST worker. A worker's report never overrides what the controller already decided.
 import { randomBytes } from "node:crypto";
 import { IrisError } from "../errors.ts";
 import type { AttemptObservation__Output } from "../internal/generated/iris/v1/AttemptObservation.ts";
@@ -26,8 +32,8 @@ export class WorkerTransitions {
 
   // ---- workers --------------------------------------------------------------------------------
 
-  /** Registers a worker (again); a lost worker becomes alive. Returns its id. */
-  registerWorker(req: { workerId: string; host: string; attributes: Record<string, string>; capacity: SchedResources }): string {
+  /** Registers a worker (again); a lost worker becomes alive. Returns its id (minted when none was given). */
+  registerWorker(req: { workerId: string; host: string; attributes: Record<string, string>; capacity: SchedResources }): { workerId: string } {
     return this.core.tx(() => {
       const now = this.core.clock.now();
       const id = req.workerId || `w-${randomBytes(6).toString("hex")}`;
@@ -39,7 +45,7 @@ export class WorkerTransitions {
         )
         .run(id, req.host, JSON.stringify(req.attributes), JSON.stringify(req.capacity), now, now);
       this.core.needsSchedule = true;
-      return id;
+      return { workerId: id };
     });
   }
 
@@ -129,7 +135,7 @@ export class WorkerTransitions {
   }
 
   /** Declares workers silent for longer than the timeout lost; their attempts become WORKER_LOST. */
-  checkWorkers(): string[] {
+  checkWorkers(): { lost: string[] } {
     return this.core.tx(() => {
       const deadline = this.core.clock.now() - this.core.workerTimeoutMs;
       const lost = this.core.stmt("SELECT id FROM workers WHERE state IN ('ALIVE', 'DRAINING') AND last_seen_ms < ?").all(deadline) as { id: string }[];
@@ -150,7 +156,7 @@ export class WorkerTransitions {
           );
         }
       }
-      return lost.map((l) => l.id);
+      return { lost: lost.map((l) => l.id) };
     });
   }
 
@@ -159,7 +165,7 @@ export class WorkerTransitions {
    * the preemption budget) and go back to PENDING to run elsewhere. Returns how many were
    * preempted. NOT_FOUND for an unknown (or lost) worker.
    */
-  drainWorker(workerId: string): number {
+  drainWorker(workerId: string): { preempted: number } {
     return this.core.tx(() => {
       const w = this.core.stmt("SELECT state FROM workers WHERE id = ?").get(workerId) as { state: string } | undefined;
       if (!w || w.state === "LOST") throw new IrisError("NOT_FOUND", `worker ${JSON.stringify(workerId)} is not registered`);
@@ -174,7 +180,7 @@ export class WorkerTransitions {
         this.jobs.attemptEnded(a, { state: "PREEMPTED", failureKind: "PREEMPTED", error: `worker ${workerId} is draining` }, "PREEMPTED");
         preempted++;
       }
-      return preempted;
+      return { preempted };
     });
   }
 
@@ -182,13 +188,15 @@ export class WorkerTransitions {
    * A worker leaves the cluster (it stopped, or finished draining): attempts still live on it end
    * WORKER_LOST and its row is removed. Idempotent.
    */
-  deregisterWorker(workerId: string): void {
-    this.core.tx(() => {
+  deregisterWorker(workerId: string): { attemptsLost: number } {
+    return this.core.tx(() => {
+      let attemptsLost = 0;
       const live = this.core.stmt("SELECT * FROM attempts WHERE worker_id = ? AND state IN ('ASSIGNED','BUILDING','RUNNING')").all(workerId) as AttemptRow[];
       for (const stale of live) {
         const a = this.queries.attemptByUid(stale.uid)!;
         if (!LIVE_ATTEMPT_STATES.includes(a.state)) continue;
         this.jobs.attemptEnded(a, { state: "WORKER_LOST", failureKind: "WORKER_LOST", error: `worker ${workerId} left the cluster` });
+        attemptsLost++;
       }
       const stopping = this.core.stmt("SELECT uid, instance_id FROM attempts WHERE worker_id = ? AND stopping = 1").all(workerId) as { uid: string; instance_id: string }[];
       for (const st of stopping) {
@@ -197,6 +205,7 @@ export class WorkerTransitions {
       }
       this.core.stmt("DELETE FROM workers WHERE id = ?").run(workerId);
       this.core.needsSchedule = true;
+      return { attemptsLost };
     });
   }
 }
