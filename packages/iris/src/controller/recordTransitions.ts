@@ -2,9 +2,10 @@
 // attempt, resends dropped), endpoint registrations leased to attempts, status texts and metrics.
 // Each public method is one transaction and returns what it did (a result object).
 //
-// Invariant kept: a log line is stored only for a known attempt, once per (attempt, index), at most logLinesLimit per attempt (then one truncation notice); an endpoint is leased to
-// a live attempt of its owner's tree (or expires after endpointTtlMs) and leaves with it; an
-// attempt keeps at most metricsLimit metrics points, oldest dropped first.
+// Invariant kept: a log line is stored only for a known attempt, once per (attempt, index), at
+// most logLinesLimit per attempt (then one truncation notice); an endpoint is leased to a live
+// attempt of its owner's tree (or expires after endpointTtlMs) and leaves with it; an attempt
+// keeps at most metricsLimit metrics points, oldest dropped first.
 import { randomBytes, randomUUID } from "node:crypto";
 import { IrisError } from "../errors.ts";
 import type { Endpoint as WireEndpoint } from "../internal/generated/iris/v1/Endpoint.ts";
