@@ -5,6 +5,7 @@
 import * as grpc from "@grpc/grpc-js";
 import { IrisError, grpcStatusOf } from "../errors.ts";
 import type { ControllerServiceHandlers } from "../internal/generated/iris/v1/ControllerService.ts";
+import type { Endpoint as WireEndpoint } from "../internal/generated/iris/v1/Endpoint.ts";
 import type { WorkerControlServiceHandlers } from "../internal/generated/iris/v1/WorkerControlService.ts";
 import type { JobStatus } from "../internal/generated/iris/v1/JobStatus.ts";
 import type { EndpointCapability } from "../jobSpec.ts";
@@ -46,7 +47,7 @@ export interface ServiceHost {
   /** The attached autoscaler, if any. */
   cluster(): ClusterHooks | undefined;
   /** A capability URL for a resolved endpoint (the endpoint proxy's mint). */
-  mintCapability(principal: Principal, endpoint: ReturnType<ControllerState["queries"]["resolveEndpoint"]>, ttlSeconds: number): EndpointCapability;
+  mintCapability(principal: Principal, endpoint: WireEndpoint, ttlSeconds: number): EndpointCapability;
 }
 
 type Listener = () => void;
