@@ -22,7 +22,18 @@ const packages = ["iris", "levanter", "zephyr", "marin"];
 // Folders inside a package that the folder rules (below) name. A file belongs to the first
 // element whose pattern matches; the rest of a package's files are of the package's own type.
 const folders = {
-  iris: { cli: "cli/**", client: "client/**", controller: "controller/**", worker: "worker/**", runner: "runner/**", http: "http/**", dashboard: "dashboard/**" },
+  iris: {
+    cli: "cli/**",
+    client: "client/**",
+    controller: "controller/**",
+    worker: "worker/**",
+    runner: "runner/**",
+    process: "process/**",
+    http: "http/**",
+    dashboard: "dashboard/**",
+    autoscaler: "autoscaler/**",
+    testkit: "testkit/**",
+  },
   levanter: { cli: "cli/**", trainer: "trainer/**", parts: "{kernels,models,optim,data,checkpoint}/**" },
   zephyr: { plan: "plan/**", exec: "exec/**", data: "{io,shuffle}/**" },
   marin: { cli: "cli/**", step: "step/**", core: "{executor,experiment,steps,remote}/**" },
@@ -57,11 +68,20 @@ const folderRule = (pkg, from, to, why) => ({
 
 /** The folder rules. Tests are exempt (see overrides): nothing imports a test, so a test closes no circle. */
 const folderPolicies = [
-  folderRule("iris", ["*", "client", "controller", "worker", "runner", "http", "dashboard"], ["cli"], "only the CLI imports cli/."),
-  folderRule("iris", ["controller"], ["client", "worker", "runner"], "the controller knows workers and clients only through the wire (internal/)."),
-  folderRule("iris", ["client"], ["controller", "worker", "runner"], "the client knows the controller only through the wire (internal/)."),
-  folderRule("iris", ["http"], ["controller", "dashboard", "client", "worker", "runner"], "http/ (the router, sessions, the proxy) is a floor: the controller and the dashboard build on it, never the reverse."),
-  folderRule("iris", ["dashboard"], ["controller", "client", "worker", "runner"], "the dashboard reaches the controller only through http/ and the handlers it is given."),
+  // iris, bottom up: internal/ (the wire) and process/ (task environment, process groups) are
+  // floors; http/ builds on internal/; dashboard/ on http/; controller/ on all three; runner/ on
+  // process/; worker/ on runner/ (its argv) and process/; autoscaler/ on controller/ and worker/;
+  // cli/ and testkit/ (the test harness) on top. test/layers.test.ts proves each rule.
+  folderRule("iris", ["*", "client", "controller", "worker", "runner", "process", "internal", "http", "dashboard", "autoscaler", "testkit"], ["cli"], "only the CLI imports cli/."),
+  folderRule("iris", ["client", "controller", "worker", "runner", "process", "internal", "http", "dashboard", "autoscaler"], ["testkit"], "testkit/ (the test harness) is imported by tests and the ./testing subpath only."),
+  folderRule("iris", ["internal"], ["client", "controller", "worker", "runner", "process", "http", "dashboard", "autoscaler"], "internal/ (protos, codec, rpc) is the floor: it imports no other folder (rows → wire live in controller/stateWire.ts)."),
+  folderRule("iris", ["process"], ["internal", "client", "controller", "worker", "runner", "http", "dashboard", "autoscaler"], "process/ (task environment, process groups) is the neutral floor of runner/ and worker/: it imports no other folder."),
+  folderRule("iris", ["runner"], ["worker", "controller", "client", "http", "dashboard", "autoscaler"], "the task runner knows its worker only through its argv and environment (runnerSpec.ts, process/)."),
+  folderRule("iris", ["worker"], ["controller", "client", "http", "dashboard", "autoscaler"], "the worker knows the controller only through the wire (internal/)."),
+  folderRule("iris", ["controller"], ["client", "worker", "runner", "autoscaler"], "the controller knows workers, clients and autoscalers only through the wire (internal/) and the hooks it is given."),
+  folderRule("iris", ["client"], ["controller", "worker", "runner", "autoscaler"], "the client knows the controller only through the wire (internal/)."),
+  folderRule("iris", ["http"], ["controller", "dashboard", "client", "worker", "runner", "autoscaler"], "http/ (the router, sessions, the proxy) is a floor: the controller and the dashboard build on it, never the reverse."),
+  folderRule("iris", ["dashboard"], ["controller", "client", "worker", "runner", "autoscaler"], "the dashboard reaches the controller only through http/ and the handlers it is given."),
   folderRule("levanter", ["*", "trainer", "parts"], ["cli"], "only the CLI imports cli/."),
   folderRule("levanter", ["parts"], ["trainer"], "kernels, models, optimizers, data and checkpoints never import the trainer."),
   folderRule("zephyr", ["plan", "exec", "data"], ["dataset.ts", "pipeline.ts", "index.ts"], "plans, execution, I/O and shuffles never import the user surface (dataset.ts, pipeline.ts); shared contracts live in a types-only module."),

@@ -1,9 +1,11 @@
 // Proves the layer rules of .eslintrc.cjs: each forbidden kind of import is reported with the
 // layer message, each allowed kind is not. Sources are linted through ESLint's Node API with
 // virtual file paths inside the real packages, so the real resolver and config are exercised.
+import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { ESLint } from "eslint";
+import ts from "typescript";
 import { beforeAll, describe, expect, it } from "vitest";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -85,6 +87,19 @@ describe("folder rules inside packages", () => {
     ["iris: the client never imports the controller", at("iris", "client/fixture.ts"), `import type { Controller } from "../controller/controller.ts"; export type C = Controller;`, at("iris", "cli/fixture.ts"), `import type { Controller } from "../controller/controller.ts"; export type C = Controller;`],
     ["iris: http/ never imports the controller", at("iris", "http/fixture.ts"), `import type { Controller } from "../controller/controller.ts"; export type C = Controller;`, at("iris", "controller/fixture.ts"), `import { HttpRouter } from "../http/router.ts"; export { HttpRouter };`],
     ["iris: the dashboard never imports the controller", at("iris", "dashboard/fixture.ts"), `import { mayCall } from "../controller/auth.ts"; export { mayCall };`, at("iris", "dashboard/fixture.ts"), `import { SseStream } from "../http/sse.ts"; export { SseStream };`],
+    ["iris: internal/ never imports the controller (rows → wire live beside the rows)", at("iris", "internal/fixture.ts"), `import type { JobRow } from "../controller/stateRows.ts"; export type R = JobRow;`, at("iris", "controller/fixture.ts"), `import { jobSpecFromWire } from "../internal/codec.ts"; export { jobSpecFromWire };`],
+    ["iris: internal/ never imports the worker", at("iris", "internal/fixture.ts"), `import type { LocalAttempt } from "../worker/workerTypes.ts"; export type A = LocalAttempt;`, at("iris", "worker/fixture.ts"), `import { loadIrisProto } from "../internal/rpc.ts"; export { loadIrisProto };`],
+    ["iris: internal/ never imports http/", at("iris", "internal/fixture.ts"), `export { HttpRouter } from "../http/router.ts";`, at("iris", "http/fixture.ts"), `import { IRIS_PACKAGE_ROOT } from "../internal/protoGen.ts"; export { IRIS_PACKAGE_ROOT };`],
+    ["iris: process/ imports no other folder", at("iris", "process/fixture.ts"), `import { loadIrisProto } from "../internal/rpc.ts"; export { loadIrisProto };`, at("iris", "runner/fixture.ts"), `import { readProcStat } from "../process/processGroup.ts"; export { readProcStat };`],
+    ["iris: process/ never imports the worker", at("iris", "process/fixture.ts"), `import type { LocalAttempt } from "../worker/workerTypes.ts"; export type A = LocalAttempt;`, at("iris", "worker/fixture.ts"), `import { buildTaskEnv } from "../process/taskEnv.ts"; export { buildTaskEnv };`],
+    ["iris: the runner never imports the worker", at("iris", "runner/fixture.ts"), `import { AttemptStore } from "../worker/attemptStore.ts"; export { AttemptStore };`, at("iris", "worker/fixture.ts"), `import { runnerArgv } from "../runner/runnerSpec.ts"; export { runnerArgv };`],
+    ["iris: the runner never imports the worker, dynamically", at("iris", "runner/fixture.ts"), `export const w = () => import("../worker/worker.ts");`, at("iris", "worker/fixture.ts"), `export const r = () => import("../runner/runnerSpec.ts");`],
+    ["iris: the worker never imports the controller", at("iris", "worker/fixture.ts"), `import type { ControllerState } from "../controller/controllerState.ts"; export type S = ControllerState;`, at("iris", "autoscaler/fixture.ts"), `import { Worker } from "../worker/worker.ts"; export { Worker };`],
+    ["iris: the worker never imports the dashboard", at("iris", "worker/fixture.ts"), `import "../dashboard/server.ts";`, at("iris", "controller/fixture.ts"), `import { addDashboardRoutes } from "../dashboard/server.ts"; export { addDashboardRoutes };`],
+    ["iris: the controller never imports the autoscaler", at("iris", "controller/fixture.ts"), `import type { Autoscaler } from "../autoscaler/autoscaler.ts"; export type A = Autoscaler;`, at("iris", "autoscaler/fixture.ts"), `import type { ControllerState } from "../controller/controllerState.ts"; export type S = ControllerState;`],
+    ["iris: http/ never imports the dashboard", at("iris", "http/fixture.ts"), `export { addDashboardRoutes } from "../dashboard/server.ts";`, at("iris", "dashboard/fixture.ts"), `import { HttpRouter } from "../http/router.ts"; export { HttpRouter };`],
+    ["iris: the dashboard never imports the worker", at("iris", "dashboard/fixture.ts"), `export const w = () => import("../worker/worker.ts");`, at("iris", "dashboard/fixture.ts"), `import { loadIrisProto } from "../internal/rpc.ts"; export { loadIrisProto };`],
+    ["iris: only tests and ./testing import testkit/", at("iris", "controller/fixture.ts"), `import { until } from "../testkit/processes.ts"; export { until };`, at("iris", "fixture.ts"), `import { startSlurm } from "./testkit/slurm.ts"; export { startSlurm };`],
     ["levanter: only the CLI imports cli/", at("levanter", "trainer/fixture.ts"), `import "../cli/main.ts";`, at("levanter", "cli/fixture.ts"), `import { trainLm } from "../trainer/trainLm.ts"; export { trainLm };`],
     ["levanter: models never import the trainer", at("levanter", "models/fixture.ts"), `import { trainLm } from "../trainer/trainLm.ts"; export { trainLm };`, at("levanter", "trainer/fixture.ts"), `import { TransformerLm } from "../models/transformer.ts"; export { TransformerLm };`],
     ["zephyr: exec/ never imports the user surface", at("zephyr", "exec/fixture.ts"), `import type { Dataset } from "../dataset.ts"; export type D = Dataset<number>;`, at("zephyr", "fixture.ts"), `import { Dataset } from "./dataset.ts"; export { Dataset };`],
@@ -105,5 +120,48 @@ describe("folder rules exempt tests", () => {
   it("a test under zephyr exec/ may drive a Dataset (nothing imports a test: no circle)", async () => {
     expect(await layerErrors("packages/zephyr/src/exec/fixture.test.ts", `import { fromList } from "../dataset.ts"; export { fromList };`)).toEqual([]);
     expect(await layerErrors("packages/zephyr/src/exec/fixture.test.ts", `import { MarinError } from "@marin/marin"; export { MarinError };`)).not.toEqual([]);
+  });
+});
+
+// The folder graph of iris as the files draw it today: no two of its folders import each other,
+// directly or around a circle (tests excluded: nothing imports a test). A new import that closes a
+// circle fails here even where no folder rule above names the pair.
+describe("iris folders form no circle", () => {
+  const src = path.join(root, "packages/iris/src");
+  const folderOf = (file: string): string => {
+    const rel = path.relative(src, file).split(path.sep);
+    return rel.length > 1 ? rel[0]! : ".";
+  };
+  const files = (dir: string): string[] =>
+    readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+      const full = path.join(dir, e.name);
+      if (e.isDirectory()) return e.name === "generated" ? [] : files(full);
+      return /\.(ts|mjs)$/.test(e.name) && !/\.test\.ts$/.test(e.name) ? [full] : [];
+    });
+
+  it("each folder's imports point one way", () => {
+    const edges = new Map<string, Set<string>>();
+    for (const file of files(src)) {
+      const from = folderOf(file);
+      for (const ref of ts.preProcessFile(readFileSync(file, "utf8"), true, true).importedFiles) {
+        if (!ref.fileName.startsWith(".")) continue;
+        const to = folderOf(path.resolve(path.dirname(file), ref.fileName));
+        if (to !== from && from !== "." && to !== ".") {
+          if (!edges.has(from)) edges.set(from, new Set());
+          edges.get(from)!.add(to);
+        }
+      }
+    }
+    // The named floors and layers are all there (a rename would make this test vacuous).
+    for (const f of ["controller", "dashboard", "internal", "runner", "worker", "http", "autoscaler", "process"]) {
+      expect([...edges.keys(), ...[...edges.values()].flatMap((s) => [...s])]).toContain(f);
+    }
+    const reach = (a: string, b: string, seen = new Set<string>()): boolean => {
+      if (seen.has(a)) return false;
+      seen.add(a);
+      return [...(edges.get(a) ?? [])].some((n) => n === b || reach(n, b, seen));
+    };
+    const circles = [...edges].flatMap(([a, tos]) => [...tos].filter((b) => reach(b, a)).map((b) => `${a} → ${b} → … → ${a}`));
+    expect(circles).toEqual([]);
   });
 });

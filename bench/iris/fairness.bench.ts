@@ -59,11 +59,11 @@ async function launchLatencies(label: string, user: string, constraints: { key: 
 const workerIds: string[] = [];
 const register = (id: string, cpuMillis: number, pool: string) => {
   workerIds.push(id);
-  return controller.state.registerWorker({ workerId: id, host: "127.0.0.1", attributes: { pool }, capacity: { cpuMillis, memoryBytes: 64 * 1024 ** 3, devices: {} } });
+  return controller.state.workers.registerWorker({ workerId: id, host: "127.0.0.1", attributes: { pool }, capacity: { cpuMillis, memoryBytes: 64 * 1024 ** 3, devices: {} } });
 };
 /** The raw workers report that they run nothing: what was stopped frees its capacity. */
 async function reconcileAll(): Promise<void> {
-  for (const id of workerIds) controller.state.reconcile(id, [], { healthy: true });
+  for (const id of workerIds) controller.state.workers.reconcile(id, [], { healthy: true });
   await new Promise((r) => setImmediate(r));
 }
 

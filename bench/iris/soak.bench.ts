@@ -91,7 +91,7 @@ const runS = (Date.now() - t0) / 1000;
 let stored = 0;
 for (const job of jobs) for await (const _ of job.logs()) stored++;
 clearInterval(sampler);
-const markers = (controller.state.db.prepare("SELECT COUNT(*) AS n FROM logs WHERE line LIKE '[iris: %'").get() as { n: number }).n;
+const markers = (controller.state.core.db.prepare("SELECT COUNT(*) AS n FROM logs WHERE line LIKE '[iris: %'").get() as { n: number }).n;
 gc();
 const end = mem();
 

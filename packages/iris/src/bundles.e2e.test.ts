@@ -7,7 +7,7 @@ import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { IrisClient } from "./client/irisClient.ts";
 import { Controller } from "./controller/controller.ts";
-import { EMPTY_LOCKFILE, makeWorkspace } from "./internal/testing/workspace.ts";
+import { EMPTY_LOCKFILE, makeWorkspace } from "./testkit/workspace.ts";
 import { waitFor } from "./worker/testing/waitFor.ts";
 import { Worker } from "./worker/worker.ts";
 

@@ -2,7 +2,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createIrisContext, getIrisCtx, irisCtx, withIrisCtx } from "./context.ts";
 import { IrisError } from "./errors.ts";
-import { buildTaskEnv, type TaskIdentity } from "./worker/taskEnv.ts";
+import { buildTaskEnv, type TaskIdentity } from "./process/taskEnv.ts";
 
 const identity: TaskIdentity = {
   controllerAddress: "127.0.0.1:1",

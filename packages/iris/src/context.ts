@@ -6,7 +6,7 @@ import { randomUUID } from "node:crypto";
 import { IrisClient, type Job } from "./client/irisClient.ts";
 import { IrisError } from "./errors.ts";
 import type { Endpoint, JobSpecInput } from "./jobSpec.ts";
-import { parseJobEnv, parseTaskEnv, portEnvName, type TaskIdentity } from "./worker/taskEnv.ts";
+import { parseJobEnv, parseTaskEnv, portEnvName, type TaskIdentity } from "./process/taskEnv.ts";
 
 /** An endpoint registration, leased to the attempt that made it. */
 export interface EndpointRegistration {

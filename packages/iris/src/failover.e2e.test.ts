@@ -5,8 +5,8 @@ import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { IrisClient } from "./client/irisClient.ts";
 import { Controller } from "./controller/controller.ts";
-import { startControllerProcess, startWorkerProcess, until } from "./internal/testing/processes.ts";
-import type { ChildHandle } from "./internal/testing/processes.ts";
+import { startControllerProcess, startWorkerProcess, until } from "./testkit/processes.ts";
+import type { ChildHandle } from "./testkit/processes.ts";
 
 function alive(pid: number): boolean {
   try {

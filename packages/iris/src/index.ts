@@ -36,4 +36,4 @@ export type {
 } from "./jobSpec.ts";
 export { createIrisContext, getIrisCtx, irisCtx, withIrisCtx } from "./context.ts";
 export type { EndpointRegistration, EndpointRegistry, EndpointResolver, IrisContext } from "./context.ts";
-export type { TaskIdentity } from "./worker/taskEnv.ts";
+export type { TaskIdentity } from "./process/taskEnv.ts";

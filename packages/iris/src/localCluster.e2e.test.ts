@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { IrisClient } from "./client/irisClient.ts";
 import type { JobStatus } from "./jobSpec.ts";
 import { IrisError } from "./errors.ts";
-import { ENDPOINT_TASK, until } from "./internal/testing/processes.ts";
+import { ENDPOINT_TASK, until } from "./testkit/processes.ts";
 import { IRIS_PACKAGE_ROOT } from "./internal/protoGen.ts";
 import { LocalCluster } from "./localCluster.ts";
 

@@ -7,7 +7,7 @@ import { pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { IrisClient } from "./client/irisClient.ts";
 import { IrisError } from "./errors.ts";
-import { RESULT_TASKS } from "./internal/testing/resultTasks.ts";
+import { RESULT_TASKS } from "./testkit/resultTasks.ts";
 import { LocalCluster } from "./localCluster.ts";
 import { MAX_TASK_RESULT_BYTES } from "./taskResult.ts";
 

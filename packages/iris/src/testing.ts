@@ -1,4 +1,4 @@
 // @marin/iris/testing: helpers for the tests of packages built on iris (and of iris itself).
 export { waitFor } from "./worker/testing/waitFor.ts";
-export { skipUnlessSlurm, slurmAvailability, startSlurm } from "./internal/testing/slurm.ts";
-export type { SlurmAvailability, StartSlurmOptions, TestSlurm } from "./internal/testing/slurm.ts";
+export { skipUnlessSlurm, slurmAvailability, startSlurm } from "./testkit/slurm.ts";
+export type { SlurmAvailability, StartSlurmOptions, TestSlurm } from "./testkit/slurm.ts";

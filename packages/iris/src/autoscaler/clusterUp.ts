@@ -62,7 +62,12 @@ export async function startCluster(config: ClusterConfig, opts: StartClusterOpti
     const autoscaler = new Autoscaler({
       groups: config.scaleGroups,
       providers,
-      state: controller.state,
+      state: {
+        autoscalerSnapshot: () => controller.state.autoscalerSnapshot(),
+        setAutoscalerView: (view) => controller.state.jobs.setAutoscalerView(view),
+        drainWorker: (workerId) => controller.state.workers.drainWorker(workerId).preempted,
+        deregisterWorker: (workerId) => controller.state.workers.deregisterWorker(workerId),
+      },
       credentials: opts.credentials ?? new ControllerCredentialIssuer(controller.workerCredentials, controller.auth.enabled),
       controllerAddress: c.advertise ?? controller.address,
       stateDir,

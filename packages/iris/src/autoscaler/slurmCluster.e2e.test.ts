@@ -1,4 +1,4 @@
-// `iris cluster up` with a Slurm scale group on a real Slurm (internal/testing/slurm.ts): the
+// `iris cluster up` with a Slurm scale group on a real Slurm (testkit/slurm.ts): the
 // controller runs as its own process (so it can be SIGKILLed), its workers as Slurm batch jobs.
 // From zero a 3-task job makes the autoscaler submit jobs that register and run it, and after
 // idleTimeout no iris job is left in squeue; scancel mid-task hands the attempt back PREEMPTED; a
@@ -14,8 +14,8 @@ import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { IrisClient } from "../client/irisClient.ts";
-import { skipUnlessSlurm, startSlurm, type TestSlurm } from "../internal/testing/slurm.ts";
-import { until } from "../internal/testing/processes.ts";
+import { skipUnlessSlurm, startSlurm, type TestSlurm } from "../testkit/slurm.ts";
+import { until } from "../testkit/processes.ts";
 import type { ClusterStatus } from "./autoscaler.ts";
 
 const skip = skipUnlessSlurm("the Slurm cluster tests");

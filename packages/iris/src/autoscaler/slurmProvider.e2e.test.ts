@@ -1,4 +1,4 @@
-// The Slurm provider against a real Slurm (internal/testing/slurm.ts) and a real controller: a
+// The Slurm provider against a real Slurm (testkit/slurm.ts) and a real controller: a
 // worker is one batch job named iris-<group> with this cluster's comment, registers under the id
 // it was given with the credential from its 0600 file (never in argv, the job's environment or
 // `scontrol show job`), and runs tasks; `scancel` mid-task hands the attempt back PREEMPTED (the
@@ -11,8 +11,8 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { IrisClient } from "../client/irisClient.ts";
 import { Controller } from "../controller/controller.ts";
-import { skipUnlessSlurm, startSlurm, type TestSlurm } from "../internal/testing/slurm.ts";
-import { until } from "../internal/testing/processes.ts";
+import { skipUnlessSlurm, startSlurm, type TestSlurm } from "../testkit/slurm.ts";
+import { until } from "../testkit/processes.ts";
 import type { ScaleGroupConfig } from "./provider.ts";
 import { SlurmProvider } from "./slurmProvider.ts";
 

@@ -4,7 +4,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { makeWorkspace } from "../internal/testing/workspace.ts";
+import { makeWorkspace } from "../testkit/workspace.ts";
 import { bundleFiles, packBundle, rebaseEntrypoint } from "./bundle.ts";
 
 let dir: string;

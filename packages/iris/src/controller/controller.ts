@@ -1,35 +1,32 @@
-// The controller process: ControllerState served over gRPC (both services on one port), the
-// liveness/scheduling tick, and the streams (WatchJob, StreamLogs, WatchAssignments).
+// The controller process, its composition root: the database and ControllerState, auth, the RPC
+// service (service.ts) on one gRPC port, the HTTP faces (dashboard, API, endpoint proxy), the
+// liveness/scheduling tick, bundle pruning and the Prometheus text.
 import * as grpc from "@grpc/grpc-js";
 import { mkdirSync } from "node:fs";
 import type http from "node:http";
 import path from "node:path";
-import { IrisError, grpcStatusOf } from "../errors.ts";
+import { IrisError } from "../errors.ts";
 import type { ControllerServiceHandlers } from "../internal/generated/iris/v1/ControllerService.ts";
-import type { WorkerControlServiceHandlers } from "../internal/generated/iris/v1/WorkerControlService.ts";
-import type { JobStatus } from "../internal/generated/iris/v1/JobStatus.ts";
 import { loadIrisProto } from "../internal/rpc.ts";
-import { TaskTokens, checkMaySubmit, checkOwnWorker, createAuthenticator, mayCall, mayControlJob, placeJobName, principalOfCall, workerSessionRefusal } from "./auth.ts";
+import { TaskTokens, createAuthenticator, mayCall, mayControlJob } from "./auth.ts";
 import { WorkerCredentials } from "./workerCredentials.ts";
 import type { Authenticator, Principal } from "./auth.ts";
 import type { EndpointCapability } from "../jobSpec.ts";
 import { EndpointProxy } from "../http/endpointProxy.ts";
 import { LIMITS } from "../jobSpec.ts";
-import { parseTaskId } from "./stateRows.ts";
 import { addDashboardRoutes } from "../dashboard/server.ts";
 import { addApiRoutes, listenHttp } from "../http/apiRoutes.ts";
 import { hostChecker } from "../http/hosts.ts";
 import { sessionsOf } from "../http/principal.ts";
 import { HttpRouter } from "../http/router.ts";
 import { credentialsFilePath, mintAdminToken, removeCredentials, saveCredentials } from "../credentials.ts";
-import { capacityFromWire, jobSpecFromWire } from "../internal/codec.ts";
-import { bundleMissingMessage, isTerminalJobState, normalizeJobSpec } from "../jobSpec.ts";
 import { ControllerState } from "./controllerState.ts";
 import type { Clock } from "./controllerState.ts";
 import { BundleStore, DEFAULT_BUNDLE_GRACE_MS, DEFAULT_BUNDLE_KEEP } from "./bundleStore.ts";
-import { fetchBundleHandler, uploadBundleHandler } from "./bundleRpc.ts";
 import { openDb } from "./db.ts";
 import { ControllerMetrics } from "./rpcMetrics.ts";
+import { ControllerRpcService } from "./service.ts";
+import type { ClusterHooks } from "./service.ts";
 import type { Db } from "./db.ts";
 
 /** Options of {@link Controller.start}. */
@@ -102,39 +99,10 @@ export interface ControllerOptions {
   clock?: Clock;
 }
 
-type Listener = () => void;
-
-/** What the controller asks of an attached autoscaler (src/autoscaler/autoscaler.ts). */
-export interface ClusterHooks {
-  /** Its status, serialisable as JSON. */
-  status(): unknown;
-  /** Drains and stops every provided worker; resolves to how many. */
-  down(): Promise<number>;
-}
-
-const NO_AUTOSCALER = "this controller runs no autoscaler: start it with iris cluster up --config FILE";
-
-function rpcError(e: unknown): Partial<grpc.StatusObject> {
-  if (e instanceof IrisError) return { code: grpcStatusOf(e.code), details: e.message };
-  return { code: grpc.status.INTERNAL, details: e instanceof Error ? e.message : String(e) };
-}
-
-/** The task page a GetJobRequest asks for. */
-function taskPage(req: { taskPageSize: number; taskPageToken: string }): { pageSize: number; pageToken: string } {
-  return { pageSize: req.taskPageSize, pageToken: req.taskPageToken };
-}
+export type { ClusterHooks } from "./service.ts";
 
 /** How often the controller looks for stored bundles nothing needs any more. */
 const BUNDLE_PRUNE_INTERVAL_MS = 60_000;
-
-/** How long after a job ended log reads wait for its attempts' last lines. */
-const LOG_GRACE_MS = 3000;
-
-const UNAUTHENTICATED = { code: grpc.status.UNAUTHENTICATED, details: "missing or invalid bearer token" };
-
-function denied(message: string): IrisError {
-  return new IrisError("PERMISSION_DENIED", message);
-}
 
 /**
  * Why the controller must not listen on `host` (a non-loopback address with auth off and no
@@ -198,16 +166,14 @@ export class Controller {
   /** `/proxy/<endpoint>/…` and capability URLs (endpointProxy.ts). */
   private readonly endpointProxy: EndpointProxy;
   private readonly timer: NodeJS.Timeout;
-  private readonly jobListeners = new Map<string, Set<Listener>>();
-  private readonly logListeners = new Map<string, Set<Listener>>();
-  private readonly workerStreams = new Map<string, Set<grpc.ServerWritableStream<unknown, unknown>>>();
+  /** The RPC handlers (service.ts) and their streams. */
+  private readonly service: ControllerRpcService;
   /** Told about every job and worker change (the dashboard's live views). */
   private readonly changeListeners = new Set<(kind: "job" | "worker", id: string) => void>();
   /** RPC counts and latencies, scheduler cycle time (`/metrics`). */
   private readonly metrics = new ControllerMetrics();
   /** The autoscaler of `iris cluster up`, when one is attached (GetClusterStatus, ClusterDown). */
   private cluster: ClusterHooks | undefined;
-  private generation = 0;
   private scheduleQueued = false;
   private stopped = false;
 
@@ -235,9 +201,9 @@ export class Controller {
     this.taskTokens = auth.taskTokens;
     this.workerCredentials = auth.workerCredentials;
     this.workerCredentials.setHooks({
-      sessionEnded: (id) => this.endWorkerStreams(id),
+      sessionEnded: (id) => this.service.endWorkerStreams(id),
       revoked: (id) => {
-        state.deregisterWorker(id);
+        state.workers.deregisterWorker(id);
         this.scheduleSoon();
       },
     });
@@ -245,12 +211,12 @@ export class Controller {
     this.log = auth.log;
     this.endpointProxy = new EndpointProxy({
       mayControl: (p, owner) => mayControlJob(p as Principal, owner),
-      resolve: (full) => state.resolveEndpoint(full, ""),
-      resolveAll: (full) => state.resolveEndpoints(full, ""),
-      ownerOf: (endpoint) => state.endpointOwnerOf(String(endpoint.name)),
+      resolve: (full) => state.queries.resolveEndpoint(full, ""),
+      resolveAll: (full) => state.queries.resolveEndpoints(full, ""),
+      ownerOf: (endpoint) => state.queries.endpointOwnerOf(String(endpoint.name)),
       exists: (full) => {
         try {
-          return state.resolveEndpoint(full, "") !== undefined;
+          return state.queries.resolveEndpoint(full, "") !== undefined;
         } catch {
           return false;
         }
@@ -258,6 +224,21 @@ export class Controller {
       proxyOrigin: () => this.proxyOrigin,
       dashboardOrigin: () => this.httpOrigin,
       now,
+    });
+    this.service = new ControllerRpcService({
+      state,
+      bundles,
+      auth: auth.auth,
+      workerCredentials: auth.workerCredentials,
+      taskTokens: auth.taskTokens,
+      insecure: auth.insecure,
+      log: auth.log,
+      now,
+      stopped: () => this.stopped,
+      scheduleSoon: () => this.scheduleSoon(),
+      bundleUsed: (id, stored) => this.bundleUsed(id, stored),
+      cluster: () => this.cluster,
+      mintCapability: (p, endpoint, ttl) => this.endpointProxy.mint(p, endpoint, ttl),
     });
     this.timer = setInterval(() => this.tick(), tickMs);
     this.timer.unref();
@@ -279,7 +260,7 @@ export class Controller {
       listener: {
         jobChanged: (id) => ref.self?.onJobChanged(id),
         workerChanged: (id) => ref.self?.onWorkerChanged(id),
-        logsAppended: (id) => ref.self?.fire(ref.self.logListeners, id),
+        logsAppended: (id) => ref.self?.service.logsAppended(id),
       },
     });
     const host = opts.host ?? "127.0.0.1";
@@ -294,9 +275,9 @@ export class Controller {
       if (opts.noAuth && given) throw new IrisError("INVALID_ARGUMENT", "--no-auth turns auth off: give it without --token or --auth-file");
       // Auth on by default: a loopback controller started without credentials mints its own admin
       // token (a non-loopback one still needs --token, --auth-file or --insecure).
-      if (!given && !opts.noAuth && isLoopbackHost(host)) token = minted = mintAdminToken(state.taskTokenSecret());
+      if (!given && !opts.noAuth && isLoopbackHost(host)) token = minted = mintAdminToken(state.records.taskTokenSecret());
       const authOn = token !== undefined || Boolean(opts.authFile);
-      if (authOn) taskTokens = new TaskTokens(state.taskTokenSecret(), (uid) => state.attemptForToken(uid));
+      if (authOn) taskTokens = new TaskTokens(state.records.taskTokenSecret(), (uid) => state.queries.attemptForToken(uid));
       workerCredentials = new WorkerCredentials(db, opts.clock ? () => opts.clock!.now() : Date.now);
       auth = createAuthenticator({ token, authFile: opts.authFile, taskTokens, workerCredentials, log });
       const refusal = bindRefusal(host, auth.enabled, opts.insecure === true);
@@ -325,9 +306,9 @@ export class Controller {
       graceMs: opts.bundleGraceMs ?? DEFAULT_BUNDLE_GRACE_MS,
     });
     const proto = loadIrisProto();
-    const handlers = self.metrics.instrument(self.controllerHandlers());
+    const handlers = self.metrics.instrument(self.service.controllerHandlers());
     server.addService(proto.ControllerService.service, handlers);
-    server.addService(proto.WorkerControlService.service, self.metrics.instrument(self.workerHandlers(reconcileIntervalMs, workerTimeoutMs)));
+    server.addService(proto.WorkerControlService.service, self.metrics.instrument(self.service.workerHandlers(reconcileIntervalMs, workerTimeoutMs)));
     self.adminToken = minted;
     try {
       if (opts.httpPort !== undefined) await self.serveHttp(host, opts.httpPort, opts.proxyPort ?? 0, handlers, opts.tls);
@@ -366,7 +347,7 @@ export class Controller {
    * PERMISSION_DENIED unless the principal may control the endpoint's owner job.
    */
   mintEndpointCapability(principal: Principal, name: string, ttlSeconds = 0, scopeJob = ""): EndpointCapability {
-    return this.endpointProxy.mint(principal, this.state.resolveEndpoint(name, scopeJob), ttlSeconds);
+    return this.endpointProxy.mint(principal, this.state.queries.resolveEndpoint(name, scopeJob), ttlSeconds);
   }
 
   /** Attaches an autoscaler: GetClusterStatus and ClusterDown answer through it. */
@@ -409,9 +390,9 @@ export class Controller {
   private tick(): void {
     if (this.stopped) return;
     try {
-      this.state.checkWorkers();
-      this.state.expireEndpoints();
-      this.metrics.timeScheduler(() => this.state.schedulePass());
+      this.state.workers.checkWorkers();
+      this.state.records.expireEndpoints();
+      this.metrics.timeScheduler(() => this.state.jobs.schedulePass());
       if (this.#now() - this.#lastBundlePrune >= BUNDLE_PRUNE_INTERVAL_MS) this.pruneBundles();
     } catch (e) {
       if (!this.stopped) console.error("iris controller: tick failed:", e);
@@ -424,7 +405,7 @@ export class Controller {
    */
   pruneBundles(): string[] {
     this.#lastBundlePrune = this.#now();
-    const removed = this.bundles.prune({ ...this.#bundlePolicy, inUse: this.state.bundlesInUse(), now: this.#lastBundlePrune });
+    const removed = this.bundles.prune({ ...this.#bundlePolicy, inUse: this.state.queries.bundlesInUse(), now: this.#lastBundlePrune });
     if (removed.length > 0) this.log(`iris controller: removed ${removed.length} unused code bundle${removed.length === 1 ? "" : "s"} (${removed.join(", ")})`);
     return removed;
   }
@@ -445,7 +426,7 @@ export class Controller {
     this.scheduleQueued = true;
     setImmediate(() => {
       this.scheduleQueued = false;
-      if (!this.stopped) this.metrics.timeScheduler(() => this.state.schedulePass());
+      if (!this.stopped) this.metrics.timeScheduler(() => this.state.jobs.schedulePass());
     });
   }
 
@@ -457,63 +438,13 @@ export class Controller {
 
   private onJobChanged(instanceId: string): void {
     for (const l of [...this.changeListeners]) l("job", instanceId);
-    this.fire(this.jobListeners, instanceId);
-    this.fire(this.logListeners, instanceId);
+    this.service.jobChanged(instanceId);
     this.scheduleSoon();
   }
 
   private onWorkerChanged(workerId: string): void {
     for (const l of [...this.changeListeners]) l("worker", workerId);
-    const streams = this.workerStreams.get(workerId);
-    if (!streams) return;
-    const generation = ++this.generation;
-    for (const s of streams) s.write({ generation });
-  }
-
-  /** Ends worker `workerId`'s assignment streams (its session ended): its next call learns why. */
-  private endWorkerStreams(workerId: string): void {
-    const streams = this.workerStreams.get(workerId);
-    if (!streams) return;
-    this.workerStreams.delete(workerId);
-    for (const st of streams) st.emit("error", { code: grpc.status.UNAUTHENTICATED, details: `the session of worker ${workerId} ended` });
-  }
-
-  private fire(map: Map<string, Set<Listener>>, id: string): void {
-    const set = map.get(id);
-    if (set) for (const l of [...set]) l();
-  }
-
-  private listen(map: Map<string, Set<Listener>>, id: string, l: Listener): () => void {
-    let set = map.get(id);
-    if (!set) map.set(id, (set = new Set()));
-    set.add(l);
-    return () => {
-      set.delete(l);
-      if (set.size === 0) map.delete(id);
-    };
-  }
-
-  // The caller of `method`, or the status to fail the call with (unknown token; role not allowed).
-  private authorize(call: { metadata: grpc.Metadata }, method: string): Principal | Partial<grpc.StatusObject> {
-    const p = principalOfCall(this.auth, call.metadata);
-    if (!p) return UNAUTHENTICATED;
-    if (!mayCall(p, method)) return { code: grpc.status.PERMISSION_DENIED, details: `a ${p.role} token may not call ${method}` };
-    const refusal = workerSessionRefusal(p, method);
-    if (refusal !== undefined) return { code: grpc.status.PERMISSION_DENIED, details: refusal };
-    return p;
-  }
-
-  // Wraps a synchronous unary handler: auth and the role table first, IrisError → status.
-  private unary<Req, Res>(method: string, fn: (req: Req, p: Principal) => Res): grpc.handleUnaryCall<Req, Res> {
-    return (call, callback) => {
-      const p = this.authorize(call, method);
-      if (!("role" in p)) return callback(p);
-      try {
-        callback(null, fn(call.request, p));
-      } catch (e) {
-        callback(rpcError(e));
-      }
-    };
+    this.service.workerChanged(workerId);
   }
 
   /** The router of the dashboard's origin (every route with its auth policy: see http/router.ts), when HTTP is served. */
@@ -557,289 +488,5 @@ export class Controller {
     return lines.join("\n") + "\n";
   }
 
-  private controllerHandlers(): ControllerServiceHandlers {
-    const s = this.state;
-    return {
-      LaunchJob: this.unary("LaunchJob", (req, p) => {
-        if (!req.spec) throw new IrisError("INVALID_ARGUMENT", "invalid job spec: spec: required");
-        // The job's user is the caller's: a bare name goes under the token's user, and a name
-        // under someone else's root is refused before the spec is even looked at.
-        const name = placeJobName(p, req.spec.name || `job-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`);
-        if (name.length > LIMITS.nameChars) throw new IrisError("INVALID_ARGUMENT", `invalid job spec: name: expected at most ${LIMITS.nameChars} characters`);
-        checkMaySubmit(p, name);
-        const spec = normalizeJobSpec(jobSpecFromWire(req.spec), name);
-        if (spec.bundle !== undefined) {
-          // Checked here, not at the worker's fetch: a bundle removed as unused since the client
-          // uploaded it is a clear error the client answers by uploading it again.
-          if (this.bundles.size(spec.bundle) === undefined) throw new IrisError("FAILED_PRECONDITION", bundleMissingMessage(spec.bundle));
-          this.bundles.touch(spec.bundle, this.#now());
-        }
-        return s.launchJob(spec);
-      }),
-      GetJob: this.unary("GetJob", (req, p) => s.jobStatus(s.findJob(placeJobName(p, req.name), req.instanceId).instance_id, taskPage(req))),
-      ListJobs: this.unary("ListJobs", (req, p) => {
-        const page = s.listJobs(req.prefix === "" ? "" : placeJobName(p, req.prefix), { pageSize: req.pageSize, pageToken: req.pageToken });
-        return { jobs: page.instanceIds.map((id) => s.jobSummary(id)), nextPageToken: page.nextPageToken };
-      }),
-      ListTasks: this.unary("ListTasks", (req, p) => {
-        const st = s.jobStatus(s.findJob(placeJobName(p, req.name), req.instanceId).instance_id, taskPage(req));
-        return { tasks: st.tasks, nextPageToken: st.nextTaskPageToken };
-      }),
-      TerminateJob: this.unary("TerminateJob", (req, p) => {
-        const name = placeJobName(p, req.name);
-        if (!mayControlJob(p, name)) throw denied(`${p.role} ${p.user} may not terminate ${name}: it belongs to someone else`);
-        s.terminateJob(name);
-        return {};
-      }),
-      WatchJob: (call) => {
-        const p = this.authorize(call, "WatchJob");
-        if (!("role" in p)) return void call.emit("error", p);
-        let instanceId: string;
-        try {
-          instanceId = s.findJob(placeJobName(p, call.request.name), call.request.instanceId).instance_id;
-        } catch (e) {
-          return void call.emit("error", rpcError(e));
-        }
-        let lastVersion = -1;
-        let queued = false;
-        let done = false;
-        const send = (): void => {
-          queued = false;
-          if (done || this.stopped) return;
-          let st: JobStatus;
-          try {
-            st = s.jobStatus(instanceId, taskPage(call.request));
-          } catch (e) {
-            done = true;
-            unlisten();
-            return void call.emit("error", rpcError(e));
-          }
-          if (Number(st.version) !== lastVersion) {
-            lastVersion = Number(st.version);
-            call.write(st);
-          }
-          if (isTerminalJobState(String(st.state))) {
-            done = true;
-            unlisten();
-            call.end();
-          }
-        };
-        const unlisten = this.listen(this.jobListeners, instanceId, () => {
-          if (!queued) {
-            queued = true;
-            setImmediate(send);
-          }
-        });
-        call.on("cancelled", () => {
-          done = true;
-          unlisten();
-        });
-        send();
-      },
-      StreamLogs: (call) => {
-        const p = this.authorize(call, "StreamLogs");
-        if (!("role" in p)) return void call.emit("error", p);
-        const req = call.request;
-        let instanceId: string;
-        try {
-          instanceId = s.findJob(placeJobName(p, req.name), req.instanceId).instance_id;
-        } catch (e) {
-          return void call.emit("error", rpcError(e));
-        }
-        const taskIndex = req.filterTask ? req.taskIndex : undefined;
-        let seq = Number(req.afterSeq) || 0;
-        let done = false;
-        let queued = false;
-        let graceTimer: NodeJS.Timeout | undefined;
-        const finish = (): void => {
-          if (done) return;
-          done = true;
-          unlisten();
-          if (graceTimer) clearTimeout(graceTimer);
-          call.end();
-        };
-        const pump = (): void => {
-          queued = false;
-          if (done || this.stopped) return;
-          for (;;) {
-            const entries = s.readLogs(instanceId, seq, taskIndex);
-            if (entries.length === 0) break;
-            seq = Number(entries[entries.length - 1]!.seq);
-            // Back-pressure: a slow reader of a long log is fed as it drains, not buffered.
-            if (!call.write({ entries })) return void call.once("drain", pumpNow);
-          }
-          // Lines reach the controller on their own stream, a moment after a task's exit may have
-          // been reported: reads of a job that just finished wait (briefly) until every attempt's
-          // lines are in, so "wait, then read the logs" sees them all. A job whose last lines
-          // never arrive (its worker died) ends the stream after the grace period.
-          const { terminal, finishedAtMs } = s.jobEnd(instanceId);
-          if ((!req.follow && !terminal) || s.logsComplete(instanceId)) return finish();
-          if (terminal && !graceTimer) {
-            graceTimer = setTimeout(
-              () => {
-                pump();
-                finish();
-              },
-              Math.max(0, finishedAtMs + LOG_GRACE_MS - Date.now()),
-            );
-          }
-        };
-        const pumpNow = (): void => {
-          if (!queued) {
-            queued = true;
-            setImmediate(pump);
-          }
-        };
-        const unlisten = this.listen(this.logListeners, instanceId, pumpNow);
-        call.on("cancelled", finish);
-        pump();
-      },
-      RegisterEndpoint: this.unary("RegisterEndpoint", (req, p) =>
-        s.registerEndpoint({ name: req.name, address: req.address, metadata: req.metadata, attemptId: req.attemptId, scopeJob: req.scopeJob }, p),
-      ),
-      UnregisterEndpoint: this.unary("UnregisterEndpoint", (req, p) => {
-        s.unregisterEndpoint(req.endpointId, p);
-        return {};
-      }),
-      ResolveEndpoint: this.unary("ResolveEndpoint", (req) => s.resolveEndpoint(req.name, req.scopeJob)),
-      ListEndpoints: this.unary("ListEndpoints", (req) => ({ endpoints: s.listEndpoints(req.prefix, req.scopeJob) })),
-      MintEndpointToken: this.unary("MintEndpointToken", (req, p) => this.endpointProxy.mint(p, s.resolveEndpoint(req.name, req.scopeJob), req.ttlSeconds)),
-      ReportTaskStatus: this.unary("ReportTaskStatus", (req, p) => {
-        const { jobName } = parseTaskId(req.taskId);
-        if (!mayControlJob(p, jobName)) throw denied(`${p.role} ${p.user} may not report the status of ${req.taskId}`);
-        if (req.statusText.length > LIMITS.statusTextChars) {
-          throw new IrisError("INVALID_ARGUMENT", `status text: expected at most ${LIMITS.statusTextChars} characters, got ${req.statusText.length}`);
-        }
-        const metricCount = Object.keys(req.metrics).length;
-        if (metricCount > LIMITS.metricsPerReport) throw new IrisError("INVALID_ARGUMENT", `metrics: expected at most ${LIMITS.metricsPerReport} entries, got ${metricCount}`);
-        s.reportTaskStatus(req.taskId, req.attempt, req.statusText, req.metrics);
-        return {};
-      }),
-      GetTaskMetrics: this.unary("GetTaskMetrics", (req) => s.taskMetrics(req.taskId, req.attempt)),
-      ListWorkers: this.unary("ListWorkers", () => ({ workers: s.listWorkers() })),
-      GetBundle: this.unary("GetBundle", (req) => {
-        const size = this.bundles.size(req.bundleId);
-        if (size === undefined) throw new IrisError("NOT_FOUND", `bundle ${req.bundleId} is not stored here: upload it`);
-        this.bundles.touch(req.bundleId, this.#now());
-        return { bundleId: req.bundleId, sizeBytes: size, uploaded: false };
-      }),
-      UploadBundle: uploadBundleHandler(this.bundles, (call, m) => this.authorize(call, m), rpcError, (id, stored) => this.bundleUsed(id, stored)),
-      GetClusterStatus: this.unary("GetClusterStatus", () => {
-        if (!this.cluster) throw new IrisError("FAILED_PRECONDITION", NO_AUTOSCALER);
-        return { statusJson: JSON.stringify(this.cluster.status()) };
-      }),
-      ClusterDown: (call, callback) => {
-        const p = this.authorize(call, "ClusterDown");
-        if (!("role" in p)) return callback(p);
-        const cluster = this.cluster;
-        if (!cluster) return callback(rpcError(new IrisError("FAILED_PRECONDITION", NO_AUTOSCALER)));
-        cluster.down().then(
-          (stopped) => callback(null, { stopped }),
-          (e: unknown) => callback(rpcError(e)),
-        );
-      },
-      DrainWorker: this.unary("DrainWorker", (req) => {
-        const preempted = s.drainWorker(req.workerId);
-        this.scheduleSoon();
-        return { preempted };
-      }),
-    };
-  }
 
-  private workerHandlers(reconcileIntervalMs: number, workerTimeoutMs: number): WorkerControlServiceHandlers {
-    const s = this.state;
-    return {
-      RegisterWorker: this.unary("RegisterWorker", (req, p) => {
-        if (this.insecure) this.log(`iris controller: WARNING: worker ${req.workerId || "(new)"} at ${req.host || "?"} registered on a controller with auth off (--insecure)`);
-        const creds = this.workerCredentials;
-        // A credential bound to a worker (its session, or one minted for it) registers that worker only.
-        if (p.worker !== undefined && req.workerId !== "" && req.workerId !== p.worker) {
-          throw denied(`a credential of worker ${p.worker} may not register worker ${JSON.stringify(req.workerId)}`);
-        }
-        const session = p.worker !== undefined && p.registration !== true;
-        if (session && creds.sessionInstance(p.worker!) !== req.instanceId) {
-          throw denied(`the session of worker ${p.worker} belongs to another process: a new process registers with a worker token, not a copy of a session`);
-        }
-        const workerId = s.registerWorker({
-          workerId: p.worker ?? req.workerId,
-          host: req.host,
-          attributes: req.attributes,
-          capacity: capacityFromWire(req.capacity),
-        });
-        let sessionToken = "";
-        if (p.registration === true) creds.consumeRegistration(workerId);
-        // Auth on: the token just presented (shared, minted, or admin) is swapped for a session of
-        // this worker and process; registering again with that session keeps it.
-        if (this.auth.enabled && !session) sessionToken = creds.openSession(workerId, req.instanceId || `unbound-${Math.random().toString(36).slice(2)}`, p.user);
-        this.scheduleSoon();
-        return { workerId, reconcileIntervalMs, workerTimeoutMs, sessionToken };
-      }),
-      Reconcile: this.unary("Reconcile", (req, p) => {
-        checkOwnWorker(p, req.workerId, "reconcile the attempts");
-        const r = s.reconcile(req.workerId, req.observed, { healthy: req.health ? req.health.healthy : true });
-        // Each attempt gets its own token (never the worker's): minted here, on every desired set.
-        const tokens = this.taskTokens;
-        return tokens ? { ...r, run: r.run.map((a) => ({ ...a, taskToken: tokens.mint(String(a.attemptUid)) })) } : r;
-      }),
-      WatchAssignments: (call) => {
-        const p = this.authorize(call, "WatchAssignments");
-        if (!("role" in p)) return void call.emit("error", p);
-        const id = call.request.workerId;
-        try {
-          checkOwnWorker(p, id, "watch the assignments");
-        } catch (e) {
-          return void call.emit("error", rpcError(e));
-        }
-        if (!s.isWorkerAlive(id)) {
-          return void call.emit("error", { code: grpc.status.NOT_FOUND, details: `worker ${id} is not registered: register again` });
-        }
-        let set = this.workerStreams.get(id);
-        if (!set) this.workerStreams.set(id, (set = new Set()));
-        const stream = call as grpc.ServerWritableStream<unknown, unknown>;
-        set.add(stream);
-        call.on("cancelled", () => {
-          set.delete(stream);
-          if (set.size === 0) this.workerStreams.delete(id);
-        });
-        call.write({ generation: ++this.generation });
-      },
-      PushLogs: (call, callback) => {
-        const p = this.authorize(call, "PushLogs");
-        if (!("role" in p)) return callback(p);
-        // A batch that cannot be stored fails the call: the worker retries it, then replaces it
-        // by a `[iris: N lines dropped …]` marker (never a silent loss).
-        let failure: Partial<grpc.StatusObject> | undefined;
-        call.on("data", (req: { lines: { attemptUid: string; stream: string; line: string; timeMs: number; index?: number }[] }) => {
-          if (failure) return;
-          try {
-            s.appendLogs(req.lines, p.role === "worker" ? p.worker : undefined);
-          } catch (e) {
-            failure = rpcError(e);
-          }
-        });
-        call.on("end", () => (failure ? callback(failure) : callback(null, {})));
-        call.on("error", () => undefined);
-      },
-      FetchBundle: fetchBundleHandler(
-        this.bundles,
-        (call, m) => {
-          const p = this.authorize(call, m);
-          // A worker session fetches the bundles of its own live attempts only.
-          if ("role" in p && p.role === "worker" && !s.workerRunsBundle(p.worker ?? "", call.request.bundleId)) {
-            return { code: grpc.status.PERMISSION_DENIED, details: `worker ${p.worker ?? "?"} runs no attempt from bundle ${call.request.bundleId}` };
-          }
-          return p;
-        },
-        rpcError,
-        (id) => this.bundleUsed(id, false),
-      ),
-      DeregisterWorker: this.unary("DeregisterWorker", (req, p) => {
-        checkOwnWorker(p, req.workerId, "deregister");
-        s.deregisterWorker(req.workerId);
-        this.workerCredentials.endSession(req.workerId);
-        this.scheduleSoon();
-        return {};
-      }),
-    };
-  }
 }

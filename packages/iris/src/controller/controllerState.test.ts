@@ -31,11 +31,11 @@ describe("ControllerState", () => {
   let s: ControllerState;
 
   const launch = (name: string, spec: Partial<JobSpecInput> = {}) =>
-    s.launchJob(normalizeJobSpec({ entrypoint: { command: ["true"] }, ...spec }, name));
+    s.jobs.launchJob(normalizeJobSpec({ entrypoint: { command: ["true"] }, ...spec }, name));
   const addWorker = (id: string, cpuMillis = 4000) =>
-    s.registerWorker({ workerId: id, host: "127.0.0.1", attributes: {}, capacity: { cpuMillis, memoryBytes: 8 * GB, devices: {} } });
-  const runSet = (w: string) => s.reconcile(w, [], { healthy: true }).run;
-  const job = (name: string) => s.jobStatus(s.findJob(name).instance_id);
+    s.workers.registerWorker({ workerId: id, host: "127.0.0.1", attributes: {}, capacity: { cpuMillis, memoryBytes: 8 * GB, devices: {} } });
+  const runSet = (w: string) => s.workers.reconcile(w, [], { healthy: true }).run;
+  const job = (name: string) => s.queries.jobStatus(s.queries.findJob(name).instance_id);
 
   beforeEach(() => {
     dir = mkdtempSync(path.join(os.tmpdir(), "iris-state-"));
@@ -62,18 +62,18 @@ describe("ControllerState", () => {
     addWorker("w1");
     const first = launch("/alice/job", { replicas: 2 });
     expect(() => launch("/alice/job")).toThrow(/ALREADY_EXISTS|still/);
-    s.schedulePass();
+    s.jobs.schedulePass();
     const run = runSet("w1");
     expect(run.map((r) => r.taskIndex).sort()).toEqual([0, 1]);
     expect(run[0]!.numTasks).toBe(2);
-    s.reconcile("w1", run.map((r) => obs(r.attemptUid!, "RUNNING")), { healthy: true });
+    s.workers.reconcile("w1", run.map((r) => obs(r.attemptUid!, "RUNNING")), { healthy: true });
     expect(job("/alice/job").state).toBe("RUNNING");
-    s.reconcile("w1", run.map((r) => obs(r.attemptUid!, "SUCCEEDED", { exitCode: 0 })), { healthy: true });
+    s.workers.reconcile("w1", run.map((r) => obs(r.attemptUid!, "SUCCEEDED", { exitCode: 0 })), { healthy: true });
     expect(job("/alice/job").state).toBe("SUCCEEDED");
     expect(runSet("w1")).toEqual([]);
     const second = launch("/alice/job");
     expect(second.instanceId).not.toBe(first.instanceId);
-    expect(s.jobStatus(first.instanceId).state).toBe("SUCCEEDED");
+    expect(s.queries.jobStatus(first.instanceId).state).toBe("SUCCEEDED");
     expect(job("/alice/job").instanceId).toBe(second.instanceId);
   });
 
@@ -81,10 +81,10 @@ describe("ControllerState", () => {
     addWorker("w1");
     launch("/alice/flaky", { maxRetriesFailure: 1 });
     for (let i = 0; i < 2; i++) {
-      s.schedulePass();
+      s.jobs.schedulePass();
       const [r] = runSet("w1");
       expect(r!.attempt).toBe(i + 1);
-      s.reconcile("w1", [obs(r!.attemptUid!, "FAILED", { exitCode: 3, failureKind: "APP_EXIT" })], { healthy: true });
+      s.workers.reconcile("w1", [obs(r!.attemptUid!, "FAILED", { exitCode: 3, failureKind: "APP_EXIT" })], { healthy: true });
     }
     const st = job("/alice/flaky");
     expect(st.state).toBe("FAILED");
@@ -96,12 +96,12 @@ describe("ControllerState", () => {
     addWorker("w1");
     launch("/alice/refused", { maxRetriesFailure: 5 });
     launch("/alice/answered", { replicas: 2 });
-    s.schedulePass();
+    s.jobs.schedulePass();
     const run = runSet("w1");
     const byJob = (name: string) => run.filter((r) => r.jobId === name);
     const [refused] = byJob("/alice/refused");
     const [a0, a1] = byJob("/alice/answered");
-    s.reconcile(
+    s.workers.reconcile(
       "w1",
       [
         obs(refused!.attemptUid!, "FAILED", { exitCode: 1, failureKind: "APP_ERROR", errorCode: "BAD_INPUT", error: "no such dataset" }),
@@ -110,7 +110,7 @@ describe("ControllerState", () => {
       ],
       { healthy: true },
     );
-    s.schedulePass();
+    s.jobs.schedulePass();
     expect(runSet("w1")).toEqual([]);
     const r = job("/alice/refused");
     expect(r.state).toBe("FAILED");
@@ -128,25 +128,25 @@ describe("ControllerState", () => {
   it("declares a silent worker lost and retries its attempts elsewhere against the preemption budget", () => {
     addWorker("w1");
     launch("/alice/long", { maxRetriesFailure: 0 });
-    s.schedulePass();
+    s.jobs.schedulePass();
     const [r] = runSet("w1");
     addWorker("w2");
     clock.t += 2000;
-    s.reconcile("w2", [], { healthy: true });
+    s.workers.reconcile("w2", [], { healthy: true });
     clock.t += 2000;
-    expect(s.checkWorkers()).toEqual(["w1"]);
+    expect(s.workers.checkWorkers().lost).toEqual(["w1"]);
     let st = job("/alice/long");
     expect(st.tasks![0]!.attempts![0]!.failureKind).toBe("WORKER_LOST");
     expect(st.tasks![0]!.preemptions).toBe(1);
     expect(st.tasks![0]!.failures).toBe(0);
-    s.schedulePass();
+    s.jobs.schedulePass();
     const [r2] = runSet("w2");
     expect(r2!.attempt).toBe(2);
     // The lost worker comes back still running the old attempt: it is told to stop it.
-    expect(() => s.reconcile("w1", [], { healthy: true })).toThrow(/register again/);
+    expect(() => s.workers.reconcile("w1", [], { healthy: true })).toThrow(/register again/);
     addWorker("w1");
-    expect(s.reconcile("w1", [obs(r!.attemptUid!, "RUNNING")], { healthy: true }).stop.map((x) => x.attemptUid)).toEqual([r!.attemptUid]);
-    s.reconcile("w2", [obs(r2!.attemptUid!, "SUCCEEDED", { exitCode: 0 })], { healthy: true });
+    expect(s.workers.reconcile("w1", [obs(r!.attemptUid!, "RUNNING")], { healthy: true }).stop.map((x) => x.attemptUid)).toEqual([r!.attemptUid]);
+    s.workers.reconcile("w2", [obs(r2!.attemptUid!, "SUCCEEDED", { exitCode: 0 })], { healthy: true });
     st = job("/alice/long");
     expect(st.state).toBe("SUCCEEDED");
   });
@@ -155,17 +155,17 @@ describe("ControllerState", () => {
     addWorker("w1");
     addWorker("w2");
     launch("/alice/gang", { replicas: 2, gang: true, maxRetriesFailure: 1 });
-    s.schedulePass();
+    s.jobs.schedulePass();
     const a = runSet("w1")[0]!;
     const b = runSet("w2")[0]!;
-    s.reconcile("w1", [obs(a.attemptUid!, "FAILED", { exitCode: 1, failureKind: "APP_EXIT" })], { healthy: true });
+    s.workers.reconcile("w1", [obs(a.attemptUid!, "FAILED", { exitCode: 1, failureKind: "APP_EXIT" })], { healthy: true });
     const st = job("/alice/gang");
     const peer = st.tasks!.find((t) => t.index === b.taskIndex)!;
     expect(peer.attempts![0]!.failureKind).toBe("PEER_FAILED");
     expect(peer.failures).toBe(0);
-    expect(s.reconcile("w2", [obs(b.attemptUid!, "RUNNING")], { healthy: true }).stop.map((x) => x.reason)).toEqual(["PEER_FAILED"]);
-    s.reconcile("w2", [obs(b.attemptUid!, "KILLED", { failureKind: "KILLED" })], { healthy: true });
-    s.schedulePass();
+    expect(s.workers.reconcile("w2", [obs(b.attemptUid!, "RUNNING")], { healthy: true }).stop.map((x) => x.reason)).toEqual(["PEER_FAILED"]);
+    s.workers.reconcile("w2", [obs(b.attemptUid!, "KILLED", { failureKind: "KILLED" })], { healthy: true });
+    s.jobs.schedulePass();
     const again = [...runSet("w1"), ...runSet("w2")];
     expect(again.map((r) => r.attempt)).toEqual([2, 2]);
     // Every member of a round gets the same IRIS_GANG_SECRET; the rerun gets a new one.
@@ -180,13 +180,13 @@ describe("ControllerState", () => {
     addWorker("w1");
     addWorker("w2");
     launch("/alice/gang2", { replicas: 2, gang: true });
-    s.schedulePass();
+    s.jobs.schedulePass();
     const [a] = runSet("w1");
     const [b] = runSet("w2");
-    s.reconcile("w1", [obs(a!.attemptUid!, "RUNNING")], { healthy: true });
-    s.reconcile("w2", [obs(b!.attemptUid!, "RUNNING")], { healthy: true });
+    s.workers.reconcile("w1", [obs(a!.attemptUid!, "RUNNING")], { healthy: true });
+    s.workers.reconcile("w2", [obs(b!.attemptUid!, "RUNNING")], { healthy: true });
     clock.t += 4000;
-    expect(s.checkWorkers().sort()).toEqual(["w1", "w2"]);
+    expect(s.workers.checkWorkers().lost.sort()).toEqual(["w1", "w2"]);
     const st = job("/alice/gang2");
     expect(st.tasks!.map((t) => t.preemptions).sort()).toEqual([0, 1]);
     expect(st.tasks!.map((t) => t.attempts![0]!.failureKind).sort()).toEqual(["PEER_FAILED", "WORKER_LOST"]);
@@ -197,9 +197,9 @@ describe("ControllerState", () => {
     addWorker("w1", 2000);
     addWorker("w2", 2000);
     launch("/alice/hog", { resources: { cpuMillis: 2000 } });
-    s.schedulePass();
+    s.jobs.schedulePass();
     launch("/alice/gang2", { replicas: 2, gang: true, resources: { cpuMillis: 2000 } });
-    s.schedulePass();
+    s.jobs.schedulePass();
     const st = job("/alice/gang2");
     expect(st.state).toBe("PENDING");
     expect(st.tasks![0]!.pendingReason).toMatch(/gang of 2 needs 2 workers/);
@@ -209,7 +209,7 @@ describe("ControllerState", () => {
     addWorker("w1");
     launch("/alice/biggang", { replicas: 3, gang: true });
     launch("/alice/huge", { resources: { cpuMillis: 64_000 } });
-    s.schedulePass();
+    s.jobs.schedulePass();
     const gang = job("/alice/biggang");
     expect(gang.state).toBe("UNSCHEDULABLE");
     expect(gang.tasks!.map((t) => t.state)).toEqual(["UNSCHEDULABLE", "UNSCHEDULABLE", "UNSCHEDULABLE"]);
@@ -225,18 +225,18 @@ describe("ControllerState", () => {
     launch("/alice/waits");
     launch("/alice/short", { schedulingTimeoutMs: 10_000 });
     launch("/alice/forever", { schedulingTimeoutMs: 0 });
-    s.schedulePass();
+    s.jobs.schedulePass();
     expect(job("/alice/waits").tasks![0]!.pendingReason).toBe("no workers registered");
     clock.t += 10_000;
-    s.schedulePass(); // nothing changed but a deadline ran out: the pass runs anyway
+    s.jobs.schedulePass(); // nothing changed but a deadline ran out: the pass runs anyway
     expect(job("/alice/short").state).toBe("UNSCHEDULABLE");
     expect(job("/alice/waits").state).toBe("PENDING");
     clock.t += 50_000;
-    s.schedulePass();
+    s.jobs.schedulePass();
     expect(job("/alice/waits").state).toBe("UNSCHEDULABLE");
     expect(job("/alice/waits").error).toBe("task /alice/waits/0 is unschedulable: no worker registered within the scheduling timeout (1 min)");
     clock.t += 3_600_000;
-    s.schedulePass();
+    s.jobs.schedulePass();
     expect(job("/alice/forever").state).toBe("PENDING");
   });
 
@@ -244,34 +244,34 @@ describe("ControllerState", () => {
     s = new ControllerState(db, { clock, workerTimeoutMs: 3000, schedulingTimeoutMs: 60_000 });
     addWorker("w1");
     launch("/alice/hog", { resources: { cpuMillis: 4000 } });
-    s.schedulePass();
+    s.jobs.schedulePass();
     launch("/alice/queued", { resources: { cpuMillis: 4000 } });
-    s.schedulePass();
+    s.jobs.schedulePass();
     clock.t += 120_000; // queued for two minutes behind the hog: still fits the cluster, still waits
-    s.checkWorkers(); // w1 silent: lost, no worker left
-    s.schedulePass();
+    s.workers.checkWorkers(); // w1 silent: lost, no worker left
+    s.jobs.schedulePass();
     expect(job("/alice/queued").state).toBe("PENDING");
     clock.t += 60_000;
-    s.schedulePass();
+    s.jobs.schedulePass();
     expect(job("/alice/queued").state).toBe("UNSCHEDULABLE");
   });
 
   it("terminates a job and its children, and drops endpoints leased to ended attempts", () => {
     addWorker("w1");
     launch("/alice/parent");
-    s.schedulePass();
+    s.jobs.schedulePass();
     const [p] = runSet("w1");
-    s.reconcile("w1", [obs(p!.attemptUid!, "RUNNING")], { healthy: true });
+    s.workers.reconcile("w1", [obs(p!.attemptUid!, "RUNNING")], { healthy: true });
     launch("/alice/parent/child");
-    s.schedulePass();
-    s.registerEndpoint({ name: "svc", address: "127.0.0.1:1", metadata: {}, attemptId: "/alice/parent/0:1", scopeJob: "" });
-    expect(s.resolveEndpoint("/alice/parent/svc", "").address).toBe("127.0.0.1:1");
-    expect(s.resolveEndpoint("svc", "/alice/parent/child").name).toBe("/alice/parent/svc");
-    s.terminateJob("/alice/parent");
+    s.jobs.schedulePass();
+    s.records.registerEndpoint({ name: "svc", address: "127.0.0.1:1", metadata: {}, attemptId: "/alice/parent/0:1", scopeJob: "" });
+    expect(s.queries.resolveEndpoint("/alice/parent/svc", "").address).toBe("127.0.0.1:1");
+    expect(s.queries.resolveEndpoint("svc", "/alice/parent/child").name).toBe("/alice/parent/svc");
+    s.jobs.terminateJob("/alice/parent");
     expect(job("/alice/parent").state).toBe("KILLED");
     expect(job("/alice/parent/child").state).toBe("KILLED");
-    expect(() => s.resolveEndpoint("/alice/parent/svc", "")).toThrow(/no endpoint/);
-    const after = s.reconcile("w1", [obs(p!.attemptUid!, "RUNNING")], { healthy: true });
+    expect(() => s.queries.resolveEndpoint("/alice/parent/svc", "")).toThrow(/no endpoint/);
+    const after = s.workers.reconcile("w1", [obs(p!.attemptUid!, "RUNNING")], { healthy: true });
     expect(after.stop).toEqual([{ attemptUid: p!.attemptUid, reason: "KILLED" }]);
     expect(after.run).toEqual([]);
   });
@@ -279,9 +279,9 @@ describe("ControllerState", () => {
   it("keeps a bounded metrics series per attempt", () => {
     addWorker("w1");
     launch("/alice/train");
-    s.schedulePass();
-    for (let i = 0; i < 8; i++) s.reportTaskStatus("/alice/train/0", 0, `step ${i}`, { step: i, loss: 10 - i });
-    const m = s.taskMetrics("/alice/train/0", 0);
+    s.jobs.schedulePass();
+    for (let i = 0; i < 8; i++) s.records.reportTaskStatus("/alice/train/0", 0, `step ${i}`, { step: i, loss: 10 - i });
+    const m = s.queries.taskMetrics("/alice/train/0", 0);
     expect(m.statusText).toBe("step 7");
     expect(m.points.map((p) => p.step)).toEqual([3, 4, 5, 6, 7]);
   });
@@ -289,51 +289,51 @@ describe("ControllerState", () => {
   it("keeps everything across a reopen of the database and adopts what workers still run", () => {
     addWorker("w1");
     launch("/alice/keep", { replicas: 2 });
-    s.schedulePass();
+    s.jobs.schedulePass();
     const run = runSet("w1");
-    s.reconcile("w1", run.map((r, i) => obs(r.attemptUid!, "RUNNING", { logLines: i === 0 ? 1 : 0 })), { healthy: true });
-    s.appendLogs([{ attemptUid: run[0]!.attemptUid!, stream: "stdout", line: "hello", timeMs: clock.t }]);
-    s.registerEndpoint({ name: "svc", address: "127.0.0.1:9", metadata: {}, attemptId: "/alice/keep/0:1", scopeJob: "" });
-    s.reportTaskStatus("/alice/keep/0", 0, "halfway", { step: 1, loss: 2 });
+    s.workers.reconcile("w1", run.map((r, i) => obs(r.attemptUid!, "RUNNING", { logLines: i === 0 ? 1 : 0 })), { healthy: true });
+    s.records.appendLogs([{ attemptUid: run[0]!.attemptUid!, stream: "stdout", line: "hello", timeMs: clock.t }]);
+    s.records.registerEndpoint({ name: "svc", address: "127.0.0.1:9", metadata: {}, attemptId: "/alice/keep/0:1", scopeJob: "" });
+    s.records.reportTaskStatus("/alice/keep/0", 0, "halfway", { step: 1, loss: 2 });
     db.close();
 
     // A new process on the same file, much later: the worker gets a full timeout to come back.
     clock.t += 60_000;
     db = openDb(path.join(dir, "c.sqlite"));
     s = new ControllerState(db, { clock, workerTimeoutMs: 3000 });
-    expect(s.checkWorkers()).toEqual([]);
-    const again = s.reconcile("w1", run.map((r, i) => obs(r.attemptUid!, "RUNNING", { logLines: i === 0 ? 1 : 0 })), { healthy: true });
+    expect(s.workers.checkWorkers().lost).toEqual([]);
+    const again = s.workers.reconcile("w1", run.map((r, i) => obs(r.attemptUid!, "RUNNING", { logLines: i === 0 ? 1 : 0 })), { healthy: true });
     expect(again.run.map((r) => r.attemptUid).sort()).toEqual(run.map((r) => r.attemptUid).sort());
     expect(again.stop).toEqual([]);
     const st = job("/alice/keep");
     expect(st.state).toBe("RUNNING");
     expect(st.tasks!.map((t) => t.attempts!.length)).toEqual([1, 1]);
-    expect(s.readLogs(st.instanceId!, 0, undefined).map((l) => l.line)).toEqual(["hello"]);
-    expect(s.resolveEndpoint("/alice/keep/svc", "").address).toBe("127.0.0.1:9");
-    expect(s.taskMetrics("/alice/keep/0", 0)).toMatchObject({ statusText: "halfway", points: [{ step: 1, metrics: { step: 1, loss: 2 } }] });
-    s.reconcile("w1", run.map((r, i) => obs(r.attemptUid!, "SUCCEEDED", { exitCode: 0, logLines: i === 0 ? 1 : 0 })), { healthy: true });
+    expect(s.queries.readLogs(st.instanceId!, 0, undefined).map((l) => l.line)).toEqual(["hello"]);
+    expect(s.queries.resolveEndpoint("/alice/keep/svc", "").address).toBe("127.0.0.1:9");
+    expect(s.queries.taskMetrics("/alice/keep/0", 0)).toMatchObject({ statusText: "halfway", points: [{ step: 1, metrics: { step: 1, loss: 2 } }] });
+    s.workers.reconcile("w1", run.map((r, i) => obs(r.attemptUid!, "SUCCEEDED", { exitCode: 0, logLines: i === 0 ? 1 : 0 })), { healthy: true });
     expect(job("/alice/keep").state).toBe("SUCCEEDED");
-    expect(s.logsComplete(st.instanceId!)).toBe(true);
+    expect(s.queries.logsComplete(st.instanceId!)).toBe(true);
   });
 
   it("tells workers how many log lines it holds and drops resent ones", () => {
     addWorker("w1");
     launch("/alice/logs");
-    s.schedulePass();
+    s.jobs.schedulePass();
     const [r] = runSet("w1");
     const uid = r!.attemptUid!;
     const line = (i: number) => ({ attemptUid: uid, stream: "stdout", line: `l${i}`, timeMs: clock.t, index: i });
-    s.appendLogs([line(0), line(1)]);
-    expect(s.reconcile("w1", [obs(uid, "RUNNING", { logLines: 4 })], { healthy: true }).logLinesReceived).toEqual({ [uid]: 2 });
+    s.records.appendLogs([line(0), line(1)]);
+    expect(s.workers.reconcile("w1", [obs(uid, "RUNNING", { logLines: 4 })], { healthy: true }).logLinesReceived).toEqual({ [uid]: 2 });
     // The worker resends from its last write (1..3): line 1 is a duplicate.
-    s.appendLogs([line(1), line(2), line(3)]);
+    s.records.appendLogs([line(1), line(2), line(3)]);
     const st = job("/alice/logs");
-    expect(s.readLogs(st.instanceId!, 0, undefined).map((l) => l.line)).toEqual(["l0", "l1", "l2", "l3"]);
+    expect(s.queries.readLogs(st.instanceId!, 0, undefined).map((l) => l.line)).toEqual(["l0", "l1", "l2", "l3"]);
     // Past the per-attempt limit (6 here) lines are dropped behind one notice, but still counted.
-    s.appendLogs([4, 5, 6, 7, 8].map(line));
-    expect(s.readLogs(st.instanceId!, 0, undefined).map((l) => l.line)).toEqual(["l0", "l1", "l2", "l3", "l4", "l5", "[iris] log truncated: this attempt printed more than 6 lines"]);
-    s.reconcile("w1", [obs(uid, "SUCCEEDED", { exitCode: 0, logLines: 9 })], { healthy: true });
-    expect(s.logsComplete(st.instanceId!)).toBe(true);
+    s.records.appendLogs([4, 5, 6, 7, 8].map(line));
+    expect(s.queries.readLogs(st.instanceId!, 0, undefined).map((l) => l.line)).toEqual(["l0", "l1", "l2", "l3", "l4", "l5", "[iris] log truncated: this attempt printed more than 6 lines"]);
+    s.workers.reconcile("w1", [obs(uid, "SUCCEEDED", { exitCode: 0, logLines: 9 })], { healthy: true });
+    expect(s.queries.logsComplete(st.instanceId!)).toBe(true);
   });
 
   it("rejects invalid specs naming the field", () => {
@@ -347,15 +347,15 @@ describe("ControllerState", () => {
     const bigEnv = { PAD: "x".repeat(250 * 1024) };
     for (let i = 0; i < 40; i++) {
       const { name } = launch(`/u/big${i}`, { env: bigEnv });
-      s.terminateJob(name);
+      s.jobs.terminateJob(name);
     }
-    expect(s.specCache.size).toEqual({ entries: 0, bytes: 0 });
+    expect(s.core.specCache.size).toEqual({ entries: 0, bytes: 0 });
     const bounded = new ControllerState(db, { clock, specCacheLimits: { entries: 1000, bytes: 1024 * 1024 } });
-    for (let i = 0; i < 20; i++) bounded.launchJob(normalizeJobSpec({ entrypoint: { command: ["true"] }, env: bigEnv }, `/u/live${i}`));
-    expect(bounded.specCache.size.bytes).toBeLessThanOrEqual(1024 * 1024);
-    expect(bounded.specCache.size.entries).toBe(4);
+    for (let i = 0; i < 20; i++) bounded.jobs.launchJob(normalizeJobSpec({ entrypoint: { command: ["true"] }, env: bigEnv }, `/u/live${i}`));
+    expect(bounded.core.specCache.size.bytes).toBeLessThanOrEqual(1024 * 1024);
+    expect(bounded.core.specCache.size.entries).toBe(4);
     // An evicted spec is read back from the database when needed.
-    const first = bounded.findJob("/u/live0").instance_id;
-    expect(bounded.specOf(first).env.PAD).toHaveLength(250 * 1024);
+    const first = bounded.queries.findJob("/u/live0").instance_id;
+    expect(bounded.queries.specOf(first).env.PAD).toHaveLength(250 * 1024);
   });
 });

@@ -1,24 +1,43 @@
 // The controller's state machine over its SQLite database: jobs → tasks → attempts, workers,
 // endpoints, logs and metrics. Everything is synchronous (better-sqlite3), and every public
 // transition runs in one transaction, so a snapshot read and the commit of its decisions can never
-// interleave with another change. The gRPC layer (controller.ts) only translates and subscribes.
+// interleave with another change. The gRPC layer (service.ts) only translates and subscribes.
 //
-// One class in layers, one file each: stateCore.ts (database, statements, transactions,
-// notifications) → stateQueries.ts (reads) → transitions.ts (job/task/attempt/worker changes) →
-// recordTransitions.ts (logs, endpoints, metrics) → workerTransitions.ts (drain, deregister); rows and pure rules in stateRows.ts; wire
-// encoding in ../internal/codec.ts.
+// Collaborators sharing one core, one file each (composition, no inheritance):
+//   core     stateCore.ts          database, prepared statements, tx, change notifications
+//   queries  stateQueries.ts       reads (rows and wire statuses, desired sets, endpoints, logs)
+//   jobs     jobTransitions.ts     submission, termination, attempts ending, scheduling passes
+//   workers  workerTransitions.ts  registration, reconcile, loss, drain, deregistration
+//   records  recordTransitions.ts  logs, endpoint registrations, status texts and metrics
+// Rows and pure rules in stateRows.ts; rows → wire in stateWire.ts.
+import type { Db } from "./db.ts";
+import { JobTransitions } from "./jobTransitions.ts";
+import { RecordTransitions } from "./recordTransitions.ts";
 import type { SchedConstraint, SchedResources } from "./scheduler.ts";
-import { requestOf } from "./stateRows.ts";
-import { StateWorkerTransitions } from "./workerTransitions.ts";
+import { StateCore } from "./stateCore.ts";
+import { StateQueries } from "./stateQueries.ts";
+import { requestOf, type ControllerStateOptions } from "./stateRows.ts";
+import { WorkerTransitions } from "./workerTransitions.ts";
 
 export { deriveJobState, isTerminalTaskState, parseAttemptId, parseTaskId, rootJobOf } from "./stateRows.ts";
 export type { Clock, ControllerStateOptions, StateListener } from "./stateRows.ts";
 
 /**
- * All controller state and its transitions. One instance per database; not thread-safe (Node
- * has one thread), and every public method is one transaction.
+ * All controller state: its collaborators over one shared core. One instance per database; not
+ * thread-safe (Node has one thread), and every public transition is one transaction.
+ *
+ * @example
+ * const state = new ControllerState(openDb(":memory:"));
+ * const { instanceId } = state.jobs.launchJob(spec);
+ * state.queries.jobStatus(instanceId).state; // "PENDING"
  */
-export class ControllerState extends StateWorkerTransitions {
+export class ControllerState {
+  /** The database, statements, transactions and notifications the collaborators share. */
+  readonly core: StateCore;
+  readonly queries: StateQueries;
+  readonly jobs: JobTransitions;
+  readonly workers: WorkerTransitions;
+  readonly records: RecordTransitions;
   /**
    * Per unfinished job (by instance id), what the autoscaler reads of its spec, read once: the
    * spec cache holds few specs, and parsing every pending job's spec each round would cost more
@@ -28,10 +47,18 @@ export class ControllerState extends StateWorkerTransitions {
   /** Equal requests and constraints as one shared object (the policy recognises them by identity first). */
   readonly #shapes = new Map<string, { request: SchedResources; constraints: SchedConstraint[] }>();
 
+  constructor(db: Db, opts: ControllerStateOptions = {}) {
+    this.core = new StateCore(db, opts);
+    this.queries = new StateQueries(this.core);
+    this.jobs = new JobTransitions(this.core, this.queries);
+    this.workers = new WorkerTransitions(this.core, this.queries, this.jobs);
+    this.records = new RecordTransitions(this.core, this.queries);
+  }
+
   #demandFacts(instanceId: string): DemandFacts {
     let f = this.#demandFactsOf.get(instanceId);
     if (f === undefined) {
-      const spec = this.specOf(instanceId);
+      const spec = this.queries.specOf(instanceId);
       const request = requestOf(spec);
       const key = JSON.stringify([request.cpuMillis, request.memoryBytes, request.devices, spec.constraints]);
       let shape = this.#shapes.get(key);
@@ -48,8 +75,8 @@ export class ControllerState extends StateWorkerTransitions {
    * holds an attempt.
    */
   autoscalerSnapshot(): AutoscalerSnapshot {
-    return this.tx(() => {
-      const rows = this.stmt(
+    return this.core.tx(() => {
+      const rows = this.core.stmt(
         `SELECT j.instance_id, j.name, j.submitted_at_ms, COUNT(*) AS n FROM tasks t JOIN jobs j ON j.instance_id = t.instance_id
          WHERE j.state IN ('PENDING', 'RUNNING') AND t.state = 'PENDING' GROUP BY j.instance_id ORDER BY j.submitted_at_ms`,
       ).all() as { instance_id: string; name: string; submitted_at_ms: number; n: number }[];
@@ -74,9 +101,9 @@ export class ControllerState extends StateWorkerTransitions {
       }
       if (this.#shapes.size > 4096) this.#shapes.clear();
       const busy = new Set(
-        (this.stmt("SELECT DISTINCT worker_id FROM attempts WHERE state IN ('ASSIGNED','BUILDING','RUNNING') OR stopping = 1").all() as { worker_id: string }[]).map((r) => r.worker_id),
+        (this.core.stmt("SELECT DISTINCT worker_id FROM attempts WHERE state IN ('ASSIGNED','BUILDING','RUNNING') OR stopping = 1").all() as { worker_id: string }[]).map((r) => r.worker_id),
       );
-      const workers = (this.stmt("SELECT id, state, registered_at_ms FROM workers").all() as { id: string; state: string; registered_at_ms: number }[]).map((w) => ({
+      const workers = (this.core.stmt("SELECT id, state, registered_at_ms FROM workers").all() as { id: string; state: string; registered_at_ms: number }[]).map((w) => ({
         id: w.id,
         state: w.state,
         busy: busy.has(w.id),

@@ -60,7 +60,7 @@ describe("iris scheduler fairness under a huge pending job", () => {
     const gang = await cl.submit({ name: "/alice/huge", entrypoint: { command: ["true"] }, replicas: MEMBERS, gang: true, resources: { cpuMillis: 1000 } });
     const loaded = median(await launchTimes(cl, 15));
     // The gang stands in as one task (beside, at most, the last probe before it was terminated).
-    expect(c.state.lastPass.tasks).toBeLessThanOrEqual(2);
+    expect(c.state.jobs.lastPass.tasks).toBeLessThanOrEqual(2);
     expect((await gang.status()).state).toBe("PENDING");
     // 2× of idle, with a little slack for a loaded machine's scheduling noise.
     expect(loaded).toBeLessThanOrEqual(2 * idle + 25);
@@ -80,21 +80,21 @@ describe("iris scheduler fairness under a huge pending job", () => {
 
   it("100,000 single tasks waiting for busy workers: the pass is bounded, and users take turns at freed slots", async () => {
     const { controller: c, client: cl } = await start();
-    for (const id of ["w1", "w2"]) c.state.registerWorker({ workerId: id, host: "127.0.0.1", attributes: {}, capacity: { cpuMillis: 1000, memoryBytes: 1024 ** 3, devices: {} } });
+    for (const id of ["w1", "w2"]) c.state.workers.registerWorker({ workerId: id, host: "127.0.0.1", attributes: {}, capacity: { cpuMillis: 1000, memoryBytes: 1024 ** 3, devices: {} } });
     const filler = await cl.submit({ name: "/alice/filler", entrypoint: { command: ["true"] }, replicas: 2, resources: { cpuMillis: 1000 } });
     await waitFor("the filler to be placed", async () => (await filler.status()).tasks.every((t) => t.state === "ASSIGNED"), { timeoutMs: 30_000, intervalMs: 10 });
     const many = await cl.submit({ name: "/alice/many", entrypoint: { command: ["true"] }, replicas: MEMBERS, resources: { cpuMillis: 1000 } });
     const carol = await cl.submit({ name: "/carol/small", entrypoint: { command: ["true"] }, resources: { cpuMillis: 1000 } });
-    await waitFor("a pass with both pending", () => c.state.lastPass.tasks > 1, { timeoutMs: 30_000, intervalMs: 10 });
+    await waitFor("a pass with both pending", () => c.state.jobs.lastPass.tasks > 1, { timeoutMs: 30_000, intervalMs: 10 });
     // A window of the big job and carol's one task, not 100,000.
-    expect(c.state.lastPass.tasks).toBeLessThanOrEqual(501);
+    expect(c.state.jobs.lastPass.tasks).toBeLessThanOrEqual(501);
     await cl.terminate(filler.name);
     // The workers report, one after the other, that the filler is gone: two slots come free. The
     // first goes to the oldest job (neither user runs anything), the second to carol, not to the
     // next of alice's 100,000.
-    c.state.reconcile("w1", [], { healthy: true });
+    c.state.workers.reconcile("w1", [], { healthy: true });
     await waitFor("a task of alice's to be placed", async () => (await many.status()).tasks.some((t) => t.state === "ASSIGNED"), { timeoutMs: 30_000, intervalMs: 10 });
-    c.state.reconcile("w2", [], { healthy: true });
+    c.state.workers.reconcile("w2", [], { healthy: true });
     await waitFor("carol's task to be placed", async () => (await carol.status()).tasks[0]?.state === "ASSIGNED", { timeoutMs: 30_000, intervalMs: 10 });
     expect((await many.status()).tasks.filter((t) => t.state !== "PENDING")).toHaveLength(1);
   }, 240_000);

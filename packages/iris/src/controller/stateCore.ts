@@ -1,5 +1,7 @@
-// The controller state's foundation: the database handle, prepared statements, one-transaction
-// helper (tx) and the change notifications fired after each commit; options and clock.
+// The controller state's shared core: the database handle, prepared statements, the one-transaction
+// helper (tx) and the change notifications fired after each commit; options, clock and the
+// scheduling hints the collaborators set (needsSchedule and its deadlines). One instance per
+// database, handed to each collaborator's constructor (see controllerState.ts).
 import { randomBytes } from "node:crypto";
 import type BetterSqlite3 from "better-sqlite3";
 import type { Db } from "./db.ts";
@@ -10,38 +12,38 @@ import type { Clock, ControllerStateOptions, StateListener } from "./stateRows.t
 export type Statement = BetterSqlite3.Statement<unknown[]>;
 
 /**
- * The base of the controller's state: the database, its prepared statements, transactions and
- * the change notifications they fire. Queries and transitions build on it (see controllerState.ts).
+ * The core of the controller's state: the database, its prepared statements, transactions and
+ * the change notifications they fire. Queries and transitions share it (see controllerState.ts).
  */
 export class StateCore {
   readonly db: Db;
   readonly workerTimeoutMs: number;
   /** The default scheduling timeout of jobs that set none (see ControllerStateOptions). */
   readonly schedulingTimeoutMs: number;
-  protected readonly clock: Clock;
-  protected readonly metricsLimit: number;
-  protected readonly logLinesLimit: number;
+  readonly clock: Clock;
+  readonly metricsLimit: number;
+  readonly logLinesLimit: number;
   /** How long an unleased endpoint registration lives (see ControllerStateOptions). */
   readonly endpointTtlMs: number;
   private readonly listener: StateListener;
   /** Parsed specs of jobs (bounded; a job's spec leaves it when the job ends). */
   readonly specCache: SpecCache;
-  protected dirtyJobs = new Set<string>();
-  protected dirtyWorkers = new Set<string>();
-  protected dirtyLogs = new Set<string>();
+  private dirtyJobs = new Set<string>();
+  private dirtyWorkers = new Set<string>();
+  private dirtyLogs = new Set<string>();
   private depth = 0;
   private readonly statements = new Map<string, Statement>();
   private readonly inTransaction: (fn: () => unknown) => unknown;
   // Placement can only change when tasks become pending, capacity frees up or workers come and
   // go; passes in between are skipped (a pass over many pending tasks is not free).
-  protected needsSchedule = true;
+  needsSchedule = true;
   // Since when no worker has been registered (undefined while some are), and the earliest time a
   // waiting task's scheduling timeout runs out: a pass then runs even if nothing else changed.
-  protected noWorkersSinceMs: number | undefined;
-  protected nextScheduleDeadlineMs = Infinity;
+  noWorkersSinceMs: number | undefined;
+  nextScheduleDeadlineMs = Infinity;
   // Key of the per-attempt gang secrets (IRIS_GANG_SECRET), per controller process: a gang round
   // dispatched across a controller restart gets mismatched secrets, fails its barrier and retries.
-  protected readonly gangKey = randomBytes(32);
+  readonly gangKey = randomBytes(32);
 
   constructor(db: Db, opts: ControllerStateOptions = {}) {
     this.db = db;
@@ -97,7 +99,7 @@ export class StateCore {
   }
 
   // Prepared statements are reused: preparing is a large share of a small transaction's cost.
-  protected stmt(sql: string): Statement {
+  stmt(sql: string): Statement {
     let st = this.statements.get(sql);
     if (!st) {
       st = this.db.prepare(sql);
@@ -106,7 +108,18 @@ export class StateCore {
     return st;
   }
 
-  protected touchJob(instanceId: string): void {
+  /** Job `instanceId` changed in this transaction: its version is bumped and listeners told at commit. */
+  touchJob(instanceId: string): void {
     this.dirtyJobs.add(instanceId);
+  }
+
+  /** Worker `workerId`'s desired set may have changed: its listeners are told at commit. */
+  touchWorker(workerId: string): void {
+    this.dirtyWorkers.add(workerId);
+  }
+
+  /** Log lines of job `instanceId` were stored: its log readers are told at commit. */
+  touchLogs(instanceId: string): void {
+    this.dirtyLogs.add(instanceId);
   }
 }

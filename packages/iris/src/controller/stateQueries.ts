@@ -9,11 +9,11 @@ import type { WorkerInfo } from "../internal/generated/iris/v1/WorkerInfo.ts";
 import type { Endpoint as WireEndpoint } from "../internal/generated/iris/v1/Endpoint.ts";
 import type { LogEntry as WireLogEntry } from "../internal/generated/iris/v1/LogEntry.ts";
 import type { MetricPoint as WireMetricPoint } from "../internal/generated/iris/v1/MetricPoint.ts";
-import { endpointToWire, jobStatusToWire, logEntryToWire, metricPointToWire, runAttemptToWire, workerInfoToWire } from "../internal/codec.ts";
+import { endpointToWire, jobStatusToWire, logEntryToWire, metricPointToWire, runAttemptToWire, workerInfoToWire } from "./stateWire.ts";
 import { isTerminalJobState, TERMINAL_JOB_STATES } from "../jobSpec.ts";
 import type { JobSpec, JobState } from "../jobSpec.ts";
 import type { SchedResources } from "./scheduler.ts";
-import { StateCore } from "./stateCore.ts";
+import type { StateCore } from "./stateCore.ts";
 import {
   addResources,
   LIVE_ATTEMPT_STATES,
@@ -46,11 +46,18 @@ function pageSizeOf(n: number | undefined, limits: { default: number; max: numbe
 }
 
 /** The read queries of the controller state (see controllerState.ts for the whole). */
-export class StateQueries extends StateCore {
+/** The read queries of the controller state, over the core it shares with the transitions. */
+export class StateQueries {
+  private readonly core: StateCore;
+
+  constructor(core: StateCore) {
+    this.core = core;
+  }
+
   // ---- reads ----------------------------------------------------------------------------------
 
-  protected job(instanceId: string): JobRow {
-    const j = this.stmt("SELECT * FROM jobs WHERE instance_id = ?").get(instanceId) as JobRow | undefined;
+  job(instanceId: string): JobRow {
+    const j = this.core.stmt("SELECT * FROM jobs WHERE instance_id = ?").get(instanceId) as JobRow | undefined;
     if (!j) throw new IrisError("NOT_FOUND", `no job instance ${instanceId}`);
     return j;
   }
@@ -59,8 +66,8 @@ export class StateQueries extends StateCore {
   findJob(name: string, instanceId = ""): JobRow {
     const j = (
       instanceId
-        ? this.stmt("SELECT * FROM jobs WHERE instance_id = ? AND name = ?").get(instanceId, name)
-        : this.stmt("SELECT * FROM jobs WHERE name = ? AND latest = 1").get(name)
+        ? this.core.stmt("SELECT * FROM jobs WHERE instance_id = ? AND name = ?").get(instanceId, name)
+        : this.core.stmt("SELECT * FROM jobs WHERE name = ? AND latest = 1").get(name)
     ) as JobRow | undefined;
     if (!j) throw new IrisError("NOT_FOUND", `no job named ${name}${instanceId ? ` with instance ${instanceId}` : ""}`);
     return j;
@@ -69,42 +76,42 @@ export class StateQueries extends StateCore {
   /** The code bundles that jobs which have not ended run from. */
   bundlesInUse(): Set<string> {
     const ended = TERMINAL_JOB_STATES.map((st) => `'${st}'`).join(", ");
-    const rows = this.stmt(`SELECT DISTINCT json_extract(spec, '$.bundle') AS bundle FROM jobs WHERE state NOT IN (${ended}) AND json_extract(spec, '$.bundle') IS NOT NULL`).all() as { bundle: string }[];
+    const rows = this.core.stmt(`SELECT DISTINCT json_extract(spec, '$.bundle') AS bundle FROM jobs WHERE state NOT IN (${ended}) AND json_extract(spec, '$.bundle') IS NOT NULL`).all() as { bundle: string }[];
     return new Set(rows.map((r) => r.bundle));
   }
 
   specOf(instanceId: string): JobSpec {
-    let s = this.specCache.get(instanceId);
+    let s = this.core.specCache.get(instanceId);
     if (!s) {
       const j = this.job(instanceId);
       s = JSON.parse(j.spec) as JobSpec;
       // An ended job's spec is read rarely (its stops): not worth a place in the cache.
-      if (!isTerminalJobState(j.state)) this.specCache.set(instanceId, s, j.spec.length);
+      if (!isTerminalJobState(j.state)) this.core.specCache.set(instanceId, s, j.spec.length);
     }
     return s;
   }
 
-  protected tasksOf(instanceId: string): TaskRow[] {
-    return this.stmt("SELECT * FROM tasks WHERE instance_id = ? ORDER BY idx").all(instanceId) as TaskRow[];
+  tasksOf(instanceId: string): TaskRow[] {
+    return this.core.stmt("SELECT * FROM tasks WHERE instance_id = ? ORDER BY idx").all(instanceId) as TaskRow[];
   }
 
-  protected task(instanceId: string, idx: number): TaskRow {
-    const t = this.stmt("SELECT * FROM tasks WHERE instance_id = ? AND idx = ?").get(instanceId, idx) as TaskRow | undefined;
+  task(instanceId: string, idx: number): TaskRow {
+    const t = this.core.stmt("SELECT * FROM tasks WHERE instance_id = ? AND idx = ?").get(instanceId, idx) as TaskRow | undefined;
     if (!t) throw new IrisError("NOT_FOUND", `no task ${idx} in job instance ${instanceId}`);
     return t;
   }
 
-  protected attemptByUid(uid: string): AttemptRow | undefined {
-    return this.stmt("SELECT * FROM attempts WHERE uid = ?").get(uid) as AttemptRow | undefined;
+  attemptByUid(uid: string): AttemptRow | undefined {
+    return this.core.stmt("SELECT * FROM attempts WHERE uid = ?").get(uid) as AttemptRow | undefined;
   }
 
-  protected attemptOf(instanceId: string, idx: number, attempt: number): AttemptRow | undefined {
-    return this.stmt("SELECT * FROM attempts WHERE instance_id = ? AND idx = ? AND attempt = ?").get(instanceId, idx, attempt) as AttemptRow | undefined;
+  attemptOf(instanceId: string, idx: number, attempt: number): AttemptRow | undefined {
+    return this.core.stmt("SELECT * FROM attempts WHERE instance_id = ? AND idx = ? AND attempt = ?").get(instanceId, idx, attempt) as AttemptRow | undefined;
   }
 
   /** A job's tasks counted by state. */
   taskCounts(instanceId: string): Record<string, number> {
-    const rows = this.stmt("SELECT state, COUNT(*) AS n FROM tasks WHERE instance_id = ? GROUP BY state").all(instanceId) as { state: string; n: number }[];
+    const rows = this.core.stmt("SELECT state, COUNT(*) AS n FROM tasks WHERE instance_id = ? GROUP BY state").all(instanceId) as { state: string; n: number }[];
     return Object.fromEntries(rows.map((r) => [r.state, r.n]));
   }
 
@@ -118,10 +125,10 @@ export class StateQueries extends StateCore {
     const token = page.pageToken ?? "";
     const from = token === "" ? 0 : /^t\d+$/.test(token) ? Number(token.slice(1)) : NaN;
     if (!Number.isSafeInteger(from)) throw new IrisError("INVALID_ARGUMENT", `task_page_token: "${token}" is not a token this controller gave`);
-    const tasks = this.stmt("SELECT * FROM tasks WHERE instance_id = ? AND idx >= ? ORDER BY idx LIMIT ?").all(instanceId, from, size + 1) as TaskRow[];
+    const tasks = this.core.stmt("SELECT * FROM tasks WHERE instance_id = ? AND idx >= ? ORDER BY idx LIMIT ?").all(instanceId, from, size + 1) as TaskRow[];
     const next = tasks.length > size ? `t${tasks.pop()!.idx}` : "";
     const last = tasks.at(-1)?.idx ?? -1;
-    const attempts = this.stmt("SELECT * FROM attempts WHERE instance_id = ? AND idx >= ? AND idx <= ? ORDER BY idx, attempt").all(
+    const attempts = this.core.stmt("SELECT * FROM attempts WHERE instance_id = ? AND idx >= ? AND idx <= ? ORDER BY idx, attempt").all(
       instanceId,
       from,
       last,
@@ -146,7 +153,7 @@ export class StateQueries extends StateCore {
     if (!m) throw new IrisError("INVALID_ARGUMENT", `page_token: "${token}" is not a token this controller gave`);
     const after = Number(m[1]);
     const afterId = m[2]!;
-    const rows = this.stmt(
+    const rows = this.core.stmt(
       `SELECT instance_id, submitted_at_ms FROM jobs WHERE latest = 1 AND (? = '' OR name = ? OR substr(name, 1, ?) = ?)
        AND (submitted_at_ms > ? OR (submitted_at_ms = ? AND instance_id > ?)) ORDER BY submitted_at_ms, instance_id LIMIT ?`,
     ).all(p, p, p.length + 1, `${p}/`, after, after, afterId, size + 1) as { instance_id: string; submitted_at_ms: number }[];
@@ -161,19 +168,19 @@ export class StateQueries extends StateCore {
 
   /** Whether a worker is registered and alive. */
   isWorkerAlive(workerId: string): boolean {
-    const w = this.stmt("SELECT state FROM workers WHERE id = ?").get(workerId) as { state: string } | undefined;
+    const w = this.core.stmt("SELECT state FROM workers WHERE id = ?").get(workerId) as { state: string } | undefined;
     return w?.state === "ALIVE" || w?.state === "DRAINING";
   }
 
   /** Whether worker `workerId` has a live attempt of a job that runs from bundle `bundleId`. */
   workerRunsBundle(workerId: string, bundleId: string): boolean {
-    const rows = this.stmt("SELECT DISTINCT instance_id FROM attempts WHERE worker_id = ? AND state IN ('ASSIGNED','BUILDING','RUNNING')").all(workerId) as { instance_id: string }[];
+    const rows = this.core.stmt("SELECT DISTINCT instance_id FROM attempts WHERE worker_id = ? AND state IN ('ASSIGNED','BUILDING','RUNNING')").all(workerId) as { instance_id: string }[];
     return rows.some((r) => this.specOf(r.instance_id).bundle === bundleId);
   }
 
   /** The complete desired set of a worker: live attempts with their specs, attempts to stop. */
   desiredSet(workerId: string, extraStops: StopAttempt[] = []): { run: RunAttempt[]; stop: StopAttempt[] } {
-    const rows = this.db
+    const rows = this.core.db
       .prepare("SELECT * FROM attempts WHERE worker_id = ? AND (state IN ('ASSIGNED','BUILDING','RUNNING') OR stopping = 1)")
       .all(workerId) as AttemptRow[];
     const run: RunAttempt[] = [];
@@ -187,7 +194,7 @@ export class StateQueries extends StateCore {
       const wire = runAttemptToWire(this.job(a.instance_id), spec, a);
       // A gang's members authenticate each other with a secret only this round of the gang gets:
       // the same for every member of one attempt round, new for each retry (see taskEnv.ts).
-      if (spec.gang && spec.replicas > 1) wire.env = { ...wire.env, IRIS_GANG_SECRET: createHmac("sha256", this.gangKey).update(`${a.instance_id}:${a.attempt}`).digest("hex") };
+      if (spec.gang && spec.replicas > 1) wire.env = { ...wire.env, IRIS_GANG_SECRET: createHmac("sha256", this.core.gangKey).update(`${a.instance_id}:${a.attempt}`).digest("hex") };
       run.push(wire);
     }
     return { run, stop };
@@ -195,9 +202,9 @@ export class StateQueries extends StateCore {
 
   /** Every registered worker with its load. */
   listWorkers(): WorkerInfo[] {
-    const rows = this.stmt("SELECT * FROM workers ORDER BY registered_at_ms").all() as WorkerRow[];
+    const rows = this.core.stmt("SELECT * FROM workers ORDER BY registered_at_ms").all() as WorkerRow[];
     return rows.map((w) => {
-      const held = this.db
+      const held = this.core.db
         .prepare("SELECT resources, state FROM attempts WHERE worker_id = ? AND (state IN ('ASSIGNED','BUILDING','RUNNING') OR stopping = 1)")
         .all(w.id) as { resources: string; state: string }[];
       let usedR: SchedResources = { cpuMillis: 0, memoryBytes: 0, devices: {} };
@@ -214,8 +221,8 @@ export class StateQueries extends StateCore {
     const j = this.job(instanceId);
     const rows =
       taskIndex === undefined
-        ? this.stmt("SELECT * FROM logs WHERE instance_id = ? AND seq > ? ORDER BY seq LIMIT ?").iterate(instanceId, afterSeq, limit)
-        : this.stmt("SELECT * FROM logs WHERE instance_id = ? AND seq > ? AND idx = ? ORDER BY seq LIMIT ?").iterate(instanceId, afterSeq, taskIndex, limit);
+        ? this.core.stmt("SELECT * FROM logs WHERE instance_id = ? AND seq > ? ORDER BY seq LIMIT ?").iterate(instanceId, afterSeq, limit)
+        : this.core.stmt("SELECT * FROM logs WHERE instance_id = ? AND seq > ? AND idx = ? ORDER BY seq LIMIT ?").iterate(instanceId, afterSeq, taskIndex, limit);
     const out: WireLogEntry[] = [];
     let bytes = 0;
     for (const r of rows as IterableIterator<LogRow>) {
@@ -236,7 +243,7 @@ export class StateQueries extends StateCore {
   logsComplete(instanceId: string): boolean {
     const j = this.job(instanceId);
     if (!isTerminalJobState(j.state)) return false;
-    const pending = this.db
+    const pending = this.core.db
       .prepare("SELECT COUNT(*) AS n FROM attempts WHERE instance_id = ? AND (log_lines_received < log_lines_expected OR state IN ('ASSIGNED','BUILDING','RUNNING') OR stopping = 1)")
       .get(instanceId) as { n: number };
     return pending.n === 0;
@@ -267,17 +274,17 @@ export class StateQueries extends StateCore {
 
   /** The owner job of the newest endpoint of a full name; NOT_FOUND if none. */
   endpointOwnerOf(fullName: string): string {
-    const r = this.stmt("SELECT * FROM endpoints WHERE name = ? AND (expires_at_ms IS NULL OR expires_at_ms > ?) ORDER BY created_at_ms DESC LIMIT 1").get(fullName, this.clock.now()) as
+    const r = this.core.stmt("SELECT * FROM endpoints WHERE name = ? AND (expires_at_ms IS NULL OR expires_at_ms > ?) ORDER BY created_at_ms DESC LIMIT 1").get(fullName, this.core.clock.now()) as
       | EndpointRow
       | undefined;
     if (!r) throw new IrisError("NOT_FOUND", `no endpoint named ${fullName}`);
     return this.endpointOwner(r);
   }
 
-  protected endpointRows(where: string, ...args: unknown[]): WireEndpoint[] {
-    const rows = this.stmt(`SELECT * FROM endpoints WHERE (${where}) AND (expires_at_ms IS NULL OR expires_at_ms > ?) ORDER BY created_at_ms DESC`).all(
+  endpointRows(where: string, ...args: unknown[]): WireEndpoint[] {
+    const rows = this.core.stmt(`SELECT * FROM endpoints WHERE (${where}) AND (expires_at_ms IS NULL OR expires_at_ms > ?) ORDER BY created_at_ms DESC`).all(
       ...args,
-      this.clock.now(),
+      this.core.clock.now(),
     ) as EndpointRow[];
     return rows.map((r) => endpointToWire(r, r.instance_id ? `${this.job(r.instance_id).name}/${r.idx}:${r.attempt}` : ""));
   }
@@ -303,7 +310,7 @@ export class StateQueries extends StateCore {
 
   // ---- status reports and metrics -------------------------------------------------------------
 
-  protected attemptForReport(taskId: string, attempt: number): AttemptRow {
+  attemptForReport(taskId: string, attempt: number): AttemptRow {
     const { jobName, index } = parseTaskId(taskId);
     const j = this.findJob(jobName);
     const t = this.task(j.instance_id, index);
@@ -316,7 +323,7 @@ export class StateQueries extends StateCore {
   /** The status text and metrics series of an attempt (0 = the task's current one). */
   taskMetrics(taskId: string, attempt: number): { statusText: string; points: WireMetricPoint[]; attempt: number } {
     const a = this.attemptForReport(taskId, attempt);
-    const rows = this.stmt("SELECT step, time_ms, metrics FROM metrics WHERE attempt_uid = ? ORDER BY id").all(a.uid) as MetricRow[];
+    const rows = this.core.stmt("SELECT step, time_ms, metrics FROM metrics WHERE attempt_uid = ? ORDER BY id").all(a.uid) as MetricRow[];
     return { statusText: a.status_text, attempt: a.attempt, points: rows.map(metricPointToWire) };
   }
 }

@@ -179,7 +179,7 @@ describe("iris worker credentials", () => {
     // Revoked: its session is refused at once and it is no longer registered.
     expect(controller.workerCredentials.revoke("slurm-7")).toBe(true);
     expect(await codeOf(reconcile(r.sessionToken, "slurm-7"))).toBe("UNAUTHENTICATED");
-    expect(controller.state.listWorkers().map((w) => w.workerId)).not.toContain("slurm-7");
+    expect(controller.state.queries.listWorkers().map((w) => w.workerId)).not.toContain("slurm-7");
   });
 
   it("a real worker started with a minted credential registers, runs its job, and its task never gets a worker credential", async () => {

@@ -1,29 +1,22 @@
-// The one place where iris's objects become wire messages and back: job specs and entrypoints
-// (client → controller → worker), job/task/attempt statuses, endpoints, workers and logs. The
-// client, the controller and the worker all convert through here; none validates (the controller
-// validates a decoded spec once, with zod: normalizeJobSpec).
+// Where iris's public objects become wire messages and back: job specs and entrypoints
+// (client → controller → worker), job/task statuses, endpoints, workers and logs as the client
+// reads them. The controller's rows → wire live beside the rows (../controller/stateWire.ts), the
+// worker's observations beside its attempts (../worker/workerTypes.ts). None validates (the
+// controller validates a decoded spec once, with zod: normalizeJobSpec).
 import { IrisError } from "../errors.ts";
 import { LIMITS, jsonDepth } from "../jobSpec.ts";
-import type { Endpoint, Entrypoint, JobSpec, JobSpecInput, JobState, JobStatus, LogEntry, MetricPoint, TaskStatus, WorkerSummary } from "../jobSpec.ts";
-import type { LocalAttempt } from "../worker/workerTypes.ts";
-import type { AttemptObservation as WireObservation } from "./generated/iris/v1/AttemptObservation.ts";
+import type { Endpoint, Entrypoint, JobSpecInput, JobState, JobStatus, LogEntry, MetricPoint, ResourceAmounts, TaskStatus, WorkerSummary } from "../jobSpec.ts";
 import type { LogEntry__Output as WireLogEntryOut } from "./generated/iris/v1/LogEntry.ts";
 import type { LogLine as WireLogLine } from "./generated/iris/v1/LogLine.ts";
 import type { MetricPoint__Output as WireMetricPointOut } from "./generated/iris/v1/MetricPoint.ts";
 import type { Resources__Output as WireResourcesOut } from "./generated/iris/v1/Resources.ts";
 import type { WorkerInfo__Output as WireWorkerInfoOut } from "./generated/iris/v1/WorkerInfo.ts";
-import type { AttemptRow, EndpointRow, JobRow, LogRow, MetricRow, TaskRow, WorkerRow } from "../controller/stateRows.ts";
-import type { SchedResources } from "../controller/scheduler.ts";
-import type { Endpoint as WireEndpointIn, Endpoint__Output as WireEndpoint } from "./generated/iris/v1/Endpoint.ts";
+import type { Endpoint__Output as WireEndpoint } from "./generated/iris/v1/Endpoint.ts";
 import type { Entrypoint as WireEntrypoint, Entrypoint__Output as WireEntrypointOut } from "./generated/iris/v1/Entrypoint.ts";
 import type { JobSpec as WireJobSpec, JobSpec__Output as WireJobSpecOut } from "./generated/iris/v1/JobSpec.ts";
-import type { JobStatus as WireJobStatusIn, JobStatus__Output as WireJobStatus } from "./generated/iris/v1/JobStatus.ts";
-import type { LogEntry as WireLogEntry } from "./generated/iris/v1/LogEntry.ts";
-import type { MetricPoint as WireMetricPoint } from "./generated/iris/v1/MetricPoint.ts";
-import type { RunAttempt as WireRunAttempt } from "./generated/iris/v1/RunAttempt.ts";
+import type { JobStatus__Output as WireJobStatus } from "./generated/iris/v1/JobStatus.ts";
 import type { Resources as WireResources } from "./generated/iris/v1/Resources.ts";
-import type { TaskStatus as WireTaskStatusIn, TaskStatus__Output as WireTaskStatus } from "./generated/iris/v1/TaskStatus.ts";
-import type { WorkerInfo as WireWorkerInfo } from "./generated/iris/v1/WorkerInfo.ts";
+import type { TaskStatus__Output as WireTaskStatus } from "./generated/iris/v1/TaskStatus.ts";
 
 // ---- entrypoints -------------------------------------------------------------------------------
 
@@ -98,7 +91,7 @@ export function jobSpecToWire(spec: JobSpecInput, name: string): WireJobSpec {
   };
 }
 
-function resourcesToWire(r: { cpuMillis?: number; memoryBytes?: number; devices?: { kind: string; count: number }[] }): WireResources {
+export function resourcesToWire(r: { cpuMillis?: number; memoryBytes?: number; devices?: { kind: string; count: number }[] }): WireResources {
   return {
     ...(r.cpuMillis !== undefined ? { cpuMillis: r.cpuMillis } : {}),
     ...(r.memoryBytes !== undefined ? { memoryBytes: r.memoryBytes } : {}),
@@ -206,140 +199,8 @@ export function endpointFromWire(e: WireEndpoint): Endpoint {
   return { name: e.name, address: e.address, metadata: { ...e.metadata } };
 }
 
-// ---- controller rows → wire (the controller's side of statuses, desired sets, logs, …) ------------
-
-/** A job instance's rows as its wire JobStatus (results only for SUCCEEDED tasks/attempts). */
-export function jobStatusToWire(
-  j: JobRow,
-  taskRows: readonly TaskRow[],
-  attempts: readonly AttemptRow[],
-  page: { taskCounts: Record<string, number>; nextTaskPageToken: string } = { taskCounts: countStates(taskRows), nextTaskPageToken: "" },
-): WireJobStatusIn & { state: JobState } {
-  const byTask = new Map<number, AttemptRow[]>();
-  for (const a of attempts) {
-    const l = byTask.get(a.idx) ?? [];
-    l.push(a);
-    byTask.set(a.idx, l);
-  }
-  const tasks: WireTaskStatusIn[] = taskRows.map((t) => {
-    const list = byTask.get(t.idx) ?? [];
-    const current = list.find((a) => a.attempt === t.attempt);
-    return {
-      taskId: `${j.name}/${t.idx}`,
-      index: t.idx,
-      state: t.state,
-      attempt: t.attempt,
-      ...(t.exit_code !== null ? { exitCode: t.exit_code } : {}),
-      failureKind: t.failure_kind,
-      pendingReason: t.state === "PENDING" ? t.pending_reason : "",
-      statusText: current?.status_text ?? "",
-      error: t.error,
-      errorCode: t.error_code,
-      resultJson: t.state === "SUCCEEDED" && current?.state === "SUCCEEDED" ? (current.result_json ?? "") : "",
-      workerId: current?.worker_id ?? "",
-      failures: t.failures,
-      preemptions: t.preemptions,
-      attempts: list.map((a) => ({
-        attempt: a.attempt,
-        attemptUid: a.uid,
-        workerId: a.worker_id,
-        state: a.state,
-        ...(a.exit_code !== null ? { exitCode: a.exit_code } : {}),
-        failureKind: a.failure_kind,
-        error: a.error,
-        errorCode: a.error_code,
-        resultJson: a.state === "SUCCEEDED" ? (a.result_json ?? "") : "",
-        assignedAtMs: a.assigned_at_ms,
-        startedAtMs: a.started_at_ms,
-        finishedAtMs: a.finished_at_ms,
-      })),
-    };
-  });
-  return {
-    name: j.name,
-    instanceId: j.instance_id,
-    state: j.state,
-    error: j.error,
-    tasks,
-    submittedAtMs: j.submitted_at_ms,
-    finishedAtMs: j.finished_at_ms,
-    version: j.version,
-    taskCounts: page.taskCounts,
-    numTasks: Object.values(page.taskCounts).reduce((a, b) => a + b, 0),
-    nextTaskPageToken: page.nextTaskPageToken,
-    spec: undefined,
-  } as WireJobStatusIn & { state: JobState };
-}
-
-function countStates(rows: readonly { state: string }[]): Record<string, number> {
-  const out: Record<string, number> = {};
-  for (const r of rows) out[r.state] = (out[r.state] ?? 0) + 1;
-  return out;
-}
-
-/** The RunAttempt of one attempt: everything its worker needs to start it (the controller adds `taskToken`). */
-export function runAttemptToWire(j: JobRow, spec: JobSpec, a: AttemptRow): WireRunAttempt {
-  return {
-    attemptUid: a.uid,
-    jobId: j.name,
-    jobInstanceId: j.instance_id,
-    taskId: `${j.name}/${a.idx}`,
-    taskIndex: a.idx,
-    numTasks: spec.replicas,
-    attempt: a.attempt,
-    entrypoint: entrypointToWire(spec.entrypoint),
-    env: spec.env,
-    ports: spec.ports,
-    resources: resourcesToWire(spec.resources),
-    timeoutMs: spec.timeoutMs,
-    bundleId: spec.bundle ?? "",
-  };
-}
-
-function schedResourcesToWire(r: SchedResources): WireResources {
-  return { cpuMillis: r.cpuMillis, memoryBytes: r.memoryBytes, devices: Object.entries(r.devices).map(([kind, count]) => ({ kind, count })) };
-}
-
-/** A worker row and its load as the wire WorkerInfo. */
-export function workerInfoToWire(w: WorkerRow, used: SchedResources, runningAttempts: number): WireWorkerInfo {
-  return {
-    workerId: w.id,
-    host: w.host,
-    attributes: JSON.parse(w.attributes) as Record<string, string>,
-    capacity: schedResourcesToWire(JSON.parse(w.capacity) as SchedResources),
-    used: schedResourcesToWire(used),
-    state: w.state,
-    lastSeenMs: w.last_seen_ms,
-    runningAttempts,
-  };
-}
-
-/** A stored log line of job `jobName` as its wire LogEntry. */
-export function logEntryToWire(jobName: string, r: LogRow): WireLogEntry {
-  return { seq: r.seq, taskIndex: r.idx, attempt: r.attempt, stream: r.stream, line: r.line, timeMs: r.time_ms, taskId: `${jobName}/${r.idx}` };
-}
-
-/** A stored endpoint as its wire Endpoint (`attemptId` "" when not leased). */
-export function endpointToWire(r: EndpointRow, attemptId: string): WireEndpointIn {
-  return { endpointId: r.id, name: r.name, address: r.address, metadata: JSON.parse(r.metadata) as Record<string, string>, attemptId };
-}
-
-/** A just-registered endpoint (id and full name assigned) as its wire Endpoint. */
-export function registeredEndpointToWire(
-  endpointId: string,
-  fullName: string,
-  req: { address: string; metadata: Record<string, string>; attemptId: string },
-): WireEndpointIn {
-  return { endpointId, name: fullName, address: req.address, metadata: req.metadata, attemptId: req.attemptId };
-}
-
-/** A stored metrics point as its wire MetricPoint. */
-export function metricPointToWire(r: MetricRow): WireMetricPoint {
-  return { step: r.step, timeMs: r.time_ms, metrics: JSON.parse(r.metrics) as Record<string, number> };
-}
-
 /** A worker's announced capacity (RegisterWorker) as the scheduler's resources; absent → 0. */
-export function capacityFromWire(cap: WireResourcesOut | null | undefined): SchedResources {
+export function capacityFromWire(cap: WireResourcesOut | null | undefined): ResourceAmounts {
   const devices: Record<string, number> = {};
   for (const d of cap?.devices ?? []) devices[d.kind] = (devices[d.kind] ?? 0) + d.count;
   return { cpuMillis: Number(cap?.cpuMillis ?? 0), memoryBytes: Number(cap?.memoryBytes ?? 0), devices };
@@ -374,31 +235,4 @@ export function workerSummaryFromWire(w: WireWorkerInfoOut): WorkerSummary {
 /** One line of an attempt's output as the wire LogLine a worker pushes. */
 export function logLineToWire(attemptUid: string, line: { stream: string; line: string; timeMs: number }): WireLogLine {
   return { attemptUid, stream: line.stream, line: line.line, timeMs: line.timeMs };
-}
-
-// ---- the worker's side of reconcile -------------------------------------------------------------
-
-/**
- * A worker's attempt as the observation it reports. `holding`: a finished attempt whose last log
- * lines are still on their way, reported RUNNING a little longer (see the worker protocol).
- */
-export function observationToWire(a: LocalAttempt, holding: boolean): WireObservation {
-  if (holding) {
-    return { attemptUid: a.uid, taskId: a.taskId, attempt: a.attempt, state: "RUNNING", pid: a.pid, startedAtMs: a.startedAtMs, logLines: a.logLines };
-  }
-  return {
-    attemptUid: a.uid,
-    taskId: a.taskId,
-    attempt: a.attempt,
-    state: a.state,
-    ...(a.exitCode === undefined ? {} : { exitCode: a.exitCode }),
-    failureKind: a.failureKind,
-    error: a.error,
-    errorCode: a.errorCode,
-    resultJson: a.resultJson,
-    pid: a.pid,
-    startedAtMs: a.startedAtMs,
-    finishedAtMs: a.finishedAtMs,
-    logLines: a.logLines,
-  };
 }

@@ -9,8 +9,8 @@
 // throw prints the error with its stack on stderr and exits 1. It watches its worker: when the worker dies, the whole attempt ends
 // within seconds (SIGTERM to the group, SIGKILL after a grace period).
 import fs from "node:fs";
-import { readProcStat } from "../worker/processGroup.ts";
-import { parseTaskEnv } from "../worker/taskEnv.ts";
+import { readProcStat } from "../process/processGroup.ts";
+import { parseTaskEnv } from "../process/taskEnv.ts";
 import { watchParent } from "./parentWatch.ts";
 import { moduleUrl, parseRunnerSpec, type RunnerSpec } from "./runnerSpec.ts";
 import { importModule } from "../moduleLoader.ts";

@@ -13,12 +13,12 @@ import { withRunnerReport, type AttemptOutcome } from "./attemptOutcome.ts";
 import { AttemptProcess, type LogLine } from "./attemptProcess.ts";
 import type { BundleHold } from "./bundleCache.ts";
 import { KeptAttempt, keeperFiles } from "./keptAttempt.ts";
-import { readProcStat } from "./processGroup.ts";
+import { readProcStat } from "../process/processGroup.ts";
 import { spawnedRecord, type AttemptRecord } from "./attemptStore.ts";
 import type { GroupReaper } from "./groupReaper.ts";
 import type { LogShipper } from "./logShipper.ts";
 import { allocatePorts } from "./ports.ts";
-import { buildTaskEnv, DEFAULT_ADVERTISE_HOST } from "./taskEnv.ts";
+import { buildTaskEnv, DEFAULT_ADVERTISE_HOST } from "../process/taskEnv.ts";
 import { errorText, isTerminal, PREEMPT_WINDOW_MS, type LocalAttempt, type WorkerContext } from "./workerTypes.ts";
 
 /** The entrypoint with its bundle-relative module path and command cwd resolved inside `dir`. */

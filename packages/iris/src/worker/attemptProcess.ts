@@ -3,7 +3,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import type { Readable } from "node:stream";
 import { classifyExit, type AttemptOutcome } from "./attemptOutcome.ts";
-import { cgroupOomKills, signalGroup, watchGroupRss } from "./processGroup.ts";
+import { cgroupOomKills, signalGroup, watchGroupRss } from "../process/processGroup.ts";
 
 /** One line an attempt wrote, stamped when the worker read it. */
 export interface LogLine {

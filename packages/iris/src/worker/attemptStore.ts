@@ -4,7 +4,7 @@ import { createHash } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import { z } from "zod";
-import { groupAlive, readProcStat, signalGroup } from "./processGroup.ts";
+import { groupAlive, readProcStat, signalGroup } from "../process/processGroup.ts";
 
 const recordSchema = z.object({
   attemptUid: z.string().min(1),

@@ -13,7 +13,7 @@ import { z } from "zod";
 import type { WorkerControlServiceClient } from "../internal/rpc.ts";
 import { beyondRetention } from "../internal/retention.ts";
 import { toIrisError } from "../internal/rpc.ts";
-import { processAlive, readProcStat } from "./processGroup.ts";
+import { processAlive, readProcStat } from "../process/processGroup.ts";
 
 /** The marker of a complete build inside a bundle's directory. */
 const BUILT_MARKER = ".iris-bundle-built";

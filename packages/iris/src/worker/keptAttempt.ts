@@ -8,7 +8,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { classifyExit, type AttemptOutcome } from "./attemptOutcome.ts";
 import type { LogLine } from "./attemptProcess.ts";
-import { readProcStat, signalGroup, watchGroupRss } from "./processGroup.ts";
+import { readProcStat, signalGroup, watchGroupRss } from "../process/processGroup.ts";
 
 /** The keeper script (plain JavaScript, from source and built alike). */
 export const ATTEMPT_KEEPER_PATH = fileURLToPath(new URL("../runner/attemptKeeper.mjs", import.meta.url));

@@ -7,7 +7,7 @@ import path from "node:path";
 import { z } from "zod";
 import { IrisError } from "../errors.ts";
 import { AttemptStore, killRecordedAttempt } from "./attemptStore.ts";
-import { processAlive, readProcStat } from "./processGroup.ts";
+import { processAlive, readProcStat } from "../process/processGroup.ts";
 
 /** The file in a state directory that names the worker process holding it. */
 export const OWNER_FILE = "worker.pid";

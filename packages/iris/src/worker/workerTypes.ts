@@ -1,6 +1,7 @@
 // The worker's shared shapes: its options and events, its record of each attempt, and the context
 // its three parts (reconciler.ts, attemptLauncher.ts, logShipper.ts) share.
 import { IrisError } from "../errors.ts";
+import type { AttemptObservation as WireObservation } from "../internal/generated/iris/v1/AttemptObservation.ts";
 import type { WorkerControlServiceClient } from "../internal/rpc.ts";
 import type { AttemptProcess } from "./attemptProcess.ts";
 import type { AttemptStore } from "./attemptStore.ts";
@@ -218,4 +219,31 @@ export const RPC_DEADLINE_MS = 5000;
 export function errorText(e: unknown): string {
   if (e instanceof IrisError) return e.toString();
   return e instanceof Error ? e.message : String(e);
+}
+
+// ---- the worker's side of reconcile -------------------------------------------------------------
+
+/**
+ * A worker's attempt as the observation it reports. `holding`: a finished attempt whose last log
+ * lines are still on their way, reported RUNNING a little longer (see the worker protocol).
+ */
+export function observationToWire(a: LocalAttempt, holding: boolean): WireObservation {
+  if (holding) {
+    return { attemptUid: a.uid, taskId: a.taskId, attempt: a.attempt, state: "RUNNING", pid: a.pid, startedAtMs: a.startedAtMs, logLines: a.logLines };
+  }
+  return {
+    attemptUid: a.uid,
+    taskId: a.taskId,
+    attempt: a.attempt,
+    state: a.state,
+    ...(a.exitCode === undefined ? {} : { exitCode: a.exitCode }),
+    failureKind: a.failureKind,
+    error: a.error,
+    errorCode: a.errorCode,
+    resultJson: a.resultJson,
+    pid: a.pid,
+    startedAtMs: a.startedAtMs,
+    finishedAtMs: a.finishedAtMs,
+    logLines: a.logLines,
+  };
 }

@@ -21,4 +21,4 @@ export async function waitFor<T>(
 }
 
 /** Whether a process with this pid exists (and is not a zombie awaiting its parent). */
-export { processAlive } from "../processGroup.ts";
+export { processAlive } from "../../process/processGroup.ts";

@@ -4,7 +4,7 @@ import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { skipUnlessSlurm, startSlurm, type TestSlurm } from "./slurm.ts";
-import { waitFor } from "../../worker/testing/waitFor.ts";
+import { waitFor } from "../worker/testing/waitFor.ts";
 
 const skip = skipUnlessSlurm("the Slurm harness test");
 

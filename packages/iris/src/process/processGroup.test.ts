@@ -4,7 +4,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { cgroupOomKills, groupRssBytes, parseProcStat, readProcStat, watchGroupRss } from "./processGroup.ts";
-import { waitFor } from "./testing/waitFor.ts";
+import { waitFor } from "../worker/testing/waitFor.ts";
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "iris-pg-test-"));
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));

@@ -1,7 +1,7 @@
 // Test fixture: module entrypoints that return values and fail with or without retries, run by
 // real iris task runners.
 import { fileURLToPath } from "node:url";
-import { IrisError } from "../../errors.ts";
+import { IrisError } from "../errors.ts";
 
 /** The module's absolute path, for `entrypoint.module`. */
 export const RESULT_TASKS = fileURLToPath(import.meta.url);

@@ -1,7 +1,7 @@
 // A task program for endpoint tests (run as `node --import tsx endpointTask.ts MODE`):
 // "serve" registers endpoint "svc" leased to its attempt and stays up; "resolve" resolves "svc"
 // (scoped to its root job) with backoff and prints the address.
-import { IrisClient } from "../../client/irisClient.ts";
+import { IrisClient } from "../client/irisClient.ts";
 
 const env = process.env;
 const client = IrisClient.connect(env.IRIS_CONTROLLER_ADDRESS!, { token: env.IRIS_AUTH_TOKEN, scopeJob: env.IRIS_JOB_ID });

@@ -3,10 +3,10 @@ import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import type { ControllerOptions } from "../../controller/controller.ts";
-import type { WorkerOptions } from "../../worker/worker.ts";
-import { IRIS_PACKAGE_ROOT } from "../protoGen.ts";
-import { waitFor } from "../../worker/testing/waitFor.ts";
+import type { ControllerOptions } from "../controller/controller.ts";
+import type { WorkerOptions } from "../worker/worker.ts";
+import { IRIS_PACKAGE_ROOT } from "../internal/protoGen.ts";
+import { waitFor } from "../worker/testing/waitFor.ts";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 

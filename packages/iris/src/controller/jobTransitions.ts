@@ -1,16 +1,20 @@
-// The controller state's transitions: every change of jobs, tasks, attempts and workers —
-// submission, termination, attempts ending (retry budgets, APP_ERROR, gangs), scheduling passes,
-// worker registration, reconcile and loss. Each public method is one transaction.
-import { randomBytes, randomUUID } from "node:crypto";
+// The controller state's job transitions: submission, termination, attempts ending (retry budgets,
+// APP_ERROR, gangs) and scheduling passes. Each public method is one transaction and returns what
+// it did (a result object).
+//
+// Invariant kept: a job's state is always deriveJobState of its tasks' states (recomputeJob after
+// every task change), and once terminal it never changes again, nor do its tasks; a task has at
+// most one live attempt, its current round (`tasks.attempt`), and a retry happens only within the
+// job's failure and preemption budgets; an ended job leaves no live attempt, no leased endpoint
+// and no unfinished child behind.
+import { randomUUID } from "node:crypto";
 import { IrisError } from "../errors.ts";
-import type { AttemptObservation__Output } from "../internal/generated/iris/v1/AttemptObservation.ts";
-import type { RunAttempt } from "../internal/generated/iris/v1/RunAttempt.ts";
-import type { StopAttempt } from "../internal/generated/iris/v1/StopAttempt.ts";
 import { isTerminalJobState } from "../jobSpec.ts";
 import type { JobSpec, JobState, TaskState } from "../jobSpec.ts";
 import { schedule } from "./scheduler.ts";
 import type { SchedResources, SchedStartable, SchedTask, SchedWorker } from "./scheduler.ts";
-import { StateQueries } from "./stateQueries.ts";
+import type { StateCore } from "./stateCore.ts";
+import type { StateQueries } from "./stateQueries.ts";
 import {
   addResources,
   deriveJobState,
@@ -18,7 +22,6 @@ import {
   isTerminalTaskState,
   LIVE_ATTEMPT_STATES,
   newInstanceId,
-  observedOutcome,
   requestOf,
   type AttemptOutcome,
   type AttemptRow,
@@ -39,7 +42,28 @@ const SCHEDULE_WINDOW = 500;
  */
 const PASS_TASK_BUDGET = 5000;
 /** The job, task, attempt and worker transitions of the controller state (see controllerState.ts). */
-export class StateTransitions extends StateQueries {
+/** What {@link JobTransitions.terminateJob} did: `ended` false when the job had already ended. */
+export interface TerminateResult {
+  instanceId: string;
+  ended: boolean;
+}
+
+/** What one scheduling pass did: attempts assigned; `skipped` when nothing could have changed. */
+export interface SchedulePassResult {
+  assigned: number;
+  skipped: boolean;
+}
+
+/** The job, task and attempt transitions of the controller state and its scheduling passes. */
+export class JobTransitions {
+  private readonly core: StateCore;
+  private readonly queries: StateQueries;
+
+  constructor(core: StateCore, queries: StateQueries) {
+    this.core = core;
+    this.queries = queries;
+  }
+
   // What an autoscaler (../autoscaler/autoscaler.ts) tells the scheduler: per job instance, what
   // it is doing for the pending tasks (their reason instead of the scheduler's), and the worker
   // shapes its groups could start (for the UNSCHEDULABLE rule). Empty without an autoscaler.
@@ -50,7 +74,7 @@ export class StateTransitions extends StateQueries {
   setAutoscalerView(view: { notes: ReadonlyMap<string, string>; startable: SchedStartable[] }): void {
     const same = view.notes.size === this.autoscalerNotes.size && [...view.notes].every(([k, v]) => this.autoscalerNotes.get(k) === v);
     this.autoscalerNotes = new Map(view.notes);
-    if (!same || JSON.stringify(view.startable) !== JSON.stringify(this.startable)) this.needsSchedule = true;
+    if (!same || JSON.stringify(view.startable) !== JSON.stringify(this.startable)) this.core.needsSchedule = true;
     this.startable = view.startable.length > 0 ? view.startable : undefined;
   }
 
@@ -58,9 +82,9 @@ export class StateTransitions extends StateQueries {
 
   /** Submits a validated spec (full name). ALREADY_EXISTS while that name is unfinished. */
   launchJob(spec: JobSpec): { name: string; instanceId: string } {
-    return this.tx(() => {
-      const now = this.clock.now();
-      const existing = this.stmt("SELECT * FROM jobs WHERE name = ? AND latest = 1").get(spec.name) as JobRow | undefined;
+    return this.core.tx(() => {
+      const now = this.core.clock.now();
+      const existing = this.core.stmt("SELECT * FROM jobs WHERE name = ? AND latest = 1").get(spec.name) as JobRow | undefined;
       if (existing && !isTerminalJobState(existing.state)) {
         throw new IrisError("ALREADY_EXISTS", `job ${spec.name} is still ${existing.state} (instance ${existing.instance_id})`);
       }
@@ -68,7 +92,7 @@ export class StateTransitions extends StateQueries {
       const segs = spec.name.split("/");
       if (segs.length > 3) {
         const parentName = segs.slice(0, -1).join("/");
-        parent = this.stmt("SELECT * FROM jobs WHERE name = ? AND latest = 1").get(parentName) as JobRow | undefined;
+        parent = this.core.stmt("SELECT * FROM jobs WHERE name = ? AND latest = 1").get(parentName) as JobRow | undefined;
         if (!parent) throw new IrisError("NOT_FOUND", `parent job ${parentName} of ${spec.name} does not exist`);
         if (isTerminalJobState(parent.state)) {
           throw new IrisError("FAILED_PRECONDITION", `parent job ${parentName} of ${spec.name} already ended (${parent.state})`);
@@ -76,53 +100,55 @@ export class StateTransitions extends StateQueries {
       }
       const instanceId = newInstanceId(now);
       const specJson = JSON.stringify(spec);
-      this.stmt("UPDATE jobs SET latest = 0 WHERE name = ?").run(spec.name);
-      this.db
+      this.core.stmt("UPDATE jobs SET latest = 0 WHERE name = ?").run(spec.name);
+      this.core.db
         .prepare(
           "INSERT INTO jobs (instance_id, name, latest, parent_instance_id, spec, state, submitted_at_ms) VALUES (?, ?, 1, ?, ?, 'PENDING', ?)",
         )
         .run(instanceId, spec.name, parent?.instance_id ?? null, specJson, now);
-      const ins = this.stmt("INSERT INTO tasks (instance_id, idx, state) VALUES (?, ?, 'PENDING')");
+      const ins = this.core.stmt("INSERT INTO tasks (instance_id, idx, state) VALUES (?, ?, 'PENDING')");
       for (let i = 0; i < spec.replicas; i++) ins.run(instanceId, i);
-      this.specCache.set(instanceId, spec, specJson.length);
-      this.touchJob(instanceId);
-      this.needsSchedule = true;
+      this.core.specCache.set(instanceId, spec, specJson.length);
+      this.core.touchJob(instanceId);
+      this.core.needsSchedule = true;
       return { name: spec.name, instanceId };
     });
   }
 
   /** Kills a job's tasks and, recursively, its children. No-op on a finished job. */
-  terminateJob(name: string): void {
-    this.tx(() => {
-      const j = this.findJob(name);
-      if (!isTerminalJobState(j.state)) this.endJob(j.instance_id, "KILLED", "terminated by request");
+  terminateJob(name: string): TerminateResult {
+    return this.core.tx(() => {
+      const j = this.queries.findJob(name);
+      const ended = !isTerminalJobState(j.state);
+      if (ended) this.endJob(j.instance_id, "KILLED", "terminated by request");
+      return { instanceId: j.instance_id, ended };
     });
   }
 
   // Ends a job in `state`: live tasks KILLED (their attempts asked to stop), children ended too.
-  protected endJob(instanceId: string, state: JobState, error: string): void {
-    const now = this.clock.now();
+  endJob(instanceId: string, state: JobState, error: string): void {
+    const now = this.core.clock.now();
     // The live attempts first (at most one per task, and only tasks that were placed), then every
     // unfinished task in one statement: a job of 100,000 pending tasks ends in one pass over its
     // rows, not 100,000 lookups.
-    const live = this.stmt(
+    const live = this.core.stmt(
       `SELECT a.* FROM attempts a JOIN tasks t ON t.instance_id = a.instance_id AND t.idx = a.idx AND t.attempt = a.attempt
        WHERE a.instance_id = ? AND a.state IN ('ASSIGNED','BUILDING','RUNNING') AND t.state NOT IN (${TERMINAL_TASK_SQL})`,
     ).all(instanceId) as AttemptRow[];
     for (const a of live) this.finishAttemptRow(a, { state: "KILLED", failureKind: "KILLED", error }, state === "KILLED" ? "KILLED" : "FAILED");
-    this.stmt(
+    this.core.stmt(
       `UPDATE tasks SET state = 'KILLED', failure_kind = CASE WHEN failure_kind = '' THEN 'KILLED' ELSE failure_kind END, error = CASE WHEN error = '' THEN ? ELSE error END
        WHERE instance_id = ? AND state NOT IN (${TERMINAL_TASK_SQL})`,
     ).run(error, instanceId);
-    this.stmt("UPDATE jobs SET state = ?, error = ?, finished_at_ms = ? WHERE instance_id = ?").run(state, error, now, instanceId);
-    this.specCache.delete(instanceId);
-    this.touchJob(instanceId);
+    this.core.stmt("UPDATE jobs SET state = ?, error = ?, finished_at_ms = ? WHERE instance_id = ?").run(state, error, now, instanceId);
+    this.core.specCache.delete(instanceId);
+    this.core.touchJob(instanceId);
     this.endChildren(instanceId);
   }
 
-  protected endChildren(instanceId: string): void {
-    const j = this.job(instanceId);
-    const children = this.db
+  endChildren(instanceId: string): void {
+    const j = this.queries.job(instanceId);
+    const children = this.core.db
       .prepare("SELECT instance_id, state FROM jobs WHERE parent_instance_id = ?")
       .all(instanceId) as { instance_id: string; state: string }[];
     for (const c of children) {
@@ -131,14 +157,14 @@ export class StateTransitions extends StateQueries {
   }
 
   // Marks a task's live attempt as ended by the controller and asks its worker to stop it.
-  protected stopCurrentAttempt(t: TaskRow, outcome: AttemptOutcome, reason: string): void {
-    const a = this.attemptOf(t.instance_id, t.idx, t.attempt);
+  stopCurrentAttempt(t: TaskRow, outcome: AttemptOutcome, reason: string): void {
+    const a = this.queries.attemptOf(t.instance_id, t.idx, t.attempt);
     if (!a || !LIVE_ATTEMPT_STATES.includes(a.state)) return;
     this.finishAttemptRow(a, outcome, reason);
   }
 
-  protected finishAttemptRow(a: AttemptRow, outcome: AttemptOutcome, stopReason: string | undefined): void {
-    this.db
+  finishAttemptRow(a: AttemptRow, outcome: AttemptOutcome, stopReason: string | undefined): void {
+    this.core.db
       .prepare(
         "UPDATE attempts SET state = ?, failure_kind = ?, exit_code = ?, error = ?, error_code = ?, result_json = ?, finished_at_ms = ?, stopping = ?, stop_reason = ? WHERE uid = ?",
       )
@@ -149,32 +175,32 @@ export class StateTransitions extends StateQueries {
         outcome.error ?? "",
         outcome.errorCode ?? "",
         outcome.resultJson ?? null,
-        this.clock.now(),
+        this.core.clock.now(),
         stopReason ? 1 : 0,
         stopReason ?? "",
         a.uid,
       );
-    this.stmt("DELETE FROM endpoints WHERE attempt_uid = ?").run(a.uid);
-    if (stopReason) this.dirtyWorkers.add(a.worker_id);
-    this.needsSchedule = true;
+    this.core.stmt("DELETE FROM endpoints WHERE attempt_uid = ?").run(a.uid);
+    if (stopReason) this.core.touchWorker(a.worker_id);
+    this.core.needsSchedule = true;
   }
 
   // Re-derives a job's state after task changes; a job that just ended ends its leftovers.
-  protected recomputeJob(instanceId: string): void {
-    const j = this.job(instanceId);
+  recomputeJob(instanceId: string): void {
+    const j = this.queries.job(instanceId);
     if (isTerminalJobState(j.state)) return;
-    const spec = this.specOf(instanceId);
+    const spec = this.queries.specOf(instanceId);
     // From the counts by state (an index lookup), not every task row: jobs have up to 100,000 tasks.
-    const states = Object.entries(this.taskCounts(instanceId)).flatMap(([st, n]) => Array<string>(n).fill(st));
+    const states = Object.entries(this.queries.taskCounts(instanceId)).flatMap(([st, n]) => Array<string>(n).fill(st));
     const state = deriveJobState(states, spec.maxTaskFailures);
     if (state === j.state) return;
-    this.touchJob(instanceId);
+    this.core.touchJob(instanceId);
     if (isTerminalJobState(state)) {
       const failedStates = [...FAILED_TASK_STATES];
-      const failed = this.db
+      const failed = this.core.db
         .prepare(`SELECT * FROM tasks WHERE instance_id = ? AND state IN (${failedStates.map(() => "?").join(", ")}) ORDER BY idx LIMIT 1`)
         .get(instanceId, ...failedStates) as TaskRow | undefined;
-      const unschedulable = this.stmt("SELECT * FROM tasks WHERE instance_id = ? AND state = 'UNSCHEDULABLE' ORDER BY idx LIMIT 1").get(instanceId) as TaskRow | undefined;
+      const unschedulable = this.core.stmt("SELECT * FROM tasks WHERE instance_id = ? AND state = 'UNSCHEDULABLE' ORDER BY idx LIMIT 1").get(instanceId) as TaskRow | undefined;
       const error =
         state === "UNSCHEDULABLE" && unschedulable
           ? `task ${j.name}/${unschedulable.idx} is unschedulable: ${unschedulable.error}`
@@ -183,21 +209,21 @@ export class StateTransitions extends StateQueries {
           : "";
       this.endJob(instanceId, state, error);
     } else {
-      this.stmt("UPDATE jobs SET state = ? WHERE instance_id = ?").run(state, instanceId);
+      this.core.stmt("UPDATE jobs SET state = ? WHERE instance_id = ?").run(state, instanceId);
     }
   }
 
   // ---- attempts ending ------------------------------------------------------------------------
 
   // An attempt of the task's current round ended (reported by its worker or decided here).
-  protected attemptEnded(a: AttemptRow, outcome: AttemptOutcome, stopReason?: string): void {
+  attemptEnded(a: AttemptRow, outcome: AttemptOutcome, stopReason?: string): void {
     this.finishAttemptRow(a, outcome, stopReason);
-    const t = this.task(a.instance_id, a.idx);
-    this.touchJob(a.instance_id);
+    const t = this.queries.task(a.instance_id, a.idx);
+    this.core.touchJob(a.instance_id);
     if (t.attempt !== a.attempt || isTerminalTaskState(t.state)) return;
-    const spec = this.specOf(a.instance_id);
+    const spec = this.queries.specOf(a.instance_id);
     if (outcome.state === "SUCCEEDED") {
-      this.db
+      this.core.db
         .prepare("UPDATE tasks SET state = 'SUCCEEDED', exit_code = ?, failure_kind = '', error = '', error_code = '' WHERE instance_id = ? AND idx = ?")
         .run(outcome.exitCode ?? 0, t.instance_id, t.idx);
       this.recomputeJob(a.instance_id);
@@ -210,7 +236,7 @@ export class StateTransitions extends StateQueries {
     const exhausted =
       outcome.failureKind === "APP_ERROR" || (preemption ? preemptions > spec.maxRetriesPreemption : failures > spec.maxRetriesFailure);
     const finalState: TaskState = exhausted ? (preemption ? (outcome.state === "PREEMPTED" ? "PREEMPTED" : "WORKER_LOST") : "FAILED") : "PENDING";
-    this.db
+    this.core.db
       .prepare(
         "UPDATE tasks SET state = ?, failures = ?, preemptions = ?, exit_code = ?, failure_kind = ?, error = ?, error_code = ?, pending_reason = '' WHERE instance_id = ? AND idx = ?",
       )
@@ -222,17 +248,17 @@ export class StateTransitions extends StateQueries {
   // One gang member failed: every other member's attempt of this round ends PEER_FAILED (charged
   // to no budget) and the whole gang goes back to PENDING, or to KILLED when the failure
   // exhausted its budget (the job then fails).
-  protected failGangPeers(instanceId: string, failedIdx: number, exhausted: boolean): void {
-    for (const t of this.tasksOf(instanceId)) {
+  failGangPeers(instanceId: string, failedIdx: number, exhausted: boolean): void {
+    for (const t of this.queries.tasksOf(instanceId)) {
       if (t.idx === failedIdx) continue;
-      const a = this.attemptOf(instanceId, t.idx, t.attempt);
+      const a = this.queries.attemptOf(instanceId, t.idx, t.attempt);
       const peerOutcome: AttemptOutcome = { state: "FAILED", failureKind: "PEER_FAILED", error: `gang member ${failedIdx} failed` };
       if (a && LIVE_ATTEMPT_STATES.includes(a.state)) this.finishAttemptRow(a, peerOutcome, "PEER_FAILED");
       else if (a && a.state === "SUCCEEDED") {
-        this.stmt("UPDATE attempts SET state = 'FAILED', failure_kind = 'PEER_FAILED', error = ? WHERE uid = ?").run(peerOutcome.error, a.uid);
+        this.core.stmt("UPDATE attempts SET state = 'FAILED', failure_kind = 'PEER_FAILED', error = ? WHERE uid = ?").run(peerOutcome.error, a.uid);
       }
       if (t.state === "KILLED" || t.state === "FAILED" || t.state === "WORKER_LOST") continue;
-      this.db
+      this.core.db
         .prepare("UPDATE tasks SET state = ?, failure_kind = 'PEER_FAILED', error_code = '', exit_code = NULL, error = ?, pending_reason = '' WHERE instance_id = ? AND idx = ?")
         .run(exhausted ? "KILLED" : "PENDING", peerOutcome.error, instanceId, t.idx);
     }
@@ -243,41 +269,41 @@ export class StateTransitions extends StateQueries {
   /** What the last scheduling pass did: the pending tasks it considered, and how long it took. */
   lastPass = { tasks: 0, ms: 0 };
 
-  /** One scheduling pass: place what fits, record a reason for the rest. Returns placements. */
-  schedulePass(): number {
-    if (!this.needsSchedule && this.clock.now() < this.nextScheduleDeadlineMs) return 0;
-    this.needsSchedule = false;
+  /** One scheduling pass: place what fits, record a reason for the rest. `skipped`: nothing could have changed. */
+  schedulePass(): SchedulePassResult {
+    if (!this.core.needsSchedule && this.core.clock.now() < this.core.nextScheduleDeadlineMs) return { assigned: 0, skipped: true };
+    this.core.needsSchedule = false;
     const t0 = performance.now();
     try {
-      return this.schedulePassTx();
+      return { assigned: this.schedulePassTx(), skipped: false };
     } catch (e) {
-      this.needsSchedule = true;
+      this.core.needsSchedule = true;
       throw e;
     } finally {
       this.lastPass.ms = performance.now() - t0;
     }
   }
 
-  protected schedulePassTx(): number {
-    return this.tx(() => {
-      const now = this.clock.now();
-      const aliveRows = this.stmt("SELECT * FROM workers WHERE state = 'ALIVE'").all() as WorkerRow[];
+  schedulePassTx(): number {
+    return this.core.tx(() => {
+      const now = this.core.clock.now();
+      const aliveRows = this.core.stmt("SELECT * FROM workers WHERE state = 'ALIVE'").all() as WorkerRow[];
       const workerRows = aliveRows.filter((w) => w.healthy === 1);
-      if (aliveRows.length > 0) this.noWorkersSinceMs = undefined;
-      else this.noWorkersSinceMs ??= now;
-      this.nextScheduleDeadlineMs = Infinity;
+      if (aliveRows.length > 0) this.core.noWorkersSinceMs = undefined;
+      else this.core.noWorkersSinceMs ??= now;
+      this.core.nextScheduleDeadlineMs = Infinity;
       // A pass's work is bounded: it looks at no more than SCHEDULE_WINDOW pending tasks of a job
       // and PASS_TASK_BUDGET in all, taking jobs from each user in turn. A gang is read whole only
       // when the healthy workers could hold it (so at most as many members as there are workers);
       // otherwise one member stands for it (`gangSize`), and what the scheduler says of that one
       // is applied to all. A task waits since its job was submitted, or since its last attempt ended.
       const pendingRows: { instance_id: string; idx: number; pending_reason: string; submitted_at_ms: number; waiting_since_ms: number; rank: number; gangSize?: number }[] = [];
-      const liveJobs = this.stmt("SELECT instance_id, name, submitted_at_ms FROM jobs WHERE state IN ('PENDING', 'RUNNING') ORDER BY submitted_at_ms").all() as {
+      const liveJobs = this.core.stmt("SELECT instance_id, name, submitted_at_ms FROM jobs WHERE state IN ('PENDING', 'RUNNING') ORDER BY submitted_at_ms").all() as {
         instance_id: string;
         name: string;
         submitted_at_ms: number;
       }[];
-      const windowOf = this.stmt(
+      const windowOf = this.core.stmt(
         `SELECT t.idx, t.pending_reason,
            COALESCE((SELECT a.finished_at_ms FROM attempts a WHERE a.instance_id = t.instance_id AND a.idx = t.idx AND a.attempt = t.attempt), ?) AS waiting_since_ms
          FROM tasks t WHERE t.instance_id = ? AND t.state = 'PENDING' ORDER BY t.idx LIMIT ?`,
@@ -294,7 +320,7 @@ export class StateTransitions extends StateQueries {
       // runs: users take turns at free capacity, the one running least first (passes often see
       // one freed slot at a time, so a rank that started at 0 every pass would favour the oldest).
       const running = new Map<string, number>();
-      const live = this.stmt(
+      const live = this.core.stmt(
         "SELECT j.name AS name, COUNT(*) AS n FROM attempts a JOIN jobs j ON j.instance_id = a.instance_id WHERE a.state IN ('ASSIGNED','BUILDING','RUNNING') GROUP BY a.instance_id",
       ).all() as { name: string; n: number }[];
       for (const r of live) {
@@ -308,7 +334,7 @@ export class StateTransitions extends StateQueries {
         for (const q of queues) {
           const j = q[round];
           if (j === undefined || budget <= 0) continue;
-          const spec = this.specOf(j.instance_id);
+          const spec = this.queries.specOf(j.instance_id);
           const bigGang = spec.gang && spec.replicas > 1 && spec.replicas > workerRows.length;
           const limit = bigGang ? 1 : spec.gang ? spec.replicas : Math.min(SCHEDULE_WINDOW, budget);
           const isGang = spec.gang && spec.replicas > 1;
@@ -333,7 +359,7 @@ export class StateTransitions extends StateQueries {
       this.lastPass.tasks = pendingRows.length;
       if (pendingRows.length === 0) return 0;
       const used = new Map<string, SchedResources>();
-      const held = this.db
+      const held = this.core.db
         .prepare(`SELECT worker_id, resources FROM attempts WHERE state IN ('ASSIGNED','BUILDING','RUNNING') OR stopping = 1`)
         .all() as { worker_id: string; resources: string }[];
       for (const h of held) {
@@ -351,13 +377,13 @@ export class StateTransitions extends StateQueries {
       }));
       const byKey = new Map<string, (typeof pendingRows)[number]>();
       const pending: SchedTask[] = pendingRows.map((r) => {
-        const spec = this.specOf(r.instance_id);
+        const spec = this.queries.specOf(r.instance_id);
         const taskId = `${r.instance_id}/${r.idx}`;
         byKey.set(taskId, r);
-        const waitingSinceMs = Math.max(r.waiting_since_ms, this.noWorkersSinceMs ?? 0);
-        const schedulingTimeoutMs = spec.schedulingTimeoutMs ?? this.schedulingTimeoutMs;
+        const waitingSinceMs = Math.max(r.waiting_since_ms, this.core.noWorkersSinceMs ?? 0);
+        const schedulingTimeoutMs = spec.schedulingTimeoutMs ?? this.core.schedulingTimeoutMs;
         if (aliveRows.length === 0 && schedulingTimeoutMs > 0 && this.startable === undefined) {
-          this.nextScheduleDeadlineMs = Math.min(this.nextScheduleDeadlineMs, waitingSinceMs + schedulingTimeoutMs);
+          this.core.nextScheduleDeadlineMs = Math.min(this.core.nextScheduleDeadlineMs, waitingSinceMs + schedulingTimeoutMs);
         }
         return {
           taskId,
@@ -378,26 +404,26 @@ export class StateTransitions extends StateQueries {
         const r = byKey.get(taskId)!;
         this.assign(r.instance_id, r.idx, workerId, now);
       }
-      const setReason = this.stmt("UPDATE tasks SET pending_reason = ? WHERE instance_id = ? AND idx = ?");
+      const setReason = this.core.stmt("UPDATE tasks SET pending_reason = ? WHERE instance_id = ? AND idx = ?");
       // A gang's stand-in speaks for every pending member (its reason changes rarely: written once).
-      const setGangReason = this.stmt("UPDATE tasks SET pending_reason = ? WHERE instance_id = ? AND state = 'PENDING'");
+      const setGangReason = this.core.stmt("UPDATE tasks SET pending_reason = ? WHERE instance_id = ? AND state = 'PENDING'");
       for (const { taskId, reason: schedReason } of result.unplaced) {
         const r = byKey.get(taskId)!;
         const reason = this.autoscalerNotes.get(r.instance_id) ?? schedReason;
         if (r.pending_reason !== reason) {
           if (r.gangSize !== undefined) setGangReason.run(reason, r.instance_id);
           else setReason.run(reason, r.instance_id, r.idx);
-          this.touchJob(r.instance_id);
+          this.core.touchJob(r.instance_id);
         }
       }
-      const setUnschedulable = this.stmt("UPDATE tasks SET state = 'UNSCHEDULABLE', error = ?, pending_reason = '' WHERE instance_id = ? AND idx = ?");
-      const setGangUnschedulable = this.stmt("UPDATE tasks SET state = 'UNSCHEDULABLE', error = ?, pending_reason = '' WHERE instance_id = ? AND state = 'PENDING'");
+      const setUnschedulable = this.core.stmt("UPDATE tasks SET state = 'UNSCHEDULABLE', error = ?, pending_reason = '' WHERE instance_id = ? AND idx = ?");
+      const setGangUnschedulable = this.core.stmt("UPDATE tasks SET state = 'UNSCHEDULABLE', error = ?, pending_reason = '' WHERE instance_id = ? AND state = 'PENDING'");
       const ended = new Set<string>();
       for (const { taskId, reason } of result.unschedulable) {
         const r = byKey.get(taskId)!;
         if (r.gangSize !== undefined) setGangUnschedulable.run(reason, r.instance_id);
         else setUnschedulable.run(reason, r.instance_id, r.idx);
-        this.touchJob(r.instance_id);
+        this.core.touchJob(r.instance_id);
         ended.add(r.instance_id);
       }
       for (const id of ended) this.recomputeJob(id);
@@ -405,150 +431,20 @@ export class StateTransitions extends StateQueries {
     });
   }
 
-  protected assign(instanceId: string, idx: number, workerId: string, now: number): void {
-    const t = this.task(instanceId, idx);
+  assign(instanceId: string, idx: number, workerId: string, now: number): void {
+    const t = this.queries.task(instanceId, idx);
     const attempt = t.attempt + 1;
-    const spec = this.specOf(instanceId);
-    this.db
+    const spec = this.queries.specOf(instanceId);
+    this.core.db
       .prepare(
         "INSERT INTO attempts (uid, instance_id, idx, attempt, worker_id, state, resources, assigned_at_ms) VALUES (?, ?, ?, ?, ?, 'ASSIGNED', ?, ?)",
       )
       .run(randomUUID().replace(/-/g, "").slice(0, 16), instanceId, idx, attempt, workerId, JSON.stringify(requestOf(spec)), now);
-    this.db
+    this.core.db
       .prepare("UPDATE tasks SET state = 'ASSIGNED', attempt = ?, pending_reason = '' WHERE instance_id = ? AND idx = ?")
       .run(attempt, instanceId, idx);
-    this.touchJob(instanceId);
-    this.dirtyWorkers.add(workerId);
+    this.core.touchJob(instanceId);
+    this.core.touchWorker(workerId);
     this.recomputeJob(instanceId);
-  }
-
-  // ---- workers --------------------------------------------------------------------------------
-
-  /** Registers a worker (again); a lost worker becomes alive. Returns its id. */
-  registerWorker(req: { workerId: string; host: string; attributes: Record<string, string>; capacity: SchedResources }): string {
-    return this.tx(() => {
-      const now = this.clock.now();
-      const id = req.workerId || `w-${randomBytes(6).toString("hex")}`;
-      this.db
-        .prepare(
-          `INSERT INTO workers (id, host, attributes, capacity, state, healthy, last_seen_ms, registered_at_ms) VALUES (?, ?, ?, ?, 'ALIVE', 1, ?, ?)
-           ON CONFLICT (id) DO UPDATE SET host = excluded.host, attributes = excluded.attributes, capacity = excluded.capacity,
-             state = CASE WHEN workers.state = 'DRAINING' THEN 'DRAINING' ELSE 'ALIVE' END, healthy = 1, last_seen_ms = excluded.last_seen_ms`,
-        )
-        .run(id, req.host, JSON.stringify(req.attributes), JSON.stringify(req.capacity), now, now);
-      this.needsSchedule = true;
-      return id;
-    });
-  }
-
-  /**
-   * One reconcile exchange: folds the worker's observations into the state and returns its full
-   * desired set. NOT_FOUND for an unknown or lost worker.
-   */
-  reconcile(
-    workerId: string,
-    observed: AttemptObservation__Output[],
-    health: { healthy: boolean },
-  ): { run: RunAttempt[]; stop: StopAttempt[]; logLinesReceived: Record<string, number>; draining: boolean } {
-    return this.tx(() => {
-      const now = this.clock.now();
-      if (!this.isWorkerAlive(workerId)) throw new IrisError("NOT_FOUND", `worker ${workerId} is not registered (or was declared lost): register again`);
-      const wasHealthy = (this.stmt("SELECT healthy FROM workers WHERE id = ?").get(workerId) as { healthy: number }).healthy === 1;
-      if (wasHealthy !== health.healthy) this.needsSchedule = true;
-      this.stmt("UPDATE workers SET last_seen_ms = ?, healthy = ? WHERE id = ?").run(now, health.healthy ? 1 : 0, workerId);
-      const extraStops: StopAttempt[] = [];
-      const seen = new Set<string>();
-      for (const o of observed) {
-        seen.add(o.attemptUid);
-        const a = this.attemptByUid(o.attemptUid);
-        const obsTerminal = o.state === "SUCCEEDED" || o.state === "FAILED" || o.state === "KILLED";
-        if (!a || a.worker_id !== workerId) {
-          if (!obsTerminal) extraStops.push({ attemptUid: o.attemptUid, reason: "SUPERSEDED" });
-          continue;
-        }
-        if (o.logLines > a.log_lines_expected) {
-          this.stmt("UPDATE attempts SET log_lines_expected = ? WHERE uid = ?").run(o.logLines, a.uid);
-        }
-        if (!LIVE_ATTEMPT_STATES.includes(a.state)) {
-          // Already decided here (killed, lost, peer-failed): the worker's report only tells us
-          // whether it still has to stop the process.
-          if (obsTerminal) {
-            this.db
-              .prepare("UPDATE attempts SET stopping = 0, exit_code = COALESCE(exit_code, ?) WHERE uid = ?")
-              .run(o.exitCode ?? null, a.uid);
-            if (a.stopping) {
-              this.touchJob(a.instance_id);
-              this.needsSchedule = true;
-            }
-          } else if (!a.stopping) extraStops.push({ attemptUid: a.uid, reason: "SUPERSEDED" });
-          continue;
-        }
-        if (o.state === "BUILDING" && a.state === "ASSIGNED") {
-          this.setLiveState(a, "BUILDING", o);
-        } else if (o.state === "RUNNING" && a.state !== "RUNNING") {
-          this.setLiveState(a, "RUNNING", o);
-        } else if (obsTerminal) {
-          const outcome = observedOutcome(o);
-          if (o.startedAtMs && !a.started_at_ms) this.stmt("UPDATE attempts SET started_at_ms = ? WHERE uid = ?").run(o.startedAtMs, a.uid);
-          this.attemptEnded(a, outcome);
-        }
-      }
-      // Attempts we asked to stop that the worker no longer has are stopped.
-      const stopping = this.stmt("SELECT uid, instance_id FROM attempts WHERE worker_id = ? AND stopping = 1").all(workerId) as { uid: string; instance_id: string }[];
-      for (const s of stopping) {
-        if (!seen.has(s.uid)) {
-          this.stmt("UPDATE attempts SET stopping = 0 WHERE uid = ?").run(s.uid);
-          this.touchJob(s.instance_id);
-          this.needsSchedule = true;
-        }
-      }
-      const desired = this.desiredSet(workerId, extraStops);
-      const logLinesReceived: Record<string, number> = {};
-      const count = this.stmt("SELECT log_lines_received AS n FROM attempts WHERE uid = ?");
-      for (const uid of seen) {
-        const r = count.get(uid) as { n: number } | undefined;
-        if (r) logLinesReceived[uid] = r.n;
-      }
-      const draining = (this.stmt("SELECT state FROM workers WHERE id = ?").get(workerId) as { state: string }).state === "DRAINING";
-      return { ...desired, logLinesReceived, draining };
-    });
-  }
-
-  protected setLiveState(a: AttemptRow, state: "BUILDING" | "RUNNING", o: AttemptObservation__Output): void {
-    this.db
-      .prepare("UPDATE attempts SET state = ?, started_at_ms = CASE WHEN ? = 'RUNNING' AND started_at_ms = 0 THEN ? ELSE started_at_ms END WHERE uid = ?")
-      .run(state, state, o.startedAtMs || this.clock.now(), a.uid);
-    const t = this.task(a.instance_id, a.idx);
-    if (t.attempt === a.attempt && !isTerminalTaskState(t.state)) {
-      this.stmt("UPDATE tasks SET state = ? WHERE instance_id = ? AND idx = ?").run(state, a.instance_id, a.idx);
-    }
-    this.touchJob(a.instance_id);
-    this.recomputeJob(a.instance_id);
-  }
-
-  /** Declares workers silent for longer than the timeout lost; their attempts become WORKER_LOST. */
-  checkWorkers(): string[] {
-    return this.tx(() => {
-      const deadline = this.clock.now() - this.workerTimeoutMs;
-      const lost = this.stmt("SELECT id FROM workers WHERE state IN ('ALIVE', 'DRAINING') AND last_seen_ms < ?").all(deadline) as { id: string }[];
-      for (const { id } of lost) {
-        this.stmt("UPDATE workers SET state = 'LOST' WHERE id = ?").run(id);
-        this.needsSchedule = true;
-        const live = this.db
-          .prepare("SELECT * FROM attempts WHERE worker_id = ? AND state IN ('ASSIGNED','BUILDING','RUNNING')")
-          .all(id) as AttemptRow[];
-        for (const stale of live) {
-          // Re-read: ending one gang member may already have ended its peers on this worker.
-          const a = this.attemptByUid(stale.uid)!;
-          if (!LIVE_ATTEMPT_STATES.includes(a.state)) continue;
-          this.attemptEnded(
-            a,
-            { state: "WORKER_LOST", failureKind: "WORKER_LOST", error: `worker ${id} stopped reconciling for ${this.workerTimeoutMs} ms` },
-            "SUPERSEDED",
-          );
-        }
-      }
-      return lost.map((l) => l.id);
-    });
   }
 }

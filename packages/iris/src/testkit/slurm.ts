@@ -13,7 +13,7 @@ import fs from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
-import { waitFor } from "../../worker/testing/waitFor.ts";
+import { waitFor } from "../worker/testing/waitFor.ts";
 
 /** The Slurm and munge programs the harness starts or tests call. */
 const PROGRAMS = ["munged", "slurmctld", "slurmd", "sbatch", "squeue", "scancel", "sinfo", "scontrol"] as const;

@@ -5,8 +5,8 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { AttemptProcess } from "../../worker/attemptProcess.ts";
-import { runnerArgv, type RunnerSpec } from "../runnerSpec.ts";
+import { AttemptProcess } from "../attemptProcess.ts";
+import { runnerArgv, type RunnerSpec } from "../../runner/runnerSpec.ts";
 
 // The test owns (and removes) the scratch directory: this process is meant to be SIGKILLed.
 const dir = fs.mkdtempSync(path.join(process.argv[4] ?? os.tmpdir(), "fake-worker-"));
