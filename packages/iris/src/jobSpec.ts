@@ -3,6 +3,7 @@
 // normalized JobSpec.
 import { z } from "zod";
 import { IrisError } from "./errors.ts";
+import { formatZodIssues } from "./toolkit/zodIssues.ts";
 
 const PORT_NAME = /^[A-Za-z][A-Za-z0-9_]*$/;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -398,16 +399,6 @@ export function isTerminalJobState(state: string): boolean {
   return (TERMINAL_JOB_STATES as readonly string[]).includes(state);
 }
 
-/** Formats zod issues for people: `resources.cpuMillis: expected …, got …; …`. */
-export function formatIssues(issues: readonly z.core.$ZodIssue[], prefix = ""): string {
-  return issues
-    .map((i) => {
-      const p = [prefix, ...i.path.map(String)].filter((s) => s !== "").join(".");
-      return `${p || "(root)"}: ${i.message}`;
-    })
-    .join("; ");
-}
-
 /**
  * Checks a full job name: `/user/job[/child…]`, segments of letters, digits, `.`, `_`, `-`, and
  * no purely numeric segment after the user (those name tasks).
@@ -459,7 +450,7 @@ export function checkEndpointRequest(req: { name: string; address: string; metad
 /** Validates a spec and applies defaults; `name` must already be the full name. */
 export function normalizeJobSpec(input: unknown, fullName: string): JobSpec {
   const r = jobSpecInputSchema.safeParse(input);
-  if (!r.success) throw new IrisError("INVALID_ARGUMENT", `invalid job spec: ${formatIssues(r.error.issues)}`);
+  if (!r.success) throw new IrisError("INVALID_ARGUMENT", `invalid job spec: ${formatZodIssues(r.error)}`);
   const nameErr = checkJobName(fullName);
   if (nameErr) throw new IrisError("INVALID_ARGUMENT", `invalid job spec: ${nameErr}`);
   const s = r.data;

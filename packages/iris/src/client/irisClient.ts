@@ -10,8 +10,9 @@ import type { LogBatch__Output } from "../internal/generated/iris/v1/LogBatch.ts
 import { createControllerClient, toIrisError, unary } from "../internal/rpc.ts";
 import type { ControllerServiceClient } from "../internal/rpc.ts";
 import { endpointFromWire, jobSpecToWire, jobStatusFromWire, logEntryFromWire, metricPointFromWire, workerSummaryFromWire } from "../internal/codec.ts";
-import { formatIssues, isBundleMissing, isTerminalJobState, jobSpecInputSchema } from "../jobSpec.ts";
+import { isBundleMissing, isTerminalJobState, jobSpecInputSchema } from "../jobSpec.ts";
 import type { Endpoint, EndpointCapability, JobSpecInput, JobStatus, LogEntry, MetricPoint, WorkerSummary } from "../jobSpec.ts";
+import { formatZodIssues } from "../toolkit/zodIssues.ts";
 import { packBundle, rebaseEntrypoint } from "./bundle.ts";
 
 export type { WorkerSummary } from "../jobSpec.ts";
@@ -164,7 +165,7 @@ export class IrisClient {
     // Values the wire would coerce (a NaN cpu becomes 0, "yes" becomes true) are refused here.
     const checked = jobSpecInputSchema.safeParse(spec);
     const issues = checked.success ? [] : checked.error.issues.filter((i) => i.code !== "unrecognized_keys");
-    if (issues.length > 0) throw new IrisError("INVALID_ARGUMENT", `invalid job spec: ${formatIssues(issues)}`);
+    if (issues.length > 0) throw new IrisError("INVALID_ARGUMENT", `invalid job spec: ${formatZodIssues(issues)}`);
     const generated = `job-${Date.now().toString(36)}-${randomBytes(3).toString("hex")}`;
     const name = this.resolveName(spec.name ? spec.name : generated);
     try {

@@ -15,7 +15,8 @@ import { crc32 } from "node:zlib";
 import { z } from "zod";
 import { LevanterError } from "../errors.ts";
 import { log } from "../internal/log.ts";
-import { formatZodIssues, syncDir, writeFileAtomic } from "../sharding/durableFiles.ts";
+import { formatZodIssues } from "@marin/iris/toolkit";
+import { syncDir, writeFileAtomic } from "../sharding/durableFiles.ts";
 
 /** Name of the file whose presence marks a checkpoint directory complete. */
 export const METADATA_FILE = "metadata.json";

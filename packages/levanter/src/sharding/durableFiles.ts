@@ -4,7 +4,6 @@ import { randomBytes } from "node:crypto";
 import { open, rename } from "node:fs/promises";
 import type { FileHandle } from "node:fs/promises";
 import path from "node:path";
-import type { z } from "zod";
 
 /** fsync a directory so that a rename inside it survives a crash (best effort: not every FS allows it). */
 export async function syncDir(dir: string): Promise<void> {
@@ -33,9 +32,4 @@ export async function writeFileAtomic(file: string, data: string | Uint8Array): 
     await fh.close();
   }
   await rename(tmp, file);
-}
-
-/** One line per zod issue, each naming the field path (`shards.0.numTokens: …`). */
-export function formatZodIssues(error: z.ZodError): string {
-  return error.issues.map((issue) => `${issue.path.map(String).join(".") || "(root)"}: ${issue.message}`).join("; ");
 }
