@@ -24,6 +24,7 @@
 
 import type { SchedConstraint, SchedResources } from "../controller/scheduler.ts";
 import { constraintMatches, describeConstraint, formatBytes, formatDuration } from "../controller/scheduler.ts";
+import { backoffDelay } from "../toolkit/backoff.ts";
 import type { ScaleGroupConfig } from "./provider.ts";
 
 /** One job's pending tasks, as demand. */
@@ -111,8 +112,7 @@ export interface PolicyOutput {
 
 /** How long a group waits after its n-th failed boot in a row. */
 export function backoffMs(failedBoots: number): number {
-  if (failedBoots <= 0) return 0;
-  return Math.min(60_000 * 2 ** Math.min(failedBoots - 1, 20), 30 * 60_000);
+  return failedBoots <= 0 ? 0 : backoffDelay(failedBoots - 1, { initialMs: 60_000, maxMs: 30 * 60_000 });
 }
 
 /** `cpu 64`, `cpu 4, memory 8.0 GiB, 2 gpu`: a request or a shape for people. */

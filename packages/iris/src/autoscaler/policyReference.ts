@@ -3,6 +3,7 @@
 // decisions, notes, routed demand and boot records). Not used by the autoscaler.
 import type { SchedConstraint, SchedResources } from "../controller/scheduler.ts";
 import { constraintMatches, describeConstraint, formatBytes, formatDuration } from "../controller/scheduler.ts";
+import { backoffMs } from "./policy.ts";
 import type { ScaleGroupConfig } from "./provider.ts";
 
 /** One job's pending tasks, as demand. */
@@ -86,12 +87,6 @@ export interface PolicyOutput {
   routed: Map<string, GroupDemand>;
   /** Per group name: its boot record after this round. */
   boot: Map<string, GroupBootState>;
-}
-
-/** How long a group waits after its n-th failed boot in a row. */
-function backoffMs(failedBoots: number): number {
-  if (failedBoots <= 0) return 0;
-  return Math.min(60_000 * 2 ** Math.min(failedBoots - 1, 20), 30 * 60_000);
 }
 
 /** `cpu 64`, `cpu 4, memory 8.0 GiB, 2 gpu`: a request or a shape for people. */
