@@ -233,7 +233,7 @@ export function buildProgram(): Command {
         import("../trainer/evaluate.ts"),
         import("../data/tokenizer.ts"),
         import("../sharding/tokenCacheWriter.ts"),
-        import("./wordTags.ts"),
+        import("@marin/iris/toolkit"),
       ]);
       const tokenizer = await tokenizerNamed(opts.tokenizer === "byte" ? "byte" : "hf", opts.tokenizer === "byte" ? undefined : opts.tokenizer);
       const docs = async function* () {
