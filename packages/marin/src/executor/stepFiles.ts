@@ -1,7 +1,7 @@
 // The files of a step's `.marin/` folder: paths, the status file, the write mode of its files and JSON reads.
 import { promises as fs } from "node:fs";
 import path from "node:path";
-import { writeFileAtomic } from "@marin/iris/toolkit";
+import { formatZodIssues, writeFileAtomic } from "@marin/iris/toolkit";
 import { z } from "zod";
 import { MarinError } from "../errors.ts";
 
@@ -92,7 +92,7 @@ export async function readStatus(outputPath: string): Promise<StepStatus | undef
   const raw = await readJson(file);
   if (raw === undefined) return undefined;
   const parsed = statusSchema.safeParse(raw);
-  if (!parsed.success) throw new MarinError("INTERNAL", `${file}: unexpected content: ${parsed.error.issues[0]?.message}`);
+  if (!parsed.success) throw new MarinError("INTERNAL", `${file}: unexpected content: ${formatZodIssues(parsed.error)}`);
   return parsed.data;
 }
 
