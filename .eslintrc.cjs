@@ -5,6 +5,7 @@
 //   levanter → iris            (levanter/src/sharding imports no @tensorflow/*)
 //   zephyr → iris, and @marin/levanter/sharding only through a dynamic import()
 //   iris → nothing of ours
+//   ("iris" includes its ./toolkit subpath: small helpers every package may import)
 //
 // A change to this allow-list is a deliberate commit of its own. See README.md, "Layers".
 //
@@ -22,7 +23,7 @@ const packages = ["iris", "levanter", "zephyr", "marin"];
 // Folders inside a package that the folder rules (below) name. A file belongs to the first
 // element whose pattern matches; the rest of a package's files are of the package's own type.
 const folders = {
-  iris: { cli: "cli/**", client: "client/**", controller: "controller/**", worker: "worker/**", runner: "runner/**", http: "http/**", dashboard: "dashboard/**" },
+  iris: { cli: "cli/**", client: "client/**", controller: "controller/**", worker: "worker/**", runner: "runner/**", http: "http/**", dashboard: "dashboard/**", toolkit: "toolkit/**" },
   levanter: { cli: "cli/**", trainer: "trainer/**", parts: "{kernels,models,optim,data,checkpoint}/**" },
   zephyr: { plan: "plan/**", exec: "exec/**", data: "{io,shuffle}/**" },
   marin: { cli: "cli/**", step: "step/**", core: "{executor,experiment,steps,remote}/**" },
@@ -62,6 +63,7 @@ const folderPolicies = [
   folderRule("iris", ["client"], ["controller", "worker", "runner"], "the client knows the controller only through the wire (internal/)."),
   folderRule("iris", ["http"], ["controller", "dashboard", "client", "worker", "runner"], "http/ (the router, sessions, the proxy) is a floor: the controller and the dashboard build on it, never the reverse."),
   folderRule("iris", ["dashboard"], ["controller", "client", "worker", "runner"], "the dashboard reaches the controller only through http/ and the handlers it is given."),
+  folderRule("iris", ["toolkit"], ["cli", "client", "controller", "worker", "runner", "http", "dashboard", "internal"], "toolkit/ (@marin/iris/toolkit, shared by every package) is a floor: it imports nothing else of iris."),
   folderRule("levanter", ["*", "trainer", "parts"], ["cli"], "only the CLI imports cli/."),
   folderRule("levanter", ["parts"], ["trainer"], "kernels, models, optimizers, data and checkpoints never import the trainer."),
   folderRule("zephyr", ["plan", "exec", "data"], ["dataset.ts", "pipeline.ts", "index.ts"], "plans, execution, I/O and shuffles never import the user surface (dataset.ts, pipeline.ts); shared contracts live in a types-only module."),
@@ -97,21 +99,21 @@ const dependencyRule = (folderRules) => [
 
           // The layers.
           { from: el(...own("iris")), allow: { to: el(...own("iris")) } },
-          { from: el("levanter-sharding"), allow: { to: el("iris", "levanter-sharding") } },
+          { from: el("levanter-sharding"), allow: { to: el("iris", "iris-toolkit", "levanter-sharding") } },
           // The one levanter file the sharding subpath may use besides its own (it imports nothing).
           { from: el("levanter-sharding"), allow: { to: { element: { type: "levanter", internalPath: "src/errors.ts" } } } },
           {
             from: el(...own("levanter")),
-            allow: { to: el("iris", "levanter-sharding", ...own("levanter")) },
+            allow: { to: el("iris", "iris-toolkit", "levanter-sharding", ...own("levanter")) },
           },
-          { from: el(...own("zephyr")), allow: { to: el("iris", ...own("zephyr")) } },
+          { from: el(...own("zephyr")), allow: { to: el("iris", "iris-toolkit", ...own("zephyr")) } },
           {
             from: el(...own("zephyr")),
             allow: { to: el("levanter-sharding"), dependency: { nodeKind: "dynamic-import" } },
           },
           {
             from: el(...own("marin")),
-            allow: { to: el("iris", "levanter", "levanter-sharding", "zephyr", ...own("marin")) },
+            allow: { to: el("iris", "iris-toolkit", "levanter", "levanter-sharding", "zephyr", ...own("marin")) },
           },
           { from: el("root"), allow: { to: el(...packages.flatMap((p) => [p, ...folderTypes(p)]), "levanter-sharding", "root") } },
 
