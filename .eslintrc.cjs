@@ -5,6 +5,7 @@
 //   levanter → iris            (levanter/src/sharding imports no @tensorflow/*)
 //   zephyr → iris, and @marin/levanter/sharding only through a dynamic import()
 //   iris → nothing of ours
+//   ("iris" includes its ./toolkit subpath: small helpers every package may import)
 //
 // A change to this allow-list is a deliberate commit of its own. See README.md, "Layers".
 //
@@ -33,6 +34,7 @@ const folders = {
     dashboard: "dashboard/**",
     autoscaler: "autoscaler/**",
     testkit: "testkit/**",
+    toolkit: "toolkit/**",
   },
   levanter: { cli: "cli/**", trainer: "trainer/**", parts: "{kernels,models,optim,data,checkpoint}/**" },
   zephyr: { plan: "plan/**", exec: "exec/**", data: "{io,shuffle}/**" },
@@ -72,8 +74,8 @@ const folderPolicies = [
   // floors; http/ builds on internal/; dashboard/ on http/; controller/ on all three; runner/ on
   // process/; worker/ on runner/ (its argv) and process/; autoscaler/ on controller/ and worker/;
   // cli/ and testkit/ (the test harness) on top. test/layers.test.ts proves each rule.
-  folderRule("iris", ["*", "client", "controller", "worker", "runner", "process", "internal", "http", "dashboard", "autoscaler", "testkit"], ["cli"], "only the CLI imports cli/."),
-  folderRule("iris", ["client", "controller", "worker", "runner", "process", "internal", "http", "dashboard", "autoscaler"], ["testkit"], "testkit/ (the test harness) is imported by tests and the ./testing subpath only."),
+  folderRule("iris", ["*", "client", "controller", "worker", "runner", "process", "internal", "http", "dashboard", "autoscaler", "testkit", "toolkit"], ["cli"], "only the CLI imports cli/."),
+  folderRule("iris", ["client", "controller", "worker", "runner", "process", "internal", "http", "dashboard", "autoscaler", "toolkit"], ["testkit"], "testkit/ (the test harness) is imported by tests and the ./testing subpath only."),
   folderRule("iris", ["internal"], ["client", "controller", "worker", "runner", "process", "http", "dashboard", "autoscaler"], "internal/ (protos, codec, rpc) is the floor: it imports no other folder (rows → wire live in controller/stateWire.ts)."),
   folderRule("iris", ["process"], ["internal", "client", "controller", "worker", "runner", "http", "dashboard", "autoscaler"], "process/ (task environment, process groups) is the neutral floor of runner/ and worker/: it imports no other folder."),
   folderRule("iris", ["runner"], ["worker", "controller", "client", "http", "dashboard", "autoscaler"], "the task runner knows its worker only through its argv and environment (runnerSpec.ts, process/)."),
@@ -82,6 +84,7 @@ const folderPolicies = [
   folderRule("iris", ["client"], ["controller", "worker", "runner", "autoscaler"], "the client knows the controller only through the wire (internal/)."),
   folderRule("iris", ["http"], ["controller", "dashboard", "client", "worker", "runner", "autoscaler"], "http/ (the router, sessions, the proxy) is a floor: the controller and the dashboard build on it, never the reverse."),
   folderRule("iris", ["dashboard"], ["controller", "client", "worker", "runner", "autoscaler"], "the dashboard reaches the controller only through http/ and the handlers it is given."),
+  folderRule("iris", ["toolkit"], ["cli", "client", "controller", "worker", "runner", "process", "internal", "http", "dashboard", "autoscaler", "testkit"], "toolkit/ (@marin/iris/toolkit, shared by every package) is a floor: it imports nothing else of iris."),
   folderRule("levanter", ["*", "trainer", "parts"], ["cli"], "only the CLI imports cli/."),
   folderRule("levanter", ["parts"], ["trainer"], "kernels, models, optimizers, data and checkpoints never import the trainer."),
   folderRule("zephyr", ["plan", "exec", "data"], ["dataset.ts", "pipeline.ts", "index.ts"], "plans, execution, I/O and shuffles never import the user surface (dataset.ts, pipeline.ts); shared contracts live in a types-only module."),
@@ -117,21 +120,21 @@ const dependencyRule = (folderRules) => [
 
           // The layers.
           { from: el(...own("iris")), allow: { to: el(...own("iris")) } },
-          { from: el("levanter-sharding"), allow: { to: el("iris", "levanter-sharding") } },
+          { from: el("levanter-sharding"), allow: { to: el("iris", "iris-toolkit", "levanter-sharding") } },
           // The one levanter file the sharding subpath may use besides its own (it imports nothing).
           { from: el("levanter-sharding"), allow: { to: { element: { type: "levanter", internalPath: "src/errors.ts" } } } },
           {
             from: el(...own("levanter")),
-            allow: { to: el("iris", "levanter-sharding", ...own("levanter")) },
+            allow: { to: el("iris", "iris-toolkit", "levanter-sharding", ...own("levanter")) },
           },
-          { from: el(...own("zephyr")), allow: { to: el("iris", ...own("zephyr")) } },
+          { from: el(...own("zephyr")), allow: { to: el("iris", "iris-toolkit", ...own("zephyr")) } },
           {
             from: el(...own("zephyr")),
             allow: { to: el("levanter-sharding"), dependency: { nodeKind: "dynamic-import" } },
           },
           {
             from: el(...own("marin")),
-            allow: { to: el("iris", "levanter", "levanter-sharding", "zephyr", ...own("marin")) },
+            allow: { to: el("iris", "iris-toolkit", "levanter", "levanter-sharding", "zephyr", ...own("marin")) },
           },
           { from: el("root"), allow: { to: el(...packages.flatMap((p) => [p, ...folderTypes(p)]), "levanter-sharding", "root") } },
 

@@ -10,10 +10,10 @@
 import { decide, type DemandEntry, type PolicyGroup, type PolicyWorker } from "../../packages/iris/src/autoscaler/policy.ts";
 import type { SchedConstraint } from "../../packages/iris/src/controller/scheduler.ts";
 import { scaleUpLatency } from "./slurmScaleUp.ts";
+import { integerFlag } from "@marin/iris/toolkit";
 
 const GiB = 1024 ** 3;
-const runsArg = process.argv.indexOf("--runs");
-const RUNS = runsArg > 0 ? Number(process.argv[runsArg + 1]) : 15;
+const RUNS = integerFlag("runs", 15, { min: 1 });
 const NOW = 1_700_000_000_000;
 
 /** Deterministic PRNG (mulberry32) so every run decides the same cluster. */
@@ -133,5 +133,4 @@ measure("100,000 one-task jobs", singles(100_000, rng(8)), gs);
 // bare `sbatch` of `node -e 0` in the same run (goal: ≤ floor + 3 s); on the test Slurm of
 // @marin/iris/testing (root and Debian's slurm-wlm and munge needed, else skipped with a notice).
 // `--slurm-runs N` (default 3).
-const slurmRunsArg = process.argv.indexOf("--slurm-runs");
-await scaleUpLatency(slurmRunsArg > 0 ? Number(process.argv[slurmRunsArg + 1]) : 3);
+await scaleUpLatency(integerFlag("slurm-runs", 3, { min: 1 }));

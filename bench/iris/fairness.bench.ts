@@ -13,11 +13,9 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { Controller, IrisClient } from "@marin/iris";
+import { integerFlag } from "@marin/iris/toolkit";
 
-const arg = (name: string, dflt: number): number => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? Number(process.argv[i + 1]) : dflt;
-};
+const arg = (name: string, dflt: number): number => integerFlag(name, dflt, { min: 0 });
 const MEMBERS = arg("members", 100_000);
 const PROBES = arg("probes", 30);
 

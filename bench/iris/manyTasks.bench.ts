@@ -8,11 +8,9 @@ import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { Controller, IrisClient, Worker } from "@marin/iris";
+import { integerFlag } from "@marin/iris/toolkit";
 
-const arg = (name: string, dflt: number): number => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? Number(process.argv[i + 1]) : dflt;
-};
+const arg = (name: string, dflt: number): number => integerFlag(name, dflt, { min: 0 });
 const JOBS = arg("jobs", 10);
 const REPLICAS = arg("replicas", 100_000);
 const MB = 1024 * 1024;

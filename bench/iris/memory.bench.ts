@@ -10,14 +10,12 @@ import path from "node:path";
 import v8 from "node:v8";
 import vm from "node:vm";
 import { Controller, IrisClient } from "@marin/iris";
+import { integerFlag } from "@marin/iris/toolkit";
 
 v8.setFlagsFromString("--expose-gc");
 const gc = vm.runInNewContext("gc") as () => void;
 
-const arg = (name: string, dflt: number): number => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? Number(process.argv[i + 1]) : dflt;
-};
+const arg = (name: string, dflt: number): number => integerFlag(name, dflt, { min: 0 });
 const JOBS = arg("jobs", 200);
 const CYCLES = arg("cycles", 2);
 const MiB = 1024 * 1024;

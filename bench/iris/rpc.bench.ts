@@ -9,12 +9,12 @@ import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
 import { Controller, IrisClient } from "@marin/iris";
+import { integerFlag } from "@marin/iris/toolkit";
 
 // grpc-js is iris's dependency, not the root's: load the very copy iris uses.
 const grpc = createRequire(new URL("../../packages/iris/package.json", import.meta.url))("@grpc/grpc-js") as typeof Grpc;
 
-const callsArg = process.argv.indexOf("--calls");
-const CALLS = callsArg > 0 ? Number(process.argv[callsArg + 1]) : 3000;
+const CALLS = integerFlag("calls", 3000, { min: 1 });
 const IN_FLIGHT = 32;
 
 async function rate(label: string, calls: number, one: (i: number) => Promise<unknown>): Promise<number> {

@@ -12,10 +12,10 @@ import {
   type SchedTask,
   type SchedWorker,
 } from "../../packages/iris/src/controller/scheduler.ts";
+import { integerFlag } from "@marin/iris/toolkit";
 
 const GiB = 1024 ** 3;
-const runsArg = process.argv.indexOf("--runs");
-const RUNS = runsArg > 0 ? Number(process.argv[runsArg + 1]) : 20;
+const RUNS = integerFlag("runs", 20, { min: 1 });
 
 /** Deterministic PRNG (mulberry32) so every run schedules the same cluster. */
 function rng(seed: number): () => number {

@@ -19,6 +19,7 @@ import { PROVIDER_FACTORIES } from "../../packages/iris/src/autoscaler/providers
 import { SlurmProvider } from "../../packages/iris/src/autoscaler/slurmProvider.ts";
 import { workerCommandLine } from "../../packages/iris/src/autoscaler/workerCommand.ts";
 import { slurmAvailability, startSlurm, type TestSlurm } from "@marin/iris/testing";
+import { integerFlag } from "@marin/iris/toolkit";
 
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
@@ -112,6 +113,5 @@ export async function scaleUpLatency(runs: number): Promise<{ oursMs: number; fl
 }
 
 if (process.argv[1] !== undefined && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  const runsArg = process.argv.indexOf("--runs");
-  await scaleUpLatency(runsArg > 0 ? Number(process.argv[runsArg + 1]) : 3);
+  await scaleUpLatency(integerFlag("runs", 3, { min: 1 }));
 }

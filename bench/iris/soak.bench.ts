@@ -10,11 +10,9 @@ import path from "node:path";
 import v8 from "node:v8";
 import vm from "node:vm";
 import { Controller, IrisClient, Worker, type Job } from "@marin/iris";
+import { integerFlag } from "@marin/iris/toolkit";
 
-const arg = (name: string, dflt: number): number => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? Number(process.argv[i + 1]) : dflt;
-};
+const arg = (name: string, dflt: number): number => integerFlag(name, dflt, { min: 0 });
 const JOBS = arg("jobs", 120);
 const LINES = arg("lines", 2000);
 const SPEC_KB = arg("spec-kb", 1000);

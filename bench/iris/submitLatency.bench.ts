@@ -10,9 +10,9 @@
 //   pnpm bench iris/submitLatency [-- --runs N]
 import { spawn } from "node:child_process";
 import { IrisClient, LocalCluster } from "@marin/iris";
+import { integerFlag } from "@marin/iris/toolkit";
 
-const runsArg = process.argv.indexOf("--runs");
-const RUNS = runsArg > 0 ? Number(process.argv[runsArg + 1]) : 20;
+const RUNS = integerFlag("runs", 20, { min: 1 });
 
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);

@@ -26,6 +26,7 @@ import { loadNativeAddon } from "../../packages/levanter/src/kernels/native/addo
 import { allReduceExactMean } from "../../packages/levanter/src/parallel/collectives.ts";
 import { formGang, type Gang } from "../../packages/levanter/src/parallel/gang.ts";
 import { Kind, Link } from "../../packages/levanter/src/parallel/wire.ts";
+import { integerFlag } from "@marin/iris/toolkit";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const args = process.argv.slice(2);
@@ -183,7 +184,7 @@ if (only.includes("train")) {
   const backend = arg("backend") ?? (loadNativeAddon().ok ? "native" : "wasm");
   const models = { small: { nLayers: 2, dModel: 128, nHeads: 4, seqLen: 64 }, large: { nLayers: 4, dModel: 256, nHeads: 8, seqLen: 64 } } as const;
   // Global batch in sequences (default 16, the reference models' batch); --models small,large picks models.
-  const BATCH = Number(arg("batch") ?? 16);
+  const BATCH = integerFlag("batch", 16, { min: 1 });
   const picked = (arg("models") ?? "small,large").split(",");
   const dir = mkdtempSync(path.join(os.tmpdir(), "bench-dp-"));
   // Byte tokens of a repeated pangram: throughput does not depend on the text.
@@ -238,8 +239,8 @@ if (only.includes("train")) {
       // Long enough to be steady: the first tens of steps of a gang run slower (both processes'
       // JIT and first touches compete for the two cores), and host stalls come in bursts; 40 and
       // 16 steps (1–3 s a run) were mostly warm-up.
-      const steps = Number(arg("steps") ?? (label === "small" ? 200 : 40));
-      const rounds = Number(arg("rounds") ?? 3);
+      const steps = integerFlag("steps", label === "small" ? 200 : 40, { min: 1 });
+      const rounds = integerFlag("rounds", 3, { min: 1 });
       const ratios: string[] = [];
       const weakRatios: string[] = [];
       // 1 rank and 2 ranks back to back, `rounds` times (this shared machine drifts: every round

@@ -13,14 +13,11 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { byteTokenizer, encodeDocument } from "@marin/levanter";
 import { finalizeTokenCache, writeTokenCacheShard } from "@marin/levanter/sharding";
+import { integerFlag } from "@marin/iris/toolkit";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const main = path.resolve(here, "../../packages/levanter/src/cli/main.ts");
-const args = process.argv.slice(2);
-const arg = (name: string, dflt: number) => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 ? Number(args[i + 1]) : dflt;
-};
+const arg = (name: string, dflt: number): number => integerFlag(name, dflt, { min: 0 });
 const runs = arg("runs", 10);
 const steps = arg("steps", 40);
 

@@ -32,14 +32,15 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { TfBackendName } from "@marin/levanter";
+import { integerFlag } from "@marin/iris/toolkit";
 
 const args = process.argv.slice(2);
 const arg = (name: string) => {
   const i = args.indexOf(`--${name}`);
   return i >= 0 ? args[i + 1] : undefined;
 };
-const perClient = Number(arg("requests-per-client") ?? 3);
-const maxTokens = Number(arg("max-tokens") ?? 64);
+const perClient = integerFlag("requests-per-client", 3, { min: 1 });
+const maxTokens = integerFlag("max-tokens", 64, { min: 1 });
 const levels = (arg("levels") ?? "1,8,32").split(",").map(Number);
 
 /** A level the load generator runs, and what it reports back. */

@@ -36,6 +36,7 @@ import {
   trainingFlopsPerToken,
   type TfBackendName,
 } from "@marin/levanter";
+import { integerFlag } from "@marin/iris/toolkit";
 
 const PEAK_2CORE = 188e9;
 const PEAK_1CORE = 100e9;
@@ -48,7 +49,7 @@ const arg = (name: string) => {
   return i >= 0 ? args[i + 1] : undefined;
 };
 const backends = (arg("backends")?.split(",") ?? [...BACKEND_NAMES]) as TfBackendName[];
-const stepsOverride = arg("steps") ? Number(arg("steps")) : undefined;
+const stepsOverride = arg("steps") !== undefined ? integerFlag("steps", 0, { min: 1 }) : undefined;
 const threadCounts = arg("threads")?.split(",").map(Number) ?? [...new Set([1, os.availableParallelism()])];
 
 // llama: the large model's size in the Llama shape (grouped-query attention 8/2, rotary

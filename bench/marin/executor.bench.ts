@@ -8,9 +8,9 @@ import os from "node:os";
 import path from "node:path";
 import { defineStep, outputOf, planRun, resolveGraph, runGraph } from "@marin/marin";
 import type { Step } from "@marin/marin";
+import { integerFlag } from "@marin/iris/toolkit";
 
-const argSteps = process.argv.indexOf("--steps");
-const N = argSteps > 0 ? Number(process.argv[argSteps + 1]) : 1000;
+const N = integerFlag("steps", 1000, { min: 1 });
 
 /** A layered DAG: each step reads up to 3 random earlier steps (seeded), with a nested config. */
 function buildDag(n: number): Step<any>[] {

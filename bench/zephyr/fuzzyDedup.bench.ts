@@ -19,10 +19,10 @@ import { fileURLToPath } from "node:url";
 import { createGzip } from "node:zlib";
 import { closeThreadPool, lshParams } from "@marin/zephyr";
 import { fuzzyPipeline } from "./fuzzyPipeline.ts";
+import { integerFlag } from "@marin/iris/toolkit";
 
 function arg(name: string, fallback: number): number {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? Number(process.argv[i + 1]) : fallback;
+  return integerFlag(name, fallback, { min: 0 });
 }
 
 const RECORDS = arg("records", 1_000_000);

@@ -17,10 +17,10 @@ import { createGunzip, createGzip } from "node:zlib";
 import { closeThreadPool } from "@marin/zephyr";
 import { MIN_CHARS, cleanPipeline, normalizeText, textHash } from "./cleanPipeline.ts";
 import type { Doc } from "./cleanPipeline.ts";
+import { integerFlag } from "@marin/iris/toolkit";
 
 function arg(name: string, fallback: number): number {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? Number(process.argv[i + 1]) : fallback;
+  return integerFlag(name, fallback, { min: 0 });
 }
 
 const RECORDS = arg("records", 1_000_000);

@@ -5,11 +5,12 @@
 // `~/.config/iris/credentials.json`; mode 0600 in a 0700 directory, written atomically under a
 // lock file (several controllers may start at once). `127.0.0.1`, `localhost` and `::1` are one
 // address. A file owned by another user, or readable by others, is ignored.
-import { createHmac, randomBytes } from "node:crypto";
+import { createHmac } from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { z } from "zod";
+import { writeFileAtomicSync } from "./toolkit/atomicWrite.ts";
 
 /** One controller's entry. */
 export interface ControllerCredentials {
@@ -149,10 +150,7 @@ function update(file: string, change: (all: Record<string, ControllerCredentials
   withLock(file, () => {
     const all = readAll(file);
     change(all);
-    const tmp = `${file}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
-    fs.writeFileSync(tmp, `${JSON.stringify({ controllers: all }, null, 2)}\n`, { mode: 0o600 });
-    fs.chmodSync(tmp, 0o600);
-    fs.renameSync(tmp, file);
+    writeFileAtomicSync(file, `${JSON.stringify({ controllers: all }, null, 2)}\n`, { durable: false, mode: 0o600 });
   });
 }
 

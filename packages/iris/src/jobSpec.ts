@@ -6,6 +6,7 @@ import { z } from "zod";
 import { IrisError } from "./errors.ts";
 import { LIMITS, utf8Bytes, valueDepthOver } from "./jobLimits.ts";
 import { checkJobName } from "./jobNames.ts";
+import { formatZodIssues } from "./toolkit/zodIssues.ts";
 
 // The spec's neighbours, re-exported: this module stays the one entry the package imports them from.
 export { LIMITS, jsonDepth } from "./jobLimits.ts";
@@ -186,20 +187,10 @@ export interface JobSpec {
 /** Default cpu request of a task (millicores). */
 export const DEFAULT_CPU_MILLIS = 1000;
 
-/** Formats zod issues for people: `resources.cpuMillis: expected …, got …; …`. */
-export function formatIssues(issues: readonly z.core.$ZodIssue[], prefix = ""): string {
-  return issues
-    .map((i) => {
-      const p = [prefix, ...i.path.map(String)].filter((s) => s !== "").join(".");
-      return `${p || "(root)"}: ${i.message}`;
-    })
-    .join("; ");
-}
-
 /** Validates a spec and applies defaults; `name` must already be the full name. */
 export function normalizeJobSpec(input: unknown, fullName: string): JobSpec {
   const r = jobSpecInputSchema.safeParse(input);
-  if (!r.success) throw new IrisError("INVALID_ARGUMENT", `invalid job spec: ${formatIssues(r.error.issues)}`);
+  if (!r.success) throw new IrisError("INVALID_ARGUMENT", `invalid job spec: ${formatZodIssues(r.error)}`);
   const nameErr = checkJobName(fullName);
   if (nameErr) throw new IrisError("INVALID_ARGUMENT", `invalid job spec: ${nameErr}`);
   const s = r.data;

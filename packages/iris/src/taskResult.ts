@@ -1,6 +1,7 @@
 // The task result contract: a module entrypoint's return value as capped JSON text, the
 // non-retryable failure marker (APP_ERROR), and the report file a task runner leaves for its worker.
 import fs from "node:fs";
+import { writeFileAtomicSync } from "./toolkit/atomicWrite.ts";
 
 /**
  * The largest return value a module entrypoint may hand back, in bytes of its serialised UTF-8
@@ -72,9 +73,7 @@ export function appErrorOf(thrown: unknown): AppError | undefined {
 
 /** Writes a runner report where the worker reads it (atomically: a crash leaves no half file). */
 export function writeRunnerReport(file: string, report: RunnerReport): void {
-  const tmp = `${file}.tmp`;
-  fs.writeFileSync(tmp, JSON.stringify(report));
-  fs.renameSync(tmp, file);
+  writeFileAtomicSync(file, JSON.stringify(report), { durable: false });
 }
 
 /** Reads a runner report; undefined when there is none or it is not one. */

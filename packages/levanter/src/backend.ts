@@ -1,6 +1,7 @@
 // Backend selection and the wasm workarounds (see shared/reference/tfjs-on-node.md). Nothing here
 // runs at import time: callers invoke selectBackend() (or setBackend()) explicitly.
 import * as tf from "@tensorflow/tfjs";
+import { toInteger } from "@marin/iris/toolkit";
 import { LevanterError } from "./errors.ts";
 import { log } from "./internal/log.ts";
 import os from "node:os";
@@ -147,8 +148,8 @@ export function parseBackendName(raw: string): TfBackendName {
 }
 
 function parseThreads(raw: string): number {
-  const n = Number(raw);
-  if (Number.isInteger(n) && n >= 1 && n <= 256) return n;
+  const n = toInteger(raw, { min: 1, max: 256 });
+  if (n !== undefined) return n;
   throw new LevanterError("INVALID_CONFIG", `LEVANTER_THREADS: expected an integer from 1 to 256, got "${raw}"`);
 }
 

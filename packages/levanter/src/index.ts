@@ -30,7 +30,6 @@ export {
   TRACKER_NAMES,
   TrainLmConfigSchema,
   TrainerConfigSchema,
-  formatIssues,
   parseTrainLmConfig,
 } from "./trainer/trainerConfig.ts";
 export type { DataConfig, TrainLmConfig, TrainLmConfigInput, TrainerConfig } from "./trainer/trainerConfig.ts";

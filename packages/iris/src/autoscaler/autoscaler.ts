@@ -10,7 +10,7 @@ import { chmodSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import type { SchedStartable } from "../controller/scheduler.ts";
 import type { AutoscalerSnapshot } from "../controller/controllerState.ts";
-import { formatDuration } from "../controller/scheduler.ts";
+import { formatMillis } from "../controller/scheduler.ts";
 import { backoffMs, decide, type Decision, type GroupBootState, type PolicyOutput, type PolicyWorker } from "./policy.ts";
 import type { ProvidedWorker, ScaleGroupConfig, WorkerCredentialIssuer, WorkerProvider } from "./provider.ts";
 
@@ -350,7 +350,7 @@ export class Autoscaler {
       const b = this.boot.get(groupName)!;
       const failedBoots = b.failedBoots + 1;
       this.boot.set(groupName, { failedBoots, backoffUntilMs: this.now() + backoffMs(failedBoots) });
-      throw new Error(`${(e as Error).message.trim()} (boot failed ${failedBoots}×, backing off ${formatDuration(backoffMs(failedBoots))})`, { cause: e });
+      throw new Error(`${(e as Error).message.trim()} (boot failed ${failedBoots}×, backing off ${formatMillis(backoffMs(failedBoots))})`, { cause: e });
     }
   }
 

@@ -5,6 +5,7 @@ import os from "node:os";
 import path from "node:path";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
+import { formatZodIssues, valueAtPath } from "../toolkit/zodIssues.ts";
 import type { ScaleGroupConfig } from "./provider.ts";
 
 /** A config file that cannot be used: `message` names the field. The CLI exits 2. */
@@ -196,27 +197,21 @@ function fieldPath(p: readonly PropertyKey[]): string {
   return out === "" ? "(top level)" : out;
 }
 
-function valueAt(doc: unknown, p: readonly PropertyKey[]): unknown {
-  let v: unknown = doc;
-  for (const k of p) {
-    if (v === null || typeof v !== "object") return undefined;
-    v = (v as Record<PropertyKey, unknown>)[k];
-  }
-  return v;
-}
-
 /** Validates a parsed YAML document; throws {@link ClusterConfigError} naming the first bad field(s). */
 export function validateClusterConfig(doc: unknown, source = "config"): ClusterConfig {
   const r = configSchema.safeParse(doc);
   if (!r.success) {
-    const lines = r.error.issues.slice(0, 5).map((i) => {
-      const p = [...i.path];
-      // zod reports "unrecognized keys" at the parent: name the key itself.
-      if (i.code === "unrecognized_keys") return `${fieldPath([...p, i.keys[0]])}: unknown field`;
-      const missing = i.code !== "custom" && valueAt(doc, p) === undefined;
-      return `${fieldPath(p)}: ${missing ? "required" : i.message}`;
+    const text = formatZodIssues(r.error, {
+      limit: 5,
+      path: fieldPath,
+      root: "(top level)",
+      line: (i, p) => {
+        // zod reports "unrecognized keys" at the parent: name the key itself.
+        if (i.code === "unrecognized_keys") return `${fieldPath([...p, i.keys[0]!])}: unknown field`;
+        return i.code !== "custom" && valueAtPath(doc, p) === undefined ? `${fieldPath(p)}: required` : undefined;
+      },
     });
-    throw new ClusterConfigError(`${source}: ${lines.join("; ")}`);
+    throw new ClusterConfigError(`${source}: ${text}`);
   }
   const c = r.data;
   return {

@@ -23,7 +23,8 @@
 //   min(1 min × 2^(n−1), 30 min). A registration resets the count (the loop does that).
 
 import type { SchedConstraint, SchedResources } from "../controller/scheduler.ts";
-import { constraintMatches, describeConstraint, formatBytes, formatDuration } from "../controller/scheduler.ts";
+import { constraintMatches, describeConstraint, formatBytes, formatMillis } from "../controller/scheduler.ts";
+import { backoffDelay } from "../toolkit/backoff.ts";
 import type { ScaleGroupConfig } from "./provider.ts";
 
 /** One job's pending tasks, as demand. */
@@ -111,8 +112,7 @@ export interface PolicyOutput {
 
 /** How long a group waits after its n-th failed boot in a row. */
 export function backoffMs(failedBoots: number): number {
-  if (failedBoots <= 0) return 0;
-  return Math.min(60_000 * 2 ** Math.min(failedBoots - 1, 20), 30 * 60_000);
+  return failedBoots <= 0 ? 0 : backoffDelay(failedBoots - 1, { initialMs: 60_000, maxMs: 30 * 60_000 });
 }
 
 /** `cpu 64`, `cpu 4, memory 8.0 GiB, 2 gpu`: a request or a shape for people. */
@@ -466,7 +466,7 @@ export function decide(input: PolicyInput): PolicyOutput {
           group: c.name,
           workerId: w.workerId,
           providerId: w.providerId,
-          reason: `${c.name}: ${w.workerId} not registered within ${formatDuration(c.bootTimeoutMs)}${detail}, cancelled; boot failed ${run.failedBoots}×, backing off ${formatDuration(backoffMs(run.failedBoots))}`,
+          reason: `${c.name}: ${w.workerId} not registered within ${formatMillis(c.bootTimeoutMs)}${detail}, cancelled; boot failed ${run.failedBoots}×, backing off ${formatMillis(backoffMs(run.failedBoots))}`,
         });
         continue;
       }
@@ -509,7 +509,7 @@ export function decide(input: PolicyInput): PolicyOutput {
     const c = r.g.config;
     if (r.backoffUntilMs > now) {
       let t = backoffText.get(r);
-      if (t === undefined) backoffText.set(r, (t = `${c.name}: boot failed ${r.failedBoots}×, backing off ${formatDuration(r.backoffUntilMs - now)}`));
+      if (t === undefined) backoffText.set(r, (t = `${c.name}: boot failed ${r.failedBoots}×, backing off ${formatMillis(r.backoffUntilMs - now)}`));
       return t;
     }
     if (r.total + n > c.maxWorkers) {
@@ -708,7 +708,7 @@ export function decide(input: PolicyInput): PolicyOutput {
     const missing = c.minWorkers - r.total;
     if (missing <= 0) continue;
     if (r.backoffUntilMs > now) {
-      hold(c.name, `${c.name}: boot failed ${r.failedBoots}×, backing off ${formatDuration(r.backoffUntilMs - now)}`);
+      hold(c.name, `${c.name}: boot failed ${r.failedBoots}×, backing off ${formatMillis(r.backoffUntilMs - now)}`);
       continue;
     }
     plan(r, "", missing, 0);
@@ -741,7 +741,7 @@ export function decide(input: PolicyInput): PolicyOutput {
       if (w.state !== "ready" || w.busy || r.usedReady.has(w.workerId) || w.idleSinceMs === undefined) continue;
       const idle = now - w.idleSinceMs;
       if (idle < c.idleTimeoutMs) continue;
-      decisions.push({ kind: "stop", group: c.name, workerId: w.workerId, providerId: w.providerId, reason: `-1 ${c.name}: ${w.workerId} idle for ${formatDuration(idle)}` });
+      decisions.push({ kind: "stop", group: c.name, workerId: w.workerId, providerId: w.providerId, reason: `-1 ${c.name}: ${w.workerId} idle for ${formatMillis(idle)}` });
       stoppable--;
     }
   }

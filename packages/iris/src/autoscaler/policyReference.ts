@@ -2,7 +2,8 @@
 // oracle of policy.equivalence.test.ts (the fast decide() in policy.ts must give exactly the same
 // decisions, notes, routed demand and boot records). Not used by the autoscaler.
 import type { SchedConstraint, SchedResources } from "../controller/scheduler.ts";
-import { constraintMatches, describeConstraint, formatBytes, formatDuration } from "../controller/scheduler.ts";
+import { constraintMatches, describeConstraint, formatBytes, formatMillis } from "../controller/scheduler.ts";
+import { backoffMs } from "./policy.ts";
 import type { ScaleGroupConfig } from "./provider.ts";
 
 /** One job's pending tasks, as demand. */
@@ -86,12 +87,6 @@ export interface PolicyOutput {
   routed: Map<string, GroupDemand>;
   /** Per group name: its boot record after this round. */
   boot: Map<string, GroupBootState>;
-}
-
-/** How long a group waits after its n-th failed boot in a row. */
-function backoffMs(failedBoots: number): number {
-  if (failedBoots <= 0) return 0;
-  return Math.min(60_000 * 2 ** Math.min(failedBoots - 1, 20), 30 * 60_000);
 }
 
 /** `cpu 64`, `cpu 4, memory 8.0 GiB, 2 gpu`: a request or a shape for people. */
@@ -276,7 +271,7 @@ export function decideReference(input: PolicyInput): PolicyOutput {
           group: c.name,
           workerId: w.workerId,
           providerId: w.providerId,
-          reason: `${c.name}: ${w.workerId} not registered within ${formatDuration(c.bootTimeoutMs)}${detail}, cancelled; boot failed ${run.failedBoots}×, backing off ${formatDuration(backoffMs(run.failedBoots))}`,
+          reason: `${c.name}: ${w.workerId} not registered within ${formatMillis(c.bootTimeoutMs)}${detail}, cancelled; boot failed ${run.failedBoots}×, backing off ${formatMillis(backoffMs(run.failedBoots))}`,
         });
         continue;
       }
@@ -315,7 +310,7 @@ export function decideReference(input: PolicyInput): PolicyOutput {
     const c = r.g.config;
     if (r.backoffUntilMs > now) {
       let t = backoffText.get(r);
-      if (t === undefined) backoffText.set(r, (t = `${c.name}: boot failed ${r.failedBoots}×, backing off ${formatDuration(r.backoffUntilMs - now)}`));
+      if (t === undefined) backoffText.set(r, (t = `${c.name}: boot failed ${r.failedBoots}×, backing off ${formatMillis(r.backoffUntilMs - now)}`));
       return t;
     }
     if (r.total + n > c.maxWorkers) {
@@ -476,7 +471,7 @@ export function decideReference(input: PolicyInput): PolicyOutput {
     const missing = c.minWorkers - r.total;
     if (missing <= 0) continue;
     if (r.backoffUntilMs > now) {
-      hold(c.name, `${c.name}: boot failed ${r.failedBoots}×, backing off ${formatDuration(r.backoffUntilMs - now)}`);
+      hold(c.name, `${c.name}: boot failed ${r.failedBoots}×, backing off ${formatMillis(r.backoffUntilMs - now)}`);
       continue;
     }
     plan(r, "", missing, 0);
@@ -509,7 +504,7 @@ export function decideReference(input: PolicyInput): PolicyOutput {
       if (w.state !== "ready" || w.busy || r.usedReady.has(w.workerId) || w.idleSinceMs === undefined) continue;
       const idle = now - w.idleSinceMs;
       if (idle < c.idleTimeoutMs) continue;
-      decisions.push({ kind: "stop", group: c.name, workerId: w.workerId, providerId: w.providerId, reason: `-1 ${c.name}: ${w.workerId} idle for ${formatDuration(idle)}` });
+      decisions.push({ kind: "stop", group: c.name, workerId: w.workerId, providerId: w.providerId, reason: `-1 ${c.name}: ${w.workerId} idle for ${formatMillis(idle)}` });
       stoppable--;
     }
   }

@@ -1,5 +1,5 @@
 // `iris cluster status` for people: one line per group, then each group's last decisions.
-import { formatDuration } from "../controller/scheduler.ts";
+import { formatMillis } from "../controller/scheduler.ts";
 import type { ClusterStatus } from "./autoscaler.ts";
 
 function clock(ms: number): string {
@@ -20,7 +20,7 @@ export function formatClusterStatus(s: ClusterStatus): string {
     String(g.idle),
     String(g.draining),
     g.demand.tasks === 0 ? "-" : `${g.demand.tasks} task${g.demand.tasks === 1 ? "" : "s"} (${g.demand.units} unit${g.demand.units === 1 ? "" : "s"})`,
-    g.backoffUntilMs > s.atMs ? `${formatDuration(g.backoffUntilMs - s.atMs)} (boot failed ${g.failedBoots}×)` : "-",
+    g.backoffUntilMs > s.atMs ? `${formatMillis(g.backoffUntilMs - s.atMs)} (boot failed ${g.failedBoots}×)` : "-",
   ]);
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
   const line = (r: string[]): string => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]))).join("  ").trimEnd();

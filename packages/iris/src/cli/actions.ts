@@ -227,7 +227,7 @@ export function realActions(io: CliIo): CliActions {
         },
         { log: (l) => io.err(`${l}\n`) },
       );
-      const registered = (): number => cluster.controller.state.listWorkers().length;
+      const registered = (): number => cluster.controller.state.queries.listWorkers().length;
       // Registering is not one of the controller's change events (those follow assignments): poll.
       const deadline = Date.now() + LOCAL_BOOT_TIMEOUT_MS;
       while (registered() < a.workers && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));

@@ -5,12 +5,12 @@ import path from "node:path";
 import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
 import { IrisError } from "../errors.ts";
 import type { Constraint, JobSpecInput, JobState } from "../jobSpec.ts";
+import { integerArg } from "../toolkit/cliInteger.ts";
 import {
   collect,
   collectKeyValue,
   parseConstraint,
   parseCpu,
-  parseInteger,
   parseJson,
   parseSeconds,
   parseSize,
@@ -256,7 +256,7 @@ export function buildProgram(
   program
     .command("controller")
     .description("run a controller: serves the job API and the worker API on one gRPC port")
-    .addOption(new Option("--port <port>", "port to listen on (0: any free port)").argParser(parseInteger(0, 65535)).default(7070))
+    .addOption(new Option("--port <port>", "port to listen on (0: any free port)").argParser(integerArg({ min: 0, max: 65535 })).default(7070))
     .option("--host <host>", "interface to bind (a non-loopback one needs --token or --auth-file, or --insecure)", "127.0.0.1")
     .requiredOption("--db <file>", "SQLite database file (a new one is created only when FILE does not exist)")
     .addOption(new Option("--token <token>", "shorthand for one admin identity (user admin)").env("IRIS_AUTH_TOKEN"))
@@ -266,10 +266,10 @@ export function buildProgram(
     .option("--tls-key <file>", "TLS private key (PEM)")
     .addOption(new Option("--worker-timeout <seconds>", "a worker silent this long is lost (default 30)").argParser(parseSeconds))
     .addOption(schedulingTimeoutOption("a job that sets none"))
-    .addOption(new Option("--http-port <port>", "also serve HTTP (API, /metrics, the endpoint proxy /proxy and /cap) on this port (0: any free port)").argParser(parseInteger(0, 65535)))
+    .addOption(new Option("--http-port <port>", "also serve HTTP (API, /metrics, the endpoint proxy /proxy and /cap) on this port (0: any free port)").argParser(integerArg({ min: 0, max: 65535 })))
     .option("--no-auth", "turn auth off (a warning is printed): any local process or user could run commands as you")
-    .addOption(new Option("--proxy-port <port>", "the endpoint proxy's own port (/proxy, /cap: its own origin, apart from the dashboard's; default: any free port)").argParser(parseInteger(0, 65535)))
-    .addOption(new Option("--bundle-keep <n>", "uploaded code bundles kept beyond those unfinished jobs run from, the most recently used; older ones are removed (0 = keep all; default 32)").argParser(parseInteger(0)))
+    .addOption(new Option("--proxy-port <port>", "the endpoint proxy's own port (/proxy, /cap: its own origin, apart from the dashboard's; default: any free port)").argParser(integerArg({ min: 0, max: 65535 })))
+    .addOption(new Option("--bundle-keep <n>", "uploaded code bundles kept beyond those unfinished jobs run from, the most recently used; older ones are removed (0 = keep all; default 32)").argParser(integerArg({ min: 0 })))
     .action(
       (o: {
         port: number;
@@ -325,7 +325,7 @@ export function buildProgram(
     .option("--worker-id <id>", "register under this id (default: kept in the state directory, else <hostname>-<random>)")
     .option("--credential-file <file>", "read the registration credential from this file (mode 0600; instead of --token, which shows in ps)")
     .option("--bundle-cache <dir>", "where code bundles are unpacked and built (default: $IRIS_BUNDLE_CACHE or ~/.cache/iris/bundles)")
-    .addOption(new Option("--bundle-cache-keep <n>", "built bundles the cache keeps, the most recently used; older unused ones are removed (0 = keep all; default 8)").argParser(parseInteger(0)))
+    .addOption(new Option("--bundle-cache-keep <n>", "built bundles the cache keeps, the most recently used; older unused ones are removed (0 = keep all; default 8)").argParser(integerArg({ min: 0 })))
     .option("--no-adopt", "with --state-dir: a restarted worker ends its previous run's attempts instead of adopting them")
     .addOption(new Option("--adopt-grace <seconds>", "how long attempts outlive a dead worker, waiting for it to restart (default 10)").argParser(parseSeconds))
     .addOption(new Option("--bundle-install-flag <flag>", "extra flag of the bundles' pnpm install, e.g. --ignore-scripts (repeatable)").argParser(collect((s: string) => s)))
@@ -402,16 +402,16 @@ export function buildProgram(
   cluster
     .command("local")
     .description("run a controller and N workers in this process (real gRPC on loopback)")
-    .addOption(new Option("--workers <n>", "number of workers").argParser(parseInteger(1)).default(2))
-    .addOption(new Option("--port <port>", "controller port (0: any free port)").argParser(parseInteger(0, 65535)).default(7070))
+    .addOption(new Option("--workers <n>", "number of workers").argParser(integerArg({ min: 1 })).default(2))
+    .addOption(new Option("--port <port>", "controller port (0: any free port)").argParser(integerArg({ min: 0, max: 65535 })).default(7070))
     .addOption(tokenOption())
     .option("--db <file>", "SQLite database file (default: a temporary directory)")
     .addOption(new Option("--worker-cpu <cores>", "CPU per worker (default: the machine's cores split between the workers)").argParser(parseCpu))
     .addOption(new Option("--worker-memory <size>", "memory per worker (default: the machine's memory split between the workers)").argParser(parseSize))
     .addOption(schedulingTimeoutOption("a job that sets none"))
-    .addOption(new Option("--http-port <port>", "serve the web dashboard (and the HTTP API, /metrics) on this port (0: any free port); the URL, with a one-time login code, is printed").argParser(parseInteger(0, 65535)))
+    .addOption(new Option("--http-port <port>", "serve the web dashboard (and the HTTP API, /metrics) on this port (0: any free port); the URL, with a one-time login code, is printed").argParser(integerArg({ min: 0, max: 65535 })))
     .option("--no-auth", "turn auth off (a warning is printed): any local process or user could run commands as you")
-    .addOption(new Option("--proxy-port <port>", "the endpoint proxy's own port (/proxy, /cap: its own origin, apart from the dashboard's; default: any free port)").argParser(parseInteger(0, 65535)))
+    .addOption(new Option("--proxy-port <port>", "the endpoint proxy's own port (/proxy, /cap: its own origin, apart from the dashboard's; default: any free port)").argParser(integerArg({ min: 0, max: 65535 })))
     .action((o: { workers: number; port: number; token?: string; db?: string; workerCpu?: number; workerMemory?: number; schedulingTimeout?: number; httpPort?: number; auth: boolean; proxyPort?: number }) =>
       run(() =>
         actions.clusterLocal({
@@ -441,17 +441,17 @@ export function buildProgram(
     .addOption(tlsCaOption())
     .addOption(tokenOption())
     .option("--name <name>", "job name: NAME (→ /<user>/NAME) or /user/name; default: generated")
-    .addOption(new Option("--replicas <n>", "number of tasks").argParser(parseInteger(1)))
+    .addOption(new Option("--replicas <n>", "number of tasks").argParser(integerArg({ min: 1 })))
     .addOption(new Option("--cpu <cores>", "CPU per task, cores (0.5) or millicores (500m)").argParser(parseCpu))
     .addOption(new Option("--memory <size>", "memory per task (2G, 512M, bytes)").argParser(parseSize))
-    .addOption(new Option("--max-retries <n>", "retries after failures, per task (default 0)").argParser(parseInteger(0)))
-    .addOption(new Option("--max-preemptions <n>", "retries after preemption or worker loss (default 10)").argParser(parseInteger(0)))
+    .addOption(new Option("--max-retries <n>", "retries after failures, per task (default 0)").argParser(integerArg({ min: 0 })))
+    .addOption(new Option("--max-preemptions <n>", "retries after preemption or worker loss (default 10)").argParser(integerArg({ min: 0 })))
     .option("--gang", "place all tasks together or none; a member's failure reruns them all")
     .addOption(new Option("--constraint <expr>", "zone=a, zone!=a, gpu, 'zone in a,b', rank>3, rank<3 (repeatable)").argParser(collect(parseConstraint)))
     .addOption(new Option("--env <key=value>", "environment variable for the tasks (repeatable)").argParser(collectKeyValue))
     .addOption(new Option("--port <name>", "named port to allocate, IRIS_PORT_<NAME> (repeatable)").argParser(collect((s: string) => s)))
     .addOption(new Option("--timeout <seconds>", "per-attempt timeout").argParser(parseSeconds))
-    .addOption(new Option("--priority <n>", "scheduling priority (higher first)").argParser(parseInteger(Number.MIN_SAFE_INTEGER)))
+    .addOption(new Option("--priority <n>", "scheduling priority (higher first)").argParser(integerArg()))
     .addOption(schedulingTimeoutOption("a task"))
     .option("--cwd <dir>", "working directory of the command on the worker")
     .option("--module <file>", "run an exported function of this module (path on the workers) instead of a command")

@@ -3,7 +3,8 @@ import { InvalidArgumentError } from "commander";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { constraintMatches, formatBytes } from "../controller/scheduler.ts";
-import { parseConstraint, parseCpu, parseInteger, parseKeyValue, parseSeconds, parseSize } from "./units.ts";
+import { integerArg } from "../toolkit/cliInteger.ts";
+import { parseConstraint, parseCpu, parseKeyValue, parseSeconds, parseSize } from "./units.ts";
 
 describe("parseSize", () => {
   it("reads bytes and binary suffixes, with or without i and B", () => {
@@ -49,10 +50,10 @@ describe("parseCpu", () => {
 
 describe("parseInteger, parseSeconds, parseKeyValue", () => {
   it("bounds integers", () => {
-    expect(parseInteger(1)("3")).toBe(3);
-    expect(() => parseInteger(1)("0")).toThrow(/≥ 1/);
-    expect(() => parseInteger(0, 10)("11")).toThrow(/in 0\.\.10/);
-    expect(() => parseInteger(0)("1.5")).toThrow(InvalidArgumentError);
+    expect(integerArg({ min: 1 })("3")).toBe(3);
+    expect(() => integerArg({ min: 1 })("0")).toThrow(/≥ 1/);
+    expect(() => integerArg({ min: 0, max: 10 })("11")).toThrow(/in 0\.\.10/);
+    expect(() => integerArg({ min: 0 })("1.5")).toThrow(InvalidArgumentError);
   });
   it("reads seconds as milliseconds", () => {
     expect(parseSeconds("30")).toBe(30_000);

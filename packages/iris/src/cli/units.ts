@@ -30,19 +30,6 @@ export function parseCpu(text: string): number {
   return Math.round(Number(t) * 1000);
 }
 
-/** A whole number ≥ `min` (a count, a port). */
-export function parseInteger(min: number, max = Number.MAX_SAFE_INTEGER): (text: string) => number {
-  return (text) => {
-    const t = text.trim();
-    const n = Number(t);
-    if (!/^-?\d+$/.test(t) || n < min || n > max) {
-      const range = max === Number.MAX_SAFE_INTEGER ? `≥ ${min}` : `in ${min}..${max}`;
-      throw new InvalidArgumentError(`expected a whole number ${range}, got "${text}"`);
-    }
-    return n;
-  };
-}
-
 /** A duration in seconds (`30`, `0.5`), returned in milliseconds. */
 export function parseSeconds(text: string): number {
   const t = text.trim();

@@ -10,8 +10,10 @@ import type { LogBatch__Output } from "../internal/generated/iris/v1/LogBatch.ts
 import { createControllerClient, toIrisError, unary } from "../internal/rpc.ts";
 import type { ControllerServiceClient } from "../internal/rpc.ts";
 import { endpointFromWire, jobSpecToWire, jobStatusFromWire, logEntryFromWire, metricPointFromWire, workerSummaryFromWire } from "../internal/codec.ts";
-import { formatIssues, isBundleMissing, isTerminalJobState, jobSpecInputSchema } from "../jobSpec.ts";
+import { isBundleMissing, isTerminalJobState, jobSpecInputSchema } from "../jobSpec.ts";
 import type { Endpoint, EndpointCapability, JobSpecInput, JobStatus, LogEntry, MetricPoint, WorkerSummary } from "../jobSpec.ts";
+import { Backoff, sleep } from "../toolkit/backoff.ts";
+import { formatZodIssues } from "../toolkit/zodIssues.ts";
 import { packBundle, rebaseEntrypoint } from "./bundle.ts";
 
 export type { WorkerSummary } from "../jobSpec.ts";
@@ -68,10 +70,9 @@ const PAGE_SIZE = 1000;
 const TASK_PAGE_SIZE = 10_000;
 
 const RETRYABLE: ReadonlySet<string> = new Set(["UNAVAILABLE", "CANCELLED", "INTERNAL", "UNKNOWN"]);
+/** Retries of a lookup, a watch or a log follow: 100 ms, doubling, at most 2 s apart. */
+const RETRY_BACKOFF = { initialMs: 100, maxMs: 2000 };
 
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
-}
 
 /** The user bare job names belong to: IRIS_USER, else the OS user, else "root". */
 export function defaultIrisUser(): string {
@@ -164,7 +165,7 @@ export class IrisClient {
     // Values the wire would coerce (a NaN cpu becomes 0, "yes" becomes true) are refused here.
     const checked = jobSpecInputSchema.safeParse(spec);
     const issues = checked.success ? [] : checked.error.issues.filter((i) => i.code !== "unrecognized_keys");
-    if (issues.length > 0) throw new IrisError("INVALID_ARGUMENT", `invalid job spec: ${formatIssues(issues)}`);
+    if (issues.length > 0) throw new IrisError("INVALID_ARGUMENT", `invalid job spec: ${formatZodIssues(issues)}`);
     const generated = `job-${Date.now().toString(36)}-${randomBytes(3).toString("hex")}`;
     const name = this.resolveName(spec.name ? spec.name : generated);
     try {
@@ -308,16 +309,15 @@ export class IrisClient {
   async resolveEndpoint(name: string, opts: { timeoutMs?: number } = {}): Promise<Endpoint> {
     const callSite = new Error("call site");
     const deadline = Date.now() + (opts.timeoutMs ?? 0);
-    let delay = 100;
+    const backoff = new Backoff(RETRY_BACKOFF);
     for (;;) {
       try {
         return endpointFromWire(await unary(this.rpc, "resolveEndpoint", { name, scopeJob: this.scopeJob }));
       } catch (e) {
         const err = toIrisError(e, callSite);
-        if ((err.code !== "NOT_FOUND" && err.code !== "UNAVAILABLE") || Date.now() + delay > deadline) throw err;
+        if ((err.code !== "NOT_FOUND" && err.code !== "UNAVAILABLE") || Date.now() + backoff.delayMs > deadline) throw err;
       }
-      await sleep(delay);
-      delay = Math.min(2000, delay * 2);
+      await sleep(backoff.next());
     }
   }
 
@@ -446,7 +446,7 @@ class JobHandle implements Job {
   async wait(opts: { timeoutMs?: number; onStatus?: (status: JobStatus) => void } = {}): Promise<JobStatus> {
     const callSite = new Error("call site");
     const deadline = opts.timeoutMs !== undefined ? Date.now() + opts.timeoutMs : Infinity;
-    let delay = 100;
+    const backoff = new Backoff(RETRY_BACKOFF);
     for (;;) {
       let last: JobStatus__Output | undefined;
       const options: grpc.CallOptions = Number.isFinite(deadline) ? { deadline } : {};
@@ -454,7 +454,7 @@ class JobHandle implements Job {
       try {
         for await (const st of stream as AsyncIterable<JobStatus__Output>) {
           last = st;
-          delay = 100;
+          backoff.reset();
           opts.onStatus?.(jobStatusFromWire(st));
         }
         if (last && isTerminalJobState(last.state)) return await this.#withAllTasks(last);
@@ -465,9 +465,8 @@ class JobHandle implements Job {
         }
         if (!RETRYABLE.has(err.code)) throw err;
       }
-      if (Date.now() + delay > deadline) throw new IrisError("DEADLINE_EXCEEDED", `job ${this.name} did not finish within ${opts.timeoutMs} ms`);
-      await sleep(delay);
-      delay = Math.min(2000, delay * 2);
+      if (Date.now() + backoff.delayMs > deadline) throw new IrisError("DEADLINE_EXCEEDED", `job ${this.name} did not finish within ${opts.timeoutMs} ms`);
+      await sleep(backoff.next());
     }
   }
 
@@ -479,7 +478,7 @@ class JobHandle implements Job {
       async *[Symbol.asyncIterator]() {
         const callSite = new Error("call site");
         let afterSeq = 0;
-        let delay = 100;
+        const backoff = new Backoff(RETRY_BACKOFF);
         for (;;) {
           const stream = client.rpc.streamLogs({
             name,
@@ -495,7 +494,7 @@ class JobHandle implements Job {
                 afterSeq = e.seq;
                 yield logEntryFromWire(e);
               }
-              delay = 100;
+              backoff.reset();
             }
             return;
           } catch (e) {
@@ -504,8 +503,7 @@ class JobHandle implements Job {
           } finally {
             stream.cancel();
           }
-          await sleep(delay);
-          delay = Math.min(2000, delay * 2);
+          await sleep(backoff.next());
         }
       },
     };

@@ -9,7 +9,8 @@ import type * as grpc from "@grpc/grpc-js";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 import { IrisError } from "../errors.ts";
-import { formatIssues, inTree } from "../jobSpec.ts";
+import { inTree } from "../jobSpec.ts";
+import { formatZodIssues } from "../toolkit/zodIssues.ts";
 
 /** What a caller may do: see the iris README's security section. */
 export type Role = "admin" | "user" | "worker" | "task";
@@ -180,7 +181,7 @@ export function loadAuthFile(file: string): AuthIdentity[] {
     throw new IrisError("INVALID_ARGUMENT", `auth file ${file}: ${(e as Error).message}`);
   }
   const r = authFileSchema.safeParse(raw);
-  if (!r.success) throw new IrisError("INVALID_ARGUMENT", `auth file ${file}: ${formatIssues(r.error.issues)}`);
+  if (!r.success) throw new IrisError("INVALID_ARGUMENT", `auth file ${file}: ${formatZodIssues(r.error)}`);
   return r.data.tokens.map((t) => ({ user: t.user, role: t.role, sha256: (t.sha256 ?? sha256Hex(t.token!)).toLowerCase() }));
 }
 

@@ -27,6 +27,7 @@ import { openDb } from "./db.ts";
 import { ControllerMetrics } from "./rpcMetrics.ts";
 import { ControllerRpcService } from "./service.ts";
 import type { ClusterHooks } from "./service.ts";
+import { PrometheusText, sampleLine } from "../toolkit/prometheus.ts";
 import type { Db } from "./db.ts";
 
 /** Options of {@link Controller.start}. */
@@ -474,18 +475,17 @@ export class Controller {
 
   private prometheusText(): string {
     const db = this.db;
-    const lines: string[] = [];
+    const page = new PrometheusText();
     const gauge = (name: string, help: string, rows: { k: string; n: number }[], label: string): void => {
-      lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} gauge`);
-      for (const r of rows) lines.push(`${name}{${label}="${r.k}"} ${r.n}`);
+      page.family(name, "gauge", help, rows.map((r) => sampleLine(name, r.n, { [label]: r.k })));
     };
     gauge("iris_jobs", "Latest job submissions by state.", db.prepare("SELECT state AS k, COUNT(*) AS n FROM jobs WHERE latest = 1 GROUP BY state").all() as { k: string; n: number }[], "state");
     gauge("iris_tasks", "Tasks of unfinished jobs by state.", db.prepare("SELECT t.state AS k, COUNT(*) AS n FROM tasks t JOIN jobs j ON j.instance_id = t.instance_id WHERE j.state IN ('PENDING','RUNNING') GROUP BY t.state").all() as { k: string; n: number }[], "state");
     gauge("iris_workers", "Registered workers by state.", db.prepare("SELECT state AS k, COUNT(*) AS n FROM workers GROUP BY state").all() as { k: string; n: number }[], "state");
     const size = db.prepare("SELECT page_count * page_size AS n FROM pragma_page_count(), pragma_page_size()").get() as { n: number };
-    lines.push("# HELP iris_db_bytes Size of the controller database file.", "# TYPE iris_db_bytes gauge", `iris_db_bytes ${size.n}`);
-    lines.push(...this.metrics.prometheusLines());
-    return lines.join("\n") + "\n";
+    page.single("iris_db_bytes", "gauge", "Size of the controller database file.", size.n);
+    this.metrics.addTo(page);
+    return page.text();
   }
 
 

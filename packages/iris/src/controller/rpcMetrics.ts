@@ -1,30 +1,10 @@
 // The controller's own timings for `/metrics`: RPC counts and latencies per method (every face:
 // gRPC, the HTTP API, the dashboard's streams) and the scheduler's cycle time, as Prometheus text.
 import * as grpc from "@grpc/grpc-js";
+import { Histogram, LabeledCounter, PrometheusText } from "../toolkit/prometheus.ts";
 
 /** Histogram bucket bounds in seconds (Prometheus `le`). */
 const BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
-
-class Histogram {
-  readonly counts = BUCKETS.map(() => 0);
-  count = 0;
-  sum = 0;
-  last = 0;
-
-  observe(seconds: number): void {
-    this.count++;
-    this.sum += seconds;
-    this.last = seconds;
-    for (let i = 0; i < BUCKETS.length; i++) if (seconds <= BUCKETS[i]!) this.counts[i]!++;
-  }
-
-  lines(name: string, labels: string): string[] {
-    const sep = labels ? `${labels},` : "";
-    const out = BUCKETS.map((b, i) => `${name}_bucket{${sep}le="${b}"} ${this.counts[i]}`);
-    out.push(`${name}_bucket{${sep}le="+Inf"} ${this.count}`, `${name}_sum${labels ? `{${labels}}` : ""} ${this.sum}`, `${name}_count${labels ? `{${labels}}` : ""} ${this.count}`);
-    return out;
-  }
-}
 
 type AnyHandler = (call: unknown, callback?: (err: unknown, value?: unknown) => void) => void;
 
@@ -34,9 +14,9 @@ type AnyHandler = (call: unknown, callback?: (err: unknown, value?: unknown) => 
  * starts (its length is the client's choice, not a latency).
  */
 export class ControllerMetrics {
-  private readonly rpcCounts = new Map<string, number>();
+  private readonly rpcCounts = new LabeledCounter();
   private readonly rpcLatency = new Map<string, Histogram>();
-  private readonly scheduler = new Histogram();
+  private readonly scheduler = new Histogram(BUCKETS);
 
   /** The same handlers, each counted and timed under its method name. */
   instrument<H extends object>(handlers: H): H {
@@ -71,26 +51,30 @@ export class ControllerMetrics {
   }
 
   private count(method: string, code: string): void {
-    const key = `method="${method}",code="${code}"`;
-    this.rpcCounts.set(key, (this.rpcCounts.get(key) ?? 0) + 1);
+    this.rpcCounts.inc({ method, code });
   }
 
   private record(method: string, err: unknown, seconds: number): void {
     const code = err ? (grpc.status[(err as Partial<grpc.StatusObject>).code ?? grpc.status.INTERNAL] ?? "UNKNOWN") : "OK";
     this.count(method, code);
     let h = this.rpcLatency.get(method);
-    if (!h) this.rpcLatency.set(method, (h = new Histogram()));
+    if (!h) this.rpcLatency.set(method, (h = new Histogram(BUCKETS)));
     h.observe(seconds);
   }
 
-  /** The Prometheus text of these metrics. */
+  /** The Prometheus text lines of these metrics. */
   prometheusLines(): string[] {
-    const lines = ["# HELP iris_rpc_requests_total RPCs handled, by method and status code (server streams: counted when they start).", "# TYPE iris_rpc_requests_total counter"];
-    for (const [k, n] of [...this.rpcCounts].sort()) lines.push(`iris_rpc_requests_total{${k}} ${n}`);
-    lines.push("# HELP iris_rpc_duration_seconds Latency of unary and client-stream RPCs, by method.", "# TYPE iris_rpc_duration_seconds histogram");
-    for (const [m, h] of [...this.rpcLatency].sort((a, b) => a[0].localeCompare(b[0]))) lines.push(...h.lines("iris_rpc_duration_seconds", `method="${m}"`));
-    lines.push("# HELP iris_scheduler_cycle_seconds Time of one scheduler pass.", "# TYPE iris_scheduler_cycle_seconds histogram", ...this.scheduler.lines("iris_scheduler_cycle_seconds", ""));
-    lines.push("# HELP iris_scheduler_last_cycle_seconds Time of the latest scheduler pass.", "# TYPE iris_scheduler_last_cycle_seconds gauge", `iris_scheduler_last_cycle_seconds ${this.scheduler.last}`);
-    return lines;
+    const page = new PrometheusText();
+    this.addTo(page);
+    return page.lines();
+  }
+
+  /** Adds these metrics' families to a `/metrics` page. */
+  addTo(page: PrometheusText): void {
+    page.family("iris_rpc_requests_total", "counter", "RPCs handled, by method and status code (server streams: counted when they start).", this.rpcCounts.samples("iris_rpc_requests_total"));
+    const latency = [...this.rpcLatency].sort((a, b) => a[0].localeCompare(b[0])).flatMap(([method, h]) => h.samples("iris_rpc_duration_seconds", { method }));
+    page.family("iris_rpc_duration_seconds", "histogram", "Latency of unary and client-stream RPCs, by method.", latency);
+    page.family("iris_scheduler_cycle_seconds", "histogram", "Time of one scheduler pass.", this.scheduler.samples("iris_scheduler_cycle_seconds"));
+    page.single("iris_scheduler_last_cycle_seconds", "gauge", "Time of the latest scheduler pass.", this.scheduler.last);
   }
 }

@@ -638,7 +638,7 @@ export function schedule(snapshot: SchedSnapshot): SchedResult {
     if (registered.length === 0) {
       const limit = t.schedulingTimeoutMs ?? 0;
       if (limit > 0 && t.waitingSinceMs !== undefined && nowMs - t.waitingSinceMs >= limit) {
-        return `no worker registered within the scheduling timeout (${formatDuration(limit)})`;
+        return `no worker registered within the scheduling timeout (${formatMillis(limit)})`;
       }
       return undefined;
     }
@@ -726,7 +726,7 @@ function neverFitsReason(cls: TaskClass, n: number, registered: SchedCapacity[],
 }
 
 /** Milliseconds for people: `300 ms`, `45 s`, `5 min`, `1.5 h`. */
-export function formatDuration(ms: number): string {
+export function formatMillis(ms: number): string {
   if (ms < 1000) return `${ms} ms`;
   if (ms < 60_000) return `${Math.round(ms / 100) / 10} s`;
   if (ms < 3_600_000) return `${Math.round(ms / 6000) / 10} min`;

@@ -14,6 +14,7 @@ export interface Principal {
 import { BodyTooLargeError, readBody } from "../http/body.ts";
 import { refuse, reply } from "../http/respond.ts";
 import type { HttpRouter } from "../http/router.ts";
+import { formatZodIssues } from "../toolkit/zodIssues.ts";
 
 /** States a pipeline step shows. */
 export const PIPELINE_STEP_STATES = ["planned", "waiting", "running", "publishing", "cached", "done", "failed", "dep_failed", "cancelled", "not_selected"] as const;
@@ -170,7 +171,7 @@ export function addPipelineRoutes(router: HttpRouter, opts: { pipelines: Pipelin
       }
       const r = PipelineRunSchema.safeParse(parsed);
       if (!r.success) {
-        return reply(res, 400, { code: "INVALID_ARGUMENT", message: `pipeline run: ${r.error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`).join("; ")}` });
+        return reply(res, 400, { code: "INVALID_ARGUMENT", message: `pipeline run: ${formatZodIssues(r.error)}` });
       }
       const decoded = safeDecode(id);
       if (r.data.runId !== decoded) return reply(res, 400, { code: "INVALID_ARGUMENT", message: `runId: the body's ${r.data.runId} is not the path's ${id}` });

@@ -1,6 +1,7 @@
 // The task environment: the IRIS_* variables a worker gives an attempt (built here) and a task
 // reads back (parsed here).
 import { IrisError } from "../errors.ts";
+import { toInteger } from "../toolkit/cliInteger.ts";
 
 /** Loopback: where a task's servers are reachable when nothing else is configured. */
 export const DEFAULT_ADVERTISE_HOST = "127.0.0.1";
@@ -113,8 +114,8 @@ export function parseTaskEnv(env: Readonly<Record<string, string | undefined>> =
   };
   const int = (key: string, min: number): number => {
     const raw = text(key);
-    const n = Number(raw);
-    if (!Number.isInteger(n) || n < min) {
+    const n = toInteger(raw, { min });
+    if (n === undefined) {
       throw new IrisError("FAILED_PRECONDITION", `${key}: expected an integer ≥ ${min}, got ${JSON.stringify(raw)}`);
     }
     return n;

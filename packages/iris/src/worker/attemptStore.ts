@@ -5,6 +5,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { z } from "zod";
 import { groupAlive, readProcStat, signalGroup } from "../process/processGroup.ts";
+import { writeFileAtomicSync } from "../toolkit/atomicWrite.ts";
 
 const recordSchema = z.object({
   attemptUid: z.string().min(1),
@@ -49,8 +50,7 @@ export class AttemptStore {
   write(record: AttemptRecord): void {
     const file = path.join(this.dir, `${fileKey(record.attemptUid)}.json`);
     // Write-then-rename: a crash mid-write must not leave a record that cannot be read back.
-    fs.writeFileSync(`${file}.tmp`, JSON.stringify(record));
-    fs.renameSync(`${file}.tmp`, file);
+    writeFileAtomicSync(file, JSON.stringify(record), { durable: false });
   }
 
   /** Forgets an attempt: its record and its scratch directory. */

@@ -11,6 +11,7 @@ import type { RunAttempt__Output } from "../internal/generated/iris/v1/RunAttemp
 import { observationToWire } from "./workerTypes.ts";
 import { unary } from "../internal/rpc.ts";
 import { DEFAULT_ADVERTISE_HOST } from "../process/taskEnv.ts";
+import { Backoff } from "../toolkit/backoff.ts";
 import type { AttemptLauncher } from "./attemptLauncher.ts";
 import { killRecordedAttempt, type AttemptRecord } from "./attemptStore.ts";
 import { errorText, isTerminal, RPC_DEADLINE_MS, type LocalAttempt, type LocalState, type WorkerContext } from "./workerTypes.ts";
@@ -77,12 +78,11 @@ export class Reconciler {
   // ---- the loop -------------------------------------------------------------------------------
 
   async run(): Promise<void> {
-    let backoff = REGISTER_BACKOFF_START_MS;
+    const backoff = new Backoff({ initialMs: REGISTER_BACKOFF_START_MS, maxMs: REGISTER_BACKOFF_MAX_MS });
     const retryLater = async (error: unknown): Promise<void> => {
       this.#fenceIfSilent();
-      this.#ctx.emit({ type: "controllerUnreachable", error: errorText(error), retryInMs: backoff });
-      await this.#sleep(backoff);
-      backoff = Math.min(backoff * 2, REGISTER_BACKOFF_MAX_MS);
+      this.#ctx.emit({ type: "controllerUnreachable", error: errorText(error), retryInMs: backoff.delayMs });
+      await this.#sleep(backoff.next());
     };
     while (!this.#ctx.stopping) {
       if (!this.#ctx.isRegistered) {
@@ -105,7 +105,7 @@ export class Reconciler {
       try {
         await this.#reconcileOnce();
         this.#lastContactMs = Date.now();
-        backoff = REGISTER_BACKOFF_START_MS;
+        backoff.reset();
       } catch (e) {
         if (e instanceof IrisError && (e.code === "NOT_FOUND" || (e.code === "UNAUTHENTICATED" && this.#ctx.session !== undefined))) {
           // The controller forgot this worker (or declared it lost), or its session: register

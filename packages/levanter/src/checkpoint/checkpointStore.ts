@@ -15,7 +15,7 @@ import { crc32 } from "node:zlib";
 import { z } from "zod";
 import { LevanterError } from "../errors.ts";
 import { log } from "../internal/log.ts";
-import { formatZodIssues, syncDir, writeFileAtomic } from "../sharding/durableFiles.ts";
+import { formatZodIssues, syncDir, writeFileAtomic } from "@marin/iris/toolkit";
 
 /** Name of the file whose presence marks a checkpoint directory complete. */
 export const METADATA_FILE = "metadata.json";
@@ -126,7 +126,7 @@ export async function saveCheckpoint(dir: string, payload: CheckpointPayload): P
   }
   const stateBytes = Buffer.from(`${JSON.stringify(payload.state ?? null)}\n`, "utf8");
   manifest.state = { byteLength: stateBytes.length, crc32: crc32(stateBytes) };
-  await writeFileAtomic(path.join(dir, STATE_FILE), stateBytes);
+  await writeFileAtomic(path.join(dir, STATE_FILE), stateBytes, { durable: true });
   await writeJsonDurably(path.join(dir, MANIFEST_FILE), manifest);
   const metadata: CheckpointMetadata = {
     step: payload.step,
@@ -134,7 +134,6 @@ export async function saveCheckpoint(dir: string, payload: CheckpointPayload): P
     isTemporary: payload.isTemporary ?? false,
   };
   await writeJsonDurably(path.join(dir, METADATA_FILE), metadata);
-  await syncDir(dir);
   return metadata;
 }
 
@@ -318,7 +317,7 @@ function littleEndianBytes(data: Float32Array | Int32Array): Uint8Array {
 }
 
 async function writeJsonDurably(file: string, value: unknown): Promise<void> {
-  await writeFileAtomic(file, `${JSON.stringify(value)}\n`);
+  await writeFileAtomic(file, `${JSON.stringify(value)}\n`, { durable: true });
 }
 
 async function readJson(file: string): Promise<unknown> {

@@ -3,7 +3,7 @@ import { rm } from "node:fs/promises";
 import path from "node:path";
 import { z } from "zod";
 import { LevanterError } from "../errors.ts";
-import { formatZodIssues } from "../sharding/durableFiles.ts";
+import { formatZodIssues } from "@marin/iris/toolkit";
 import { checkpointDirName, findLatestCheckpoint, listCheckpoints, readCheckpointMetadata } from "./checkpointStore.ts";
 import type { DamagedCheckpointPolicy, FoundCheckpoint } from "./checkpointStore.ts";
 

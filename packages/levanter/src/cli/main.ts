@@ -5,6 +5,7 @@ import { appendFileSync, mkdirSync, realpathSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
+import { integerArg } from "@marin/iris/toolkit";
 import { LevanterError } from "../errors.ts";
 import { setLogSink } from "../internal/log.ts";
 import type { ServeCommandOptions } from "../serve/serveCommand.ts";
@@ -15,11 +16,7 @@ import type { ProgressMode } from "./trainOutput.ts";
 /** File under `trainer.runDir` that receives the JSON log lines in human output mode. */
 export const LOG_FILE = "log.jsonl";
 
-function int(v: string): number {
-  const n = Number(v);
-  if (!Number.isInteger(n)) throw new InvalidArgumentError("expected an integer");
-  return n;
-}
+const int = integerArg();
 
 function num(v: string): number {
   const n = Number(v);
@@ -236,7 +233,7 @@ export function buildProgram(): Command {
         import("../trainer/evaluate.ts"),
         import("../data/tokenizer.ts"),
         import("../sharding/tokenCacheWriter.ts"),
-        import("./wordTags.ts"),
+        import("@marin/iris/toolkit"),
       ]);
       const tokenizer = await tokenizerNamed(opts.tokenizer === "byte" ? "byte" : "hf", opts.tokenizer === "byte" ? undefined : opts.tokenizer);
       const docs = async function* () {

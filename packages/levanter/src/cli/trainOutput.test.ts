@@ -2,7 +2,7 @@
 import { describe, expect, it } from "vitest";
 import type { TrainStepInfo, TrainLmResult } from "../trainer/trainLm.ts";
 import { TrainProgress, type ProgressMode } from "./trainOutput.ts";
-import { stripWordTags } from "./wordTags.ts";
+import { stripWordTags } from "@marin/iris/toolkit";
 
 function fakeStream(columns?: number) {
   const chunks: string[] = [];

@@ -1,7 +1,7 @@
 // Human output of `levanter train`: a progress bar on a TTY (a line per tenth elsewhere), warnings
 // as text, evaluations, and the one summary line printed when training ends.
 import type { LogRecord } from "../internal/log.ts";
-import { formatDuration, formatStatus } from "../trainer/status.ts";
+import { formatHms, formatStatus } from "../trainer/status.ts";
 import type { TrainStepInfo, TrainHook, TrainLmResult } from "../trainer/trainLm.ts";
 
 /** How progress is shown: a redrawn bar (TTY), a line per tenth of the run, or not at all. */
@@ -134,7 +134,7 @@ export class TrainProgress {
     if (result.eval) parts.push(`eval loss ${result.eval.loss.toFixed(4)} · bpb ${result.eval.bpb.toFixed(4)}`);
     const tps = this.tokensPerSecond;
     if (tps !== undefined) parts.push(`${Math.round(tps).toLocaleString("en-US")} tok/s`);
-    parts.push(formatDuration((this.#now() - this.#startMs) / 1000));
+    parts.push(formatHms((this.#now() - this.#startMs) / 1000));
     if (result.skippedSteps > 0) parts.push(`${result.skippedSteps} non-finite steps skipped`);
     if (result.checkpoint) parts.push(`checkpoint ${result.checkpoint}`);
     if (logFile) parts.push(`log ${logFile}`);

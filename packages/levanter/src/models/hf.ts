@@ -7,6 +7,7 @@
 //
 // HF linear weights are [out, in] (Llama's nn.Linear) or [in, out] (GPT-2's Conv1D); levanter's
 // kernels are [in, out]; Llama's q, k, v projections are levanter's one qkv kernel side by side.
+import { formatZodIssues } from "@marin/iris/toolkit";
 import { LevanterError } from "../errors.ts";
 import { attentionShape, ModelConfigSchema, resolveModelConfig, type ModelConfigInput, type ResolvedModelConfig } from "./modelConfig.ts";
 
@@ -125,7 +126,7 @@ export function modelConfigFromHf(raw: unknown, file: string, opts: { seqLen?: n
     };
   }
   const parsed = ModelConfigSchema.safeParse(input);
-  if (!parsed.success) throw invalid(file, `not a model levanter can build: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`);
+  if (!parsed.success) throw invalid(file, `not a model levanter can build: ${formatZodIssues(parsed.error)}`);
   return { family: arch === "LlamaForCausalLM" ? "llama" : "gpt2", model: resolveModelConfig(parsed.data), ...tokenIds };
 }
 

@@ -7,6 +7,7 @@
 // own address. When all have joined, rank 0 sends the ROSTER, and each rank r connects to the
 // ranks 1..r-1 and accepts r+1..N-1. Any wait names the ranks still missing when it times out.
 import net from "node:net";
+import { Backoff, sleep } from "@marin/iris/toolkit";
 import { LevanterError } from "../errors.ts";
 import { log } from "../internal/log.ts";
 import { acceptAuthenticated, connectAuthenticated, Kind, type Frame, Link } from "./wire.ts";
@@ -393,7 +394,8 @@ export async function formGang(opts: GangOptions): Promise<Gang> {
       // Reach the coordinator (retrying: it may not be up yet, or a previous attempt's rank 0 may
       // still be registered and refuse our secret).
       let coordinator: Link | undefined;
-      for (let delay = 100; !coordinator; delay = Math.min(delay * 2, 2000)) {
+      const backoff = new Backoff({ initialMs: 100, maxMs: 2000 });
+      while (!coordinator) {
         const left = deadline - Date.now();
         if (left <= 0) throw new LevanterError("DISTRIBUTED", `rank ${rank}: could not reach the coordinator (rank 0) within ${timeoutMs} ms`);
         try {
@@ -406,7 +408,7 @@ export async function formGang(opts: GangOptions): Promise<Gang> {
           coordinator = link;
         } catch (e) {
           log("debug", "coordinator not reachable yet", { rank, error: String(e) });
-          await new Promise((r) => setTimeout(r, Math.min(delay, Math.max(0, deadline - Date.now()))));
+          await sleep(Math.min(backoff.next(), Math.max(0, deadline - Date.now())));
         }
       }
       links.set(0, coordinator);

@@ -6,6 +6,7 @@ import { streamSSE } from "hono/streaming";
 import { ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { randomUUID } from "node:crypto";
+import { Histogram, LabeledCounter, PrometheusText } from "@marin/iris/toolkit";
 import { z } from "zod";
 import { BUILTIN_CHAT_TEMPLATE, loadChatTemplate, type ChatTemplate } from "./chatTemplate.ts";
 import { EngineBusyError, EngineRequestError, InferenceEngine, type EngineOptions, type EngineRequest, type EngineResult, type Logprobs } from "./engine.ts";
@@ -117,23 +118,18 @@ function errorBody(e: HttpError): { error: { message: string; type: string; para
 
 const TTFT_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
-// Prometheus text exposition, kept by hand (a handful of series).
+// Prometheus text exposition (a handful of series).
 class Metrics {
-  readonly requests = new Map<string, number>();
-  readonly ttft = { counts: TTFT_BUCKETS.map(() => 0), sum: 0, count: 0 };
+  readonly requests = new LabeledCounter();
+  readonly ttft = new Histogram(TTFT_BUCKETS);
   private readonly samples: { t: number; tokens: number }[] = [];
 
   request(route: string, status: number): void {
-    const key = `route="${route}",status="${status}"`;
-    this.requests.set(key, (this.requests.get(key) ?? 0) + 1);
+    this.requests.inc({ route, status });
   }
 
   observeTtft(seconds: number): void {
-    TTFT_BUCKETS.forEach((b, i) => {
-      if (seconds <= b) this.ttft.counts[i]!++;
-    });
-    this.ttft.sum += seconds;
-    this.ttft.count++;
+    this.ttft.observe(seconds);
   }
 
   // Generated tokens per second over the last ~10 s of snapshots.
@@ -143,28 +139,21 @@ class Metrics {
   }
 
   render(engine: InferenceEngine | undefined): string {
-    const lines: string[] = [];
-    const metric = (name: string, type: string, help: string, values: string[]) => lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`, ...values);
-    metric("levanter_serve_requests_total", "counter", "HTTP requests by route and status.", [...this.requests].map(([k, v]) => `levanter_serve_requests_total{${k}} ${v}`));
+    const page = new PrometheusText();
+    page.family("levanter_serve_requests_total", "counter", "HTTP requests by route and status.", this.requests.samples("levanter_serve_requests_total"));
     const s = engine?.stats();
-    metric("levanter_serve_queue_depth", "gauge", "Requests waiting for a batch slot.", [`levanter_serve_queue_depth ${s?.queued ?? 0}`]);
-    metric("levanter_serve_active_sequences", "gauge", "Sequences in the running batch.", [`levanter_serve_active_sequences ${s?.active ?? 0}`]);
-    metric("levanter_serve_generated_tokens_total", "counter", "Tokens generated.", [`levanter_serve_generated_tokens_total ${s?.generatedTokens ?? 0}`]);
-    metric("levanter_serve_prompt_tokens_total", "counter", "Prompt tokens prefilled.", [`levanter_serve_prompt_tokens_total ${s?.promptTokens ?? 0}`]);
+    page.single("levanter_serve_queue_depth", "gauge", "Requests waiting for a batch slot.", s?.queued ?? 0);
+    page.single("levanter_serve_active_sequences", "gauge", "Sequences in the running batch.", s?.active ?? 0);
+    page.single("levanter_serve_generated_tokens_total", "counter", "Tokens generated.", s?.generatedTokens ?? 0);
+    page.single("levanter_serve_prompt_tokens_total", "counter", "Prompt tokens prefilled.", s?.promptTokens ?? 0);
     const first = this.samples[0];
     const last = this.samples[this.samples.length - 1];
     const rate = first && last && last.t > first.t ? ((last.tokens - first.tokens) * 1000) / (last.t - first.t) : 0;
-    metric("levanter_serve_tokens_per_second", "gauge", "Generated tokens per second over the last 10 s.", [`levanter_serve_tokens_per_second ${rate}`]);
-    metric("levanter_serve_kv_cache_reserved_bytes", "gauge", "KV cache bytes reserved by running sequences.", [`levanter_serve_kv_cache_reserved_bytes ${s?.kvReservedBytes ?? 0}`]);
-    metric("levanter_serve_kv_cache_budget_bytes", "gauge", "KV cache memory budget.", [`levanter_serve_kv_cache_budget_bytes ${s?.kvBudgetBytes ?? 0}`]);
-    const h = this.ttft;
-    metric("levanter_serve_time_to_first_token_seconds", "histogram", "Seconds from submission to the first generated token.", [
-      ...TTFT_BUCKETS.map((b, i) => `levanter_serve_time_to_first_token_seconds_bucket{le="${b}"} ${h.counts[i]}`),
-      `levanter_serve_time_to_first_token_seconds_bucket{le="+Inf"} ${h.count}`,
-      `levanter_serve_time_to_first_token_seconds_sum ${h.sum}`,
-      `levanter_serve_time_to_first_token_seconds_count ${h.count}`,
-    ]);
-    return `${lines.join("\n")}\n`;
+    page.single("levanter_serve_tokens_per_second", "gauge", "Generated tokens per second over the last 10 s.", rate);
+    page.single("levanter_serve_kv_cache_reserved_bytes", "gauge", "KV cache bytes reserved by running sequences.", s?.kvReservedBytes ?? 0);
+    page.single("levanter_serve_kv_cache_budget_bytes", "gauge", "KV cache memory budget.", s?.kvBudgetBytes ?? 0);
+    page.family("levanter_serve_time_to_first_token_seconds", "histogram", "Seconds from submission to the first generated token.", this.ttft.samples("levanter_serve_time_to_first_token_seconds"));
+    return page.text();
   }
 }
 

@@ -19,7 +19,7 @@
 // every footer against it and refuses a cache whose shards changed after finalization.
 import { z } from "zod";
 import { LevanterError } from "../errors.ts";
-import { formatZodIssues } from "./durableFiles.ts";
+import { formatZodIssues } from "@marin/iris/toolkit";
 
 /** File name of a cache's ledger. */
 export const LEDGER_FILE = "ledger.json";

@@ -4,7 +4,7 @@ import { readFile } from "node:fs/promises";
 import { endianness } from "node:os";
 import path from "node:path";
 import { LevanterError } from "../errors.ts";
-import { formatZodIssues } from "./durableFiles.ts";
+import { formatZodIssues } from "@marin/iris/toolkit";
 import { LEDGER_FILE, SHARD_MAGIC, SHARD_TRAILER_BYTES, parseLedger, shardFooterSchema } from "./tokenCacheLayout.ts";
 import type { ShardFooter, TokenCacheLedger } from "./tokenCacheLayout.ts";
 import { checkRange } from "./tokenSource.ts";

@@ -5,7 +5,7 @@ import { mkdir, open, readdir, rename, rm } from "node:fs/promises";
 import type { FileHandle } from "node:fs/promises";
 import path from "node:path";
 import { LevanterError } from "../errors.ts";
-import { syncDir, writeFileAtomic } from "./durableFiles.ts";
+import { syncDir, writeFileAtomic } from "@marin/iris/toolkit";
 import {
   LEDGER_FILE,
   SHARD_FILE_PATTERN,
@@ -265,7 +265,6 @@ export async function finalizeTokenCache(
     totalDocuments: shards.reduce((s, sh) => s + sh.numDocuments, 0),
     finished: true,
   };
-  await writeFileAtomic(path.join(dir, LEDGER_FILE), `${JSON.stringify(ledger, null, 2)}\n`);
-  await syncDir(dir);
+  await writeFileAtomic(path.join(dir, LEDGER_FILE), `${JSON.stringify(ledger, null, 2)}\n`, { durable: true });
   return ledger;
 }

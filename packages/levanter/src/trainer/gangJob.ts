@@ -3,6 +3,7 @@
 import { getIrisCtx, IrisClient, IrisError, LocalCluster, localWorkerCapacity, type Job, type JobSpecInput, type JobStatus, type WorkerSummary } from "@marin/iris";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { formatZodIssues } from "@marin/iris/toolkit";
 import { z } from "zod";
 import { LevanterError } from "../errors.ts";
 import { log } from "../internal/log.ts";
@@ -165,7 +166,7 @@ export function gangPlacement(
   const fallback = "running the gang on an embedded local cluster on this machine";
   if (status === undefined) return { onCluster: false, reason: `the iris cluster has ${alive} worker(s), fewer than ${ranks} ranks, and no autoscaler: ${fallback}` };
   const parsed = clusterStatusSchema.safeParse(status);
-  if (!parsed.success) throw new LevanterError("INVALID_CONFIG", `the controller's cluster status is not understood: ${parsed.error.message}`);
+  if (!parsed.success) throw new LevanterError("INVALID_CONFIG", `the controller's cluster status is not understood: ${formatZodIssues(parsed.error)}`);
   const req = opts.request ?? {};
   const holding = parsed.data.groups
     .filter((g) => g.worker === undefined || (g.worker.cpuMillis >= (req.cpuMillis ?? 0) && g.worker.memoryBytes >= (req.memoryBytes ?? 0)))

@@ -1,4 +1,5 @@
 // A fault-injection hook for tests that interrupt training at an exact step.
+import { toInteger } from "@marin/iris/toolkit";
 import type { TrainHook } from "./trainLm.ts";
 
 /**
@@ -11,8 +12,8 @@ import type { TrainHook } from "./trainLm.ts";
 export function pauseAfterStepHook(env: NodeJS.ProcessEnv = process.env): TrainHook | undefined {
   const raw = env.LEVANTER_PAUSE_AFTER_STEP;
   if (raw === undefined || raw === "") return undefined;
-  const at = Number(raw);
-  if (!Number.isInteger(at) || at < 1) throw new Error(`LEVANTER_PAUSE_AFTER_STEP: expected a positive integer, got ${JSON.stringify(raw)}`);
+  const at = toInteger(raw, { min: 1 });
+  if (at === undefined) throw new Error(`LEVANTER_PAUSE_AFTER_STEP: expected a positive integer, got ${JSON.stringify(raw)}`);
   return {
     every: at,
     fn: async ({ step, final }) => {

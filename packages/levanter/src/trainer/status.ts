@@ -14,8 +14,8 @@ export interface StatusInput {
 
 const int = (n: number) => Math.round(n).toLocaleString("en-US");
 
-/** `42s`, `5m03s`, `2h07m`. */
-export function formatDuration(s: number): string {
+/** Seconds as a compact clock: `42s`, `5m03s`, `2h07m` (ETA, elapsed; iris's `formatMillis` writes `5 min`). */
+export function formatHms(s: number): string {
   const h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60), sec = Math.round(s % 60);
   return h > 0 ? `${h}h${String(m).padStart(2, "0")}m` : m > 0 ? `${m}m${String(sec).padStart(2, "0")}s` : `${sec}s`;
 }
@@ -26,7 +26,7 @@ export function formatStatus(s: StatusInput): string {
   if (s.loss !== undefined) parts.push(`loss ${s.loss.toFixed(4)}`);
   if (s.tokensPerSecond !== undefined && s.tokensPerSecond > 0) parts.push(`${int(s.tokensPerSecond)} tok/s`);
   if (s.mfu !== undefined && s.tokensPerSecond) parts.push(`MFU ${s.mfu.toFixed(2)}%`);
-  if (s.secondsPerStep !== undefined && s.secondsPerStep > 0) parts.push(`ETA ${formatDuration((s.totalSteps - s.step) * s.secondsPerStep)}`);
+  if (s.secondsPerStep !== undefined && s.secondsPerStep > 0) parts.push(`ETA ${formatHms((s.totalSteps - s.step) * s.secondsPerStep)}`);
   return parts.join(" · ");
 }
 

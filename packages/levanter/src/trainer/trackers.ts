@@ -1,6 +1,7 @@
 // Metric trackers: console, JSONL file, TensorBoard, and a composite of several.
-import { appendFileSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { appendFileSync, mkdirSync, readFileSync } from "node:fs";
 import path from "node:path";
+import { writeFileAtomicSync } from "@marin/iris/toolkit";
 import cliProgress from "cli-progress";
 import { log } from "../internal/log.ts";
 import { TensorBoardWriter } from "./tensorboard.ts";
@@ -52,9 +53,7 @@ function truncateAfter(file: string, step: number): void {
     }
   });
   if (keep.length === lines.length - 1 && lines.at(-1) === "") return;
-  const tmp = `${file}.tmp`;
-  writeFileSync(tmp, keep.map((l) => `${l}\n`).join(""));
-  renameSync(tmp, file);
+  writeFileAtomicSync(file, keep.map((l) => `${l}\n`).join(""), { durable: false });
 }
 
 /** Scalars into a TensorBoard event file under `dir`. */

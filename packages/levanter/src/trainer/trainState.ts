@@ -4,6 +4,7 @@ import { copyFile, mkdir, stat } from "node:fs/promises";
 import path from "node:path";
 import type { HfTokenizerFiles } from "../data/hfTokenizer.ts";
 import { writeTrainedTokenizer } from "../data/trainTokenizer.ts";
+import { formatZodIssues } from "@marin/iris/toolkit";
 import { z } from "zod";
 import { findLatestCheckpoint, loadCheckpoint, readCheckpointMetadata, saveCheckpoint } from "../checkpoint/checkpointStore.ts";
 import { loadTokenizer } from "../data/hfTokenizer.ts";
@@ -149,7 +150,7 @@ export async function readTrainCheckpoint(dir: string): Promise<{
 }> {
   const ckpt = await loadCheckpoint(dir);
   const parsed = trainStateSchema.safeParse(ckpt.state);
-  if (!parsed.success) throw new LevanterError("CHECKPOINT_CORRUPT", `${dir}/state.json: not a levanter training state: ${parsed.error.message}`);
+  if (!parsed.success) throw new LevanterError("CHECKPOINT_CORRUPT", `${dir}/state.json: not a levanter training state: ${formatZodIssues(parsed.error)}`);
   if (parsed.data.step !== ckpt.metadata.step) {
     throw new LevanterError("CHECKPOINT_CORRUPT", `${dir}/state.json: step ${parsed.data.step} does not match metadata.json's step ${ckpt.metadata.step}`);
   }

@@ -1,4 +1,5 @@
 // The training config: zod schemas of its `data` and `trainer` sections and the whole `trainLm` config.
+import { formatZodIssues } from "@marin/iris/toolkit";
 import { z } from "zod";
 import { BACKEND_NAMES } from "../backend.ts";
 import { checkpointerConfigSchema } from "../checkpoint/checkpointer.ts";
@@ -181,25 +182,9 @@ export type TrainerConfig = z.output<typeof TrainerConfigSchema>;
 /** The `data` section after validation. */
 export type DataConfig = z.output<typeof DataConfigSchema>;
 
-/** Formats zod issues for people, one per line-ish: `trainer.numTrainSteps: expected …, got -3`. */
-export function formatIssues(error: z.ZodError, input?: unknown): string {
-  return error.issues
-    .map((issue) => {
-      const p = issue.path.map(String).join(".") || "(root)";
-      let got = "";
-      if (input !== undefined && issue.code !== "unrecognized_keys") {
-        let v: unknown = input;
-        for (const k of issue.path) v = v && typeof v === "object" ? (v as Record<PropertyKey, unknown>)[k as PropertyKey] : undefined;
-        got = v === undefined ? "" : `, got ${JSON.stringify(v)}`;
-      }
-      return `${p}: ${issue.message}${got}`;
-    })
-    .join("; ");
-}
-
 /** Validates a training config, throwing `INVALID_CONFIG` whose message names each bad field's path. */
 export function parseTrainLmConfig(input: unknown): TrainLmConfig {
   const r = TrainLmConfigSchema.safeParse(input);
-  if (!r.success) throw new LevanterError("INVALID_CONFIG", `invalid config: ${formatIssues(r.error, input)}`);
+  if (!r.success) throw new LevanterError("INVALID_CONFIG", `invalid config: ${formatZodIssues(r.error, { input })}`);
   return r.data;
 }

@@ -1,6 +1,6 @@
 // The `marin` command line (commander): run, plan, explain, status; the CLI's only link to the executor.
 import path from "node:path";
-import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
+import { Command, CommanderError, Option } from "commander";
 import { MarinError } from "../errors.ts";
 import { explainStep, formatExplanation } from "../executor/explain.ts";
 import { formatPlan, planRun } from "../executor/plan.ts";
@@ -10,6 +10,7 @@ import type { RunSummary, StepLauncher } from "../executor/runner.ts";
 import { loadExperiment } from "../experiment/experiment.ts";
 import { resolveGraph } from "../step/graph.ts";
 import { lookupToken } from "@marin/iris";
+import { integerArg } from "@marin/iris/toolkit";
 import { PipelineReporter } from "./dashboardReport.ts";
 import { formatSummary, LiveView } from "./liveView.ts";
 import { resolveCliPath } from "./paths.ts";
@@ -22,12 +23,8 @@ export function resolvePrefix(flag: string | undefined): string {
 
 const collect = (v: string, prev: string[] = []) => [...prev, v];
 
-function positiveInt(v: string): number {
-  const n = Number(v);
-  // InvalidArgumentError: commander prints it (with the option's name) before exiting.
-  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError(`expected a positive integer, got ${v}`);
-  return n;
-}
+// InvalidArgumentError: commander prints it (with the option's name) before exiting.
+const positiveInt = integerArg({ min: 1, expected: "a positive integer" });
 
 interface SelectFlags {
   prefix?: string;

@@ -5,7 +5,8 @@ import os from "node:os";
 import path from "node:path";
 import { MarinError } from "../errors.ts";
 import type { Clock } from "./clock.ts";
-import { readJson, writeFileAtomic } from "./stepFiles.ts";
+import { writeFileAtomic } from "@marin/iris/toolkit";
+import { META_WRITE, readJson } from "./stepFiles.ts";
 
 /** One holder's claim on a step, stored as `<dir>/lease-<token>.json`. */
 export interface LeaseRecord {
@@ -186,7 +187,7 @@ export class Lease {
   async renew(): Promise<void> {
     await this.assertHeld();
     const next = { ...this.record, expiresAt: this.opts.clock.now() + this.opts.ttlMs };
-    await writeFileAtomic(this.file(), JSON.stringify(next));
+    await writeFileAtomic(this.file(), JSON.stringify(next), META_WRITE);
     this.record = next;
     // A takeover racing with the write above shows up as a higher token now.
     await this.assertHeld();
@@ -221,7 +222,7 @@ export class Lease {
     await this.loop;
     const tokens = await listTokens(this.dir);
     if (tokens.some((t) => t > this.record.token)) return;
-    await writeFileAtomic(this.file(), JSON.stringify({ ...this.record, released: true }));
+    await writeFileAtomic(this.file(), JSON.stringify({ ...this.record, released: true }), META_WRITE);
   }
 
   /** Stops renewal without releasing (the process is going away; the lease simply expires). */

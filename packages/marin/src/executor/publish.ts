@@ -3,7 +3,8 @@ import { promises as fs } from "node:fs";
 import path from "node:path";
 import type { Lease, LeaseRecord } from "./lease.ts";
 import { leaseIsStale } from "./lease.ts";
-import { metaDir, readJson, readStatus, stagingDir, stagingTokens, writeFileAtomic } from "./stepFiles.ts";
+import { writeFileAtomic } from "@marin/iris/toolkit";
+import { META_WRITE, metaDir, readJson, readStatus, stagingDir, stagingTokens } from "./stepFiles.ts";
 
 /**
  * Makes the staging folder for the holder of `lease`. Earlier holders' folders are all stale (the
@@ -64,7 +65,7 @@ async function renameInto(outputPath: string, staging: string, token: number): P
 export async function publish(outputPath: string, staging: string, lease: Lease, result: unknown): Promise<void> {
   await lease.assertHeld();
   const journal: PublishJournal = { token: lease.token, staging: path.basename(staging), ...(result === undefined ? {} : { result }) };
-  await writeFileAtomic(journalFile(outputPath), JSON.stringify(journal));
+  await writeFileAtomic(journalFile(outputPath), JSON.stringify(journal), META_WRITE);
   await renameInto(outputPath, staging, lease.token);
 }
 

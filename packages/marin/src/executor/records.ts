@@ -2,7 +2,8 @@
 import path from "node:path";
 import { z } from "zod";
 import type { ResolvedStep, StepIdentity } from "../step/graph.ts";
-import { metaDir, prefixMetaDir, readJson, writeFileAtomic } from "./stepFiles.ts";
+import { writeFileAtomic } from "@marin/iris/toolkit";
+import { META_WRITE, metaDir, prefixMetaDir, readJson } from "./stepFiles.ts";
 
 const infoSchema = z.object({
   name: z.string(),
@@ -50,7 +51,7 @@ export function infoOf(rs: ResolvedStep, now: number, runId?: string): StepRunIn
 
 /** Writes `<output>/.marin/info.json`. */
 export async function writeInfo(info: StepRunInfo): Promise<void> {
-  await writeFileAtomic(path.join(metaDir(info.outputPath), "info.json"), JSON.stringify(info, null, 2) + "\n");
+  await writeFileAtomic(path.join(metaDir(info.outputPath), "info.json"), JSON.stringify(info, null, 2) + "\n", META_WRITE);
 }
 
 /** Where the pointer to the last run of step `name` at `prefix` lives. */
@@ -68,5 +69,5 @@ export async function readLastRun(prefix: string, name: string): Promise<StepRun
 
 /** Records `info` as the last run of its step at `prefix`. */
 export async function writeLastRun(prefix: string, info: StepRunInfo): Promise<void> {
-  await writeFileAtomic(lastRunFile(prefix, info.name), JSON.stringify(info, null, 2) + "\n");
+  await writeFileAtomic(lastRunFile(prefix, info.name), JSON.stringify(info, null, 2) + "\n", META_WRITE);
 }

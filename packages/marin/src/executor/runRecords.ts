@@ -3,7 +3,8 @@ import { promises as fs } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { z } from "zod";
-import { prefixMetaDir, readJson, writeFileAtomic } from "./stepFiles.ts";
+import { writeFileAtomic } from "@marin/iris/toolkit";
+import { META_WRITE, prefixMetaDir, readJson } from "./stepFiles.ts";
 
 const reportSchema = z.object({ name: z.string(), id: z.string(), outputPath: z.string(), outcome: z.string(), error: z.string().optional() });
 
@@ -30,7 +31,7 @@ export function runDirOf(prefix: string, runId: string): string {
 
 /** Writes a run's record (atomically). */
 export async function writeRunRecord(record: RunRecord): Promise<void> {
-  await writeFileAtomic(path.join(runDirOf(record.prefix, record.runId), "run.json"), JSON.stringify(record, null, 2) + "\n");
+  await writeFileAtomic(path.join(runDirOf(record.prefix, record.runId), "run.json"), JSON.stringify(record, null, 2) + "\n", META_WRITE);
 }
 
 /** This process, as a run record names its runner. */

@@ -9,7 +9,8 @@ import type { Step, StepContext } from "../step/step.ts";
 import { planRun } from "./plan.ts";
 import { runGraph } from "./runner.ts";
 import { listPrefix } from "./prefixStatus.ts";
-import { metaDir, readStatus, writeFileAtomic } from "./stepFiles.ts";
+import { writeFileAtomic } from "@marin/iris/toolkit";
+import { META_WRITE, metaDir, readStatus } from "./stepFiles.ts";
 
 let tmp: string;
 let prefix: string;
@@ -290,8 +291,8 @@ describe("runner", () => {
     const deadline = Date.now() + 5000;
     while (!events.includes("waiting") && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
     // Written the way a runner writes them: atomically (write, then rename).
-    await writeFileAtomic(path.join(meta, "status.json"), JSON.stringify({ state: "SUCCESS", updatedAt: Date.now(), finishedAt: Date.now(), result: { by: "other" } }));
-    await writeFileAtomic(path.join(meta, "lease-1.json"), JSON.stringify({ ...lease, released: true }));
+    await writeFileAtomic(path.join(meta, "status.json"), JSON.stringify({ state: "SUCCESS", updatedAt: Date.now(), finishedAt: Date.now(), result: { by: "other" } }), META_WRITE);
+    await writeFileAtomic(path.join(meta, "lease-1.json"), JSON.stringify({ ...lease, released: true }), META_WRITE);
     const r = await running;
     expect(r.steps[0].outcome).toBe("reused");
     expect(r.steps[0].result).toEqual({ by: "other" });
@@ -440,8 +441,8 @@ describe("runner", () => {
     const deadline = Date.now() + 5000;
     while (!events.includes("waiting") && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
     // The other runner's attempt fails: FAILED, then it releases.
-    await writeFileAtomic(path.join(meta, "status.json"), JSON.stringify({ state: "FAILED", updatedAt: Date.now(), finishedAt: Date.now(), owner: "other", runId: "theirs", error: "boom" }));
-    await writeFileAtomic(path.join(meta, "lease-1.json"), JSON.stringify({ ...lease, released: true }));
+    await writeFileAtomic(path.join(meta, "status.json"), JSON.stringify({ state: "FAILED", updatedAt: Date.now(), finishedAt: Date.now(), owner: "other", runId: "theirs", error: "boom" }), META_WRITE);
+    await writeFileAtomic(path.join(meta, "lease-1.json"), JSON.stringify({ ...lease, released: true }), META_WRITE);
     const r = await running;
     expect(ran).toBe(0);
     const byName = Object.fromEntries(r.steps.map((x) => [x.name, x]));

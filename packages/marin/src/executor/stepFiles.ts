@@ -1,7 +1,7 @@
-// The files of a step's `.marin/` folder: paths, the status file, atomic writes and JSON reads.
-import { randomBytes } from "node:crypto";
+// The files of a step's `.marin/` folder: paths, the status file, the write mode of its files and JSON reads.
 import { promises as fs } from "node:fs";
 import path from "node:path";
+import { formatZodIssues, writeFileAtomic } from "@marin/iris/toolkit";
 import { z } from "zod";
 import { MarinError } from "../errors.ts";
 
@@ -67,18 +67,8 @@ const statusSchema = z.object({
 /** The content of `<output>/.marin/status.json`. */
 export type StepStatus = z.infer<typeof statusSchema>;
 
-/** Writes a file so that readers see either the old or the new content, never a mix. */
-export async function writeFileAtomic(file: string, data: string): Promise<void> {
-  await fs.mkdir(path.dirname(file), { recursive: true });
-  const tmp = `${file}.tmp-${process.pid}-${randomBytes(4).toString("hex")}`;
-  await fs.writeFile(tmp, data);
-  try {
-    await fs.rename(tmp, file);
-  } catch (e) {
-    await fs.rm(tmp, { force: true });
-    throw e;
-  }
-}
+/** How the executor writes its small files: atomically (readers see the old or the new), not fsynced. */
+export const META_WRITE = { durable: false, mkdir: true } as const;
 
 /** Reads and parses a JSON file; `undefined` if it does not exist. */
 export async function readJson(file: string): Promise<unknown> {
@@ -102,11 +92,11 @@ export async function readStatus(outputPath: string): Promise<StepStatus | undef
   const raw = await readJson(file);
   if (raw === undefined) return undefined;
   const parsed = statusSchema.safeParse(raw);
-  if (!parsed.success) throw new MarinError("INTERNAL", `${file}: unexpected content: ${parsed.error.issues[0]?.message}`);
+  if (!parsed.success) throw new MarinError("INTERNAL", `${file}: unexpected content: ${formatZodIssues(parsed.error)}`);
   return parsed.data;
 }
 
 /** Replaces a step's status (atomically). */
 export async function writeStatus(outputPath: string, status: StepStatus): Promise<void> {
-  await writeFileAtomic(path.join(metaDir(outputPath), "status.json"), JSON.stringify(status, null, 2) + "\n");
+  await writeFileAtomic(path.join(metaDir(outputPath), "status.json"), JSON.stringify(status, null, 2) + "\n", META_WRITE);
 }

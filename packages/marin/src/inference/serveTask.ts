@@ -2,6 +2,7 @@
 // endpoint `serve/<name>` at once (status "loading"), loads the checkpoint with levanter's server,
 // re-registers with the model's context (status "ready"), and serves until the task is killed.
 import { irisCtx } from "@marin/iris";
+import { formatZodIssues } from "@marin/iris/toolkit";
 import { z } from "zod";
 import { MarinError } from "../errors.ts";
 
@@ -41,7 +42,7 @@ export function serveEndpointName(name: string): string {
  */
 export async function serveReplica(rawArgs: unknown): Promise<{ stopped: string }> {
   const parsed = argsSchema.safeParse(rawArgs);
-  if (!parsed.success) throw new MarinError("INVALID_CONFIG", `marin serve task: bad args: ${z.prettifyError(parsed.error)}`);
+  if (!parsed.success) throw new MarinError("INVALID_CONFIG", `marin serve task: bad args: ${formatZodIssues(parsed.error)}`);
   const args = parsed.data;
   const ctx = irisCtx();
   const port = ctx.getPort(SERVE_PORT);

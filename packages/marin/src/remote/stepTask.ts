@@ -1,6 +1,7 @@
 // The iris task entry that runs one step's body: rebuilds the graph, checks the identity, runs the step.
 import path from "node:path";
 import { getIrisCtx } from "@marin/iris";
+import { formatZodIssues } from "@marin/iris/toolkit";
 import { z } from "zod";
 import { MarinError } from "../errors.ts";
 import { loadExperiment } from "../experiment/experiment.ts";
@@ -35,7 +36,7 @@ const argsSchema = z.object({
 /** The args as iris hands them over (JSON from another process): checked before anything runs. */
 function parseArgs(args: unknown): StepTaskArgs {
   const parsed = argsSchema.safeParse(args);
-  if (!parsed.success) throw new MarinError("INVALID_CONFIG", `marin step task: bad args: ${z.prettifyError(parsed.error)}`);
+  if (!parsed.success) throw new MarinError("INVALID_CONFIG", `marin step task: bad args: ${formatZodIssues(parsed.error)}`);
   return parsed.data as StepTaskArgs;
 }
 

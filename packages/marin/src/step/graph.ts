@@ -1,5 +1,6 @@
 // resolveGraph: steps → a graph with identities, output paths and resolved configs.
 import path from "node:path";
+import { formatZodIssues } from "@marin/iris/toolkit";
 import { MarinError } from "../errors.ts";
 import { canonicalJson, shortHash } from "./canonical.ts";
 import type { JsonValue } from "./canonical.ts";
@@ -170,14 +171,8 @@ export class GraphBuilder {
       if (step.schema) {
         const parsed = step.schema.safeParse(config);
         if (!parsed.success) {
-          const lines = parsed.error.issues.map((i) => {
-            const at = i.path.filter((p): p is string | number => typeof p !== "symbol");
-            let value: unknown = config;
-            for (const k of at) value = value !== null && typeof value === "object" ? (value as Record<string | number, unknown>)[k] : undefined;
-            const got = value === undefined ? "missing" : JSON.stringify(value);
-            return `${describePath(at)}: ${i.message.replace(/^Invalid input: /, "")}, got ${got}`;
-          });
-          throw new MarinError("INVALID_CONFIG", `step ${step.name}: invalid config:\n  ${lines.join("\n  ")}`);
+          const lines = formatZodIssues(parsed.error, { path: describePath, root: describePath([]), separator: "\n  ", trimInvalidInput: true, input: config, missing: "missing" });
+          throw new MarinError("INVALID_CONFIG", `step ${step.name}: invalid config:\n  ${lines}`);
         }
         config = parsed.data;
       }

@@ -1,6 +1,7 @@
 // cleanText, dedupExact and tokenize helpers: word/TAG stripping, paragraphs, filters, exact keys, the validation hold-out.
 import { describe, expect, it } from "vitest";
-import { cleanDocumentText, keepText, stripWordTags } from "./cleanText.ts";
+import { stripWordTags } from "@marin/iris/toolkit";
+import { cleanDocumentText, keepText } from "./cleanText.ts";
 import { exactKey } from "./dedupExact.ts";
 import { isValidationDoc } from "./tokenize.ts";
 

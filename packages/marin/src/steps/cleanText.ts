@@ -1,4 +1,5 @@
 // The cleanText standard step: normalization, word/TAG stripping, paragraph splits and filters.
+import { stripWordTags } from "@marin/iris/toolkit";
 import { z } from "zod";
 import { defineStep } from "../step/step.ts";
 import { checkOptions } from "./options.ts";
@@ -37,25 +38,6 @@ export interface CleanTextOptions {
   maxChars?: number | null;
   /** Drop documents where more than this fraction of non-space characters are not letters (default 0.5). */
   maxNonLetterFraction?: number;
-}
-
-/** `word/TAG word/TAG` → `word word`, with punctuation re-attached and Brown's `` '' quotes made plain. */
-export function stripWordTags(line: string): string {
-  const words = line
-    .trim()
-    .split(/\s+/)
-    .filter(Boolean)
-    .map((tok) => {
-      const slash = tok.lastIndexOf("/");
-      return slash > 0 ? tok.slice(0, slash) : tok;
-    });
-  return words
-    .join(" ")
-    .replace(/``\s*/g, '"')
-    .replace(/\s*''/g, '"')
-    .replace(/\s+([.,;:!?)\]])/g, "$1")
-    .replace(/([([])\s+/g, "$1")
-    .replace(/\s+('s|n't|'re|'ve|'ll|'d|'m)\b/g, "$1");
 }
 
 /** Cleans one document's text per `cfg` (without the filters). */

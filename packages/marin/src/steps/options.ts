@@ -1,5 +1,6 @@
 // The run-time check of a standard step's options: zod strict objects, so that a misspelled key is an error with a suggestion.
 import { z } from "zod";
+import { formatZodIssues } from "@marin/iris/toolkit";
 import { MarinError } from "../errors.ts";
 
 /** The keys a standard step's options may have: `true` for a leaf, a nested spec for a section checked key by key. */
@@ -67,9 +68,12 @@ export function checkOptions(factory: string, keys: OptionKeys, opts: unknown): 
   const name = (opts as { name?: unknown }).name;
   const parsed = schemaOf(keys).safeParse(opts);
   if (parsed.success) return;
-  const lines = parsed.error.issues.map((issue) => {
-    const at = issue.path.filter((p): p is string | number => typeof p !== "symbol");
-    if (issue.code === "unrecognized_keys") {
+  const lines = formatZodIssues(parsed.error, {
+    root: "options",
+    separator: "\n  ",
+    trimInvalidInput: true,
+    line: (issue, at) => {
+      if (issue.code !== "unrecognized_keys") return undefined;
       const known = keysAt(keys, at);
       return issue.keys
         .map((k) => {
@@ -77,11 +81,10 @@ export function checkOptions(factory: string, keys: OptionKeys, opts: unknown): 
           return `unknown key ${[...at, k].join(".")}${s ? ` (did you mean ${s}?)` : ` (known: ${known.join(", ")})`}`;
         })
         .join("\n  ");
-    }
-    return `${at.join(".") || "options"}: ${issue.message.replace(/^Invalid input: /, "")}`;
+    },
   });
   const label = `${factory}${typeof name === "string" ? ` (step ${name})` : ""}`;
-  throw new MarinError("INVALID_CONFIG", `${label}: invalid options:\n  ${lines.join("\n  ")}`);
+  throw new MarinError("INVALID_CONFIG", `${label}: invalid options:\n  ${lines}`);
 }
 
 /** The keys of a zod object schema, as leaves (for {@link checkOptions}). */

@@ -6,8 +6,9 @@
 // records the count and the fingerprint of the run that made it; `_SUCCESS` lists every shard
 // once all are in.
 import { randomBytes } from "node:crypto";
-import { mkdir, link, readFile, rename, stat, unlink, writeFile, readdir } from "node:fs/promises";
+import { link, readFile, stat, unlink, readdir } from "node:fs/promises";
 import path from "node:path";
+import { writeFileAtomic } from "@marin/iris/toolkit";
 import { ZephyrError } from "../errors.ts";
 
 /** What a committed shard file holds. */
@@ -42,16 +43,9 @@ function markerPath(finalPath: string): string {
   return path.join(path.dirname(finalPath), ".zephyr", `${path.basename(finalPath)}.json`);
 }
 
-async function writeAtomic(file: string, text: string): Promise<void> {
-  await mkdir(path.dirname(file), { recursive: true });
-  const tmp = `${file}.tmp-${process.pid}-${randomBytes(4).toString("hex")}`;
-  try {
-    await writeFile(tmp, text);
-    await rename(tmp, file);
-  } catch (e) {
-    await unlink(tmp).catch(() => undefined);
-    throw e;
-  }
+/** Markers and `_SUCCESS`: atomic (a reader never sees half of one), not fsynced. */
+function writeAtomic(file: string, text: string): Promise<void> {
+  return writeFileAtomic(file, text, { durable: false, mkdir: true });
 }
 
 /**

@@ -1,5 +1,6 @@
 // The sinks' options are checked where they enter (zod), so a typo or a bad value fails before
 // anything runs, with the field's path, instead of being ignored or failing deep in a worker.
+import { formatZodIssues } from "@marin/iris/toolkit";
 import { z } from "zod";
 import { ZephyrError } from "../errors.ts";
 
@@ -37,12 +38,6 @@ const sinkOptions = z.strictObject({
   withStats: z.boolean({ error: "expected true or false" }).optional(),
 });
 
-function valueAt(input: unknown, at: readonly PropertyKey[]): unknown {
-  let v = input;
-  for (const k of at) v = v !== null && typeof v === "object" ? (v as Record<PropertyKey, unknown>)[k] : undefined;
-  return v;
-}
-
 function show(v: unknown): string {
   if (typeof v === "string") return JSON.stringify(v);
   if (typeof v === "number" || typeof v === "boolean" || v === null || v === undefined) return String(v);
@@ -56,13 +51,17 @@ function show(v: unknown): string {
 export function checkSinkOptions(options: unknown): void {
   const r = sinkOptions.safeParse(options ?? {});
   if (r.success) return;
-  const lines = r.error.issues.map((issue) => {
-    const at = issue.path.map(String).join(".");
-    if (issue.code === "unrecognized_keys") {
+  const text = formatZodIssues(r.error, {
+    root: "options",
+    input: options,
+    show,
+    missing: show(undefined),
+    line: (issue, path) => {
+      if (issue.code !== "unrecognized_keys") return undefined;
+      const at = path.join(".");
       const known = Object.keys((at === "iris" ? irisOptions : sinkOptions).shape).join(", ");
       return `${at ? `${at}: ` : ""}unknown option${issue.keys.length > 1 ? "s" : ""} ${issue.keys.map((k) => JSON.stringify(k)).join(", ")} (known: ${known})`;
-    }
-    return `${at || "options"}: ${issue.message}, got ${show(valueAt(options, issue.path))}`;
+    },
   });
-  throw new ZephyrError("INVALID_ARGUMENT", lines.join("; "));
+  throw new ZephyrError("INVALID_ARGUMENT", text);
 }

@@ -2,10 +2,11 @@
 // double hashing of two 32-bit hashes, bits in a Uint32Array. Filters are content-addressed
 // files, so that the process that builds one first writes it and every other process (worker
 // threads, iris tasks on the machine) reads it instead of building it again.
-import { createHash, randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { existsSync, readFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { writeFileAtomicSync } from "@marin/iris/toolkit";
 import { fmix32, hashWord, words } from "./minhash.ts";
 
 /** Two independent 32-bit hashes of each word `n`-gram of `text` (nothing for fewer than `n` words). */
@@ -147,10 +148,7 @@ export function sharedNgramFilter(texts: readonly string[], n: number, p: number
     }
   }
   const f = buildNgramFilter(texts, n, p);
-  mkdirSync(dir, { recursive: true });
-  const tmp = path.join(dir, `.tmp-${process.pid}-${randomBytes(4).toString("hex")}.bloom`);
-  writeFileSync(tmp, f.serialize());
-  renameSync(tmp, file);
+  writeFileAtomicSync(file, f.serialize(), { durable: false, mkdir: true });
   loaded.set(file, f);
   return { filter: f, file, built: true };
 }
