@@ -3,8 +3,8 @@ import * as tf from "@tensorflow/tfjs";
 import { selectBackend } from "./backend.ts";
 import { LevanterError } from "./errors.ts";
 import { Rng } from "./rng.ts";
-import { tokenizerNamed } from "./trainer/evaluate.ts";
-import { loadModelFromCheckpoint } from "./trainer/trainState.ts";
+import { tokenizerNamed } from "./data/tokenizerLookup.ts";
+import { loadModelFromCheckpoint } from "./checkpoint/trainState.ts";
 
 /** Options of {@link generate}. */
 export interface GenerateOptions {

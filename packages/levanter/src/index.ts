@@ -37,20 +37,21 @@ export type { DataConfig, TrainLmConfig, TrainLmConfigInput, TrainerConfig } fro
 export { applyOverrides, loadTrainLmConfig } from "./trainer/configFile.ts";
 export { computeGradients } from "./trainer/gradients.ts";
 export type { LossAndGrads } from "./trainer/gradients.ts";
-export { evaluateCheckpoint, evaluateLm, tokenizerNamed } from "./trainer/evaluate.ts";
+export { evaluateCheckpoint, evaluateLm } from "./trainer/evaluate.ts";
+export { tokenizerNamed } from "./data/tokenizerLookup.ts";
 export type { EvalResult, EvaluateCheckpointOptions } from "./trainer/evaluate.ts";
-export { loadModelFromCheckpoint, readTrainCheckpoint, saveTrainState } from "./trainer/trainState.ts";
-export type { TrainState } from "./trainer/trainState.ts";
+export { loadModelFromCheckpoint, readTrainCheckpoint, saveTrainState } from "./checkpoint/trainState.ts";
+export type { TrainState } from "./checkpoint/trainState.ts";
 export { CompositeTracker, ConsoleTracker, JsonlTracker, TensorBoardTracker } from "./trainer/trackers.ts";
 export type { Tracker } from "./trainer/trackers.ts";
 export { TensorBoardWriter } from "./trainer/tensorboard.ts";
 export { StatusReporter, formatStatus } from "./trainer/status.ts";
 export type { StatusInput, StatusSink } from "./trainer/status.ts";
 export { generate } from "./generate.ts";
-export { exportHf, importHf, parseByteSize } from "./trainer/hfCheckpoint.ts";
-export type { ExportHfOptions, ExportResult, ImportResult } from "./trainer/hfCheckpoint.ts";
-export { exportGguf } from "./trainer/ggufExport.ts";
-export type { ExportGgufResult } from "./trainer/ggufExport.ts";
+export { exportHf, importHf, parseByteSize } from "./checkpoint/hfCheckpoint.ts";
+export type { ExportHfOptions, ExportResult, ImportResult } from "./checkpoint/hfCheckpoint.ts";
+export { exportGguf } from "./checkpoint/ggufExport.ts";
+export type { ExportGgufResult } from "./checkpoint/ggufExport.ts";
 export { NODE_LLAMA_CPP_VERSION, importNodeLlamaCpp, installNodeLlamaCpp } from "./models/nodeLlamaCpp.ts";
 export type { LlamaSequence, NodeLlamaCpp } from "./models/nodeLlamaCpp.ts";
 export type { GgufFileType } from "./models/gguf.ts";
@@ -86,12 +87,12 @@ export {
 export type { ArrayDtype, CheckpointMetadata, CheckpointPayload, FoundCheckpoint, LoadedCheckpoint, StoredArray } from "./checkpoint/checkpointStore.ts";
 
 // --- serving (inference engine + OpenAI-compatible server) ---
-export { EngineBusyError, EngineRequestError, InferenceEngine, logprobOf, sampleToken } from "./serve/engine.ts";
-export type { EngineChoice, EngineDelta, EngineOptions, EngineRequest, EngineResult, EngineStats, Logprobs, SubmitOptions } from "./serve/engine.ts";
-export { BatchDecoder } from "./serve/decoder.ts";
-export type { BatchDecoderOptions, DecodeRow } from "./serve/decoder.ts";
-export { KvBudgetError, KvPool, SeqKv } from "./serve/kvPool.ts";
-export type { KvLayout } from "./serve/kvPool.ts";
+export { EngineBusyError, EngineRequestError, InferenceEngine, logprobOf, sampleToken } from "./inference/engine.ts";
+export type { EngineChoice, EngineDelta, EngineOptions, EngineRequest, EngineResult, EngineStats, Logprobs, SubmitOptions } from "./inference/engine.ts";
+export { BatchDecoder } from "./inference/decoder.ts";
+export type { BatchDecoderOptions, DecodeRow } from "./inference/decoder.ts";
+export { KvBudgetError, KvPool, SeqKv } from "./inference/kvPool.ts";
+export type { KvLayout } from "./inference/kvPool.ts";
 export { createInferenceServer } from "./serve/server.ts";
 export type { InferenceServer, InferenceServerOptions } from "./serve/server.ts";
 export { BUILTIN_CHAT_TEMPLATE, loadChatTemplate } from "./serve/chatTemplate.ts";

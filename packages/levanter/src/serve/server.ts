@@ -8,7 +8,7 @@ import type { AddressInfo } from "node:net";
 import { randomUUID } from "node:crypto";
 import { z } from "zod";
 import { BUILTIN_CHAT_TEMPLATE, loadChatTemplate, type ChatTemplate } from "./chatTemplate.ts";
-import { EngineBusyError, EngineRequestError, InferenceEngine, type EngineOptions, type EngineRequest, type EngineResult, type Logprobs } from "./engine.ts";
+import { EngineBusyError, EngineRequestError, InferenceEngine, type EngineOptions, type EngineRequest, type EngineResult, type Logprobs } from "../inference/engine.ts";
 
 /** Options of {@link createInferenceServer}. */
 export interface InferenceServerOptions {

@@ -11,7 +11,7 @@ import { ModelConfigSchema, resolveModelConfig, type ModelConfigInput } from "..
 import { TransformerLm, defaultDecayMask } from "../models/transformer.ts";
 import { AdamW } from "../optim/adamw.ts";
 import { Rng } from "../rng.ts";
-import { saveTrainState } from "../trainer/trainState.ts";
+import { saveTrainState } from "../checkpoint/trainState.ts";
 import { loadNativeAddon } from "../kernels/native/addon.ts";
 import { InferenceEngine, logprobOf } from "./engine.ts";
 

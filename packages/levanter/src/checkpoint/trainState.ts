@@ -5,7 +5,7 @@ import path from "node:path";
 import type { HfTokenizerFiles } from "../data/hfTokenizer.ts";
 import { writeTrainedTokenizer } from "../data/trainTokenizer.ts";
 import { z } from "zod";
-import { findLatestCheckpoint, loadCheckpoint, readCheckpointMetadata, saveCheckpoint } from "../checkpoint/checkpointStore.ts";
+import { findLatestCheckpoint, loadCheckpoint, readCheckpointMetadata, saveCheckpoint } from "./checkpointStore.ts";
 import { loadTokenizer } from "../data/hfTokenizer.ts";
 import type { Tokenizer } from "../data/tokenizer.ts";
 import { LevanterError } from "../errors.ts";
