@@ -8,7 +8,8 @@ import type { AddressInfo } from "node:net";
 import { randomUUID } from "node:crypto";
 import { z } from "zod";
 import { BUILTIN_CHAT_TEMPLATE, loadChatTemplate, type ChatTemplate } from "./chatTemplate.ts";
-import { EngineBusyError, EngineRequestError, InferenceEngine, type EngineOptions, type EngineRequest, type EngineResult, type Logprobs } from "../inference/engine.ts";
+import { LevanterError } from "../errors.ts";
+import { EngineRequestError, InferenceEngine, type EngineOptions, type EngineRequest, type EngineResult, type Logprobs } from "../inference/engine.ts";
 import {
   ChatCompletionRequestSchema as ChatBody,
   CompletionRequestSchema as CompletionBody,
@@ -241,10 +242,10 @@ export async function createInferenceServer(opts: InferenceServerOptions): Promi
     const err =
       e instanceof HttpError
         ? e
-        : e instanceof EngineBusyError
+        : e instanceof LevanterError && e.code === "ENGINE_BUSY"
           ? new HttpError(429, e.message, "rate_limit_error", null, "rate_limit_exceeded")
-          : e instanceof EngineRequestError
-            ? new HttpError(400, e.message, "invalid_request_error", e.param, "invalid_value")
+          : e instanceof LevanterError && e.code === "INVALID_REQUEST"
+            ? new HttpError(400, e.message, "invalid_request_error", e instanceof EngineRequestError ? e.param : null, "invalid_value")
             : new HttpError(500, e instanceof Error ? e.message : String(e), "server_error");
     metrics.request(route, err.status);
     if (err.status === 429) c.header("Retry-After", retryAfter);
