@@ -1,6 +1,7 @@
-// @marin/marin — pipelines: steps, the executor, standard steps. The one public entry of the package.
-// It exports what experiment scripts and programs that run them use; leases, diffs, the status
-// files' writers and the iris step task stay inside.
+// @marin/marin — pipelines: steps, the executor, standard steps. The main entry: what experiment
+// scripts and programs that run them use; leases, diffs, the status files' writers and the iris step
+// task stay inside. Beside it: `@marin/marin/status` (reading what runs left at a prefix) and
+// `@marin/marin/testing` (clocks for tests).
 export { MarinError, MARIN_ERROR_CODES } from "./errors.ts";
 export type { MarinErrorCode } from "./errors.ts";
 
@@ -23,16 +24,6 @@ export type { RunGraphOptions, RunSummary, RunEvent, StepReport, StepOutcome, St
 export { explainStep, formatExplanation } from "./executor/explain.ts";
 export type { Explanation } from "./executor/explain.ts";
 export { runCli } from "./cli/program.ts";
-export { systemClock, FakeClock } from "./executor/clock.ts";
-export type { Clock } from "./executor/clock.ts";
-
-// Reading what runs left at a prefix.
-export { readStatus, STEP_STATES } from "./executor/stepFiles.ts";
-export type { StepStatus, StepState } from "./executor/stepFiles.ts";
-export { readLastRun } from "./executor/records.ts";
-export type { StepRunInfo } from "./executor/records.ts";
-export { listPrefix } from "./executor/prefixStatus.ts";
-export type { PrefixEntry } from "./executor/prefixStatus.ts";
 
 // The standard steps.
 export { importCorpus } from "./steps/importCorpus.ts";
