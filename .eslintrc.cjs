@@ -25,7 +25,7 @@ const folders = {
   iris: { cli: "cli/**", client: "client/**", controller: "controller/**", worker: "worker/**", runner: "runner/**", http: "http/**", dashboard: "dashboard/**" },
   levanter: { cli: "cli/**", trainer: "trainer/**", inference: "inference/**", serve: "serve/**", parts: "{kernels,models,optim,data,checkpoint}/**" },
   zephyr: { plan: "plan/**", exec: "exec/**", data: "{io,shuffle}/**" },
-  marin: { cli: "cli/**", step: "step/**", core: "{executor,experiment,steps,remote}/**" },
+  marin: { cli: "cli/**", step: "step/**", core: "{executor,experiment,library,service,remote}/**" },
 };
 const folderTypes = (p) => Object.keys(folders[p]).map((f) => `${p}-${f}`);
 
@@ -68,8 +68,8 @@ const folderPolicies = [
   folderRule("levanter", ["inference"], ["serve"], "the engine never imports the HTTP edge (serve/ builds on inference/)."),
   folderRule("zephyr", ["plan", "exec", "data"], ["dataset.ts", "pipeline.ts", "index.ts"], "plans, execution, I/O and shuffles never import the user surface (dataset.ts, pipeline.ts); shared contracts live in a types-only module."),
   folderRule("zephyr", ["plan", "data"], ["exec"], "plans, I/O and shuffles never import exec/."),
-  folderRule("marin", ["step", "core"], ["cli"], "executor/, experiment/, step/, steps/ and remote/ never import cli/."),
-  folderRule("marin", ["step"], ["core"], "step definitions never import the executor, experiments, standard steps or remote launchers."),
+  folderRule("marin", ["step", "core"], ["cli"], "executor/, experiment/, step/, library/, service/ and remote/ never import cli/."),
+  folderRule("marin", ["step"], ["core"], "step definitions never import the executor, experiments, the standard step library, serving or remote launchers."),
 ];
 
 /** The options of boundaries/dependencies: the layers, then (outside tests) the folder rules. */

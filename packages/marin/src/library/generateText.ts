@@ -4,7 +4,7 @@ import path from "node:path";
 import { CompletionResponseSchema, parseResponse } from "@marin/levanter/serve/openai";
 import { z } from "zod";
 import { MarinError } from "../errors.ts";
-import { remoteInference } from "../inference/remoteInference.ts";
+import { remoteInference } from "../service/remoteInference.ts";
 import { defineStep } from "../step/step.ts";
 import { checkOptions, RESOURCE_KEYS } from "./options.ts";
 import type { OutputRef, Step, StepResources } from "../step/step.ts";
