@@ -1,7 +1,7 @@
 // The layer rules of the monorepo: the source of truth for which package may import which.
 // ESLint 10 no longer reads this file itself; eslint.config.js loads it through FlatCompat.
 //
-//   marin → iris, levanter (and its ./sharding subpath), zephyr
+//   marin → iris, levanter (and its ./serve and ./sharding subpaths), zephyr
 //   levanter → iris            (levanter/src/sharding imports no @tensorflow/*)
 //   zephyr → iris, and @marin/levanter/sharding only through a dynamic import()
 //   iris → nothing of ours
@@ -36,9 +36,9 @@ const folders = {
     testkit: "testkit/**",
     toolkit: "toolkit/**",
   },
-  levanter: { cli: "cli/**", trainer: "trainer/**", parts: "{kernels,models,optim,data,checkpoint}/**" },
+  levanter: { cli: "cli/**", trainer: "trainer/**", inference: "inference/**", serve: "serve/**", parts: "{kernels,models,optim,data,checkpoint}/**" },
   zephyr: { plan: "plan/**", exec: "exec/**", data: "{io,shuffle}/**" },
-  marin: { cli: "cli/**", step: "step/**", core: "{executor,experiment,steps,remote}/**" },
+  marin: { cli: "cli/**", step: "step/**", core: "{executor,experiment,library,service,remote}/**" },
 };
 const folderTypes = (p) => Object.keys(folders[p]).map((f) => `${p}-${f}`);
 
@@ -85,12 +85,14 @@ const folderPolicies = [
   folderRule("iris", ["http"], ["controller", "dashboard", "client", "worker", "runner", "autoscaler"], "http/ (the router, sessions, the proxy) is a floor: the controller and the dashboard build on it, never the reverse."),
   folderRule("iris", ["dashboard"], ["controller", "client", "worker", "runner", "autoscaler"], "the dashboard reaches the controller only through http/ and the handlers it is given."),
   folderRule("iris", ["toolkit"], ["cli", "client", "controller", "worker", "runner", "process", "internal", "http", "dashboard", "autoscaler", "testkit"], "toolkit/ (@marin/iris/toolkit, shared by every package) is a floor: it imports nothing else of iris."),
-  folderRule("levanter", ["*", "trainer", "parts"], ["cli"], "only the CLI imports cli/."),
-  folderRule("levanter", ["parts"], ["trainer"], "kernels, models, optimizers, data and checkpoints never import the trainer."),
+  folderRule("levanter", ["*", "trainer", "inference", "serve", "parts"], ["cli"], "only the CLI imports cli/."),
+  folderRule("levanter", ["parts"], ["trainer", "inference", "serve"], "kernels, models, optimizers, data and checkpoints never import the trainer, the inference engine or the server."),
+  folderRule("levanter", ["inference", "serve"], ["trainer"], "inference/ (the engine) and serve/ (the HTTP edge) never import the trainer: checkpoints and tokenizers load from checkpoint/ and data/."),
+  folderRule("levanter", ["inference"], ["serve"], "the engine never imports the HTTP edge (serve/ builds on inference/)."),
   folderRule("zephyr", ["plan", "exec", "data"], ["dataset.ts", "pipeline.ts", "index.ts"], "plans, execution, I/O and shuffles never import the user surface (dataset.ts, pipeline.ts); shared contracts live in a types-only module."),
   folderRule("zephyr", ["plan", "data"], ["exec"], "plans, I/O and shuffles never import exec/."),
-  folderRule("marin", ["step", "core"], ["cli"], "executor/, experiment/, step/, steps/ and remote/ never import cli/."),
-  folderRule("marin", ["step"], ["core"], "step definitions never import the executor, experiments, standard steps or remote launchers."),
+  folderRule("marin", ["step", "core"], ["cli"], "executor/, experiment/, step/, library/, service/ and remote/ never import cli/."),
+  folderRule("marin", ["step"], ["core"], "step definitions never import the executor, experiments, the standard step library, serving or remote launchers."),
 ];
 
 /** The options of boundaries/dependencies: the layers, then (outside tests) the folder rules. */
@@ -134,7 +136,7 @@ const dependencyRule = (folderRules) => [
           },
           {
             from: el(...own("marin")),
-            allow: { to: el("iris", "iris-toolkit", "levanter", "levanter-sharding", "zephyr", ...own("marin")) },
+            allow: { to: el("iris", "iris-toolkit", "levanter", "levanter-serve", "levanter-sharding", "zephyr", ...own("marin")) },
           },
           { from: el("root"), allow: { to: el(...packages.flatMap((p) => [p, ...folderTypes(p)]), "levanter-sharding", "root") } },
 

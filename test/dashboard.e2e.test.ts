@@ -214,7 +214,8 @@ describe.skipIf(!haveChromium)("iris dashboard in Chromium", () => {
     await lev.saveTrainState(ckpt, false, { step: 1, model, optimizer, rng, tokenizer: "byte", loader: { seed: 0, step: 1, batchSize: 1, seqLen: 64 } });
     model.dispose();
     optimizer.dispose();
-    const server = await lev.createInferenceServer({ checkpoint: ckpt });
+    const { createInferenceServer } = await import("@marin/levanter/serve");
+    const server = await createInferenceServer({ checkpoint: ckpt });
     try {
       await server.ready;
       const name = "/root/demo/serve/tiny-lm";

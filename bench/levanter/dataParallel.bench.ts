@@ -53,7 +53,8 @@ if (args[0] === "--allreduce-rank1") {
 
 // ---- child mode: one single-threaded GEMM process of the machine check -----------------------
 if (args[0] === "--gemm-probe") {
-  const { measureMatMulGflops, selectBackend } = await import("@marin/levanter");
+  const { selectBackend } = await import("@marin/levanter");
+  const { measureMatMulGflops } = await import("@marin/levanter/internals");
   await selectBackend({ force: args[1] as "native" | "wasm", threads: 1 });
   // A rank's largest product on the large model: its 8 rows × 64 tokens through the MLP.
   const rates: number[] = [];

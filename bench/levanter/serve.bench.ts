@@ -121,7 +121,9 @@ function startLoadGenerator(): { level: (ask: LevelAsk) => Promise<LevelDone>; s
 }
 
 async function peerMain(): Promise<void> {
-  const { AdamW, ModelConfigSchema, Rng, TransformerLm, createInferenceServer, defaultDecayMask, exportGguf, importNodeLlamaCpp, installNodeLlamaCpp, resolveModelConfig, saveTrainState, selectBackend } = await import("@marin/levanter");
+  const { AdamW, ModelConfigSchema, Rng, TransformerLm, defaultDecayMask, exportGguf, resolveModelConfig, saveTrainState, selectBackend } = await import("@marin/levanter");
+  const { importNodeLlamaCpp, installNodeLlamaCpp } = await import("@marin/levanter/internals");
+  const { createInferenceServer } = await import("@marin/levanter/serve");
   const peerLevels = [1, 8];
   // --threads N sets both sides' threads (through LEVANTER_THREADS, which the server's own backend
   // selection reads too); default levanter's default, the number of cores.
@@ -229,7 +231,8 @@ async function peerMain(): Promise<void> {
 }
 
 async function serverMain(): Promise<void> {
-  const { AdamW, BatchDecoder, KvPool, ModelConfigSchema, Rng, TransformerLm, createInferenceServer, defaultDecayMask, resolveModelConfig, saveTrainState, selectBackend } = await import("@marin/levanter");
+  const { AdamW, ModelConfigSchema, Rng, TransformerLm, defaultDecayMask, resolveModelConfig, saveTrainState, selectBackend } = await import("@marin/levanter");
+  const { BatchDecoder, KvPool, createInferenceServer } = await import("@marin/levanter/serve");
   const backend = (arg("backend") ?? "wasm") as TfBackendName;
 
   const sel = await selectBackend({ force: backend });

@@ -25,18 +25,16 @@ import {
   Rng,
   ModelConfigSchema,
   TransformerLm,
-  computeGradients,
   defaultDecayMask,
-  measureMatMulGflops,
   nativeGemmCalibration,
   profileKernels,
   resolveModelConfig,
   selectBackend,
   setWasmThreads,
-  trainingFlopsPerToken,
   type TfBackendName,
 } from "@marin/levanter";
 import { integerFlag } from "@marin/iris/toolkit";
+import { computeGradients, measureMatMulGflops, trainingFlopsPerToken } from "@marin/levanter/internals";
 
 const PEAK_2CORE = 188e9;
 const PEAK_1CORE = 100e9;

@@ -10,7 +10,8 @@ import { promises as fs } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { loadExperiment, readStatus, resolveGraph, runCli, runGraph } from "@marin/marin";
+import { loadExperiment, resolveGraph, runCli, runGraph } from "@marin/marin";
+import { readStatus } from "@marin/marin/status";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const script = path.resolve(here, "../../experiments/tiny-brown.ts");

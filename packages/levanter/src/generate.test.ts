@@ -10,7 +10,7 @@ import { Rng } from "./rng.ts";
 import { ModelConfigSchema, resolveModelConfig } from "./models/modelConfig.ts";
 import { TransformerLm, defaultDecayMask } from "./models/transformer.ts";
 import { AdamW } from "./optim/adamw.ts";
-import { saveTrainState } from "./trainer/trainState.ts";
+import { saveTrainState } from "./checkpoint/trainState.ts";
 
 describe("generate", () => {
   let dir: string;

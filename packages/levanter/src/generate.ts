@@ -1,10 +1,7 @@
-// Text generation from a checkpoint: load, sample with temperature/top-k, decode.
-import * as tf from "@tensorflow/tfjs";
-import { selectBackend } from "./backend.ts";
+// Text generation from a checkpoint: one request to the serving engine (the same sampling path as
+// `levanter serve`: temperature, top-k, a seeded PRNG per request).
 import { LevanterError } from "./errors.ts";
-import { Rng } from "./rng.ts";
-import { tokenizerNamed } from "./trainer/evaluate.ts";
-import { loadModelFromCheckpoint } from "./trainer/trainState.ts";
+import { InferenceEngine } from "./inference/engine.ts";
 
 /** Options of {@link generate}. */
 export interface GenerateOptions {
@@ -33,7 +30,9 @@ export interface GenerateResult {
 
 /**
  * Samples a continuation of `prompt` from a trained checkpoint with temperature and top-k,
- * deterministically for a seed (sampling runs in float64 JS on the logits, with a seeded PRNG).
+ * deterministically for a seed: one request to an {@link InferenceEngine} (cached decoding; the
+ * sampling runs in float64 JS on the logits with a seeded PRNG, as the server's). A prompt longer
+ * than the model's context keeps its last tokens; generation stops at the context's end.
  *
  * @example const { text } = await generate({ checkpoint: "runs/tiny/checkpoints", prompt: "The cat", seed: 1 });
  */
@@ -45,39 +44,17 @@ export async function generate(opts: GenerateOptions): Promise<GenerateResult> {
   if (opts.topK !== undefined && (!Number.isInteger(opts.topK) || opts.topK < 1)) {
     throw new LevanterError("INVALID_CONFIG", `topK: expected a positive integer, got ${opts.topK}`);
   }
-  await selectBackend();
-  const { model, state, path } = await loadModelFromCheckpoint(opts.checkpoint);
+  // The engine's model id is the checkpoint directory it resolved (a `step-N`).
+  const engine = await InferenceEngine.load({ checkpoint: opts.checkpoint, ...(opts.tokenizerJson ? { tokenizerJson: opts.tokenizerJson } : {}), maxBatch: 1, maxQueue: 1 });
+  const checkpoint = engine.modelId;
   try {
-    const tokenizer = await tokenizerNamed(state.tokenizer, opts.tokenizerJson, [path]);
-    const rng = new Rng(opts.seed ?? 0);
-    const context = tokenizer.encode(opts.prompt);
-    if (context.length === 0) context.push(tokenizer.eosId);
-    const out: number[] = [];
-    const { seqLen, vocabSize } = model.config;
-    for (let i = 0; i < maxTokens; i++) {
-      const window = context.slice(-seqLen);
-      const logits = tf.tidy(() => {
-        const all = model.logits(tf.tensor2d(window, [1, window.length], "int32"));
-        return all.slice([window.length - 1, 0], [1, vocabSize]).dataSync();
-      });
-      const next = sample(logits, temperature, opts.topK, rng);
-      if (next === tokenizer.eosId) break;
-      out.push(next);
-      context.push(next);
-    }
-    return { text: tokenizer.decode(out), tokens: out, checkpoint: path };
+    if (maxTokens === 0) return { text: "", tokens: [], checkpoint };
+    // Room for at least one new token: a longer prompt keeps its last tokens.
+    const prompt = engine.tokenizer.encode(opts.prompt).slice(-(engine.maxContext - 1));
+    const r = await engine.submit({ prompt, maxTokens, temperature, seed: opts.seed ?? 0, ...(opts.topK !== undefined ? { topK: opts.topK } : {}) });
+    const choice = r.choices[0]!;
+    return { text: choice.text, tokens: choice.tokens, checkpoint };
   } finally {
-    model.dispose();
+    engine.close();
   }
-}
-
-function sample(logits: ArrayLike<number>, temperature: number, topK: number | undefined, rng: Rng): number {
-  const ids = Array.from({ length: logits.length }, (_, i) => i).sort((a, b) => logits[b]! - logits[a]! || a - b);
-  if (temperature === 0) return ids[0]!;
-  const kept = ids.slice(0, topK ?? ids.length);
-  const max = logits[kept[0]!]!;
-  const weights = kept.map((i) => Math.exp((logits[i]! - max) / temperature));
-  let u = rng.next() * weights.reduce((s, w) => s + w, 0);
-  for (let j = 0; j < kept.length; j++) if ((u -= weights[j]!) < 0) return kept[j]!;
-  return kept[kept.length - 1]!;
 }

@@ -1,6 +1,7 @@
-// @marin/marin — pipelines: steps, the executor, standard steps. The one public entry of the package.
-// It exports what experiment scripts and programs that run them use; leases, diffs, the status
-// files' writers and the iris step task stay inside.
+// @marin/marin — pipelines: steps, the executor, standard steps. The main entry: what experiment
+// scripts and programs that run them use; leases, diffs, the status files' writers and the iris step
+// task stay inside. Beside it: `@marin/marin/status` (reading what runs left at a prefix) and
+// `@marin/marin/testing` (clocks for tests).
 export { MarinError, MARIN_ERROR_CODES } from "./errors.ts";
 export type { MarinErrorCode } from "./errors.ts";
 
@@ -23,51 +24,41 @@ export type { RunGraphOptions, RunSummary, RunEvent, StepReport, StepOutcome, St
 export { explainStep, formatExplanation } from "./executor/explain.ts";
 export type { Explanation } from "./executor/explain.ts";
 export { runCli } from "./cli/program.ts";
-export { systemClock, FakeClock } from "./executor/clock.ts";
-export type { Clock } from "./executor/clock.ts";
-
-// Reading what runs left at a prefix.
-export { readStatus, STEP_STATES } from "./executor/stepFiles.ts";
-export type { StepStatus, StepState } from "./executor/stepFiles.ts";
-export { readLastRun } from "./executor/records.ts";
-export type { StepRunInfo } from "./executor/records.ts";
-export { listPrefix } from "./executor/prefixStatus.ts";
-export type { PrefixEntry } from "./executor/prefixStatus.ts";
 
 // The standard steps.
-export { importCorpus } from "./steps/importCorpus.ts";
-export type { ImportCorpusOptions } from "./steps/importCorpus.ts";
-export { cleanText } from "./steps/cleanText.ts";
-export type { CleanTextOptions } from "./steps/cleanText.ts";
-export { dedupExact } from "./steps/dedupExact.ts";
-export type { DedupExactOptions } from "./steps/dedupExact.ts";
-export { dedupFuzzy } from "./steps/dedupFuzzy.ts";
-export type { DedupFuzzyResult, DedupFuzzyStepOptions } from "./steps/dedupFuzzy.ts";
-export { decontaminate } from "./steps/decontaminate.ts";
-export type { DecontaminateEvalSet, DecontaminateResult, DecontaminateStepOptions } from "./steps/decontaminate.ts";
-export { qualityFilter } from "./steps/qualityFilter.ts";
-export type { QualityFilterResult, QualityFilterStepOptions } from "./steps/qualityFilter.ts";
-export { tokenize, TRAIN_CACHE, VALIDATION_CACHE } from "./steps/tokenize.ts";
-export type { TokenizeOptions } from "./steps/tokenize.ts";
-export { trainTokenizer, TOKENIZER_JSON } from "./steps/trainTokenizer.ts";
-export { holdOut } from "./steps/holdOut.ts";
-export type { HoldOutOptions } from "./steps/holdOut.ts";
-export type { TrainTokenizerOptions } from "./steps/trainTokenizer.ts";
-export { readDocuments } from "./steps/documents.ts";
-export type { Document } from "./steps/documents.ts";
-export { trainLmStep, CHECKPOINTS } from "./steps/trainLmStep.ts";
-export type { TrainLmStepOptions, TrainLmTrainerOptions } from "./steps/trainLmStep.ts";
-export { evaluateLmStep } from "./steps/evaluateLmStep.ts";
-export { importHfModel, exportModel, EXPORTED_GGUF, EXPORTED_MODEL } from "./steps/models.ts";
-export type { ImportHfModelOptions, ExportModelOptions, ExportFormat, ExportGgufType } from "./steps/models.ts";
-export type { EvaluateLmStepOptions } from "./steps/evaluateLmStep.ts";
-export { generateText } from "./steps/generateText.ts";
-export type { GenerateTextOptions } from "./steps/generateText.ts";
-export { evaluateViaService } from "./steps/evaluateViaService.ts";
-export type { EvaluateViaServiceOptions } from "./steps/evaluateViaService.ts";
+export { importCorpus } from "./library/importCorpus.ts";
+export type { ImportCorpusOptions } from "./library/importCorpus.ts";
+export { cleanText } from "./library/cleanText.ts";
+export type { CleanTextOptions } from "./library/cleanText.ts";
+export { dedupExact } from "./library/dedupExact.ts";
+export type { DedupExactOptions } from "./library/dedupExact.ts";
+export { dedupFuzzy } from "./library/dedupFuzzy.ts";
+export type { DedupFuzzyResult, DedupFuzzyStepOptions } from "./library/dedupFuzzy.ts";
+export { decontaminate } from "./library/decontaminate.ts";
+export type { DecontaminateEvalSet, DecontaminateResult, DecontaminateStepOptions } from "./library/decontaminate.ts";
+export { qualityFilter } from "./library/qualityFilter.ts";
+export type { QualityFilterResult, QualityFilterStepOptions } from "./library/qualityFilter.ts";
+export { tokenize, TRAIN_CACHE, VALIDATION_CACHE } from "./library/tokenize.ts";
+export type { TokenizeOptions } from "./library/tokenize.ts";
+export { trainTokenizer, TOKENIZER_JSON } from "./library/trainTokenizer.ts";
+export { holdOut } from "./library/holdOut.ts";
+export type { HoldOutOptions } from "./library/holdOut.ts";
+export type { TrainTokenizerOptions } from "./library/trainTokenizer.ts";
+export { readDocuments } from "./library/documents.ts";
+export type { Document } from "./library/documents.ts";
+export { trainLmStep, CHECKPOINTS } from "./library/trainLmStep.ts";
+export type { TrainLmStepOptions, TrainLmTrainerOptions } from "./library/trainLmStep.ts";
+export { evaluateLmStep } from "./library/evaluateLmStep.ts";
+export { importHfModel, exportModel, EXPORTED_GGUF, EXPORTED_MODEL } from "./library/models.ts";
+export type { ImportHfModelOptions, ExportModelOptions, ExportFormat, ExportGgufType } from "./library/models.ts";
+export type { EvaluateLmStepOptions } from "./library/evaluateLmStep.ts";
+export { generateText } from "./library/generateText.ts";
+export type { GenerateTextOptions } from "./library/generateText.ts";
+export { evaluateViaService } from "./library/evaluateViaService.ts";
+export type { EvaluateViaServiceOptions } from "./library/evaluateViaService.ts";
 
 // Serving a checkpoint (an iris job behind the endpoint serve/<name>).
-export { remoteInference } from "./inference/remoteInference.ts";
-export type { InferenceSession, RemoteInferenceOptions } from "./inference/remoteInference.ts";
-export { scoreViaService } from "./inference/scoreViaService.ts";
-export type { ScoreViaServiceOptions, ServiceScore } from "./inference/scoreViaService.ts";
+export { remoteInference } from "./service/remoteInference.ts";
+export type { InferenceSession, RemoteInferenceOptions } from "./service/remoteInference.ts";
+export { scoreViaService } from "./service/scoreViaService.ts";
+export type { ScoreViaServiceOptions, ServiceScore } from "./service/scoreViaService.ts";

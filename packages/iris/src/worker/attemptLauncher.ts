@@ -9,7 +9,7 @@ import { isBundlePath, type Entrypoint } from "../jobSpec.ts";
 import type { RunAttempt__Output } from "../internal/generated/iris/v1/RunAttempt.ts";
 import { runnerArgv, type RunnerSpec } from "../runner/runnerSpec.ts";
 import { readRunnerReport } from "../taskResult.ts";
-import { withRunnerReport, type AttemptOutcome } from "./attemptOutcome.ts";
+import { withRunnerReport, type AttemptExit } from "./attemptOutcome.ts";
 import { AttemptProcess, type LogLine } from "./attemptProcess.ts";
 import type { BundleHold } from "./bundleCache.ts";
 import { KeptAttempt, keeperFiles } from "./keptAttempt.ts";
@@ -95,7 +95,7 @@ export class AttemptLauncher {
       droppedLogLines: 0,
     };
     this.#ctx.attempts.set(local.uid, local);
-    let outcome: AttemptOutcome;
+    let outcome: AttemptExit;
     let resultPath: string | undefined;
     let hold: BundleHold | undefined;
     try {
@@ -234,7 +234,7 @@ export class AttemptLauncher {
    * sent waits up to {@link PREEMPT_WINDOW_MS} for the worker's own stop: Slurm signals every
    * process of the job at once, and the attempt must then count as preempted, not failed.
    */
-  async #settle(local: LocalAttempt, outcome: AttemptOutcome): Promise<void> {
+  async #settle(local: LocalAttempt, outcome: AttemptExit): Promise<void> {
     if (this.#ctx.opts.preemptible === true && outcome.kind === "SIGNAL" && local.stopReason === undefined) {
       const deadline = Date.now() + PREEMPT_WINDOW_MS;
       while (local.stopReason === undefined && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
@@ -291,7 +291,7 @@ export class AttemptLauncher {
     return true;
   }
 
-  #finish(local: LocalAttempt, outcome: AttemptOutcome): void {
+  #finish(local: LocalAttempt, outcome: AttemptExit): void {
     local.proc = undefined;
     // The attempt's last lines go out now; its end is reported once they are in (#observation).
     this.#shipper.flush();

@@ -11,8 +11,8 @@ export const ATTEMPT_EXIT_KINDS = ["APP_EXIT", "APP_ERROR", "SIGNAL", "OOM", "TI
 /** One of {@link ATTEMPT_EXIT_KINDS}. */
 export type AttemptExitKind = (typeof ATTEMPT_EXIT_KINDS)[number];
 
-/** The classified end of an attempt. */
-export interface AttemptOutcome {
+/** The classified end of an attempt, as the worker saw it (the controller turns it into its `AttemptOutcome`, a state transition). */
+export interface AttemptExit {
   kind: AttemptExitKind;
   /** The process's exit code, when it exited rather than being killed by a signal. */
   exitCode?: number;
@@ -31,7 +31,7 @@ export interface AttemptOutcome {
  * exit 1 with an application error becomes `APP_ERROR` (never retried). Anything else (killed,
  * timed out, OOM) keeps its kind: the report of a process that did not end by itself is moot.
  */
-export function withRunnerReport(outcome: AttemptOutcome, report: RunnerReport | undefined): AttemptOutcome {
+export function withRunnerReport(outcome: AttemptExit, report: RunnerReport | undefined): AttemptExit {
   if (report === undefined || outcome.kind !== "APP_EXIT") return outcome;
   if (outcome.exitCode === 0 && "resultJson" in report) {
     // Checked again here: the report file is the task's to write, and the limit is iris's.
@@ -71,7 +71,7 @@ const HEAP_OOM = /JavaScript heap out of memory|Reached heap limit Allocation fa
  * a stop request explains whatever signal followed, and an out-of-memory death is recognised
  * before it is reported as a plain signal or exit code.
  */
-export function classifyExit(o: ExitObservation): AttemptOutcome {
+export function classifyExit(o: ExitObservation): AttemptExit {
   const base = {
     ...(o.exitCode === null ? {} : { exitCode: o.exitCode }),
     ...(o.signal === null ? {} : { signal: o.signal }),

@@ -2,7 +2,7 @@
 // (SIGTERM then SIGKILL), limits enforced, its end classified once.
 import { spawn, type ChildProcess } from "node:child_process";
 import type { Readable } from "node:stream";
-import { classifyExit, type AttemptOutcome } from "./attemptOutcome.ts";
+import { classifyExit, type AttemptExit } from "./attemptOutcome.ts";
 import { cgroupOomKills, signalGroup, watchGroupRss } from "../process/processGroup.ts";
 
 /** One line an attempt wrote, stamped when the worker read it. */
@@ -63,14 +63,14 @@ const DRAIN_AFTER_EXIT_MS = 2000;
 /**
  * One attempt's process: started in its own process group (so a stop reaches everything it
  * spawned), its output read line by line, and its end classified exactly once into
- * {@link AttemptOutcome}.
+ * {@link AttemptExit}.
  */
 export class AttemptProcess {
   /** The process id, which is also the process group id; undefined if the spawn failed. */
   readonly pid: number | undefined;
   readonly startedAtMs: number;
   /** Resolves once, when the process has ended and its output has been read. */
-  readonly exited: Promise<AttemptOutcome>;
+  readonly exited: Promise<AttemptExit>;
 
   #child: ChildProcess;
   #killGraceMs: number;
@@ -112,7 +112,7 @@ export class AttemptProcess {
    * Stops the attempt: SIGTERM to its process group, SIGKILL after the grace period. Idempotent;
    * resolves with the outcome (KILLED unless it had already ended otherwise).
    */
-  stop(graceMs = this.#killGraceMs): Promise<AttemptOutcome> {
+  stop(graceMs = this.#killGraceMs): Promise<AttemptExit> {
     if (!this.#ended && !this.#stopRequested) {
       this.#stopRequested = true;
       this.#terminate(graceMs);
@@ -129,7 +129,7 @@ export class AttemptProcess {
     }, graceMs);
   }
 
-  async #supervise(opts: AttemptProcessOptions): Promise<AttemptOutcome> {
+  async #supervise(opts: AttemptProcessOptions): Promise<AttemptExit> {
     const child = this.#child;
     const emit = (stream: LogLine["stream"], line: string): void => {
       if (stream === "stderr") {

@@ -6,7 +6,7 @@ import { spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { classifyExit, type AttemptOutcome } from "./attemptOutcome.ts";
+import { classifyExit, type AttemptExit } from "./attemptOutcome.ts";
 import type { LogLine } from "./attemptProcess.ts";
 import { readProcStat, signalGroup, watchGroupRss } from "../process/processGroup.ts";
 
@@ -40,7 +40,7 @@ export interface KeptAttemptOptions {
 export class KeptAttempt {
   /** The keeper's pid, which is also the attempt's process group id. */
   readonly pid: number | undefined;
-  readonly exited: Promise<AttemptOutcome>;
+  readonly exited: Promise<AttemptExit>;
   #opts: KeptAttemptOptions;
   #killGraceMs: number;
   #stopRequested = false;
@@ -99,7 +99,7 @@ export class KeptAttempt {
   }
 
   /** SIGTERM to the attempt's group, SIGKILL after the grace; resolves with the outcome. */
-  stop(graceMs = this.#killGraceMs): Promise<AttemptOutcome> {
+  stop(graceMs = this.#killGraceMs): Promise<AttemptExit> {
     if (!this.#done && !this.#stopRequested) {
       this.#stopRequested = true;
       this.#terminate(graceMs);
@@ -122,7 +122,7 @@ export class KeptAttempt {
     return st !== undefined && st.state !== "Z" && (this.#startTicks === undefined || st.startTicks === this.#startTicks);
   }
 
-  async #supervise(): Promise<AttemptOutcome> {
+  async #supervise(): Promise<AttemptExit> {
     const opts = this.#opts;
     const files = keeperFiles(opts.scratch);
     if (this.pid === undefined) {

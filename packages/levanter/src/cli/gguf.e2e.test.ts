@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { generate } from "../generate.ts";
 import { importNodeLlamaCpp, installNodeLlamaCpp } from "../models/nodeLlamaCpp.ts";
 import { syntheticDocuments, writeByteCache } from "../internal/testCorpus.ts";
-import { exportGguf } from "../trainer/ggufExport.ts";
+import { exportGguf } from "../checkpoint/ggufExport.ts";
 import { trainLm } from "../trainer/trainLm.ts";
 import { buildProgram } from "./main.ts";
 

@@ -14,12 +14,12 @@ import { waitFor } from "@marin/iris/testing";
 import { loadHfTokenizer } from "../data/hfTokenizer.ts";
 import { encodeDocument } from "../data/tokenizer.ts";
 import { finalizeTokenCache, writeTokenCacheShard } from "../sharding/tokenCacheWriter.ts";
-import { exportHf } from "../trainer/hfCheckpoint.ts";
+import { exportHf } from "../checkpoint/hfCheckpoint.ts";
 import { ModelConfigSchema, resolveModelConfig } from "../models/modelConfig.ts";
 import { defaultDecayMask, TransformerLm } from "../models/transformer.ts";
 import { AdamW } from "../optim/adamw.ts";
 import { Rng } from "../rng.ts";
-import { saveTrainState } from "../trainer/trainState.ts";
+import { saveTrainState } from "../checkpoint/trainState.ts";
 
 const pkgDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const main = path.join(pkgDir, "src/cli/main.ts");

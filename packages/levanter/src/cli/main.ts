@@ -188,7 +188,7 @@ export function buildProgram(): Command {
     .requiredOption("--out <dir>", "checkpoint directory to write (the model lands in <dir>/step-0)")
     .option("--seq-len <n>", "training window / longest context (default: the config's max_position_embeddings or n_positions)", int)
     .action(async (dir: string, opts: { out: string; seqLen?: number }) => {
-      const { importHf } = await import("../trainer/hfCheckpoint.ts");
+      const { importHf } = await import("../checkpoint/hfCheckpoint.ts");
       const r = await importHf(dir, opts.out, opts.seqLen !== undefined ? { seqLen: opts.seqLen } : {});
       process.stdout.write(`${JSON.stringify(r)}\n`);
     });
@@ -203,7 +203,7 @@ export function buildProgram(): Command {
     .option("--max-shard-size <size>", "largest safetensors file before the weights are sharded with an index", "2GB")
     .option("--tokenizer <tokenizer.json>", "HF tokenizer for a checkpoint that names one it does not carry")
     .action(async (opts: { checkpoint: string; out: string; dtype: "float32" | "bfloat16"; maxShardSize: string; tokenizer?: string }) => {
-      const { exportHf, parseByteSize } = await import("../trainer/hfCheckpoint.ts");
+      const { exportHf, parseByteSize } = await import("../checkpoint/hfCheckpoint.ts");
       const r = await exportHf(opts.checkpoint, opts.out, { dtype: opts.dtype, maxShardBytes: parseByteSize(opts.maxShardSize), ...(opts.tokenizer ? { tokenizerJson: opts.tokenizer } : {}) });
       process.stdout.write(`${JSON.stringify(r)}\n`);
     });
@@ -216,7 +216,7 @@ export function buildProgram(): Command {
     .addOption(new Option("--type <type>", "weights' type (norm scales stay f32)").choices(["f32", "f16", "q8_0"]).default("f32"))
     .option("--tokenizer <tokenizer.json>", "HF tokenizer for a checkpoint that names one it does not carry")
     .action(async (opts: { checkpoint: string; out: string; type: "f32" | "f16" | "q8_0"; tokenizer?: string }) => {
-      const { exportGguf } = await import("../trainer/ggufExport.ts");
+      const { exportGguf } = await import("../checkpoint/ggufExport.ts");
       const r = await exportGguf(opts.checkpoint, opts.out, { type: opts.type, ...(opts.tokenizer ? { tokenizerJson: opts.tokenizer } : {}) });
       process.stdout.write(`${JSON.stringify(r)}\n`);
     });
@@ -230,7 +230,7 @@ export function buildProgram(): Command {
     .argument("<files...>", "text files, one document each")
     .action(async (files: string[], opts: { out: string; tokenizer: string; stripWordTags?: boolean }) => {
       const [{ tokenizerNamed }, { encodeDocument }, { finalizeTokenCache, writeTokenCacheShard }, { stripWordTags }] = await Promise.all([
-        import("../trainer/evaluate.ts"),
+        import("../data/tokenizerLookup.ts"),
         import("../data/tokenizer.ts"),
         import("../sharding/tokenCacheWriter.ts"),
         import("@marin/iris/toolkit"),

@@ -16,8 +16,8 @@ import { encodeDocument } from "../data/tokenizer.ts";
 import { syntheticDocuments, writeByteCache } from "../internal/testCorpus.ts";
 import { finalizeTokenCache, writeTokenCacheShard } from "../sharding/tokenCacheWriter.ts";
 import { trainLm } from "../trainer/trainLm.ts";
-import { loadModelFromCheckpoint } from "../trainer/trainState.ts";
-import { byteLevelTokenizerFiles, exportHf, importHf } from "../trainer/hfCheckpoint.ts";
+import { loadModelFromCheckpoint } from "../checkpoint/trainState.ts";
+import { byteLevelTokenizerFiles, exportHf, importHf } from "../checkpoint/hfCheckpoint.ts";
 import { readSafetensorsHeader } from "./safetensors.ts";
 
 const PYTHON = "/usr/bin/python3";

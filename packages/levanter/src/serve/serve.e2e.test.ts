@@ -11,7 +11,7 @@ import { ModelConfigSchema, resolveModelConfig } from "../models/modelConfig.ts"
 import { TransformerLm, defaultDecayMask } from "../models/transformer.ts";
 import { AdamW } from "../optim/adamw.ts";
 import { Rng } from "../rng.ts";
-import { saveTrainState } from "../trainer/trainState.ts";
+import { saveTrainState } from "../checkpoint/trainState.ts";
 
 const pkgDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const main = path.join(pkgDir, "src/cli/main.ts");

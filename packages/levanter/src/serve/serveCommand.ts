@@ -3,7 +3,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { LevanterError } from "../errors.ts";
-import { importHf } from "../trainer/hfCheckpoint.ts";
+import { importHf } from "../checkpoint/hfCheckpoint.ts";
 import { createInferenceServer } from "./server.ts";
 
 /** Options of {@link serveCommand} (the CLI's flags). */

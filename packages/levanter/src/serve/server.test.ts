@@ -8,7 +8,7 @@ import { byteTokenizer } from "../data/byteTokenizer.ts";
 import { ModelConfigSchema, resolveModelConfig } from "../models/modelConfig.ts";
 import { TransformerLm } from "../models/transformer.ts";
 import { Rng } from "../rng.ts";
-import { InferenceEngine } from "./engine.ts";
+import { InferenceEngine } from "../inference/engine.ts";
 import { createInferenceServer, DEFAULT_MAX_BODY_BYTES, type InferenceServer } from "./server.ts";
 
 function tinyEngine(opts: ConstructorParameters<typeof InferenceEngine>[3] = {}, tokenizer = byteTokenizer): InferenceEngine {

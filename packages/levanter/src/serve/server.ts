@@ -9,7 +9,23 @@ import { randomUUID } from "node:crypto";
 import { Histogram, LabeledCounter, PrometheusText } from "@marin/iris/toolkit";
 import { z } from "zod";
 import { BUILTIN_CHAT_TEMPLATE, loadChatTemplate, type ChatTemplate } from "./chatTemplate.ts";
-import { EngineBusyError, EngineRequestError, InferenceEngine, type EngineOptions, type EngineRequest, type EngineResult, type Logprobs } from "./engine.ts";
+import { LevanterError } from "../errors.ts";
+import { EngineRequestError, InferenceEngine, type EngineOptions, type EngineRequest, type EngineResult, type Logprobs } from "../inference/engine.ts";
+import {
+  ChatCompletionRequestSchema as ChatBody,
+  CompletionRequestSchema as CompletionBody,
+  TokenizeRequestSchema as TokenizeBody,
+  type ChatCompletionChunk,
+  type ChatCompletionResponse,
+  type ChatContent,
+  type ChatLogprobs,
+  type CompletionChunk,
+  type CompletionResponse,
+  type ErrorResponse,
+  type ModelList,
+  type OpenAiErrorType,
+  type TokenizeResponse,
+} from "./openai.ts";
 
 /** Options of {@link createInferenceServer}. */
 export interface InferenceServerOptions {
@@ -63,41 +79,6 @@ export interface InferenceServer {
   close(): Promise<void>;
 }
 
-const StopSchema = z.union([z.string(), z.array(z.string()).max(4)]).nullish();
-const SamplingFields = {
-  model: z.string().optional(),
-  temperature: z.number().min(0).max(2).nullish(),
-  top_p: z.number().gt(0).max(1).nullish(),
-  top_k: z.number().int().min(1).nullish(),
-  n: z.number().int().min(1).max(128).nullish(),
-  seed: z.number().int().nullish(),
-  stop: StopSchema,
-  stream: z.boolean().nullish(),
-  user: z.string().optional(),
-};
-
-const CompletionBody = z.object({
-  ...SamplingFields,
-  prompt: z.union([z.string(), z.array(z.string()).min(1), z.array(z.number().int().nonnegative()).min(1)]),
-  max_tokens: z.number().int().min(0).nullish(),
-  echo: z.boolean().nullish(),
-  logprobs: z.number().int().min(0).max(20).nullish(),
-});
-
-const ContentSchema = z.union([z.string(), z.array(z.object({ type: z.literal("text"), text: z.string() }))]);
-const ChatBody = z.object({
-  ...SamplingFields,
-  messages: z.array(z.object({ role: z.enum(["system", "user", "assistant", "developer", "tool"]), content: ContentSchema.nullable() })).min(1),
-  max_tokens: z.number().int().min(1).nullish(),
-  max_completion_tokens: z.number().int().min(1).nullish(),
-  logprobs: z.boolean().nullish(),
-  top_logprobs: z.number().int().min(0).max(20).nullish(),
-});
-
-const TokenizeBody = z.union([z.object({ prompt: z.string(), model: z.string().optional() }), z.object({ messages: ChatBody.shape.messages, model: z.string().optional() })]);
-
-type OpenAiErrorType = "invalid_request_error" | "rate_limit_error" | "conflict_error" | "service_unavailable" | "server_error";
-
 class HttpError extends Error {
   readonly status: 400 | 404 | 409 | 413 | 415 | 429 | 500 | 503;
   readonly type: OpenAiErrorType;
@@ -112,7 +93,7 @@ class HttpError extends Error {
   }
 }
 
-function errorBody(e: HttpError): { error: { message: string; type: string; param: string | null; code: string | null } } {
+function errorBody(e: HttpError): ErrorResponse {
   return { error: { message: e.message, type: e.type, param: e.param, code: e.code } };
 }
 
@@ -170,7 +151,7 @@ function concatLogprobs(a: Logprobs, b: Logprobs): Logprobs {
   };
 }
 
-function chatLogprobs(lp: Logprobs | undefined, top: number): { content: unknown[] } | null {
+function chatLogprobs(lp: Logprobs | undefined, top: number): ChatLogprobs | null {
   if (!lp) return null;
   const bytes = (s: string) => [...Buffer.from(s, "utf8")];
   return {
@@ -250,10 +231,10 @@ export async function createInferenceServer(opts: InferenceServerOptions): Promi
     const err =
       e instanceof HttpError
         ? e
-        : e instanceof EngineBusyError
+        : e instanceof LevanterError && e.code === "ENGINE_BUSY"
           ? new HttpError(429, e.message, "rate_limit_error", null, "rate_limit_exceeded")
-          : e instanceof EngineRequestError
-            ? new HttpError(400, e.message, "invalid_request_error", e.param, "invalid_value")
+          : e instanceof LevanterError && e.code === "INVALID_REQUEST"
+            ? new HttpError(400, e.message, "invalid_request_error", e instanceof EngineRequestError ? e.param : null, "invalid_value")
             : new HttpError(500, e instanceof Error ? e.message : String(e), "server_error");
     metrics.request(route, err.status);
     if (err.status === 429) c.header("Retry-After", retryAfter);
@@ -337,7 +318,7 @@ export async function createInferenceServer(opts: InferenceServerOptions): Promi
     try {
       const e = need();
       metrics.request("/v1/models", 200);
-      return c.json({ object: "list", data: [{ id: e.modelId, object: "model", created, owned_by: "levanter", max_model_len: e.maxContext }] });
+      return c.json({ object: "list", data: [{ id: e.modelId, object: "model", created, owned_by: "levanter", max_model_len: e.maxContext }] } satisfies ModelList);
     } catch (err) {
       return fail(c, "/v1/models", err);
     }
@@ -353,7 +334,7 @@ export async function createInferenceServer(opts: InferenceServerOptions): Promi
       const text = "prompt" in body ? body.prompt : template.render(body.messages.map((m) => ({ role: m.role, content: flatten(m.content) })));
       const tokens = e.tokenizer.encode(text);
       metrics.request("/tokenize", 200);
-      return c.json({ tokens, count: tokens.length, max_model_len: e.maxContext });
+      return c.json({ tokens, count: tokens.length, max_model_len: e.maxContext } satisfies TokenizeResponse);
     } catch (err) {
       return fail(c, "/tokenize", err);
     }
@@ -365,7 +346,7 @@ export async function createInferenceServer(opts: InferenceServerOptions): Promi
     prompts: number[][],
     base: Omit<EngineRequest, "prompt">,
     signal: AbortSignal,
-    onDelta?: (index: number, text: string, finish?: string) => void,
+    onDelta?: (index: number, text: string, finish?: "stop" | "length") => void,
   ): Promise<EngineResult[]> => {
     const n = base.n ?? 1;
     // One listener on the request's signal, one signal per engine request (not one listener per
@@ -434,7 +415,7 @@ export async function createInferenceServer(opts: InferenceServerOptions): Promi
         metrics.request(route, 200);
         return streamEvents(c, ac, release, async (send) => {
           const n = base.n ?? 1;
-          const chunk = (index: number, text: string, finish: string | null) => ({ id, object: "text_completion", created, model, choices: [{ index, text, logprobs: null, finish_reason: finish }] });
+          const chunk = (index: number, text: string, finish: "stop" | "length" | null): CompletionChunk => ({ id, object: "text_completion", created, model, choices: [{ index, text, logprobs: null, finish_reason: finish }] });
           // Each token's event is this text around the index, text and finish reason (JSON.stringify's bytes).
           const head = `{"id":${JSON.stringify(id)},"object":"text_completion","created":${created},"model":${JSON.stringify(model)},"choices":[{"index":`;
           if (echo) promptText.forEach((t, p) => Array.from({ length: n }, (_, j) => send(chunk(p * n + j, t, null))));
@@ -456,7 +437,7 @@ export async function createInferenceServer(opts: InferenceServerOptions): Promi
         const promptTokens = results.reduce((s, r) => s + r.promptTokens, 0);
         const completionTokens = results.reduce((s, r) => s + r.completionTokens, 0);
         metrics.request(route, 200);
-        return c.json({ id, object: "text_completion", created: Math.floor(Date.now() / 1000), model, choices, usage: { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens } });
+        return c.json({ id, object: "text_completion", created: Math.floor(Date.now() / 1000), model, choices, usage: { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens } } satisfies CompletionResponse);
       } finally {
         release();
       }
@@ -495,7 +476,7 @@ export async function createInferenceServer(opts: InferenceServerOptions): Promi
         e.assertAccepting();
         metrics.request(route, 200);
         return streamEvents(c, ac, release, async (send) => {
-          const chunk = (index: number, delta: Record<string, string>, finish: string | null) => ({ id, object: "chat.completion.chunk", created, model, choices: [{ index, delta, logprobs: null, finish_reason: finish }] });
+          const chunk = (index: number, delta: ChatCompletionChunk["choices"][number]["delta"], finish: "stop" | "length" | null): ChatCompletionChunk => ({ id, object: "chat.completion.chunk", created, model, choices: [{ index, delta, logprobs: null, finish_reason: finish }] });
           // A content event is this text around the index and the text (JSON.stringify's bytes).
           const head = `{"id":${JSON.stringify(id)},"object":"chat.completion.chunk","created":${created},"model":${JSON.stringify(model)},"choices":[{"index":`;
           for (let i = 0; i < (base.n ?? 1); i++) send(chunk(i, { role: "assistant", content: "" }, null));
@@ -515,7 +496,7 @@ export async function createInferenceServer(opts: InferenceServerOptions): Promi
           model,
           choices: r!.choices.map((ch) => ({ index: ch.index, message: { role: "assistant", content: ch.text }, logprobs: chatLogprobs(ch.logprobs, top), finish_reason: ch.finishReason })),
           usage: { prompt_tokens: r!.promptTokens, completion_tokens: r!.completionTokens, total_tokens: r!.promptTokens + r!.completionTokens },
-        });
+        } satisfies ChatCompletionResponse);
       } finally {
         release();
       }
@@ -574,7 +555,7 @@ function both(a: () => void, b: () => void): () => void {
   };
 }
 
-function flatten(content: z.infer<typeof ContentSchema> | null): string {
+function flatten(content: ChatContent | null): string {
   if (content === null) return "";
   return typeof content === "string" ? content : content.map((p) => p.text).join("");
 }

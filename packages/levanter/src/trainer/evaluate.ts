@@ -1,14 +1,12 @@
 // Evaluation: loss and bits per byte of a model or a checkpoint over validation batches.
 import * as tf from "@tensorflow/tfjs";
-import { existsSync } from "node:fs";
-import path from "node:path";
 import { selectBackend } from "../backend.ts";
-import { loadTokenizer } from "../data/hfTokenizer.ts";
+import { tokenizerNamed } from "../data/tokenizerLookup.ts";
 import { bitsPerByte, type Tokenizer } from "../data/tokenizer.ts";
 import { ValidationBatches, type TokenBatch } from "../data/tokenLoader.ts";
 import { LevanterError } from "../errors.ts";
 import { TokenCacheReader } from "../sharding/tokenCacheReader.ts";
-import { checkpointTokenizerFile, loadModelFromCheckpoint } from "./trainState.ts";
+import { checkpointTokenizerFile, loadModelFromCheckpoint } from "../checkpoint/trainState.ts";
 import type { TransformerLm } from "../models/transformer.ts";
 
 /** Loss (nats per token) and bits per byte of a model over evaluation batches. */
@@ -72,21 +70,4 @@ export async function evaluateCheckpoint(opts: EvaluateCheckpointOptions): Promi
     model.dispose();
     cache.close();
   }
-}
-
-/**
- * The tokenizer a cache or checkpoint names: built in for `byte`, else from `tokenizerJson`, else
- * from the `tokenizer.json` recorded beside the data — the first of `recordedIn` (a token cache or
- * a checkpoint directory) that holds one.
- */
-export async function tokenizerNamed(name: string, tokenizerJson: string | undefined, recordedIn: string[] = []): Promise<Tokenizer> {
-  if (name === "byte") return loadTokenizer("byte");
-  const file = tokenizerJson ?? recordedIn.map((d) => path.join(d, "tokenizer.json")).find((f) => existsSync(f));
-  if (!file) {
-    throw new LevanterError(
-      "INVALID_CONFIG",
-      `tokenizerJson: required for tokenizer "${name}" (only "byte" is built in${recordedIn.length ? `, and no tokenizer.json in ${recordedIn.join(" or ")}` : ""})`,
-    );
-  }
-  return loadTokenizer(file, { name });
 }

@@ -17,14 +17,15 @@ import { TransformerLm, defaultDecayMask } from "../models/transformer.ts";
 import { AdamW } from "../optim/adamw.ts";
 import { lrSchedule } from "../optim/schedule.ts";
 import { TokenCacheReader } from "../sharding/tokenCacheReader.ts";
-import { evaluateLm, tokenizerNamed, type EvalResult } from "./evaluate.ts";
+import { tokenizerNamed } from "../data/tokenizerLookup.ts";
+import { evaluateLm, type EvalResult } from "./evaluate.ts";
 import { initializeDistributed, type Distributed } from "../distributed.ts";
 import { agreeOnNativeGemm, nativeGemmEngine } from "../kernels/native/addon.ts";
 import { dataParallelGradients, type SaveKind } from "./gradients.ts";
 import { ShardedOptimizerState } from "./sharded.ts";
-import { checkContinuesRun, runDifferences, runIdentity } from "./runIdentity.ts";
+import { checkContinuesRun, runDifferences, runIdentity } from "../checkpoint/runIdentity.ts";
 import { formatStatus, StatusReporter, type StatusSink } from "./status.ts";
-import { assignParams, checkpointTokenizerFile, readTrainCheckpoint, resolveCheckpointDir, saveTrainState } from "./trainState.ts";
+import { assignParams, checkpointTokenizerFile, readTrainCheckpoint, resolveCheckpointDir, saveTrainState } from "../checkpoint/trainState.ts";
 import { CompositeTracker, ConsoleTracker, JsonlTracker, TensorBoardTracker, type Tracker } from "./trackers.ts";
 import { parseTrainLmConfig, type TrainLmConfig, type TrainLmConfigInput } from "./trainerConfig.ts";
 

@@ -5,7 +5,7 @@ import os from "node:os";
 import path from "node:path";
 import { IrisClient, LocalCluster } from "@marin/iris";
 import { MarinError } from "../errors.ts";
-import { remoteInference } from "../inference/remoteInference.ts";
+import { remoteInference } from "../service/remoteInference.ts";
 import type { StepGraph } from "../step/graph.ts";
 
 /** Options of {@link serveStep}. */

@@ -75,8 +75,8 @@ export async function* readJsonl<T = unknown>(filePath: string, options: ReadJso
   for await (const batch of readJsonlBatches<T>(filePath, options)) yield* batch;
 }
 
-/** What a closed writer reports. */
-export interface WriteResult {
+/** What a closed writer reports of its one file (a file sink's `WriteResult` covers all its shards). */
+export interface WrittenFile {
   /** Records written. */
   readonly count: number;
   /** Bytes of the file on disk (after compression). */
@@ -164,7 +164,7 @@ export class JsonlWriter {
   }
 
   /** Flushes, ends the codec and the file, and reports what was written. */
-  async close(): Promise<WriteResult> {
+  async close(): Promise<WrittenFile> {
     this.checkOpen();
     await this.flush();
     this.closed = true;

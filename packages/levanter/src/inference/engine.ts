@@ -5,8 +5,8 @@ import type { Tokenizer } from "../data/tokenizer.ts";
 import { LevanterError } from "../errors.ts";
 import type { TransformerLm } from "../models/transformer.ts";
 import { Rng } from "../rng.ts";
-import { tokenizerNamed } from "../trainer/evaluate.ts";
-import { checkpointTokenizerFile, loadModelFromCheckpoint } from "../trainer/trainState.ts";
+import { tokenizerNamed } from "../data/tokenizerLookup.ts";
+import { checkpointTokenizerFile, loadModelFromCheckpoint } from "../checkpoint/trainState.ts";
 import { BatchDecoder, type DecodeRow } from "./decoder.ts";
 import { Detokenizer } from "./detokenize.ts";
 import { KvPool, type SeqKv } from "./kvPool.ts";
@@ -94,18 +94,21 @@ export interface SubmitOptions {
   onDelta?: (d: EngineDelta) => void;
 }
 
-/** Thrown when the queue is full (the server answers 429). */
-export class EngineBusyError extends Error {
+/** Code `ENGINE_BUSY`: the queue is full or the engine closed (the server answers 429). */
+export class EngineBusyError extends LevanterError {
   override readonly name = "EngineBusyError";
+  constructor(message: string) {
+    super("ENGINE_BUSY", message);
+  }
 }
 
-/** A request the engine cannot serve (too long, too many samples); the server answers 400 naming `param`. */
-export class EngineRequestError extends Error {
+/** Code `INVALID_REQUEST`: a request the engine cannot serve (too long, too many samples); the server answers 400 naming `param`. */
+export class EngineRequestError extends LevanterError {
   override readonly name = "EngineRequestError";
   /** The request field at fault (OpenAI's `param`). */
   readonly param: string;
   constructor(message: string, param: string) {
-    super(message);
+    super("INVALID_REQUEST", message);
     this.param = param;
   }
 }

@@ -1,9 +1,10 @@
 // The generateText standard step: samples from a trained checkpoint (levanter).
 import { promises as fs } from "node:fs";
 import path from "node:path";
+import { CompletionResponseSchema, parseResponse } from "@marin/levanter/serve/openai";
 import { z } from "zod";
 import { MarinError } from "../errors.ts";
-import { remoteInference } from "../inference/remoteInference.ts";
+import { remoteInference } from "../service/remoteInference.ts";
 import { defineStep } from "../step/step.ts";
 import { checkOptions, RESOURCE_KEYS } from "./options.ts";
 import type { OutputRef, Step, StepResources } from "../step/step.ts";
@@ -95,8 +96,8 @@ async function sampleViaService(cfg: z.infer<typeof configSchema>, log: (line: s
         headers: { "content-type": "application/json" },
         body: JSON.stringify({ model, prompt, max_tokens: cfg.maxTokens, temperature: cfg.temperature, seed: cfg.seed + i, ...(cfg.topK !== null ? { top_k: cfg.topK } : {}) }),
       });
-      const body = (await res.json()) as { choices?: { text: string }[]; error?: { message?: string } };
-      if (!res.ok || !body.choices?.[0]) throw new MarinError("STEP_FAILED", `${baseUrl}/completions answered ${res.status}: ${body.error?.message ?? "no choices"}`);
+      const body = parseResponse(CompletionResponseSchema, await res.json(), (m) => new MarinError("STEP_FAILED", `${baseUrl}/completions answered ${res.status}: ${m}`));
+      if (!res.ok || !body.choices[0]) throw new MarinError("STEP_FAILED", `${baseUrl}/completions answered ${res.status}: no choices`);
       samples.push({ prompt, text: body.choices[0].text });
     }
     return samples;

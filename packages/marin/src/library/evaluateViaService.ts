@@ -3,8 +3,8 @@
 import { promises as fs } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
-import { remoteInference } from "../inference/remoteInference.ts";
-import { scoreViaService } from "../inference/scoreViaService.ts";
+import { remoteInference } from "../service/remoteInference.ts";
+import { scoreViaService } from "../service/scoreViaService.ts";
 import { defineStep } from "../step/step.ts";
 import { checkOptions, RESOURCE_KEYS } from "./options.ts";
 import type { OutputRef, Step, StepResources } from "../step/step.ts";

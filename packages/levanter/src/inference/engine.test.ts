@@ -11,7 +11,7 @@ import { ModelConfigSchema, resolveModelConfig, type ModelConfigInput } from "..
 import { TransformerLm, defaultDecayMask } from "../models/transformer.ts";
 import { AdamW } from "../optim/adamw.ts";
 import { Rng } from "../rng.ts";
-import { saveTrainState } from "../trainer/trainState.ts";
+import { loadModelFromCheckpoint, saveTrainState } from "../checkpoint/trainState.ts";
 import { loadNativeAddon } from "../kernels/native/addon.ts";
 import { InferenceEngine, logprobOf } from "./engine.ts";
 
@@ -23,6 +23,28 @@ function tinyModel(extra: ModelConfigInput = {}, seed = 3): TransformerLm {
 
 function fullLogits(model: TransformerLm, ids: number[]): Float32Array {
   return tf.tidy(() => model.logits(tf.tensor2d(ids, [1, ids.length], "int32")).dataSync() as Float32Array);
+}
+
+// Greedy decoding by a full forward per token (no cache), stopping at the end-of-document token or
+// the context's end: the reference cached decoding must match (generate() is an engine request).
+async function greedyByRecompute(checkpoint: string, prompt: string, maxTokens: number): Promise<number[]> {
+  const { model } = await loadModelFromCheckpoint(checkpoint);
+  try {
+    const ids = byteTokenizer.encode(prompt);
+    const out: number[] = [];
+    const v = model.config.vocabSize;
+    while (out.length < maxTokens && ids.length < model.config.seqLen) {
+      const row = fullLogits(model, ids).subarray((ids.length - 1) * v, ids.length * v);
+      let best = 0;
+      for (let i = 1; i < v; i++) if (row[i]! > row[best]!) best = i;
+      if (best === byteTokenizer.eosId) break;
+      out.push(best);
+      ids.push(best);
+    }
+    return out;
+  } finally {
+    model.dispose();
+  }
 }
 
 describe("InferenceEngine", () => {
@@ -83,6 +105,7 @@ describe("InferenceEngine", () => {
         const got = await engine.submit({ prompt: byteTokenizer.encode(prompt), maxTokens: 30, temperature: 0 });
         expect(got.choices[0]!.tokens).toEqual(want.tokens);
         expect(got.choices[0]!.text).toBe(want.text);
+        expect(got.choices[0]!.tokens).toEqual(await greedyByRecompute(dir, prompt, 30));
       }
     } finally {
       engine.close();

@@ -1,5 +1,6 @@
 // Scoring a validation token cache through an inference service: each window is one
 // `/v1/completions` request with `echo` + `logprobs` and `max_tokens: 0` (the prompt's own logprobs).
+import { CompletionResponseSchema, ModelListSchema, parseResponse } from "@marin/levanter/serve/openai";
 import { MarinError } from "../errors.ts";
 
 /** Options of {@link scoreViaService}. */
@@ -28,11 +29,6 @@ export interface ServiceScore {
   window: number;
 }
 
-interface CompletionBody {
-  choices?: { logprobs?: { token_logprobs?: (number | null)[] } | null }[];
-  error?: { message?: string };
-}
-
 /**
  * Loss and bits per byte of the served model on a token cache. The windows are levanter's
  * validation windows for `seqLen = max_model_len` (each prompt is a window's first input and its
@@ -45,8 +41,8 @@ export async function scoreViaService(opts: ScoreViaServiceOptions): Promise<Ser
   const { ValidationBatches, bitsPerByte, tokenizerNamed } = await import("@marin/levanter");
   const modelsRes = await fetch(`${opts.baseUrl}/models`);
   if (!modelsRes.ok) throw new MarinError("STEP_FAILED", `${opts.baseUrl}/models answered ${modelsRes.status}`);
-  const models = (await modelsRes.json()) as { data?: { id: string; max_model_len?: number }[] };
-  const window = models.data?.find((m) => m.id === opts.model)?.max_model_len ?? models.data?.[0]?.max_model_len;
+  const models = parseResponse(ModelListSchema, await modelsRes.json(), (m) => new MarinError("STEP_FAILED", `${opts.baseUrl}/models: ${m}`));
+  const window = models.data.find((m) => m.id === opts.model)?.max_model_len ?? models.data[0]?.max_model_len;
   if (!window || window < 1) throw new MarinError("STEP_FAILED", `${opts.baseUrl}/models: no max_model_len ≥ 1 for model ${opts.model}`);
   const cache = await TokenCacheReader.open(opts.data);
   try {
@@ -75,9 +71,9 @@ export async function scoreViaService(opts: ScoreViaServiceOptions): Promise<Ser
           headers: { "content-type": "application/json" },
           body: JSON.stringify({ model: opts.model, prompt, max_tokens: 0, echo: true, logprobs: 0 }),
         });
-        const body = (await res.json()) as CompletionBody;
-        const lps = body.choices?.[0]?.logprobs?.token_logprobs;
-        if (!res.ok || !lps) throw new MarinError("STEP_FAILED", `${opts.baseUrl}/completions answered ${res.status}: ${body.error?.message ?? "no logprobs.token_logprobs"}`);
+        const body = parseResponse(CompletionResponseSchema, await res.json(), (m) => new MarinError("STEP_FAILED", `${opts.baseUrl}/completions answered ${res.status}: ${m}`));
+        const lps = body.choices[0]?.logprobs?.token_logprobs;
+        if (!res.ok || !lps) throw new MarinError("STEP_FAILED", `${opts.baseUrl}/completions answered ${res.status}: no logprobs.token_logprobs`);
         if (lps.length !== targets.length + 1) throw new MarinError("STEP_FAILED", `${opts.baseUrl}/completions: ${lps.length} prompt logprobs for a prompt of ${targets.length + 1} tokens`);
         for (let k = 1; k < lps.length; k++) nats -= lps[k]!;
         tokens += targets.length;

@@ -4,7 +4,7 @@ import path from "node:path";
 import { BYTE_EOS_TOKEN, byteLevelAlphabet, byteTokenizer } from "../data/byteTokenizer.ts";
 import { HfTokenizer } from "../data/hfTokenizer.ts";
 import { LevanterError } from "../errors.ts";
-import { checkpointDirName } from "../checkpoint/checkpointStore.ts";
+import { checkpointDirName } from "./checkpointStore.ts";
 import { checkpointTokenizerFile, readTrainCheckpoint, resolveCheckpointDir, saveModelCheckpoint } from "./trainState.ts";
 import { hfConfigOf, hfFamilyOf, hfTensorsFromParams, modelConfigFromHf, paramsFromHf, type HfFamily, type PlainArray } from "../models/hf.ts";
 import type { ResolvedModelConfig } from "../models/modelConfig.ts";

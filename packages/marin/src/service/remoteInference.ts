@@ -6,6 +6,7 @@ import { fileURLToPath } from "node:url";
 import { getIrisCtx, isTerminalJobState } from "@marin/iris";
 import type { Endpoint, IrisClient, Job, JobSpecInput, JobStatus } from "@marin/iris";
 import { ownExtension } from "@marin/iris/loader";
+import { ModelListSchema } from "@marin/levanter/serve/openai";
 import { MarinError } from "../errors.ts";
 import type { StepResources } from "../step/step.ts";
 import { startBalancer } from "./balancer.ts";
@@ -80,7 +81,7 @@ function sleep(ms: number): Promise<void> {
  * const text = await remoteInference({ checkpoint: "runs/tiny/checkpoints" }, async ({ baseUrl, model }) => {
  *   const r = await fetch(`${baseUrl}/completions`, { method: "POST", headers: { "content-type": "application/json" },
  *     body: JSON.stringify({ model, prompt: "The jury said", max_tokens: 32 }) });
- *   return ((await r.json()) as { choices: { text: string }[] }).choices[0]!.text;
+ *   return CompletionResponseSchema.parse(await r.json()).choices[0]!.text; // from "@marin/levanter/serve/openai"
  * });
  */
 export function remoteInference<T>(opts: RemoteInferenceOptions, fn: (session: InferenceSession) => Promise<T>): Promise<T>;
@@ -231,8 +232,9 @@ async function probeModels(base: string): Promise<string> {
   try {
     const r = await fetch(`${base}/v1/models`, { signal: AbortSignal.timeout(5000) });
     if (r.status !== 200) return `${base}/v1/models answered ${r.status}`;
-    const body = (await r.json()) as { data?: unknown[] };
-    return Array.isArray(body.data) && body.data.length > 0 ? "ok" : `${base}/v1/models listed no model`;
+    const body = ModelListSchema.safeParse(await r.json());
+    if (!body.success) return `${base}/v1/models answered no model list (${body.error.issues[0]!.path.join(".") || "body"}: ${body.error.issues[0]!.message})`;
+    return body.data.data.length > 0 ? "ok" : `${base}/v1/models listed no model`;
   } catch (e) {
     return `${base}/v1/models: ${e instanceof Error ? e.message : String(e)}`;
   }

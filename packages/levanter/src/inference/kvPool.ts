@@ -1,4 +1,5 @@
 // The engine's KV cache: one preallocated float32 buffer per sequence, written in place at each position, allocated under a byte budget.
+import { LevanterError } from "../errors.ts";
 
 /** Shape of every sequence's cache: `[layer][keys | values][head][capacity][headDim]`. */
 export interface KvLayout {
@@ -30,9 +31,12 @@ export class SeqKv {
   }
 }
 
-/** Thrown by {@link KvPool.allocate} when the budget cannot hold the buffer (a caller bug: check {@link KvPool.fits} first). */
-export class KvBudgetError extends Error {
+/** Code `KV_BUDGET`: thrown by {@link KvPool.allocate} when the budget cannot hold the buffer (a caller bug: check {@link KvPool.fits} first). */
+export class KvBudgetError extends LevanterError {
   override readonly name = "KvBudgetError";
+  constructor(message: string) {
+    super("KV_BUDGET", message);
+  }
 }
 
 /**

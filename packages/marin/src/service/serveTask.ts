@@ -51,7 +51,7 @@ export async function serveReplica(rawArgs: unknown): Promise<{ stopped: string 
     process.once("SIGTERM", () => resolve("SIGTERM"));
     process.once("SIGINT", () => resolve("SIGINT"));
   });
-  const { createInferenceServer } = await import("@marin/levanter");
+  const { createInferenceServer } = await import("@marin/levanter/serve");
   // Bound before the model loads: the endpoint is reachable (and `/health` says "loading") at once.
   const server = await createInferenceServer({
     checkpoint: args.checkpoint,

@@ -6,7 +6,7 @@ import type { HfTokenizerFiles } from "../data/hfTokenizer.ts";
 import { writeTrainedTokenizer } from "../data/trainTokenizer.ts";
 import { formatZodIssues } from "@marin/iris/toolkit";
 import { z } from "zod";
-import { findLatestCheckpoint, loadCheckpoint, readCheckpointMetadata, saveCheckpoint } from "../checkpoint/checkpointStore.ts";
+import { findLatestCheckpoint, loadCheckpoint, readCheckpointMetadata, saveCheckpoint } from "./checkpointStore.ts";
 import { loadTokenizer } from "../data/hfTokenizer.ts";
 import type { Tokenizer } from "../data/tokenizer.ts";
 import { LevanterError } from "../errors.ts";

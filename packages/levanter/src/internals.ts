@@ -1,0 +1,50 @@
+// @marin/levanter/internals — building blocks below the public surface, for benchmarks and tools
+// (bench/levanter/*): kernels and their measurements, gradients, trackers and status, config
+// internals, data loaders' types, the checkpoint store's types. No stability promise: the
+// supported API is the main entry (`@marin/levanter`), `/serve` and `/sharding`.
+export type { GemmCalibration } from "./kernels/native/addon.ts";
+export { installWasmFixes, matMul2d, measureMatMulGflops, oneHotFloat, parseBackendName } from "./backend.ts";
+export type { BackendSelection, SelectBackendOptions } from "./backend.ts";
+export { wasmThreads } from "./kernels/batchMatMul.ts";
+export type { KernelTime } from "./kernels/profile.ts";
+export { trainingFlopsPerToken } from "./models/modelConfig.ts";
+export type { ModelConfig } from "./models/modelConfig.ts";
+export type { NamedParams } from "./models/transformer.ts";
+export type { AdamWOptions, AdamWScalars } from "./optim/adamw.ts";
+export type { OptimizerConfig } from "./optim/optimizerConfig.ts";
+export type { LrSchedule } from "./optim/schedule.ts";
+export type { GangTrainResult, RunTrainGangOptions, TrainGangOptions } from "./trainer/gangJob.ts";
+export type { TrainStepInfo, TrainLmResult } from "./trainer/trainLm.ts";
+export { DataConfigSchema, MixtureConfigSchema, TRACKER_NAMES, parseTrainLmConfig } from "./trainer/trainerConfig.ts";
+export type { DataConfig, TrainLmConfig, TrainerConfig } from "./trainer/trainerConfig.ts";
+export { applyOverrides } from "./trainer/configFile.ts";
+export { computeGradients } from "./trainer/gradients.ts";
+export type { LossAndGrads } from "./trainer/gradients.ts";
+export type { EvalResult, EvaluateCheckpointOptions } from "./trainer/evaluate.ts";
+export { readTrainCheckpoint } from "./checkpoint/trainState.ts";
+export type { TrainState } from "./checkpoint/trainState.ts";
+export { CompositeTracker, ConsoleTracker, JsonlTracker, TensorBoardTracker } from "./trainer/trackers.ts";
+export type { Tracker } from "./trainer/trackers.ts";
+export { TensorBoardWriter } from "./trainer/tensorboard.ts";
+export { StatusReporter, formatStatus } from "./trainer/status.ts";
+export type { StatusInput, StatusSink } from "./trainer/status.ts";
+export type { ExportHfOptions, ExportResult, ImportResult } from "./checkpoint/hfCheckpoint.ts";
+export type { ExportGgufResult } from "./checkpoint/ggufExport.ts";
+export { NODE_LLAMA_CPP_VERSION, importNodeLlamaCpp, installNodeLlamaCpp } from "./models/nodeLlamaCpp.ts";
+export type { LlamaSequence, NodeLlamaCpp } from "./models/nodeLlamaCpp.ts";
+export type { GgufFileType } from "./models/gguf.ts";
+export { initializeDistributed } from "./distributed.ts";
+export type { Distributed, DistributedOptions } from "./distributed.ts";
+export type { GenerateResult } from "./generate.ts";
+export { BYTE_EOS_ID } from "./data/byteTokenizer.ts";
+export type { HfTokenizerFiles } from "./data/hfTokenizer.ts";
+export { BYTE_LEVEL_CHARS, DEFAULT_EOS_TOKEN, MAX_TRAINED_VOCAB, TOKENIZER_FILES } from "./data/trainTokenizer.ts";
+export type { TrainBpeOptions, TrainedBpeTokenizer } from "./data/trainTokenizer.ts";
+export { FeistelPermutation } from "./data/feistelPermutation.ts";
+export { countWindows } from "./data/tokenLoader.ts";
+export type { MixtureBatch, MixtureSource, MixtureStage } from "./data/mixtureLoader.ts";
+export type { TokenBatch, TokenLoaderOptions } from "./data/tokenLoader.ts";
+export { checkpointerConfigSchema } from "./checkpoint/checkpointer.ts";
+export type { CheckpointerConfig, CheckpointerConfigInput, SaveFn, SavedCheckpoint } from "./checkpoint/checkpointer.ts";
+export { METADATA_FILE, checkpointDirName } from "./checkpoint/checkpointStore.ts";
+export type { ArrayDtype, CheckpointMetadata, CheckpointPayload, FoundCheckpoint, LoadedCheckpoint, StoredArray } from "./checkpoint/checkpointStore.ts";
