@@ -295,8 +295,12 @@ export class BundleCache {
     log(`$ ${pnpm} ${args.join(" ")}`);
     return new Promise((resolve) => {
       let missingOffline = false;
-      // CI=true: pnpm neither prompts nor draws progress bars.
-      const child = spawn(pnpm, args, { cwd, env: { ...process.env, CI: "true" }, stdio: ["ignore", "pipe", "pipe"] });
+      // CI=true: pnpm neither prompts nor draws progress bars. A worker started from a
+      // `pnpm --silent` script inherits npm_config_loglevel=silent, which would leave the build
+      // log (and a BUILD_FAILED error's tail) empty: pnpm's own default applies instead.
+      const env: NodeJS.ProcessEnv = { ...process.env, CI: "true" };
+      delete env.npm_config_loglevel;
+      const child = spawn(pnpm, args, { cwd, env, stdio: ["ignore", "pipe", "pipe"] });
       let rest = "";
       const onData = (b: Buffer): void => {
         const text = rest + b.toString("utf8");
