@@ -4,9 +4,9 @@
 //
 //   pnpm bench iris/autoscaler [-- --runs N --slurm-runs N]
 //
-// The scale-up latency part (submit a one-task job with zero workers → running on a fresh Slurm
-// worker, beside the floor of a bare `sbatch` of `node -e 0`) goes BELOW the decision part, in
-// the section marked "SCALE-UP LATENCY" (the slurm-provider branch adds it).
+// Then the scale-up latency (submit a one-task job with zero workers → running on a fresh Slurm
+// worker), beside the floor of a bare `sbatch` of `node -e 0` measured in the same run
+// (`slurmScaleUp.ts`; skipped with a notice where Slurm cannot start).
 import { decide, type DemandEntry, type PolicyGroup, type PolicyWorker } from "../../packages/iris/src/autoscaler/policy.ts";
 import type { SchedConstraint } from "../../packages/iris/src/controller/scheduler.ts";
 import { scaleUpLatency } from "./slurmScaleUp.ts";

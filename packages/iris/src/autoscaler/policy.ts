@@ -25,24 +25,10 @@
 import type { SchedConstraint, SchedResources } from "../controller/scheduler.ts";
 import { constraintMatches, describeConstraint, formatBytes, formatMillis } from "../controller/scheduler.ts";
 import { backoffDelay } from "../toolkit/backoff.ts";
+import type { DemandEntry } from "../controller/controllerState.ts";
 import type { ScaleGroupConfig } from "./provider.ts";
 
-/** One job's pending tasks, as demand. */
-export interface DemandEntry {
-  /** The job's instance id: the key of its note. */
-  jobId: string;
-  /** Its full name, for reasons (`/alice/train`). */
-  jobName: string;
-  priority: number;
-  submittedAtMs: number;
-  /** What one task asks for. */
-  request: SchedResources;
-  constraints: SchedConstraint[];
-  /** Pending tasks (for a gang: all its members). */
-  tasks: number;
-  /** All tasks at once, one per worker. */
-  gang: boolean;
-}
+export type { DemandEntry };
 
 /** Where a group's worker is: pending in the provider, booting (running, not registered), ready, draining. */
 export type PolicyWorkerState = "pending" | "booting" | "ready" | "draining";

@@ -122,18 +122,26 @@ interface DemandFacts {
   gang: boolean;
 }
 
+/** One job's pending tasks, as the autoscaler's demand. */
+export interface DemandEntry {
+  /** The job's instance id: the key of its note. */
+  jobId: string;
+  /** Its full name, for reasons (`/alice/train`). */
+  jobName: string;
+  priority: number;
+  submittedAtMs: number;
+  /** What one task asks for. */
+  request: SchedResources;
+  constraints: SchedConstraint[];
+  /** Pending tasks (for a gang: all its members). */
+  tasks: number;
+  /** All tasks at once, one per worker. */
+  gang: boolean;
+}
+
 /** See {@link ControllerState.autoscalerSnapshot}. */
 export interface AutoscalerSnapshot {
-  demand: {
-    jobId: string;
-    jobName: string;
-    priority: number;
-    submittedAtMs: number;
-    request: SchedResources;
-    constraints: SchedConstraint[];
-    tasks: number;
-    gang: boolean;
-  }[];
+  demand: DemandEntry[];
   /** `state`: ALIVE, DRAINING or LOST (as the workers table has it). */
   workers: { id: string; state: string; busy: boolean; registeredAtMs: number }[];
 }

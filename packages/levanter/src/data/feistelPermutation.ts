@@ -4,7 +4,7 @@ import { LevanterError } from "../errors.ts";
 const TWO_32 = 2 ** 32;
 
 /** murmur3's 32-bit finalizer: a cheap, well-mixed hash of a 32-bit value. */
-function fmix32(h: number): number {
+export function fmix32(h: number): number {
   h ^= h >>> 16;
   h = Math.imul(h, 0x85ebca6b);
   h ^= h >>> 13;

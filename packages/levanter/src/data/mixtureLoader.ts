@@ -2,7 +2,7 @@
 // window of it — a pure function of (seed, step), so seekable and the same for any number of ranks.
 import { LevanterError } from "../errors.ts";
 import type { TokenSource } from "../sharding/tokenSource.ts";
-import { splitSeed } from "./feistelPermutation.ts";
+import { fmix32, splitSeed } from "./feistelPermutation.ts";
 import { TokenLoader, type TokenBatch } from "./tokenLoader.ts";
 
 /** One source of a {@link MixtureLoader}. */
@@ -26,15 +26,9 @@ export interface MixtureBatch extends TokenBatch {
 
 const TWO_32 = 2 ** 32;
 
-// A 32-bit integer hash (xorshift-multiply, as in MurmurHash3's finalizer) of (a, b, c).
+// A 32-bit integer hash of (a, b, c): the three words folded, then murmur3's finalizer.
 function hash3(a: number, b: number, c: number): number {
-  let h = Math.imul(a ^ 0x9e3779b9, 0x85ebca6b) ^ Math.imul(b + 0x7f4a7c15, 0xc2b2ae35) ^ Math.imul(c + 0x165667b1, 0x27d4eb2f);
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  h ^= h >>> 16;
-  return h >>> 0;
+  return fmix32(Math.imul(a ^ 0x9e3779b9, 0x85ebca6b) ^ Math.imul(b + 0x7f4a7c15, 0xc2b2ae35) ^ Math.imul(c + 0x165667b1, 0x27d4eb2f));
 }
 
 /**
