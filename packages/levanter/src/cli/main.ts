@@ -9,7 +9,7 @@ import { integerArg } from "@marin/iris/toolkit";
 import { LevanterError } from "../errors.ts";
 import { setLogSink } from "../internal/log.ts";
 import type { ServeCommandOptions } from "../serve/serveCommand.ts";
-import type { ProgressMode } from "./trainOutput.ts";
+import type { ProgressMode } from "../trainer/progress.ts";
 // Each command loads what it runs when it runs (tfjs, the trainer, the server…), so that
 // `levanter --help` and a mistyped flag answer at once.
 
@@ -27,7 +27,7 @@ function num(v: string): number {
 // eval and generate print their result; their structured log lines (backend choice, …) would be
 // noise: warnings and errors are printed as text, the rest dropped (LEVANTER_LOG=silent: nothing).
 async function withTextWarnings<T>(fn: () => Promise<T>): Promise<T> {
-  const { TrainProgress } = await import("./trainOutput.ts");
+  const { TrainProgress } = await import("../trainer/progress.ts");
   const text = new TrainProgress(process.stderr, "none");
   const previous = setLogSink((record) => {
     if (record.level === "warn" || record.level === "error") text.logRecord(record);
@@ -79,7 +79,7 @@ export function buildProgram(): Command {
         if (r.state !== "SUCCEEDED") process.exitCode = 1;
         return;
       }
-      const [{ trainLm }, { pauseAfterStepHook }, { TrainProgress }] = await Promise.all([import("../trainer/trainLm.ts"), import("../trainer/pauseAfterStep.ts"), import("./trainOutput.ts")]);
+      const [{ trainLm }, { pauseAfterStepHook }, { TrainProgress }] = await Promise.all([import("../trainer/trainLm.ts"), import("../trainer/pauseAfterStep.ts"), import("../trainer/progress.ts")]);
       // Test-only fault injection (LEVANTER_PAUSE_AFTER_STEP): stop at an exact step.
       const pause = pauseAfterStepHook();
       if (opts.logFormat === "json") {

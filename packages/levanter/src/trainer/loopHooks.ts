@@ -15,31 +15,9 @@ import { evaluateLm, type EvalResult } from "./evaluate.ts";
 import type { SaveKind } from "./gradients.ts";
 import { formatStatus, StatusReporter, type StatusSink } from "./status.ts";
 import { CompositeTracker, ConsoleTracker, JsonlTracker, TensorBoardTracker, type Tracker } from "./trackers.ts";
-import type { TransformerLm } from "../models/transformer.ts";
-import type { AdamW } from "../optim/adamw.ts";
+import type { TrainHook } from "./trainTypes.ts";
 import type { TrainRun } from "./trainRun.ts";
 import type { StepOutcome } from "./trainStep.ts";
-
-/** What a hook sees after each step. */
-export interface TrainStepInfo {
-  /** Steps completed (the step index that just finished, plus one). */
-  step: number;
-  totalSteps: number;
-  loss: number;
-  learningRate: number;
-  metrics: Record<string, number>;
-  model: TransformerLm;
-  /** The optimizer (its state is what a checkpoint stores). */
-  optimizer: AdamW;
-  /** True for the extra call every hook gets when training ends. */
-  final: boolean;
-}
-
-/** A callback run every `every` steps, and once more when training ends. */
-export interface TrainHook {
-  every: number;
-  fn: (info: TrainStepInfo) => void | Promise<void>;
-}
 
 /** How the loop ended. */
 export interface LoopEnd {

@@ -30,7 +30,8 @@ describe("trackers", () => {
     const t = new ConsoleTracker(10, 0, tty.stream);
     t.log(4, { "train/loss": 2.5, "throughput/tokens_per_second": 3024.4, "throughput/mfu": 4.51 });
     t.finish();
-    expect(tty.text()).toMatch(/4\/10 \| loss 2\.5000 \| 3,024 tok\/s \| MFU 4\.51%/);
+    // The same status as `levanter train` prints (trainer/progress.ts).
+    expect(tty.text()).toMatch(/step 4\/10 \(40\.0%\) · loss 2\.5000 · 3,024 tok\/s · MFU 4\.51%/);
   });
 
   it("ConsoleTracker off a TTY logs about once per tenth of the run, and every eval", () => {

@@ -2,8 +2,8 @@
 import { appendFileSync, mkdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { writeFileAtomicSync } from "@marin/iris/toolkit";
-import cliProgress from "cli-progress";
 import { log } from "../internal/log.ts";
+import { TrainProgress } from "./progress.ts";
 import { TensorBoardWriter } from "./tensorboard.ts";
 
 /** Where metrics go: `log` a map of metric names (`train/loss`, …) at a step, `finish` at the end. */
@@ -80,30 +80,19 @@ export class TensorBoardTracker implements Tracker {
  */
 export class ConsoleTracker implements Tracker {
   readonly #total: number;
-  readonly #bar: cliProgress.SingleBar | undefined;
+  readonly #bar: TrainProgress | undefined;
   #lastLine = -1;
 
-  constructor(totalSteps: number, startStep: number, stream: NodeJS.WriteStream = process.stderr) {
+  constructor(totalSteps: number, _startStep: number, stream: NodeJS.WriteStream = process.stderr) {
     this.#total = totalSteps;
-    if (stream.isTTY) {
-      this.#bar = new cliProgress.SingleBar(
-        { stream, format: "train {bar} {value}/{total} | loss {loss} | {tps} tok/s | MFU {mfu}% | ETA {eta_formatted}", hideCursor: true },
-        cliProgress.Presets.shades_classic,
-      );
-      this.#bar.start(totalSteps, startStep, { loss: "-", tps: "-", mfu: "-" });
-    }
+    // On a terminal: the same bar as `levanter train` draws (step/total, percent, loss, tok/s, MFU, ETA).
+    if (stream.isTTY) this.#bar = new TrainProgress(stream, "bar");
   }
 
   log(step: number, metrics: Record<string, number>): void {
     const loss = metrics["train/loss"];
     if (this.#bar) {
-      if (loss !== undefined) {
-        this.#bar.update(step, {
-          loss: loss.toFixed(4),
-          tps: Math.round(metrics["throughput/tokens_per_second"] ?? 0).toLocaleString("en-US"),
-          mfu: (metrics["throughput/mfu"] ?? 0).toFixed(2),
-        });
-      }
+      if (loss !== undefined) this.#bar.update(step, this.#total, metrics, loss);
       return;
     }
     const tenth = Math.floor((step * 10) / this.#total);
@@ -116,7 +105,7 @@ export class ConsoleTracker implements Tracker {
   }
 
   finish(): void {
-    this.#bar?.stop();
+    this.#bar?.end();
   }
 }
 

@@ -1,17 +1,16 @@
 // trainLm: a training run set up once (trainRun.ts), then a loop of steps (trainStep.ts) whose
 // evaluation, trackers, caller's hooks, status and checkpoints are hooks (loopHooks.ts).
 import path from "node:path";
-import type { BackendSelection } from "../backend.ts";
 import type { Distributed } from "../distributed.ts";
 import { log } from "../internal/log.ts";
-import type { EvalResult } from "./evaluate.ts";
-import { CallerHooks, CheckpointHook, EvaluationHook, StatusHook, TrackerHook, type LoopHook, type TrainHook } from "./loopHooks.ts";
+import { CallerHooks, CheckpointHook, EvaluationHook, StatusHook, TrackerHook, type LoopHook } from "./loopHooks.ts";
+import type { TrainHook, TrainLmResult } from "./trainTypes.ts";
 import type { StatusSink } from "./status.ts";
 import { parseTrainLmConfig, type TrainLmConfig, type TrainLmConfigInput } from "./trainerConfig.ts";
 import { RunResources, setupRun } from "./trainRun.ts";
 import { Stepper } from "./trainStep.ts";
 
-export type { TrainHook, TrainStepInfo } from "./loopHooks.ts";
+export type { TrainHook, TrainLmResult, TrainStepInfo } from "./trainTypes.ts";
 
 /** Extras for {@link trainLm} that are code, not config. */
 export interface TrainLmOptions {
@@ -25,27 +24,6 @@ export interface TrainLmOptions {
    * `IRIS_NUM_TASKS > 1`, else one rank). Only rank 0 writes trackers, checkpoints and status.
    */
   distributed?: Distributed;
-}
-
-/** The outcome of {@link trainLm}. */
-export interface TrainLmResult {
-  /** Steps completed in total (including those before a resume). */
-  step: number;
-  resumedFrom?: number;
-  stoppedEarly: boolean;
-  /** Loss of the last step whose update was applied. */
-  finalLoss?: number;
-  /** Steps in this call whose loss or gradient norm was not finite and whose update was skipped. */
-  skippedSteps: number;
-  eval?: EvalResult;
-  /** With `data.mixture`: the last evaluation of each source that has a validation cache, by name. */
-  evalBySource?: Record<string, EvalResult>;
-  parameterCount: number;
-  checkpoint?: string;
-  backend: BackendSelection;
-  /** This process's data-parallel rank and the number of ranks. */
-  rank: number;
-  world: number;
 }
 
 /**

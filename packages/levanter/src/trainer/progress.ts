@@ -1,8 +1,9 @@
-// Human output of `levanter train`: a progress bar on a TTY (a line per tenth elsewhere), warnings
-// as text, evaluations, and the one summary line printed when training ends.
+// Training progress for people, one format everywhere (`levanter train` and the console tracker):
+// a progress bar on a TTY (a line per tenth elsewhere), warnings as text, evaluations, and the one
+// summary line printed when training ends.
 import type { LogRecord } from "../internal/log.ts";
-import { formatHms, formatStatus } from "../trainer/status.ts";
-import type { TrainStepInfo, TrainHook, TrainLmResult } from "../trainer/trainLm.ts";
+import { formatHms, formatStatus } from "./status.ts";
+import type { TrainHook, TrainLmResult, TrainStepInfo } from "./trainTypes.ts";
 
 /** How progress is shown: a redrawn bar (TTY), a line per tenth of the run, or not at all. */
 export type ProgressMode = "bar" | "lines" | "none";
@@ -34,6 +35,7 @@ export class TrainProgress {
   #tokens = 0;
   #secondsPerStep: number | undefined;
   #lastLoss: number | undefined;
+  #lastTokensPerSecond: number | undefined;
 
   /** The hook to pass to `trainLm` (every step). */
   readonly hook: TrainHook = { every: 1, fn: (info) => this.#onStep(info) };
@@ -51,34 +53,39 @@ export class TrainProgress {
   }
 
   #onStep(info: TrainStepInfo): void {
-    if (info.final) return;
-    const m = info.metrics;
+    if (!info.final) this.update(info.step, info.totalSteps, info.metrics, info.loss);
+  }
+
+  /** Shows step `step` of `totalSteps` from its metrics (`train/loss` unless `loss` is given). */
+  update(step: number, totalSteps: number, m: Record<string, number>, loss: number | undefined = m["train/loss"]): void {
     const seconds = m["throughput/duration"] ?? 0;
     this.#seconds += seconds;
     this.#tokens += (m["throughput/tokens_per_second"] ?? 0) * seconds;
-    this.#secondsPerStep = this.#secondsPerStep === undefined ? seconds : 0.8 * this.#secondsPerStep + 0.2 * seconds;
-    if (Number.isFinite(info.loss)) this.#lastLoss = info.loss;
+    if (m["throughput/tokens_per_second"] !== undefined) this.#lastTokensPerSecond = m["throughput/tokens_per_second"];
+    if (seconds > 0) this.#secondsPerStep = this.#secondsPerStep === undefined ? seconds : 0.8 * this.#secondsPerStep + 0.2 * seconds;
+    if (loss !== undefined && Number.isFinite(loss)) this.#lastLoss = loss;
+    const tps = this.tokensPerSecond ?? this.#lastTokensPerSecond;
     const status = formatStatus({
-      step: info.step,
-      totalSteps: info.totalSteps,
+      step,
+      totalSteps,
       ...(this.#lastLoss !== undefined ? { loss: this.#lastLoss } : {}),
-      ...(this.tokensPerSecond !== undefined ? { tokensPerSecond: this.tokensPerSecond } : {}),
+      ...(tps !== undefined ? { tokensPerSecond: tps } : {}),
       ...(m["throughput/mfu"] !== undefined ? { mfu: m["throughput/mfu"] } : {}),
       ...(this.#secondsPerStep !== undefined ? { secondsPerStep: this.#secondsPerStep } : {}),
     });
     const evalLoss = m["eval/loss"];
     if (evalLoss !== undefined && this.#mode !== "none") {
-      this.line(`eval at step ${info.step}: loss ${evalLoss.toFixed(4)}${m["eval/bpb"] !== undefined ? ` · bpb ${m["eval/bpb"].toFixed(4)}` : ""}`);
+      this.line(`eval at step ${step}: loss ${evalLoss.toFixed(4)}${m["eval/bpb"] !== undefined ? ` · bpb ${m["eval/bpb"].toFixed(4)}` : ""}`);
     }
-    const last = info.step === info.totalSteps;
+    const last = step === totalSteps;
     if (this.#mode === "bar") {
       const now = this.#now();
       if (last || now - this.#lastDrawMs >= REDRAW_MS) {
         this.#lastDrawMs = now;
-        this.#draw(this.#bar(info.step, info.totalSteps, status));
+        this.#draw(this.#bar(step, totalSteps, status));
       }
     } else if (this.#mode === "lines") {
-      const tenth = Math.floor((info.step * 10) / info.totalSteps);
+      const tenth = Math.floor((step * 10) / totalSteps);
       if (tenth !== this.#lastTenth || last) {
         this.#lastTenth = tenth;
         this.#stream.write(`${status}\n`);

@@ -1,7 +1,7 @@
 // train's human output: progress bar, progress lines, the summary line.
 import { describe, expect, it } from "vitest";
 import type { TrainStepInfo, TrainLmResult } from "../trainer/trainLm.ts";
-import { TrainProgress, type ProgressMode } from "./trainOutput.ts";
+import { TrainProgress, type ProgressMode } from "./progress.ts";
 import { stripWordTags } from "@marin/iris/toolkit";
 
 function fakeStream(columns?: number) {
