@@ -17,6 +17,8 @@ export { Worker } from "./worker/worker.ts";
 export { credentialsFilePath, lookupToken, resolveToken } from "./credentials.ts";
 export type { LocalAttemptInfo, WorkerEvent, WorkerOptions } from "./worker/worker.ts";
 export { isTerminalJobState } from "./jobSpec.ts";
+export { PIPELINE_NODE_STATES, PipelineNodeSchema, PipelineRecordSchema } from "./pipelineRecord.ts";
+export type { PipelineNode, PipelineNodeState, PipelineRecord } from "./pipelineRecord.ts";
 export type {
   AttemptStatus,
   Constraint,

@@ -1,8 +1,10 @@
-// Pipeline runs the dashboard draws as DAGs: a runner (marin) PUTs its run's steps and their states
-// to `/api/pipelines/<run id>`; the controller keeps the latest record of each run in memory, with
-// its owner (whoever created it): only the owner or an admin may change it.
-import { z } from "zod";
+// Pipeline runs the dashboard draws as DAGs: a runner (marin) PUTs its run's record (nodes and
+// their states, `../pipelineRecord.ts`) to `/api/pipelines/<run id>`; the controller keeps the
+// latest record of each run in memory, with its owner (whoever created it): only the owner or an
+// admin may change it.
 import { inTree } from "../jobSpec.ts";
+import { PipelineRecordSchema } from "../pipelineRecord.ts";
+import type { PipelineRecord } from "../pipelineRecord.ts";
 
 /** A caller as the pipeline routes see it (the controller's principal: a task token carries its job). */
 export interface Principal {
@@ -16,41 +18,8 @@ import { refuse, reply } from "../http/respond.ts";
 import type { HttpRouter } from "../http/router.ts";
 import { formatZodIssues } from "../toolkit/zodIssues.ts";
 
-/** States a pipeline step shows. */
-export const PIPELINE_STEP_STATES = ["planned", "waiting", "running", "publishing", "cached", "done", "failed", "dep_failed", "cancelled", "not_selected"] as const;
-
-const stepSchema = z.object({
-  name: z.string().min(1).max(500),
-  id: z.string().max(600),
-  outputPath: z.string().max(4096),
-  deps: z.array(z.string().max(500)).max(1000),
-  state: z.enum(PIPELINE_STEP_STATES),
-  startedAtMs: z.number().optional(),
-  durationMs: z.number().nonnegative().optional(),
-  error: z.string().max(20_000).optional(),
-  /** The `marin explain` text of the step (why it runs or is skipped). */
-  explain: z.string().max(20_000).optional(),
-  /** The step's latest progress line (training: step, loss, ETA). */
-  progress: z.string().max(2000).optional(),
-  /** The iris job that runs the step, when it runs as one (its page has the training charts). */
-  job: z.string().max(1000).optional(),
-});
-
-/** A pipeline run as the dashboard shows it (`PUT /api/pipelines/<runId>`'s body). */
-export const PipelineRunSchema = z.object({
-  runId: z.string().regex(/^[A-Za-z0-9._-]{1,200}$/, "expected letters, digits, '.', '_' or '-'"),
-  prefix: z.string().max(4096),
-  state: z.enum(["running", "finished"]),
-  ok: z.boolean().optional(),
-  startedAtMs: z.number(),
-  finishedAtMs: z.number().optional(),
-  steps: z.array(stepSchema).max(1000),
-});
-
-/** One pipeline run record. */
-export type PipelineRun = z.infer<typeof PipelineRunSchema>;
-/** One step of a {@link PipelineRun}. */
-export type PipelineStep = PipelineRun["steps"][number];
+/** One pipeline run record (the dashboard's name for iris's {@link PipelineRecord}). */
+export type PipelineRun = PipelineRecord;
 
 /** Runs kept in all (past it, the oldest run of the owner with the most runs is dropped). */
 const MAX_RUNS = 100;
@@ -169,7 +138,7 @@ export function addPipelineRoutes(router: HttpRouter, opts: { pipelines: Pipelin
         if (e instanceof BodyTooLargeError) return refuse(res, 413, "RESOURCE_EXHAUSTED", e.message);
         return reply(res, 400, { code: "INVALID_ARGUMENT", message: `body: expected a pipeline run as JSON (${(e as Error).message})` });
       }
-      const r = PipelineRunSchema.safeParse(parsed);
+      const r = PipelineRecordSchema.safeParse(parsed);
       if (!r.success) {
         return reply(res, 400, { code: "INVALID_ARGUMENT", message: `pipeline run: ${formatZodIssues(r.error)}` });
       }

@@ -1,28 +1,14 @@
 // How `marin run` tells an iris dashboard about its run: the run's DAG and each step's state,
-// PUT as one JSON record to `<dashboard>/api/pipelines/<run id>` whenever a step changes.
+// PUT as one JSON record to `<dashboard>/api/pipelines/<run id>` whenever a step changes. The
+// record is iris's `PipelineRecord` (its zod schema is what the dashboard checks): each step is
+// one of its nodes.
+import type { PipelineNode, PipelineNodeState, PipelineRecord } from "@marin/iris";
 import type { PlanEntry, RunPlan } from "../executor/plan.ts";
 import { formatExplanation } from "../executor/explain.ts";
 import type { Explanation } from "../executor/explain.ts";
 import type { RunEvent, RunSummary, StepOutcome } from "../executor/runner.ts";
 
-/** A step's state as the dashboard draws it (iris's `PIPELINE_STEP_STATES`). */
-type DashState = "planned" | "waiting" | "running" | "publishing" | "cached" | "done" | "failed" | "dep_failed" | "cancelled" | "not_selected";
-
-interface DashStep {
-  name: string;
-  id: string;
-  outputPath: string;
-  deps: string[];
-  state: DashState;
-  startedAtMs?: number;
-  durationMs?: number;
-  error?: string;
-  explain?: string;
-  progress?: string;
-  job?: string;
-}
-
-const OUTCOME_STATE: Record<StepOutcome, DashState> = {
+const OUTCOME_STATE: Record<StepOutcome, PipelineNodeState> = {
   ran: "done",
   skipped: "cached",
   reused: "cached",
@@ -53,8 +39,8 @@ function explainText(plan: RunPlan, entry: PlanEntry): string {
 export class PipelineReporter {
   private readonly url: string;
   private readonly authorization: string | undefined;
-  private readonly record: { runId: string; prefix: string; state: "running" | "finished"; ok?: boolean; startedAtMs: number; finishedAtMs?: number; steps: DashStep[] };
-  private readonly byName = new Map<string, DashStep>();
+  private readonly record: PipelineRecord;
+  private readonly byName = new Map<string, PipelineNode>();
   private inFlight: Promise<void> | undefined;
   private dirty = false;
 
@@ -69,7 +55,7 @@ export class PipelineReporter {
   handle(e: RunEvent): void {
     if (e.type === "plan") {
       this.record.steps = e.plan.entries.map((entry) => {
-        const s: DashStep = {
+        const s: PipelineNode = {
           name: entry.step.name,
           id: entry.step.id,
           outputPath: entry.step.outputPath,

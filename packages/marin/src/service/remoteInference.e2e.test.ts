@@ -1,6 +1,7 @@
 // remoteInference on a LocalCluster: the server job, its endpoint and metadata, the capability URL
 // through the controller's proxy, teardown after the callback and after a throw, two replicas
-// behind the balancer, and a server that never becomes ready.
+// balanced by the controller's endpoint proxy (and replica 0's URL on a cluster without one), and a
+// server that never becomes ready.
 import { execFile } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
@@ -73,14 +74,17 @@ describe("remoteInference", () => {
       await using s = await remoteInference({ checkpoint: ckpt, client: cluster.client, name: "pair", replicas: 2, env, startupTimeoutMs: 60_000 });
       job2 = s.job;
       expect(s.replicaUrls).toHaveLength(2);
-      expect(s.baseUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/v1$/);
+      // A capability URL on the controller's endpoint proxy, which balances over the replicas.
+      expect(s.baseUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/cap\/[\w-]+\.[\w-]+\/v1$/);
+      expect(s.baseUrl.startsWith(`${cluster.controller.proxyOrigin!}/cap/`)).toBe(true);
+      expect(s.capabilityExpiresAtMs).toBeGreaterThan(Date.now() + 23 * 3600_000);
       expect(s.replicaUrls).not.toContain(s.baseUrl);
       const post = () =>
         fetch(`${s.baseUrl}/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "pair", prompt: "ab", max_tokens: 8, temperature: 0 }) }).then((r) => r.json() as Promise<{ choices: { text: string }[] }>);
       const answers = await Promise.all([post(), post(), post(), post()]);
       // Same weights, greedy: the same text whichever replica answered.
       expect(new Set(answers.map((a) => a.choices[0]!.text)).size).toBe(1);
-      // Both replicas served some of them (least outstanding requests spreads concurrent ones).
+      // Both replicas served some of them (the proxy's least-in-flight choice spreads concurrent ones).
       const served = await Promise.all(
         s.replicaUrls.map(async (u) => {
           const text = await (await fetch(u.replace(/\/v1$/, "/metrics"))).text();
@@ -91,6 +95,22 @@ describe("remoteInference", () => {
       expect(Math.min(...served)).toBeGreaterThan(0);
     }
     expect(await ended(job2)).toBe("KILLED");
+  }, 120_000);
+
+  it("hands out replica 0's own URL where the controller serves no HTTP port (no endpoint proxy)", async () => {
+    const bare = await LocalCluster.start({ workers: 1, workerCpuMillis: 8000 });
+    try {
+      const lines: string[] = [];
+      await using s = await remoteInference({ checkpoint: ckpt, client: bare.client, name: "bare", replicas: 2, env, startupTimeoutMs: 60_000, log: (l) => lines.push(l) });
+      expect(s.replicaUrls).toHaveLength(2);
+      expect(s.baseUrl).toBe(s.replicaUrls[0]);
+      expect(s.capabilityExpiresAtMs).toBeUndefined();
+      expect(lines.join("\n")).toMatch(/no endpoint proxy to balance the 2 replicas \(.*HTTP port.*\)/);
+      const models = (await (await fetch(`${s.baseUrl}/models`)).json()) as { data: { id: string }[] };
+      expect(models.data[0]!.id).toBe("bare");
+    } finally {
+      await bare.stop();
+    }
   }, 120_000);
 
   it("fails within its start-up budget, naming what it waited for, when the server never becomes ready", async () => {

@@ -1,16 +1,16 @@
 // remoteInference: places levanter's inference server as an iris job behind the endpoint
 // `serve/<name>`, waits until every replica answers `/v1/models`, hands out an OpenAI base URL,
-// and terminates the job when the session ends (callback form or `await using`).
+// and terminates the job when the session ends (callback form or `await using`). With several
+// replicas the URL is a capability URL through the controller's endpoint proxy, which spreads
+// requests over the replicas that registered the endpoint (marin runs no proxy of its own).
 import { randomBytes } from "node:crypto";
 import { fileURLToPath } from "node:url";
-import { getIrisCtx, isTerminalJobState } from "@marin/iris";
+import { CAPABILITY_TTL_S, getIrisCtx, isTerminalJobState } from "@marin/iris";
 import type { Endpoint, IrisClient, Job, JobSpecInput, JobStatus } from "@marin/iris";
 import { ownExtension } from "@marin/iris/loader";
 import { ModelListSchema } from "@marin/levanter/serve/openai";
 import { MarinError } from "../errors.ts";
 import type { StepResources } from "../step/step.ts";
-import { startBalancer } from "./balancer.ts";
-import type { Balancer } from "./balancer.ts";
 import { SERVE_PORT, serveEndpointName } from "./serveTask.ts";
 import type { ServeReplicaArgs } from "./serveTask.ts";
 
@@ -20,7 +20,10 @@ const SERVE_TASK_MODULE = fileURLToPath(new URL(`./serveTask${ownExtension(impor
 export interface RemoteInferenceOptions {
   /** A `step-N` checkpoint or a folder of them (the newest complete one is served). */
   checkpoint: string;
-  /** Server instances (iris tasks of one job; default 1). With more than one, requests go to the least busy. */
+  /**
+   * Server instances (iris tasks of one job; default 1). With more than one, `baseUrl` goes
+   * through the controller's endpoint proxy, which sends each request to the least busy replica.
+   */
   replicas?: number;
   /** Resources of each replica (default one core). */
   resources?: StepResources;
@@ -51,8 +54,15 @@ export interface RemoteInferenceOptions {
 
 /** A running inference service (what the callback of {@link remoteInference} gets). */
 export interface InferenceSession {
-  /** OpenAI base URL (`…/v1`): a replica's server, or with several replicas the local balancer. */
+  /**
+   * OpenAI base URL (`…/v1`). One replica: its server (`http://host:port/v1`). Several: a
+   * capability URL on the controller's endpoint proxy (`http://<proxy origin>/cap/<token>/v1`,
+   * balanced over the replicas, no other credential needed, valid for {@link capabilityExpiresAtMs});
+   * on a cluster whose controller serves no HTTP port (no proxy), the first replica's server.
+   */
   readonly baseUrl: string;
+  /** When `baseUrl` is a capability URL: when it expires (ms since the epoch; 24 h after start). */
+  readonly capabilityExpiresAtMs?: number;
   /** The model id to send (`/v1/models` reports it). */
   readonly model: string;
   /** The endpoint's full name (`/user/root/serve/<name>`): reach it through the controller's `/proxy/…`. */
@@ -61,7 +71,7 @@ export interface InferenceSession {
   readonly replicaUrls: readonly string[];
   /** The server job. */
   readonly job: Job;
-  /** Stops the balancer and terminates the job (idempotent). */
+  /** Terminates the job (idempotent). */
   close(): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;
 }
@@ -146,22 +156,40 @@ async function startSession(opts: RemoteInferenceOptions): Promise<InferenceSess
   // Inside a task (and with its client) the server is a child job: it dies with the task.
   const job = ctx && (!opts.client || opts.client === ctx.client) ? await ctx.submitChild(spec) : await client.submit(spec);
   log(`submitted inference job ${job.name} (${replicas} replica${replicas > 1 ? "s" : ""} of ${opts.checkpoint})`);
-  let balancer: Balancer | undefined;
   let closed = false;
   const close = async (): Promise<void> => {
     if (closed) return;
     closed = true;
-    await balancer?.close();
     await terminate(job);
   };
   try {
     const endpointName = serveEndpointName(name);
     const ready = await waitReady(client, job, endpointName, replicas, startupMs);
     const replicaUrls = ready.map((e) => `${httpBase(e.address)}/v1`);
-    if (replicas > 1) balancer = await startBalancer(replicaUrls.map((u) => u.replace(/\/v1$/, "")));
-    const baseUrl = balancer ? `${balancer.url}/v1` : replicaUrls[0]!;
-    log(`inference service ${ready[0]!.name} ready at ${baseUrl}`);
-    return { baseUrl, model: name, endpoint: ready[0]!.name, replicaUrls, job, close, [Symbol.asyncDispose]: close };
+    const endpoint = ready[0]!.name;
+    let baseUrl = replicaUrls[0]!;
+    let capabilityExpiresAtMs: number | undefined;
+    if (replicas > 1) {
+      // The controller's endpoint proxy balances over every replica that registered the endpoint.
+      try {
+        const cap = await client.mintEndpointToken(endpoint, { ttlSeconds: CAPABILITY_TTL_S.max });
+        baseUrl = `${cap.url}/v1`;
+        capabilityExpiresAtMs = cap.expiresAtMs;
+      } catch (e) {
+        log(`no endpoint proxy to balance the ${replicas} replicas (${e instanceof Error ? e.message : String(e)}): the URL is replica 0's; the others stay reachable at their own URLs`);
+      }
+    }
+    log(`inference service ${endpoint} ready at ${baseUrl}`);
+    return {
+      baseUrl,
+      ...(capabilityExpiresAtMs !== undefined ? { capabilityExpiresAtMs } : {}),
+      model: name,
+      endpoint,
+      replicaUrls,
+      job,
+      close,
+      [Symbol.asyncDispose]: close,
+    };
   } catch (e) {
     await close();
     throw e;
