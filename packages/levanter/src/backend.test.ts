@@ -1,7 +1,10 @@
 // Backend selection and the wasm fixes, against the cpu backend.
 import * as tf from "@tensorflow/tfjs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { matMul2d, measureMatMulGflops, oneHotFloat, parseBackendName, selectBackend } from "./backend.ts";
+import { parseBackendName, selectBackend } from "./backend.ts";
+import { measureMatMulGflops } from "./kernels/profile.ts";
+import { matMul2d } from "./kernels/wasm/matMul2d.ts";
+import { oneHotFloat } from "./kernels/wasm/oneHotFloat.ts";
 import { LevanterError } from "./errors.ts";
 
 // Each fix is checked by computing the same values on the pure-JS cpu backend (the reference) and
