@@ -19,7 +19,7 @@ import { lrSchedule } from "../optim/schedule.ts";
 import { TokenCacheReader } from "../sharding/tokenCacheReader.ts";
 import { tokenizerNamed } from "../data/tokenizerLookup.ts";
 import { evaluateLm, type EvalResult } from "./evaluate.ts";
-import { initializeDistributed, type Distributed } from "../distributed.ts";
+import { initializeDistributed, type Distributed } from "../parallel/distributed.ts";
 import { agreeOnNativeGemm, nativeGemmEngine } from "../kernels/native/addon.ts";
 import { dataParallelGradients, type SaveKind } from "./gradients.ts";
 import { ShardedOptimizerState } from "./sharded.ts";
