@@ -36,7 +36,7 @@ const folders = {
     testkit: "testkit/**",
     toolkit: "toolkit/**",
   },
-  levanter: { cli: "cli/**", trainer: "trainer/**", inference: "inference/**", serve: "serve/**", parts: "{kernels,models,optim,data,checkpoint}/**" },
+  levanter: { cli: "cli/**", trainer: "trainer/**", inference: "inference/**", serve: "serve/**", parallel: "parallel/**", parts: "{kernels,models,optim,data,checkpoint}/**" },
   zephyr: { plan: "plan/**", exec: "exec/**", data: "{io,shuffle}/**" },
   marin: { cli: "cli/**", step: "step/**", core: "{executor,experiment,library,service,remote}/**" },
 };
@@ -64,7 +64,21 @@ const own = (p) => [p, `${p}-internal`, ...folderTypes(p)];
  */
 const folderRule = (pkg, from, to, why) => ({
   from: el(...from.map((f) => (f === "*" ? pkg : `${pkg}-${f}`))),
-  disallow: { to: to.map((f) => (f.endsWith(".ts") ? { element: { type: pkg, internalPath: `src/${f}` } } : { element: { type: `${pkg}-${f}` } })) },
+  disallow: { to: to.map((f) => (f.endsWith(".ts") ? fileElement(pkg, f) : { element: { type: `${pkg}-${f}` } })) },
+  message: `Folder rule (${pkg}): ${why} See .eslintrc.cjs, "Folder rules".`,
+});
+
+/** One file of a package (`src/`-relative), as the element it belongs to: a named folder or the package. */
+const fileElement = (pkg, file) => {
+  const [top, ...rest] = file.split("/");
+  const folder = rest.length > 0 && Object.entries(folders[pkg]).find(([, glob]) => glob === `${top}/**`);
+  return folder ? { element: { type: `${pkg}-${folder[0]}`, internalPath: rest.join("/") } } : { element: { type: pkg, internalPath: `src/${file}` } };
+};
+
+/** A folder rule on third-party modules: files of `from` never import `modules` (globs). */
+const moduleRule = (pkg, from, modules, why) => ({
+  from: el(...from.map((f) => `${pkg}-${f}`)),
+  disallow: { to: modules.map((source) => ({ module: { source } })) },
   message: `Folder rule (${pkg}): ${why} See .eslintrc.cjs, "Folder rules".`,
 });
 
@@ -85,7 +99,10 @@ const folderPolicies = [
   folderRule("iris", ["http"], ["controller", "dashboard", "client", "worker", "runner", "autoscaler"], "http/ (the router, sessions, the proxy) is a floor: the controller and the dashboard build on it, never the reverse."),
   folderRule("iris", ["dashboard"], ["controller", "client", "worker", "runner", "autoscaler"], "the dashboard reaches the controller only through http/ and the handlers it is given."),
   folderRule("iris", ["toolkit"], ["cli", "client", "controller", "worker", "runner", "process", "internal", "http", "dashboard", "autoscaler", "testkit"], "toolkit/ (@marin/iris/toolkit, shared by every package) is a floor: it imports nothing else of iris."),
-  folderRule("levanter", ["*", "trainer", "inference", "serve", "parts"], ["cli"], "only the CLI imports cli/."),
+  folderRule("levanter", ["*", "trainer", "inference", "serve", "parallel", "parts"], ["cli"], "only the CLI imports cli/."),
+  folderRule("levanter", ["parallel"], ["trainer", "inference", "serve"], "parallel/ (the gang, collectives, shared memory) never imports the trainer, the inference engine or the server: the trainer builds on it."),
+  moduleRule("levanter", ["parallel"], ["@tensorflow/*", "@tensorflow/**"], "parallel/ works on plain typed arrays: it imports no @tensorflow/*."),
+  folderRule("levanter", ["trainer"], ["parallel/sharedMemory.ts"], "the trainer gets its contribution buffers from the gang (parallel/buffers.ts), never from the shared-memory regions."),
   folderRule("levanter", ["parts"], ["trainer", "inference", "serve"], "kernels, models, optimizers, data and checkpoints never import the trainer, the inference engine or the server."),
   folderRule("levanter", ["inference", "serve"], ["trainer"], "inference/ (the engine) and serve/ (the HTTP edge) never import the trainer: checkpoints and tokenizers load from checkpoint/ and data/."),
   folderRule("levanter", ["inference"], ["serve"], "the engine never imports the HTTP edge (serve/ builds on inference/)."),

@@ -10,7 +10,7 @@ export type { LevanterErrorCode } from "./errors.ts";
 export { BACKEND_NAMES, selectBackend } from "./backend.ts";
 export type { TfBackendName } from "./backend.ts";
 export { nativeGemmCalibration } from "./kernels/native/addon.ts";
-export { setWasmThreads } from "./kernels/batchMatMul.ts";
+export { setWasmThreads } from "./kernels/wasm/batchMatMul.ts";
 export { profileKernels } from "./kernels/profile.ts";
 
 // --- model, optimizer ---

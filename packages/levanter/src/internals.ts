@@ -3,9 +3,13 @@
 // internals, data loaders' types, the checkpoint store's types. No stability promise: the
 // supported API is the main entry (`@marin/levanter`), `/serve` and `/sharding`.
 export type { GemmCalibration } from "./kernels/native/addon.ts";
-export { installWasmFixes, matMul2d, measureMatMulGflops, oneHotFloat, parseBackendName } from "./backend.ts";
+export { parseBackendName } from "./backend.ts";
+export { installWasmFixes } from "./kernels/wasm/register.ts";
+export { matMul2d } from "./kernels/wasm/matMul2d.ts";
+export { oneHotFloat } from "./kernels/wasm/oneHotFloat.ts";
+export { measureMatMulGflops } from "./kernels/profile.ts";
 export type { BackendSelection, SelectBackendOptions } from "./backend.ts";
-export { wasmThreads } from "./kernels/batchMatMul.ts";
+export { wasmThreads } from "./kernels/wasm/batchMatMul.ts";
 export type { KernelTime } from "./kernels/profile.ts";
 export { trainingFlopsPerToken } from "./models/modelConfig.ts";
 export type { ModelConfig } from "./models/modelConfig.ts";
@@ -33,8 +37,8 @@ export type { ExportGgufResult } from "./checkpoint/ggufExport.ts";
 export { NODE_LLAMA_CPP_VERSION, importNodeLlamaCpp, installNodeLlamaCpp } from "./models/nodeLlamaCpp.ts";
 export type { LlamaSequence, NodeLlamaCpp } from "./models/nodeLlamaCpp.ts";
 export type { GgufFileType } from "./models/gguf.ts";
-export { initializeDistributed } from "./distributed.ts";
-export type { Distributed, DistributedOptions } from "./distributed.ts";
+export { initializeDistributed } from "./parallel/distributed.ts";
+export type { Distributed, DistributedOptions } from "./parallel/distributed.ts";
 export type { GenerateResult } from "./generate.ts";
 export { BYTE_EOS_ID } from "./data/byteTokenizer.ts";
 export type { HfTokenizerFiles } from "./data/hfTokenizer.ts";

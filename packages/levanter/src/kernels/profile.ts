@@ -1,4 +1,5 @@
-// Per-kernel time of a piece of work on the active backend (tf.profile, aggregated by kernel).
+// Per-kernel time of a piece of work on the active backend (tf.profile, aggregated by kernel), and
+// the matMul rate that calibrates throughput benchmarks.
 import * as tf from "@tensorflow/tfjs";
 
 /** One kernel's share of a profiled run. */
@@ -25,4 +26,24 @@ export async function profileKernels(fn: () => void): Promise<{ kernels: KernelT
     agg.set(k.name, a);
   }
   return { kernels: [...agg.values()].sort((a, b) => b.ms - a.ms), wallMs };
+}
+
+/**
+ * Measures the active backend's rank-2 matMul rate for `[m,k]·[k,n]`, in GFLOP/s of wall time and
+ * of this process's CPU time: a calibration figure for throughput benchmarks on shared machines
+ * (tfjs-on-node.md measured 22.9 GFLOP/s for `[1024,128]·[128,512]` on wasm, unloaded).
+ */
+export function measureMatMulGflops(m = 1024, k = 128, n = 512, reps = 20): { wall: number; cpu: number } {
+  return tf.tidy(() => {
+    const a = tf.randomNormal([m, k]) as tf.Tensor2D;
+    const b = tf.randomNormal([k, n]) as tf.Tensor2D;
+    tf.matMul(a, b).dataSync(); // warm-up
+    const c0 = process.cpuUsage();
+    const t0 = performance.now();
+    for (let i = 0; i < reps; i++) tf.tidy(() => void tf.matMul(a, b).dataSync());
+    const seconds = (performance.now() - t0) / 1000;
+    const c = process.cpuUsage(c0);
+    const flops = 2 * m * k * n * reps;
+    return { wall: flops / seconds / 1e9, cpu: flops / ((c.user + c.system) / 1e6) / 1e9 };
+  });
 }

@@ -1,6 +1,8 @@
 // The decoder-only transformer language model: parameters by name, forward pass and loss.
 import * as tf from "@tensorflow/tfjs";
-import { matMul2d, nativeActive, oneHotFloat } from "../backend.ts";
+import { nativeActive } from "../kernels/native/register.ts";
+import { matMul2d } from "../kernels/wasm/matMul2d.ts";
+import { oneHotFloat } from "../kernels/wasm/oneHotFloat.ts";
 import { nativeCausalAttention, nativeRotary } from "../kernels/native/attention.ts";
 import { nativeSwiglu } from "../kernels/native/swiglu.ts";
 import { nativeTokenCrossEntropy } from "../kernels/native/crossEntropy.ts";

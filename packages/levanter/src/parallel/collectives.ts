@@ -12,6 +12,7 @@
 import { LevanterError } from "../errors.ts";
 import { accumulateQuantized, addExact, finishMean, rawMean } from "./exactSum.ts";
 import type { Gang } from "./gang.ts";
+import { scratch } from "./buffers.ts";
 import { ensureShared, sharedLayout } from "./sharedMemory.ts";
 import { Kind } from "./wire.ts";
 
@@ -21,23 +22,6 @@ export interface Segment {
   length: number;
   /** Scale exponent `s` (see exactSum.ts); NaN for a tensor with a non-finite value. */
   s: number;
-}
-
-const scratches = new WeakMap<object, Map<string, Float32Array | Float64Array>>();
-
-/**
- * A buffer of `n` elements that `owner` (a gang) keeps under `key` and reuses from step to step:
- * large fresh arrays cost a page fault per 4 KiB on first touch, every step. Its contents are
- * whatever the last user left.
- */
-export function scratch<T extends Float32Array | Float64Array>(owner: object, key: string, Ctor: new (n: number) => T, n: number): T {
-  let byKey = scratches.get(owner);
-  if (!byKey) scratches.set(owner, (byKey = new Map()));
-  const have = byKey.get(key);
-  if (have instanceof Ctor && have.length >= n) return have.subarray(0, n) as T;
-  const fresh = new Ctor(n);
-  byKey.set(key, fresh);
-  return fresh;
 }
 
 /** Default bucket size of the all-reduce: 1 Mi elements (8 MiB of float64 partials). */

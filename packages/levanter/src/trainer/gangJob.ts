@@ -1,5 +1,5 @@
 // The iris job of a data-parallel training run: `ranks` gang members each running trainLm, which
-// joins the gang by itself (see distributed.ts); used by `levanter train --ranks` and by marin.
+// joins the gang by itself (see parallel/distributed.ts); used by `levanter train --ranks` and by marin.
 import { getIrisCtx, IrisClient, IrisError, LocalCluster, localWorkerCapacity, type Job, type JobSpecInput, type JobStatus, type WorkerSummary } from "@marin/iris";
 import path from "node:path";
 import { fileURLToPath } from "node:url";

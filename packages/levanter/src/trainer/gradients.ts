@@ -4,10 +4,10 @@ import * as tf from "@tensorflow/tfjs";
 import { LevanterError } from "../errors.ts";
 import type { TransformerLm } from "../models/transformer.ts";
 import type { WasmBackendInternals } from "../kernels/native/heap.ts";
-import { allGatherBytes, allReduceExactMean, scratch, type Contribution, type Segment } from "../parallel/collectives.ts";
+import { contributionBuffers, scratch } from "../parallel/buffers.ts";
+import { allGatherBytes, allReduceExactMean, type Contribution, type Segment } from "../parallel/collectives.ts";
 import { accumulateQuantized, maxAbs, maxOrNaN, rawMean, scaleExponent } from "../parallel/exactSum.ts";
 import type { Gang } from "../parallel/gang.ts";
-import { ensureShared, sharedLayout } from "../parallel/sharedMemory.ts";
 import type { ShardPlan } from "../parallel/zero.ts";
 
 /** Loss and gradients (by parameter name) of one batch; the caller disposes the gradients. */
@@ -196,14 +196,13 @@ export async function dataParallelGradients(
   const seqLen = inputs.length / rows;
   const layout = layoutOf(model);
   const [first, end] = microBatchRange(microBatches, gang!.rank, world);
-  // A rank with one micro-batch writes its gradient straight into its shared-memory region when
-  // it has one (same-host peers read it there), else into a buffer kept from step to step.
-  const shared = await ensureShared(gang!, layout.length);
-  const direct = end - first === 1 && shared.own ? new Float32Array(shared.own, sharedLayout(shared.length).contribution, layout.length) : undefined;
+  // The gang hands out where each micro-batch's gradient goes: with one micro-batch, straight
+  // into what same-host peers read (no copy), else buffers kept from step to step.
+  const buffers = await contributionBuffers(gang!, layout.length, end - first);
   const t0 = performance.now();
   const mbs: { loss: number; flat: Float32Array }[] = [];
   for (let k = first; k < end; k++) {
-    mbs.push(microBatch(model, layout, inputs, targets, k, rowsPer, seqLen, direct ?? scratch(gang!, `flat${k - first}`, Float32Array, layout.length)));
+    mbs.push(microBatch(model, layout, inputs, targets, k, rowsPer, seqLen, buffers[k - first]));
     await new Promise((r) => setImmediate(r));
   }
   const flats = mbs.map((m) => m.flat);

@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Distributed } from "../distributed.ts";
+import type { Distributed } from "../parallel/distributed.ts";
 import { syntheticDocuments, writeByteCache } from "../internal/testCorpus.ts";
 import { localGangs } from "../internal/testGang.ts";
 import { allGatherJson } from "../parallel/collectives.ts";

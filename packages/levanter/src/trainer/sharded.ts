@@ -7,7 +7,8 @@ import * as tf from "@tensorflow/tfjs";
 import type { WasmBackendInternals } from "../kernels/native/heap.ts";
 import type { TransformerLm } from "../models/transformer.ts";
 import type { AdamW } from "../optim/adamw.ts";
-import { allGatherFloat64, allGatherShards, scratch } from "../parallel/collectives.ts";
+import { scratch } from "../parallel/buffers.ts";
+import { allGatherFloat64, allGatherShards } from "../parallel/collectives.ts";
 import type { Gang } from "../parallel/gang.ts";
 import { tensorShards, type ShardPlan } from "../parallel/zero.ts";
 

@@ -1,7 +1,7 @@
 // trainLm: a training run set up once (trainRun.ts), then a loop of steps (trainStep.ts) whose
 // evaluation, trackers, caller's hooks, status and checkpoints are hooks (loopHooks.ts).
 import path from "node:path";
-import type { Distributed } from "../distributed.ts";
+import type { Distributed } from "../parallel/distributed.ts";
 import { log } from "../internal/log.ts";
 import { CallerHooks, CheckpointHook, EvaluationHook, StatusHook, TrackerHook, type LoopHook } from "./loopHooks.ts";
 import type { TrainHook, TrainLmResult } from "./trainTypes.ts";

@@ -11,7 +11,7 @@ import { MixtureLoader } from "../data/mixtureLoader.ts";
 import { TokenLoader, type TokenBatch } from "../data/tokenLoader.ts";
 import type { Tokenizer } from "../data/tokenizer.ts";
 import { tokenizerNamed } from "../data/tokenizerLookup.ts";
-import { initializeDistributed, type Distributed } from "../distributed.ts";
+import { initializeDistributed, type Distributed } from "../parallel/distributed.ts";
 import { LevanterError } from "../errors.ts";
 import { log } from "../internal/log.ts";
 import { agreeOnNativeGemm, nativeGemmEngine } from "../kernels/native/addon.ts";

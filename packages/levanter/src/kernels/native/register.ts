@@ -93,3 +93,8 @@ export function uninstallNativeKernels(): void {
   replaced.clear();
   active = undefined;
 }
+
+/** Whether the `native` backend is active: its kernels registered and tfjs on wasm. */
+export function nativeActive(): boolean {
+  return nativeKernelsInstalled() && tf.getBackend() === "wasm";
+}

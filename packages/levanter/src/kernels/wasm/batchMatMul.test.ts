@@ -2,11 +2,11 @@
 import { readFile } from "node:fs/promises";
 import * as tf from "@tensorflow/tfjs";
 import { describe, expect, it } from "vitest";
-import { quietSuiteBackToWasm } from "./native/testing.ts";
-import { selectBackend } from "../backend.ts";
+import { quietSuiteBackToWasm } from "../native/testing.ts";
+import { selectBackend } from "../../backend.ts";
 import { setWasmThreads, wasmThreads } from "./batchMatMul.ts";
-import { GENERATED_PATH, generatedSource } from "./compileWat.ts";
-import { GemmPool } from "./gemmPool.ts";
+import { GENERATED_PATH, generatedSource } from "../compileWat.ts";
+import { GemmPool } from "../gemmPool.ts";
 
 type Case = { a: number[]; b: number[]; ta?: boolean; tb?: boolean };
 

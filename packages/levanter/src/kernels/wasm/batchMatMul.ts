@@ -5,10 +5,10 @@
 // GFLOP/s, and plain rank-2 products as fast as tfjs' XNNPACK path (21–25 GFLOP/s here) with the
 // same bits. Using one routine for everything makes results independent of the thread count.
 import * as tf from "@tensorflow/tfjs";
-import { GemmPool } from "./gemmPool.ts";
-import type { MatmulExports } from "./gemmPool.ts";
-import { MATMUL_WASM_BASE64 } from "./matmulWasm.ts";
-import { geometry } from "./matmulGeometry.ts";
+import { GemmPool } from "../gemmPool.ts";
+import type { MatmulExports } from "../gemmPool.ts";
+import { MATMUL_WASM_BASE64 } from "../matmulWasm.ts";
+import { geometry } from "../matmulGeometry.ts";
 
 interface WasmBackendInternals {
   wasm: { asm: Record<string, unknown>; _malloc(bytes: number): number; _free(ptr: number): void };
@@ -16,7 +16,6 @@ interface WasmBackendInternals {
   makeOutput(shape: number[], dtype: tf.DataType): tf.TensorInfo;
 }
 
-const FAST_BMM = Symbol.for("levanter.fastBatchMatMul");
 let compiled: WebAssembly.Module | undefined;
 /** Per tfjs-wasm module: its heap and matmul.wat instantiated on it (null: it exports no memory). */
 const heaps = new WeakMap<object, { memory: WebAssembly.Memory; ex: MatmulExports } | null>();
@@ -60,16 +59,14 @@ function heapOf(be: WasmBackendInternals): { memory: WebAssembly.Memory; ex: Mat
 /**
  * Replaces wasm's BatchMatMul with one that runs float32 products on matmul.wat, split over the
  * {@link setWasmThreads} pool when they are large enough; other dtypes and batch shapes that
- * broadcast other than from a single matrix go to the original kernel. Idempotent.
+ * broadcast other than from a single matrix go to the original kernel (`orig`).
  */
-export function installFastBatchMatMul(): void {
-  const orig = tf.getKernel("BatchMatMul", "wasm");
-  if (!orig || (orig as unknown as Record<symbol, boolean>)[FAST_BMM]) return;
-  const kernelFunc: tf.KernelFunc = (args) => {
+export function wasmBatchMatMul(orig: tf.KernelFunc): tf.KernelFunc {
+  return (args) => {
     const { a, b } = args.inputs as { a: tf.TensorInfo; b: tf.TensorInfo };
     const { transposeA, transposeB } = args.attrs as unknown as { transposeA: boolean; transposeB: boolean };
     const g = geometry(a, b, transposeA, transposeB);
-    if (!g) return orig.kernelFunc(args); // its error message names the shapes
+    if (!g) return orig(args); // its error message names the shapes
     const { outBatch, batches, m, n, k } = g;
     // Batch counts of A and B as the pool sees them: 1 when broadcast from one matrix.
     const nA = g.strideA === 0 ? 1 : batches;
@@ -77,7 +74,7 @@ export function installFastBatchMatMul(): void {
     const pooled = pool !== undefined && 2 * batches * m * k * n >= POOL_MIN_FLOPS;
     const be = args.backend as unknown as WasmBackendInternals;
     const heap = heapOf(be);
-    if (!heap) return orig.kernelFunc(args);
+    if (!heap) return orig(args);
     const ex = heap.ex;
     const out = be.makeOutput([...outBatch, m, n], "float32");
     if (m * n === 0 || batches === 0) return out;
@@ -106,8 +103,6 @@ export function installFastBatchMatMul(): void {
     }
     return out;
   };
-  tf.unregisterKernel("BatchMatMul", "wasm");
-  tf.registerKernel({ ...orig, kernelFunc, [FAST_BMM]: true } as tf.KernelConfig);
 }
 
 interface PooledProduct {

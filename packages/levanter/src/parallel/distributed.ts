@@ -1,11 +1,11 @@
 // Joining the data-parallel gang of an iris job: rank and world from the task's identity, the
 // secret from IRIS_GANG_SECRET, the listen port from IRIS_PORT_<NAME> on IRIS_ADVERTISE_HOST only,
-// and rank 0's address published as an iris endpoint before anyone waits (see parallel/gang.ts).
-import { getIrisCtx } from "@marin/iris";
-import { LevanterError } from "./errors.ts";
-import { setLogContext } from "./internal/log.ts";
-import { allGatherJson } from "./parallel/collectives.ts";
-import { formGang, type Gang } from "./parallel/gang.ts";
+// and rank 0's address published as an iris endpoint before anyone waits (see gang.ts).
+import { getIrisCtx, type IrisContext } from "@marin/iris";
+import { LevanterError } from "../errors.ts";
+import { setLogContext } from "../internal/log.ts";
+import { allGatherJson } from "./collectives.ts";
+import { formGang, type Gang, type Rendezvous } from "./gang.ts";
 
 /** Options of {@link initializeDistributed}. */
 export interface DistributedOptions {
@@ -79,15 +79,7 @@ export async function initializeDistributed(opts: DistributedOptions = {}): Prom
     port,
     ...(opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : {}),
     ...(opts.peerTimeoutMs !== undefined ? { peerTimeoutMs: opts.peerTimeoutMs } : {}),
-    rendezvous: {
-      async register(address) {
-        const registration = await ctx.registry.register(endpointName, address, { world: String(world), attempt: String(ctx.attempt) });
-        return () => registration.unregister();
-      },
-      async resolve(timeoutMs) {
-        return (await ctx.resolver.resolve(endpointName, { timeoutMs })).address;
-      },
-    },
+    rendezvous: irisRendezvous(ctx, endpointName),
   });
   return {
     rank,
@@ -96,5 +88,21 @@ export async function initializeDistributed(opts: DistributedOptions = {}): Prom
     gang,
     allGather: (value) => allGatherJson(gang, value),
     close: (o) => gang.close(o),
+  };
+}
+
+/**
+ * How the ranks of an iris job find each other: rank 0 registers its `host:port` as the job's
+ * endpoint `endpointName` (with the world size and the attempt as metadata), the others resolve it.
+ */
+export function irisRendezvous(ctx: IrisContext, endpointName: string): Rendezvous {
+  return {
+    async register(address) {
+      const registration = await ctx.registry.register(endpointName, address, { world: String(ctx.numTasks), attempt: String(ctx.attempt) });
+      return () => registration.unregister();
+    },
+    async resolve(timeoutMs) {
+      return (await ctx.resolver.resolve(endpointName, { timeoutMs })).address;
+    },
   };
 }

@@ -30,7 +30,7 @@ describe("initializeDistributed", () => {
   it("a 2-task gang on a LocalCluster finds its coordinator and exchanges a message", async () => {
     const job = await cluster.client.submit({
       name: "levanter-gather",
-      entrypoint: { module: path.join(here, "internal/fixtures/irisTasks.ts"), export: "gatherProbe", args: { outDir: dir } },
+      entrypoint: { module: path.join(here, "../internal/fixtures/irisTasks.ts"), export: "gatherProbe", args: { outDir: dir } },
       replicas: 2,
       gang: true,
       resources: { cpuMillis: 500 },
