@@ -14,7 +14,7 @@
 
 const LAYER_MESSAGE =
   "Layer violation: {{from.element.type}} may not import '{{dependency.source}}'. " +
-  "Allowed imports are drawn in README.md (section \"Layers\"): levanter → iris; zephyr → iris " +
+  'Allowed imports are drawn in README.md (section "Layers"): levanter → iris; zephyr → iris ' +
   "(+ dynamic import() of @marin/levanter/sharding); marin → iris, levanter, zephyr; nothing reaches " +
   "another package's src/internal/.";
 
@@ -46,9 +46,7 @@ const folderTypes = (p) => Object.keys(folders[p]).map((f) => `${p}-${f}`);
 const elements = [
   ...packages.map((p) => ({ type: `${p}-internal`, pattern: `packages/${p}/src/internal/**`, partialMatch: false })),
   { type: "levanter-sharding", pattern: "packages/levanter/src/sharding/**", partialMatch: false },
-  ...packages.flatMap((p) =>
-    Object.entries(folders[p]).map(([f, glob]) => ({ type: `${p}-${f}`, pattern: `packages/${p}/src/${glob}`, partialMatch: false })),
-  ),
+  ...packages.flatMap((p) => Object.entries(folders[p]).map(([f, glob]) => ({ type: `${p}-${f}`, pattern: `packages/${p}/src/${glob}`, partialMatch: false }))),
   ...packages.map((p) => ({ type: p, pattern: `packages/${p}/**`, partialMatch: false })),
   { type: "root", pattern: "{experiments,bench,test}/**", partialMatch: false },
 ];
@@ -88,25 +86,95 @@ const folderPolicies = [
   // floors; http/ builds on internal/; dashboard/ on http/; controller/ on all three; runner/ on
   // process/; worker/ on runner/ (its argv) and process/; autoscaler/ on controller/ and worker/;
   // cli/ and testkit/ (the test harness) on top. test/layers.test.ts proves each rule.
-  folderRule("iris", ["*", "client", "controller", "worker", "runner", "process", "internal", "http", "dashboard", "autoscaler", "testkit", "toolkit"], ["cli"], "only the CLI imports cli/."),
-  folderRule("iris", ["client", "controller", "worker", "runner", "process", "internal", "http", "dashboard", "autoscaler", "toolkit"], ["testkit"], "testkit/ (the test harness) is imported by tests and the ./testing subpath only."),
-  folderRule("iris", ["internal"], ["client", "controller", "worker", "runner", "process", "http", "dashboard", "autoscaler"], "internal/ (protos, codec, rpc) is the floor: it imports no other folder (rows → wire live in controller/stateWire.ts)."),
-  folderRule("iris", ["process"], ["internal", "client", "controller", "worker", "runner", "http", "dashboard", "autoscaler"], "process/ (task environment, process groups) is the neutral floor of runner/ and worker/: it imports no other folder."),
-  folderRule("iris", ["runner"], ["worker", "controller", "client", "http", "dashboard", "autoscaler"], "the task runner knows its worker only through its argv and environment (runnerSpec.ts, process/)."),
+  folderRule(
+    "iris",
+    ["*", "client", "controller", "worker", "runner", "process", "internal", "http", "dashboard", "autoscaler", "testkit", "toolkit"],
+    ["cli"],
+    "only the CLI imports cli/.",
+  ),
+  folderRule(
+    "iris",
+    ["client", "controller", "worker", "runner", "process", "internal", "http", "dashboard", "autoscaler", "toolkit"],
+    ["testkit"],
+    "testkit/ (the test harness) is imported by tests and the ./testing subpath only.",
+  ),
+  folderRule(
+    "iris",
+    ["internal"],
+    ["client", "controller", "worker", "runner", "process", "http", "dashboard", "autoscaler"],
+    "internal/ (protos, codec, rpc) is the floor: it imports no other folder (rows → wire live in controller/stateWire.ts).",
+  ),
+  folderRule(
+    "iris",
+    ["process"],
+    ["internal", "client", "controller", "worker", "runner", "http", "dashboard", "autoscaler"],
+    "process/ (task environment, process groups) is the neutral floor of runner/ and worker/: it imports no other folder.",
+  ),
+  folderRule(
+    "iris",
+    ["runner"],
+    ["worker", "controller", "client", "http", "dashboard", "autoscaler"],
+    "the task runner knows its worker only through its argv and environment (runnerSpec.ts, process/).",
+  ),
   folderRule("iris", ["worker"], ["controller", "client", "http", "dashboard", "autoscaler"], "the worker knows the controller only through the wire (internal/)."),
-  folderRule("iris", ["controller"], ["client", "worker", "runner", "autoscaler"], "the controller knows workers, clients and autoscalers only through the wire (internal/) and the hooks it is given."),
+  folderRule(
+    "iris",
+    ["controller"],
+    ["client", "worker", "runner", "autoscaler"],
+    "the controller knows workers, clients and autoscalers only through the wire (internal/) and the hooks it is given.",
+  ),
   folderRule("iris", ["client"], ["controller", "worker", "runner", "autoscaler"], "the client knows the controller only through the wire (internal/)."),
-  folderRule("iris", ["http"], ["controller", "dashboard", "client", "worker", "runner", "autoscaler"], "http/ (the router, sessions, the proxy) is a floor: the controller and the dashboard build on it, never the reverse."),
-  folderRule("iris", ["dashboard"], ["controller", "client", "worker", "runner", "autoscaler"], "the dashboard reaches the controller only through http/ and the handlers it is given."),
-  folderRule("iris", ["toolkit"], ["cli", "client", "controller", "worker", "runner", "process", "internal", "http", "dashboard", "autoscaler", "testkit"], "toolkit/ (@marin/iris/toolkit, shared by every package) is a floor: it imports nothing else of iris."),
+  folderRule(
+    "iris",
+    ["http"],
+    ["controller", "dashboard", "client", "worker", "runner", "autoscaler"],
+    "http/ (the router, sessions, the proxy) is a floor: the controller and the dashboard build on it, never the reverse.",
+  ),
+  folderRule(
+    "iris",
+    ["dashboard"],
+    ["controller", "client", "worker", "runner", "autoscaler"],
+    "the dashboard reaches the controller only through http/ and the handlers it is given.",
+  ),
+  folderRule(
+    "iris",
+    ["toolkit"],
+    ["cli", "client", "controller", "worker", "runner", "process", "internal", "http", "dashboard", "autoscaler", "testkit"],
+    "toolkit/ (@marin/iris/toolkit, shared by every package) is a floor: it imports nothing else of iris.",
+  ),
   folderRule("levanter", ["*", "trainer", "inference", "serve", "parallel", "parts"], ["cli"], "only the CLI imports cli/."),
-  folderRule("levanter", ["parallel"], ["trainer", "inference", "serve"], "parallel/ (the gang, collectives, shared memory) never imports the trainer, the inference engine or the server: the trainer builds on it."),
+  folderRule(
+    "levanter",
+    ["parallel"],
+    ["trainer", "inference", "serve"],
+    "parallel/ (the gang, collectives, shared memory) never imports the trainer, the inference engine or the server: the trainer builds on it.",
+  ),
   moduleRule("levanter", ["parallel"], ["@tensorflow/*", "@tensorflow/**"], "parallel/ works on plain typed arrays: it imports no @tensorflow/*."),
-  folderRule("levanter", ["trainer"], ["parallel/sharedMemory.ts"], "the trainer gets its contribution buffers from the gang (parallel/buffers.ts), never from the shared-memory regions."),
-  folderRule("levanter", ["parts"], ["trainer", "inference", "serve"], "kernels, models, optimizers, data and checkpoints never import the trainer, the inference engine or the server."),
-  folderRule("levanter", ["inference", "serve"], ["trainer"], "inference/ (the engine) and serve/ (the HTTP edge) never import the trainer: checkpoints and tokenizers load from checkpoint/ and data/."),
+  folderRule(
+    "levanter",
+    ["trainer"],
+    ["parallel/sharedMemory.ts"],
+    "the trainer gets its contribution buffers from the gang (parallel/buffers.ts), never from the shared-memory regions.",
+  ),
+  folderRule(
+    "levanter",
+    ["parts"],
+    ["trainer", "inference", "serve"],
+    "kernels, models, optimizers, data and checkpoints never import the trainer, the inference engine or the server.",
+  ),
+  folderRule(
+    "levanter",
+    ["inference", "serve"],
+    ["trainer"],
+    "inference/ (the engine) and serve/ (the HTTP edge) never import the trainer: checkpoints and tokenizers load from checkpoint/ and data/.",
+  ),
   folderRule("levanter", ["inference"], ["serve"], "the engine never imports the HTTP edge (serve/ builds on inference/)."),
-  folderRule("zephyr", ["plan", "exec", "data"], ["dataset.ts", "pipeline.ts", "index.ts"], "plans, execution, I/O and shuffles never import the user surface (dataset.ts, pipeline.ts); shared contracts live in a types-only module."),
+  folderRule(
+    "zephyr",
+    ["plan", "exec", "data"],
+    ["dataset.ts", "pipeline.ts", "index.ts"],
+    "plans, execution, I/O and shuffles never import the user surface (dataset.ts, pipeline.ts); shared contracts live in a types-only module.",
+  ),
   folderRule("zephyr", ["plan", "data"], ["exec"], "plans, I/O and shuffles never import exec/."),
   folderRule("marin", ["step", "core"], ["cli"], "executor/, experiment/, step/, library/, service/ and remote/ never import cli/."),
   folderRule("marin", ["step"], ["core"], "step definitions never import the executor, experiments, the standard step library, serving or remote launchers."),
@@ -115,51 +183,51 @@ const folderPolicies = [
 /** The options of boundaries/dependencies: the layers, then (outside tests) the folder rules. */
 const dependencyRule = (folderRules) => [
   "error",
+  {
+    default: "disallow",
+    checkAllOrigins: true,
+    checkUnknownLocals: true,
+    message: LAYER_MESSAGE,
+    policies: [
+      // Third-party and Node built-in modules are fine by default...
+      { allow: { to: { module: { origin: ["external", "core"] } } } },
+      // ...but an @marin/* import that does not resolve to workspace code is an undeclared
+      // dependency (or a blocked subpath such as @marin/x/internal/*).
+      { disallow: { to: { module: { origin: "external", source: "@marin/**" } } } },
+      { disallow: { to: { module: { origin: "external", source: "@marin/*" } } } },
+      // The sharding subpath is imported by zephyr without tfjs installed: it must stay tfjs-free.
       {
-        default: "disallow",
-        checkAllOrigins: true,
-        checkUnknownLocals: true,
-        message: LAYER_MESSAGE,
-        policies: [
-          // Third-party and Node built-in modules are fine by default...
-          { allow: { to: { module: { origin: ["external", "core"] } } } },
-          // ...but an @marin/* import that does not resolve to workspace code is an undeclared
-          // dependency (or a blocked subpath such as @marin/x/internal/*).
-          { disallow: { to: { module: { origin: "external", source: "@marin/**" } } } },
-          { disallow: { to: { module: { origin: "external", source: "@marin/*" } } } },
-          // The sharding subpath is imported by zephyr without tfjs installed: it must stay tfjs-free.
-          {
-            from: el("levanter-sharding"),
-            disallow: { to: { module: { source: "@tensorflow/**" } } },
-          },
-          {
-            from: el("levanter-sharding"),
-            disallow: { to: { module: { source: "@tensorflow/*" } } },
-          },
-
-          // The layers.
-          { from: el(...own("iris")), allow: { to: el(...own("iris")) } },
-          { from: el("levanter-sharding"), allow: { to: el("iris", "iris-toolkit", "levanter-sharding") } },
-          // The one levanter file the sharding subpath may use besides its own (it imports nothing).
-          { from: el("levanter-sharding"), allow: { to: { element: { type: "levanter", internalPath: "src/errors.ts" } } } },
-          {
-            from: el(...own("levanter")),
-            allow: { to: el("iris", "iris-toolkit", "levanter-sharding", ...own("levanter")) },
-          },
-          { from: el(...own("zephyr")), allow: { to: el("iris", "iris-toolkit", ...own("zephyr")) } },
-          {
-            from: el(...own("zephyr")),
-            allow: { to: el("levanter-sharding"), dependency: { nodeKind: "dynamic-import" } },
-          },
-          {
-            from: el(...own("marin")),
-            allow: { to: el("iris", "iris-toolkit", "levanter", "levanter-serve", "levanter-sharding", "zephyr", ...own("marin")) },
-          },
-          { from: el("root"), allow: { to: el(...packages.flatMap((p) => [p, ...folderTypes(p)]), "levanter-sharding", "root") } },
-
-          ...folderRules,
-        ],
+        from: el("levanter-sharding"),
+        disallow: { to: { module: { source: "@tensorflow/**" } } },
       },
+      {
+        from: el("levanter-sharding"),
+        disallow: { to: { module: { source: "@tensorflow/*" } } },
+      },
+
+      // The layers.
+      { from: el(...own("iris")), allow: { to: el(...own("iris")) } },
+      { from: el("levanter-sharding"), allow: { to: el("iris", "iris-toolkit", "levanter-sharding") } },
+      // The one levanter file the sharding subpath may use besides its own (it imports nothing).
+      { from: el("levanter-sharding"), allow: { to: { element: { type: "levanter", internalPath: "src/errors.ts" } } } },
+      {
+        from: el(...own("levanter")),
+        allow: { to: el("iris", "iris-toolkit", "levanter-sharding", ...own("levanter")) },
+      },
+      { from: el(...own("zephyr")), allow: { to: el("iris", "iris-toolkit", ...own("zephyr")) } },
+      {
+        from: el(...own("zephyr")),
+        allow: { to: el("levanter-sharding"), dependency: { nodeKind: "dynamic-import" } },
+      },
+      {
+        from: el(...own("marin")),
+        allow: { to: el("iris", "iris-toolkit", "levanter", "levanter-serve", "levanter-sharding", "zephyr", ...own("marin")) },
+      },
+      { from: el("root"), allow: { to: el(...packages.flatMap((p) => [p, ...folderTypes(p)]), "levanter-sharding", "root") } },
+
+      ...folderRules,
+    ],
+  },
 ];
 
 module.exports = {
@@ -185,10 +253,7 @@ module.exports = {
     "boundaries/no-unknown-files": "off",
 
     "@typescript-eslint/no-explicit-any": "off",
-    "@typescript-eslint/no-unused-vars": [
-      "error",
-      { argsIgnorePattern: "^_", varsIgnorePattern: "^_", caughtErrorsIgnorePattern: "^_" },
-    ],
+    "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_", caughtErrorsIgnorePattern: "^_" }],
     "no-constant-condition": ["error", { checkLoops: false }],
   },
   overrides: [

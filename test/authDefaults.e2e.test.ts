@@ -53,7 +53,9 @@ async function run(main: string, args: string[], extra: NodeJS.ProcessEnv = {}):
 }
 
 function get(port: number, pathName: string, host: string): Promise<number> {
-  return new Promise((resolve, reject) => http.get({ host: "127.0.0.1", port, path: pathName, headers: { host } }, (res) => (res.resume(), resolve(res.statusCode ?? 0))).on("error", reject));
+  return new Promise((resolve, reject) =>
+    http.get({ host: "127.0.0.1", port, path: pathName, headers: { host } }, (res) => (res.resume(), resolve(res.statusCode ?? 0))).on("error", reject),
+  );
 }
 
 beforeAll(() => {

@@ -70,7 +70,10 @@ describe.skipIf(!haveChromium)("iris dashboard in Chromium", () => {
     tmp = mkdtempSync(path.join(os.tmpdir(), "iris-dash-"));
     cluster = await LocalCluster.start({ workers: 1, token: TOKEN, httpPort: 0, workerCpuMillis: 4000, workerMemoryBytes: 4 * 1024 ** 3 });
     base = `http://${cluster.controller.httpAddress}`;
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"] });
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"],
+    });
     context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
     page = await context.newPage();
     page.on("console", (m) => {
@@ -248,7 +251,9 @@ describe.skipIf(!haveChromium)("iris dashboard in Chromium", () => {
       await page.click('button[role="tab"]:has-text("Chat")');
       await page.fill("textarea", "hello");
       await page.click('button:has-text("Send")');
-      await page.waitForFunction(() => (document.querySelector(".chat .msg.assistant")?.textContent ?? "").replace("assistant", "").trim().length > 0, undefined, { timeout: 30_000 });
+      await page.waitForFunction(() => (document.querySelector(".chat .msg.assistant")?.textContent ?? "").replace("assistant", "").trim().length > 0, undefined, {
+        timeout: 30_000,
+      });
       expect(bodies[1]).toMatchObject({ messages: [{ role: "user", content: "hello" }], stream: true });
       expect(statuses).toEqual([200, 200]);
       page.off("request", onRequest);

@@ -31,7 +31,7 @@ function attackPage(target: string, body: unknown): string {
   const json = JSON.stringify(JSON.stringify(body));
   return `<!doctype html><html><head><title>loading</title></head><body>
 <iframe name="sink" id="sink"></iframe>
-<form id="f" method="post" action="${target}" target="sink" enctype="text/plain"><input name='${"{\"x\":\""}' value='"}'></form>
+<form id="f" method="post" action="${target}" target="sink" enctype="text/plain"><input name='${'{"x":"'}' value='"}'></form>
 <script>
 (async () => {
   const results = [];
@@ -157,7 +157,16 @@ describe.skipIf(!haveChromium)("the dashboard's origins in Chromium", () => {
       const page = await rebinding.newPage();
       const res = await page.goto(`http://rebind.test:${port}/`);
       expect(res?.status()).toBe(421);
-      const status = await page.evaluate(async () => (await fetch("/api/LaunchJob", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ spec: { name: "/admin/rebound", entrypoint: { command: { argv: ["true"] } } } }) })).status);
+      const status = await page.evaluate(
+        async () =>
+          (
+            await fetch("/api/LaunchJob", {
+              method: "POST",
+              headers: { "content-type": "application/json" },
+              body: JSON.stringify({ spec: { name: "/admin/rebound", entrypoint: { command: { argv: ["true"] } } } }),
+            })
+          ).status,
+      );
       expect(status).toBe(421);
       await expect(open.client.job("/admin/rebound").status()).rejects.toMatchObject({ code: "NOT_FOUND" });
       // Its own name still works.

@@ -39,7 +39,11 @@ async function freePort(): Promise<number> {
 /** Runs a CLI of this checkout to its end: exit code, stdout, and stdout with stderr. */
 function runCli(args: string[], env: Record<string, string>, timeoutMs: number): Promise<{ code: number | null; stdout: string; out: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [DEV, ...args], { cwd: root, env: { ...process.env, ...env, IRIS_AUTH_TOKEN: TOKEN, npm_lifecycle_event: "" }, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [DEV, ...args], {
+      cwd: root,
+      env: { ...process.env, ...env, IRIS_AUTH_TOKEN: TOKEN, npm_lifecycle_event: "" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     let stdout = "";
     let out = "";
     child.stdout.on("data", (d: Buffer) => ((stdout += d.toString()), (out += d.toString())));
@@ -62,16 +66,31 @@ describe.skipIf(skip)("training gangs through --cluster on autoscaled Slurm work
     dir = fs.mkdtempSync(path.join(os.tmpdir(), "gang-slurm-"));
     const config = {
       controller: { host: "127.0.0.1", port: await freePort(), db: path.join(dir, "iris.sqlite"), token: TOKEN, workerTimeout: 30 },
-      scaleGroups: [{ name: "cpu", provider: "slurm", minWorkers: 0, maxWorkers: 3, idleTimeout: "2m", bootTimeout: "120s", worker: { cpu: 2, memory: "8G" }, slurm: { partition: slurm.partition } }],
+      scaleGroups: [
+        {
+          name: "cpu",
+          provider: "slurm",
+          minWorkers: 0,
+          maxWorkers: 3,
+          idleTimeout: "2m",
+          bootTimeout: "120s",
+          worker: { cpu: 2, memory: "8G" },
+          slurm: { partition: slurm.partition },
+        },
+      ],
     };
     fs.writeFileSync(path.join(dir, "cluster.yaml"), JSON.stringify(config)); // JSON is YAML
     up = spawn(process.execPath, [DEV, IRIS_CLI, "cluster", "up", "--config", path.join(dir, "cluster.yaml")], { env: slurm.env, stdio: ["ignore", "pipe", "pipe"] });
     up.stdout!.on("data", (d: Buffer) => (upOut += d.toString()));
     up.stderr!.on("data", (d: Buffer) => (upOut += d.toString()));
-    address = await waitFor("iris cluster up's ready line", () => {
-      if (up!.exitCode !== null) throw new Error(`iris cluster up exited ${up!.exitCode}: ${upOut}`);
-      return /listening on (\S+)/.exec(upOut)?.[1];
-    }, { timeoutMs: 60_000 });
+    address = await waitFor(
+      "iris cluster up's ready line",
+      () => {
+        if (up!.exitCode !== null) throw new Error(`iris cluster up exited ${up!.exitCode}: ${upOut}`);
+        return /listening on (\S+)/.exec(upOut)?.[1];
+      },
+      { timeoutMs: 60_000 },
+    );
     client = IrisClient.connect(address, { token: TOKEN });
     expect(await client.listWorkers()).toEqual([]);
   }, 120_000);
@@ -115,7 +134,9 @@ describe.skipIf(skip)("training gangs through --cluster on autoscaled Slurm work
     const stepJob = gang!.name.slice(0, gang!.name.lastIndexOf("/"));
     const lines: string[] = [];
     for await (const e of client.job(stepJob).logs()) lines.push(e.line);
-    expect(lines.join("\n")).toMatch(/autoscaler could start 2 in group cpu \(groups holding a rank: cpu \(max 3, this task's worker among them\)\): running the gang as a child job/);
+    expect(lines.join("\n")).toMatch(
+      /autoscaler could start 2 in group cpu \(groups holding a rank: cpu \(max 3, this task's worker among them\)\): running the gang as a child job/,
+    );
     const tokDir = fs.readdirSync(path.join(prefix, "tiny-brown")).find((d) => d.startsWith("tokenize-"));
     tokens = tokDir && path.join(prefix, "tiny-brown", tokDir, "train");
   }, 900_000);
@@ -123,13 +144,21 @@ describe.skipIf(skip)("training gangs through --cluster on autoscaled Slurm work
   it("levanter train --ranks 2 --cluster: one gang attempt on 2 Slurm workers", async () => {
     expect(tokens, "the marin run left no token cache").toBeDefined();
     const config = path.join(dir, "lev.yaml");
-    fs.writeFileSync(config, `model: {nLayers: 1, dModel: 16, nHeads: 2, seqLen: 16}\ndata: {trainCache: ${tokens}}\ntrainer: {numTrainSteps: 4, batchSize: 4, trackers: [jsonl], backend: wasm, threads: 1, runDir: ${path.join(dir, "lev-run")}}\n`);
+    fs.writeFileSync(
+      config,
+      `model: {nLayers: 1, dModel: 16, nHeads: 2, seqLen: 16}\ndata: {trainCache: ${tokens}}\ntrainer: {numTrainSteps: 4, batchSize: 4, trackers: [jsonl], backend: wasm, threads: 1, runDir: ${path.join(dir, "lev-run")}}\n`,
+    );
     const r = await runCli([LEVANTER_CLI, "train", "--config", config, "--ranks", "2", "--cluster", address], { LEVANTER_LOG: "warn" }, 400_000);
     expect(r.code, r.out).toBe(0);
     const result = JSON.parse(r.stdout.trim().split("\n").at(-1)!) as { state: string; ranks: number; job: string; attempts: number };
     expect(result, r.out).toMatchObject({ state: "SUCCEEDED", ranks: 2, attempts: 1 });
     const st = await client.job(result.job).status();
     expect(new Set(st.tasks.map((t) => t.workerId)).size).toBe(2);
-    expect(fs.readFileSync(path.join(dir, "lev-run", "metrics.jsonl"), "utf8").trim().split("\n")).toHaveLength(4);
+    expect(
+      fs
+        .readFileSync(path.join(dir, "lev-run", "metrics.jsonl"), "utf8")
+        .trim()
+        .split("\n"),
+    ).toHaveLength(4);
   }, 420_000);
 });

@@ -79,7 +79,12 @@ const trees = [...["iris", "levanter", "zephyr", "marin"].map((p) => `packages/$
 
 describe("import circles", () => {
   it("finds a planted circle (the check itself works)", () => {
-    const g = new Map([["a", ["b"]], ["b", ["c"]], ["c", ["a"]], ["d", ["a"]]]);
+    const g = new Map([
+      ["a", ["b"]],
+      ["b", ["c"]],
+      ["c", ["a"]],
+      ["d", ["a"]],
+    ]);
     expect(circles(g)).toEqual([["a", "b", "c"]]);
   });
 

@@ -27,7 +27,14 @@ let project: string;
  * (`npm_config_jobs: max`: node-gyp compiles the native dependencies on every core).
  */
 function userEnv(): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env, NODE_OPTIONS: "", npm_config_audit: "false", npm_config_fund: "false", npm_config_update_notifier: "false", npm_config_jobs: "max" };
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    NODE_OPTIONS: "",
+    npm_config_audit: "false",
+    npm_config_fund: "false",
+    npm_config_update_notifier: "false",
+    npm_config_jobs: "max",
+  };
   for (const k of Object.keys(env)) if (k.startsWith("VITEST") || k === "TSX_TSCONFIG_PATH") delete env[k];
   return env;
 }
@@ -73,8 +80,14 @@ beforeAll(() => {
   run("mkdir", ["-p", project], scratch);
   writeFileSync(path.join(project, "package.json"), JSON.stringify({ name: "scratch", private: true, type: "module" }, null, 2));
   // The toolchain a TypeScript user brings, pinned to the workspace's versions.
-  const ts = (JSON.parse(spawnSync("node", ["-p", "JSON.stringify(require('./package.json').devDependencies)"], { cwd: root, encoding: "utf8" }).stdout) as Record<string, string>);
-  run("npm", ["install", "--no-audit", "--no-fund", "--prefer-offline", ...files.map((f) => path.join(tarballs, f)), `typescript@${ts.typescript}`, `@types/node@${ts["@types/node"]}`], project, 600_000, localPrebuilds(path.join(scratch, "prebuilds")));
+  const ts = JSON.parse(spawnSync("node", ["-p", "JSON.stringify(require('./package.json').devDependencies)"], { cwd: root, encoding: "utf8" }).stdout) as Record<string, string>;
+  run(
+    "npm",
+    ["install", "--no-audit", "--no-fund", "--prefer-offline", ...files.map((f) => path.join(tarballs, f)), `typescript@${ts.typescript}`, `@types/node@${ts["@types/node"]}`],
+    project,
+    600_000,
+    localPrebuilds(path.join(scratch, "prebuilds")),
+  );
 }, 900_000);
 
 afterAll(() => {
@@ -91,10 +104,7 @@ describe("installed from tarballs", () => {
   });
 
   it("(a) a plain node ESM script runs an iris job, a zephyr count and a two-step marin experiment", () => {
-    writeFileSync(
-      path.join(project, "task.mjs"),
-      `export async function main(args) { return { doubled: args.n * 2, index: Number(process.env.IRIS_TASK_INDEX) }; }\n`,
-    );
+    writeFileSync(path.join(project, "task.mjs"), `export async function main(args) { return { doubled: args.n * 2, index: Number(process.env.IRIS_TASK_INDEX) }; }\n`);
     // A task module in TypeScript: the built task runner has no loader until it meets one.
     writeFileSync(path.join(project, "typedTask.ts"), `export async function main(args: { word: string }): Promise<string> { return args.word.toUpperCase(); }\n`);
     writeFileSync(
@@ -159,7 +169,10 @@ describe("installed from tarballs", () => {
     );
     writeFileSync(
       path.join(project, "tsconfig.json"),
-      JSON.stringify({ compilerOptions: { target: "ES2023", module: "NodeNext", moduleResolution: "NodeNext", strict: true, noEmit: true, skipLibCheck: true, types: ["node"] }, files: ["types.ts"] }),
+      JSON.stringify({
+        compilerOptions: { target: "ES2023", module: "NodeNext", moduleResolution: "NodeNext", strict: true, noEmit: true, skipLibCheck: true, types: ["node"] },
+        files: ["types.ts"],
+      }),
     );
     const tsc = path.join(project, "node_modules", "typescript", "bin", "tsc");
     run(process.execPath, [tsc, "-p", "."], project);

@@ -99,10 +99,14 @@ function startIn(ns: string, cwd: string, cli: string, args: string[]): Daemon {
     proc,
     output: () => `${out}\n--- stderr\n${err}`,
     waitFor: (re, timeoutMs = 60_000) =>
-      waitFor(`${cli} ${args[0]} in ${ns} to print ${re}`, () => {
-        if (proc.exitCode !== null) throw new Error(`${args[0]} in ${ns} exited ${proc.exitCode}:\n${out}\n${err}`);
-        return re.exec(out) ?? undefined;
-      }, { timeoutMs, intervalMs: 50 }),
+      waitFor(
+        `${cli} ${args[0]} in ${ns} to print ${re}`,
+        () => {
+          if (proc.exitCode !== null) throw new Error(`${args[0]} in ${ns} exited ${proc.exitCode}:\n${out}\n${err}`);
+          return re.exec(out) ?? undefined;
+        },
+        { timeoutMs, intervalMs: 50 },
+      ),
     async stop() {
       if (proc.exitCode === null && proc.signalCode === null) proc.kill("SIGTERM");
       const timer = setTimeout(() => proc.kill("SIGKILL"), 8000);
@@ -141,16 +145,42 @@ describe.skipIf(!permitted.ok)("several hosts on one machine (network namespaces
     };
     const c = home("controller");
     const controller = startIn(NS.controller, path.join(c, "cwd"), IRIS_CLI, [
-      "controller", "--host", "0.0.0.0", "--port", "0", "--db", path.join(c, "state", "iris.sqlite"), "--token", TOKEN, "--worker-timeout", "2",
+      "controller",
+      "--host",
+      "0.0.0.0",
+      "--port",
+      "0",
+      "--db",
+      path.join(c, "state", "iris.sqlite"),
+      "--token",
+      TOKEN,
+      "--worker-timeout",
+      "2",
     ]);
     daemons.push(controller);
     const port = (await controller.waitFor(/listening on \S+:(\d+)/))[1]!;
     address = `10.231.0.1:${port}`;
-    for (const [w, net] of [["w1", 1], ["w2", 2]] as const) {
+    for (const [w, net] of [
+      ["w1", 1],
+      ["w2", 2],
+    ] as const) {
       const d = home(w);
       const worker = startIn(NS[w], path.join(d, "cwd"), IRIS_CLI, [
-        "worker", "--controller", `10.231.${net}.1:${port}`, "--token", TOKEN, "--cpu", "1", "--memory", "4G",
-        "--state-dir", path.join(d, "state"), "--bundle-cache", path.join(d, "bundles"), "--advertise-host", `10.231.${net}.2`,
+        "worker",
+        "--controller",
+        `10.231.${net}.1:${port}`,
+        "--token",
+        TOKEN,
+        "--cpu",
+        "1",
+        "--memory",
+        "4G",
+        "--state-dir",
+        path.join(d, "state"),
+        "--bundle-cache",
+        path.join(d, "bundles"),
+        "--advertise-host",
+        `10.231.${net}.2`,
         // The workspace's prepare script builds every package; the tasks here run from source.
         "--bundle-install-flag=--ignore-scripts",
       ]);
@@ -162,7 +192,12 @@ describe.skipIf(!permitted.ok)("several hosts on one machine (network namespaces
 
   afterAll(async () => {
     client?.close();
-    await Promise.all(daemons.splice(0).reverse().map((d) => d.stop()));
+    await Promise.all(
+      daemons
+        .splice(0)
+        .reverse()
+        .map((d) => d.stop()),
+    );
     tearDownNetwork();
     fs.rmSync(scratch, { recursive: true, force: true });
   }, 60_000);
@@ -171,7 +206,8 @@ describe.skipIf(!permitted.ok)("several hosts on one machine (network namespaces
     const ws = makeWorkspace(path.join(scratch, "ws"), {
       "package.json": JSON.stringify({ name: "ws", private: true, type: "module" }),
       "pnpm-lock.yaml": EMPTY_LOCKFILE,
-      "src/job.ts": "import os from 'node:os';\nexport function main(a: { x: number }) { return { y: a.x * 2, cwd: process.cwd(), host: process.env.IRIS_WORKER_ID, pid: process.pid, node: os.platform() }; }\n",
+      "src/job.ts":
+        "import os from 'node:os';\nexport function main(a: { x: number }) { return { y: a.x * 2, cwd: process.cwd(), host: process.env.IRIS_WORKER_ID, pid: process.pid, node: os.platform() }; }\n",
     });
     const t0 = Date.now();
     const job = await client.submit({ name: "hosts-module", entrypoint: { module: path.join(ws, "src/job.ts"), export: "main", args: { x: 21 } } }, { bundle: ws });
@@ -207,7 +243,9 @@ describe.skipIf(!permitted.ok)("several hosts on one machine (network namespaces
     const build: string[] = [];
     for await (const e of client.job(stepJob!.name).logs()) if (e.line.startsWith("[iris build]")) build.push(e.line);
     expect(build.some((l) => l.includes("pnpm install --frozen-lockfile --ignore-scripts --offline"))).toBe(true);
-    console.log(`several hosts: marin run --cluster (bundle of this checkout, offline install) in ${Date.now() - t0} ms; build: ${build.filter((l) => / in \d+ ms/.test(l)).join(" | ")}`);
+    console.log(
+      `several hosts: marin run --cluster (bundle of this checkout, offline install) in ${Date.now() - t0} ms; build: ${build.filter((l) => / in \d+ ms/.test(l)).join(" | ")}`,
+    );
   }, 180_000);
 
   it("cutting one worker's link makes its attempts WORKER_LOST; they finish on the other", async () => {

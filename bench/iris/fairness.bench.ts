@@ -121,17 +121,36 @@ for (let i = 0; i < 5; i++) {
 const idleLaunch = await launchLatencies("idle2", "bob", [{ key: "pool", op: "EQ", value: "nowhere" }]);
 report(`B idle (3 workers):            LaunchJob ${fmt(idleLaunch)}; submit→assigned ${fmt(idleWorkers)}; longest pass ${longestPass.toFixed(1)} ms`);
 // Fill both shared workers, then queue MEMBERS single tasks behind them.
-await client.submit({ name: "/alice/filler", entrypoint: { command: ["true"] }, replicas: 2, resources: { cpuMillis: 1000 }, constraints: [{ key: "pool", op: "EQ", value: "shared" }] });
+await client.submit({
+  name: "/alice/filler",
+  entrypoint: { command: ["true"] },
+  replicas: 2,
+  resources: { cpuMillis: 1000 },
+  constraints: [{ key: "pool", op: "EQ", value: "shared" }],
+});
 t0 = performance.now();
-await client.submit({ name: "/alice/many", entrypoint: { command: ["true"] }, replicas: MEMBERS, resources: { cpuMillis: 1000 }, constraints: [{ key: "pool", op: "EQ", value: "shared" }] });
+await client.submit({
+  name: "/alice/many",
+  entrypoint: { command: ["true"] },
+  replicas: MEMBERS,
+  resources: { cpuMillis: 1000 },
+  constraints: [{ key: "pool", op: "EQ", value: "shared" }],
+});
 report(`B: submitting ${MEMBERS} single tasks took ${(performance.now() - t0).toFixed(0)} ms`);
 longestPass = 0;
 const underMany = await launchLatencies("many", "bob", [{ key: "pool", op: "EQ", value: "nowhere" }]);
 const manyAssigned: number[] = [];
 for (let i = 0; i < 5; i++) manyAssigned.push(await submitToAssigned("bob", [{ key: "pool", op: "EQ", value: "free" }]));
-report(`B: ${MEMBERS} tasks pending:    LaunchJob ${fmt(underMany)}; submit→assigned ${fmt(manyAssigned)}; longest pass ${longestPass.toFixed(1)} ms (${(pct(underMany, 0.5) / pct(idleLaunch, 0.5)).toFixed(2)}× idle p50)`);
+report(
+  `B: ${MEMBERS} tasks pending:    LaunchJob ${fmt(underMany)}; submit→assigned ${fmt(manyAssigned)}; longest pass ${longestPass.toFixed(1)} ms (${(pct(underMany, 0.5) / pct(idleLaunch, 0.5)).toFixed(2)}× idle p50)`,
+);
 // Fairness: a freed shared slot goes to the other user's small job, not the next of 100,000.
-const carol = await client.submit({ name: "/carol/small", entrypoint: { command: ["true"] }, resources: { cpuMillis: 1000 }, constraints: [{ key: "pool", op: "EQ", value: "shared" }] });
+const carol = await client.submit({
+  name: "/carol/small",
+  entrypoint: { command: ["true"] },
+  resources: { cpuMillis: 1000 },
+  constraints: [{ key: "pool", op: "EQ", value: "shared" }],
+});
 t0 = performance.now();
 await client.terminate("/alice/filler");
 await reconcileAll();

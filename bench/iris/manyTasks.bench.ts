@@ -47,7 +47,9 @@ const [, submitMs] = await timed(async () => {
 console.log(`submitted ${JOBS} × ${REPLICAS} = ${JOBS * REPLICAS} tasks in ${(submitMs / 1000).toFixed(1)} s; ${mem()}`);
 
 const [jobs, listMs] = await timed(() => client.list());
-console.log(`ListJobs (all pages): ${jobs.length} jobs in ${listMs.toFixed(0)} ms, ${JSON.stringify(jobs).length} bytes of JSON; counts of the first: ${JSON.stringify(jobs[0]?.taskCounts)}`);
+console.log(
+  `ListJobs (all pages): ${jobs.length} jobs in ${listMs.toFixed(0)} ms, ${JSON.stringify(jobs).length} bytes of JSON; counts of the first: ${JSON.stringify(jobs[0]?.taskCounts)}`,
+);
 
 const [full, getMs] = await timed(() => client.job("wide-1").status());
 console.log(`GetJob through the client (every page, no worker running): ${full.tasks.length} tasks in ${getMs.toFixed(0)} ms; ${mem()}`);

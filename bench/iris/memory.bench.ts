@@ -58,7 +58,9 @@ for (let cycle = 1; cycle <= CYCLES; cycle++) {
   for (const n of names.slice(0, 20)) await client.job(n).status();
   const after = await settle();
   console.log(`cycle ${cycle}: after they ended:                   ${fmt(after)}`);
-  console.log(`cycle ${cycle}: heap ${((after.heap / idle.heap) * 100).toFixed(0)}% of idle; RSS ${(after.rss - idle.rss).toFixed(0)} MiB above idle (${(((after.rss - idle.rss) / (live.rss - idle.rss)) * 100).toFixed(0)}% of the growth)`);
+  console.log(
+    `cycle ${cycle}: heap ${((after.heap / idle.heap) * 100).toFixed(0)}% of idle; RSS ${(after.rss - idle.rss).toFixed(0)} MiB above idle (${(((after.rss - idle.rss) / (live.rss - idle.rss)) * 100).toFixed(0)}% of the growth)`,
+  );
 }
 
 client.close();

@@ -48,9 +48,7 @@ const pingService: Grpc.ServiceDefinition = {
 };
 const pingServer = new grpc.Server();
 pingServer.addService(pingService, { Ping: (call: Grpc.ServerUnaryCall<unknown, unknown>, cb: Grpc.sendUnaryData<unknown>) => cb(null, call.request) });
-const pingPort = await new Promise<number>((res, rej) =>
-  pingServer.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (e, p) => (e ? rej(e) : res(p))),
-);
+const pingPort = await new Promise<number>((res, rej) => pingServer.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (e, p) => (e ? rej(e) : res(p))));
 const PingClient = grpc.makeGenericClientConstructor(pingService, "Ping");
 const ping = new PingClient(`127.0.0.1:${pingPort}`, grpc.credentials.createInsecure()) as unknown as Grpc.Client & {
   Ping(req: unknown, cb: (e: Grpc.ServiceError | null, r?: unknown) => void): void;
@@ -65,9 +63,7 @@ try {
   await rate("warm-up GetJob", 200, () => client.list({ prefix: "/bench/none" }));
   console.log(`calls per measurement: ${CALLS}, ${IN_FLIGHT} in flight`);
   const base = await rate("bare grpc-js unary ping", CALLS, pingOnce);
-  const launch = await rate("LaunchJob (new job, 1 task)", CALLS, (i) =>
-    client.submit({ name: `job-${i}`, entrypoint: { command: ["true"] }, resources: { cpuMillis: 100 } }),
-  );
+  const launch = await rate("LaunchJob (new job, 1 task)", CALLS, (i) => client.submit({ name: `job-${i}`, entrypoint: { command: ["true"] }, resources: { cpuMillis: 100 } }));
   const get = await rate("GetJob", CALLS, (i) => client.job(`job-${i % 100}`).status());
   console.log(`LaunchJob: ${(launch / base).toFixed(2)}× of bare ping; GetJob: ${(get / base).toFixed(2)}× of bare ping`);
 } finally {

@@ -170,8 +170,8 @@ for (const [label, gen] of [
   rows.push({
     scenario: label,
     "schedule() wall": fmt(ours.median),
-    "p95": fmt(ours.p95),
-    "cpu": fmt(ours.cpu),
+    p95: fmt(ours.p95),
+    cpu: fmt(ours.cpu),
     cold: fmt(cold),
     "naive wall": fmt(base.median),
     "naive cpu": fmt(base.cpu),

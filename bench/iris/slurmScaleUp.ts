@@ -38,10 +38,14 @@ async function poll(what: string, check: () => boolean | Promise<boolean>, timeo
 async function bareSbatch(slurm: TestSlurm, out: string): Promise<number> {
   const t0 = performance.now();
   const id = slurm.cmd("sbatch", ["--parsable", "-J", "floor", "-o", out, "--wrap", `${process.execPath} -e 0`]).trim();
-  await poll(`sbatch job ${id} to end`, () => {
-    const row = slurm.jobs().find((j) => j.id === id);
-    return row === undefined || /COMPLETED|FAILED|CANCELLED/.test(row.state);
-  }, 120_000);
+  await poll(
+    `sbatch job ${id} to end`,
+    () => {
+      const row = slurm.jobs().find((j) => j.id === id);
+      return row === undefined || /COMPLETED|FAILED|CANCELLED/.test(row.state);
+    },
+    120_000,
+  );
   return performance.now() - t0;
 }
 
@@ -66,14 +70,18 @@ export async function scaleUpLatency(runs: number): Promise<{ oursMs: number; fl
   const bin = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../packages/iris/bin/iris.mjs");
   const built = fs.existsSync(path.join(path.dirname(bin), "..", "dist", "cli", "main.js"));
   if (built) {
-    PROVIDER_FACTORIES.set("slurm", (ctx) => new SlurmProvider({
-      stateDir: ctx.stateDir,
-      clusterId: ctx.clusterId,
-      workerCommand: (req) => {
-        const argv = workerCommandLine(req);
-        return [process.execPath, bin, ...argv.slice(argv.indexOf("worker"))];
-      },
-    }));
+    PROVIDER_FACTORIES.set(
+      "slurm",
+      (ctx) =>
+        new SlurmProvider({
+          stateDir: ctx.stateDir,
+          clusterId: ctx.clusterId,
+          workerCommand: (req) => {
+            const argv = workerCommandLine(req);
+            return [process.execPath, bin, ...argv.slice(argv.indexOf("worker"))];
+          },
+        }),
+    );
   }
   console.log(`  workers run ${built ? "the built iris (bin/iris.mjs)" : "iris from source (tsx)"}`);
   const cluster = await startCluster(config, { log: () => undefined });
@@ -83,14 +91,23 @@ export async function scaleUpLatency(runs: number): Promise<{ oursMs: number; fl
   try {
     for (let i = 0; i < runs; i++) {
       // Zero workers and no iris job in Slurm before each run.
-      await poll("zero workers", async () => (await client.listWorkers()).length === 0 && slurm.jobs().every((j) => !j.name.startsWith("iris-") || !/PENDING|RUNNING|COMPLETING/.test(j.state)), 120_000, 200);
+      await poll(
+        "zero workers",
+        async () => (await client.listWorkers()).length === 0 && slurm.jobs().every((j) => !j.name.startsWith("iris-") || !/PENDING|RUNNING|COMPLETING/.test(j.state)),
+        120_000,
+        200,
+      );
       floor.push(await bareSbatch(slurm, path.join(dir, `floor-${i}.out`)));
       const t0 = performance.now();
       const job = await client.submit({ name: `scale-up-${i}`, entrypoint: { command: [process.execPath, "-e", "setTimeout(() => {}, 500)"] }, resources: { cpuMillis: 500 } });
-      await poll("the task to run", async () => {
-        const t = (await job.status()).tasks[0];
-        return t !== undefined && (t.state === "RUNNING" || t.state === "SUCCEEDED");
-      }, 180_000);
+      await poll(
+        "the task to run",
+        async () => {
+          const t = (await job.status()).tasks[0];
+          return t !== undefined && (t.state === "RUNNING" || t.state === "SUCCEEDED");
+        },
+        180_000,
+      );
       ours.push(performance.now() - t0);
       await job.wait({ timeoutMs: 60_000 });
       console.log(`  run ${i + 1}: submit → RUNNING on a fresh Slurm worker ${(ours[i]! / 1000).toFixed(2)} s; bare sbatch node -e 0 → end ${(floor[i]! / 1000).toFixed(2)} s`);

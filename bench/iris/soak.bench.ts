@@ -93,8 +93,12 @@ const markers = (controller.state.core.db.prepare("SELECT COUNT(*) AS n FROM log
 gc();
 const end = mem();
 
-console.log(`jobs: ${JOBS} submitted, ${[...states].map(([s, n]) => `${n} ${s}`).join(", ")} in ${runS.toFixed(1)} s (${CONCURRENCY} at a time, 2 workers, specs of ~${SPEC_KB} KB)`);
-console.log(`log lines: ${JOBS * LINES} printed, ${stored} stored and read back (${markers} loss markers); dropped by refusals ${workers.reduce((n, w) => n + w.droppedLogLines, 0)}`);
+console.log(
+  `jobs: ${JOBS} submitted, ${[...states].map(([s, n]) => `${n} ${s}`).join(", ")} in ${runS.toFixed(1)} s (${CONCURRENCY} at a time, 2 workers, specs of ~${SPEC_KB} KB)`,
+);
+console.log(
+  `log lines: ${JOBS * LINES} printed, ${stored} stored and read back (${markers} loss markers); dropped by refusals ${workers.reduce((n, w) => n + w.droppedLogLines, 0)}`,
+);
 console.log(`memory at start: ${fmt(start)}`);
 console.log(`memory at peak:  ${fmt(peak)}`);
 console.log(`memory at end:   ${fmt(end)} (after GC)`);

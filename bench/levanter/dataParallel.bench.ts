@@ -40,7 +40,14 @@ const fmt = (b: number) => (b >= 2 ** 20 ? `${b / 2 ** 20} MiB` : `${b / 1024} K
 
 // ---- child mode: rank 1 of the all-reduce benchmark ------------------------------------------
 if (args[0] === "--allreduce-rank1") {
-  const gang = await formGang({ rank: 1, world: 2, secret: process.env.BENCH_SECRET!, host: "127.0.0.1", port: 0, rendezvous: { register: async () => async () => {}, resolve: async () => args[1]! } });
+  const gang = await formGang({
+    rank: 1,
+    world: 2,
+    secret: process.env.BENCH_SECRET!,
+    host: "127.0.0.1",
+    port: 0,
+    rendezvous: { register: async () => async () => {}, resolve: async () => args[1]! },
+  });
   for (const bytes of SIZES) {
     const n = bytes / 4;
     const values = new Float32Array(n);
@@ -70,7 +77,12 @@ function repsFor(bytes: number): number {
 }
 
 const only = arg("only")?.split(",") ?? ["transport", "allreduce", "train"];
-console.log(`load average ${os.loadavg().map((l) => l.toFixed(2)).join(" ")} on ${os.cpus().length} cores (${os.cpus()[0]?.model ?? "?"})`);
+console.log(
+  `load average ${os
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(" ")} on ${os.cpus().length} cores (${os.cpus()[0]?.model ?? "?"})`,
+);
 
 // ---- (1) transport: TCP framing vs gRPC stream (client and server in this process) ----------
 async function tcpPair(): Promise<{ send: (b: Buffer) => void; acks: () => number; close: () => void }> {
@@ -92,7 +104,18 @@ async function tcpPair(): Promise<{ send: (b: Buffer) => void; acks: () => numbe
 
 async function grpcPair(): Promise<{ send: (b: Buffer) => void; acks: () => number; close: () => void }> {
   const id = (b: Buffer) => b;
-  const def = { exchange: { path: "/bench.Bench/Exchange", requestStream: true, responseStream: true, requestSerialize: id, requestDeserialize: id, responseSerialize: id, responseDeserialize: id, originalName: "exchange" } };
+  const def = {
+    exchange: {
+      path: "/bench.Bench/Exchange",
+      requestStream: true,
+      responseStream: true,
+      requestSerialize: id,
+      requestDeserialize: id,
+      responseSerialize: id,
+      responseDeserialize: id,
+      originalName: "exchange",
+    },
+  };
   const opts = { "grpc.max_receive_message_length": -1, "grpc.max_send_message_length": -1 };
   const server = new grpc.Server(opts);
   server.addService(def as unknown as grpc.ServiceDefinition, {
@@ -100,7 +123,10 @@ async function grpcPair(): Promise<{ send: (b: Buffer) => void; acks: () => numb
   });
   const port = await new Promise<number>((r, j) => server.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (e, p) => (e ? j(e) : r(p))));
   const Client = grpc.makeGenericClientConstructor(def as unknown as grpc.ServiceDefinition, "Bench");
-  const client = new Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure(), opts) as unknown as { exchange: () => grpc.ClientDuplexStream<Buffer, Buffer>; close: () => void };
+  const client = new Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure(), opts) as unknown as {
+    exchange: () => grpc.ClientDuplexStream<Buffer, Buffer>;
+    close: () => void;
+  };
   const call = client.exchange();
   let acks = 0;
   call.on("data", () => acks++);
@@ -112,7 +138,10 @@ async function until(cond: () => boolean): Promise<void> {
   while (!cond()) await new Promise((r) => setImmediate(r));
 }
 
-async function measureTransport(name: string, make: () => Promise<{ send: (b: Buffer) => void; acks: () => number; close: () => void }>): Promise<Map<number, { latUs: number; gbps: number }>> {
+async function measureTransport(
+  name: string,
+  make: () => Promise<{ send: (b: Buffer) => void; acks: () => number; close: () => void }>,
+): Promise<Map<number, { latUs: number; gbps: number }>> {
   const p = await make();
   const out = new Map<number, { latUs: number; gbps: number }>();
   for (const bytes of [1024, 64 * 1024, 2 ** 20, 16 * 2 ** 20]) {
@@ -143,20 +172,33 @@ if (only.includes("transport")) {
   console.log("\n(1) transport, one process (client and server share its thread): round trip of one message, streamed throughput");
   const tcp = await measureTransport("tcp", tcpPair);
   const g = await measureTransport("grpc", grpcPair);
-  for (const [b, t] of tcp) console.log(`  ${fmt(b).padStart(7)}: tcp/grpc throughput ${(t.gbps / g.get(b)!.gbps).toFixed(2)}×, grpc/tcp latency ${(g.get(b)!.latUs / t.latUs).toFixed(2)}×`);
+  for (const [b, t] of tcp)
+    console.log(`  ${fmt(b).padStart(7)}: tcp/grpc throughput ${(t.gbps / g.get(b)!.gbps).toFixed(2)}×, grpc/tcp latency ${(g.get(b)!.latUs / t.latUs).toFixed(2)}×`);
 }
 
 // ---- (2) the exact all-reduce between 2 processes -------------------------------------------
 if (only.includes("allreduce")) {
   for (const transport of ["shared memory", "tcp"] as const) {
-    console.log(`\n(2) exact all-reduce, 2 processes on this host, ${transport === "tcp" ? "TCP on loopback (LEVANTER_DP_SHM=off: the path between hosts)" : "buckets through /dev/shm (TCP carries the notices)"} — float32 gradient bytes, one micro-batch per rank; algorithm bandwidth = bytes / time`);
+    console.log(
+      `\n(2) exact all-reduce, 2 processes on this host, ${transport === "tcp" ? "TCP on loopback (LEVANTER_DP_SHM=off: the path between hosts)" : "buckets through /dev/shm (TCP carries the notices)"} — float32 gradient bytes, one micro-batch per rank; algorithm bandwidth = bytes / time`,
+    );
     if (transport === "tcp") process.env.LEVANTER_DP_SHM = "off";
     const secret = "bench";
     let announce: (a: string) => void = () => {};
     const registered = new Promise<string>((r) => (announce = r));
-    const forming = formGang({ rank: 0, world: 2, secret, host: "127.0.0.1", port: 0, rendezvous: { register: async (a) => (announce(a), async () => {}), resolve: async () => "" } });
+    const forming = formGang({
+      rank: 0,
+      world: 2,
+      secret,
+      host: "127.0.0.1",
+      port: 0,
+      rendezvous: { register: async (a) => (announce(a), async () => {}), resolve: async () => "" },
+    });
     const address = await registered;
-    const child = spawn(process.execPath, ["--import", "tsx", fileURLToPath(import.meta.url), "--allreduce-rank1", address], { stdio: "inherit", env: { ...process.env, BENCH_SECRET: secret } });
+    const child = spawn(process.execPath, ["--import", "tsx", fileURLToPath(import.meta.url), "--allreduce-rank1", address], {
+      stdio: "inherit",
+      env: { ...process.env, BENCH_SECRET: secret },
+    });
     const gang: Gang = await forming;
     for (const bytes of SIZES) {
       const n = bytes / 4;
@@ -190,7 +232,12 @@ if (only.includes("train")) {
   const dir = mkdtempSync(path.join(os.tmpdir(), "bench-dp-"));
   // Byte tokens of a repeated pangram: throughput does not depend on the text.
   const docs = Array.from({ length: 400 }, (_, i) => `${i}: the quick brown fox jumps over the lazy dog. `.repeat(6));
-  await writeTokenCacheShard(path.join(dir, "cache"), 0, docs.map((d) => encodeDocument(byteTokenizer, d)), { tokenizer: byteTokenizer.name, vocabSize: byteTokenizer.vocabSize });
+  await writeTokenCacheShard(
+    path.join(dir, "cache"),
+    0,
+    docs.map((d) => encodeDocument(byteTokenizer, d)),
+    { tokenizer: byteTokenizer.name, vocabSize: byteTokenizer.vocabSize },
+  );
   await finalizeTokenCache(path.join(dir, "cache"));
   // The machine's own ceiling for two processes: one single-threaded GEMM process alone, then two
   // at once. What two busy cores lose to each other here (shared caches and memory, the host)
@@ -206,7 +253,9 @@ if (only.includes("train")) {
   const [pa, pb] = await Promise.all([probe(), probe()]);
   const alone2 = await probe();
   const best = Math.max(alone, alone2);
-  console.log(`\n(3) machine check: GEMM [512,256]·[256,1024] on ${backend}, one thread a process: alone ${alone.toFixed(1)}, ${alone2.toFixed(1)} GFLOP/s; two processes at once ${pa.toFixed(1)} + ${pb.toFixed(1)} → ${((pa + pb) / best).toFixed(2)}× one (the most 2 processes get from compute-bound work here)`);
+  console.log(
+    `\n(3) machine check: GEMM [512,256]·[256,1024] on ${backend}, one thread a process: alone ${alone.toFixed(1)}, ${alone2.toFixed(1)} GFLOP/s; two processes at once ${pa.toFixed(1)} + ${pb.toFixed(1)} → ${((pa + pb) / best).toFixed(2)}× one (the most 2 processes get from compute-bound work here)`,
+  );
   const cluster = await LocalCluster.start({ workers: 2, workerCpuMillis: 1000 });
   console.log(`\n(3) trainLm tokens/s (global batch ${BATCH} × 64, backend ${backend}, 1 thread per rank; median of the steps after the first 2)`);
   const tps: Record<string, number> = {};
@@ -220,11 +269,33 @@ if (only.includes("train")) {
       .sort((a, b) => a - b);
     return values[Math.floor(values.length / 2)]!;
   };
-  const run = async (label: string, m: (typeof models)[keyof typeof models], steps: number, ranks: number, microBatches: number, threads: number, tag: string, batchSize = BATCH) => {
+  const run = async (
+    label: string,
+    m: (typeof models)[keyof typeof models],
+    steps: number,
+    ranks: number,
+    microBatches: number,
+    threads: number,
+    tag: string,
+    batchSize = BATCH,
+  ) => {
     const runDir = path.join(dir, `${label}-${tag}`);
     const job = await submitTrainGang(
       cluster.client,
-      { model: m, data: { trainCache: path.join(dir, "cache") }, trainer: { numTrainSteps: steps, batchSize, microBatches, runDir, trackers: ["jsonl"], backend: backend as "wasm", threads, checkpointer: { saveIntervalSeconds: null, keep: null } } },
+      {
+        model: m,
+        data: { trainCache: path.join(dir, "cache") },
+        trainer: {
+          numTrainSteps: steps,
+          batchSize,
+          microBatches,
+          runDir,
+          trackers: ["jsonl"],
+          backend: backend as "wasm",
+          threads,
+          checkpointer: { saveIntervalSeconds: null, keep: null },
+        },
+      },
       ranks,
       { name: `bench-${label}-${tag}`, maxRetries: 0, cpuMillis: 1000, env: { LEVANTER_LOG: "warn" } },
     );
@@ -254,7 +325,9 @@ if (only.includes("train")) {
         if (one) tps[`${label}/1/1`] = Math.max(tps[`${label}/1/1`] ?? 0, one);
         if (two) tps[`${label}/2/2`] = Math.max(tps[`${label}/2/2`] ?? 0, two);
         const vs = (x: number | undefined) => (one && x ? ` (${(x / one).toFixed(2)}×)` : "");
-        console.log(`${label.padEnd(6)} round ${round}: 1 rank ${one?.toFixed(0).padStart(6) ?? "failed"} · 2 ranks ${two?.toFixed(0).padStart(6) ?? "failed"}${vs(two)} · 2 ranks of ${BATCH} each ${weak?.toFixed(0).padStart(6) ?? "failed"}${vs(weak)} tokens/s`);
+        console.log(
+          `${label.padEnd(6)} round ${round}: 1 rank ${one?.toFixed(0).padStart(6) ?? "failed"} · 2 ranks ${two?.toFixed(0).padStart(6) ?? "failed"}${vs(two)} · 2 ranks of ${BATCH} each ${weak?.toFixed(0).padStart(6) ?? "failed"}${vs(weak)} tokens/s`,
+        );
         if (one && two) ratios.push((two / one).toFixed(2));
         if (one && weak) weakRatios.push((weak / one).toFixed(2));
       }
@@ -272,12 +345,20 @@ if (only.includes("train")) {
       const halves = BATCH % 2 === 0 ? await Promise.all([run(label, m, 2 * steps, 1, 1, 1, "half-a", BATCH / 2), run(label, m, 2 * steps, 1, 1, 1, "half-b", BATCH / 2)]) : [];
       const one = tps[`${label}/1/1`];
       const two = tps[`${label}/2/2`];
-      if (pair[0] && pair[1] && one) console.log(`${label.padEnd(6)} two independent 1-rank runs at once: ${pair[0].toFixed(0)} + ${pair[1].toFixed(0)} tokens/s → ceiling ${((pair[0] + pair[1]) / one).toFixed(2)}× the best 1-rank round`);
+      if (pair[0] && pair[1] && one)
+        console.log(
+          `${label.padEnd(6)} two independent 1-rank runs at once: ${pair[0].toFixed(0)} + ${pair[1].toFixed(0)} tokens/s → ceiling ${((pair[0] + pair[1]) / one).toFixed(2)}× the best 1-rank round`,
+        );
       if (halves[0] && halves[1] && one) {
         const ceiling = (halves[0] + halves[1]) / one;
-        console.log(`${label.padEnd(6)} two independent 1-rank runs at once of batch ${BATCH / 2} (a rank's half, no communication): ${halves[0].toFixed(0)} + ${halves[1].toFixed(0)} tokens/s → strong-scaling ceiling ${ceiling.toFixed(2)}× the best 1-rank round${two ? `; 2 ranks reach ${((two / one / ceiling) * 100).toFixed(0)} % of it` : ""}`);
+        console.log(
+          `${label.padEnd(6)} two independent 1-rank runs at once of batch ${BATCH / 2} (a rank's half, no communication): ${halves[0].toFixed(0)} + ${halves[1].toFixed(0)} tokens/s → strong-scaling ceiling ${ceiling.toFixed(2)}× the best 1-rank round${two ? `; 2 ranks reach ${((two / one / ceiling) * 100).toFixed(0)} % of it` : ""}`,
+        );
       }
-      if (one && two) console.log(`${label.padEnd(6)} 2 ranks / 1 rank by round: ${ratios.join(", ")}× (best of each: ${(two / one).toFixed(2)}×${mb2 ? `; vs the same-bits 1-rank run: ${(two / mb2).toFixed(2)}×` : ""}${twoThreads ? `; vs 1 rank at 2 threads: ${(two / twoThreads).toFixed(2)}×` : ""})`);
+      if (one && two)
+        console.log(
+          `${label.padEnd(6)} 2 ranks / 1 rank by round: ${ratios.join(", ")}× (best of each: ${(two / one).toFixed(2)}×${mb2 ? `; vs the same-bits 1-rank run: ${(two / mb2).toFixed(2)}×` : ""}${twoThreads ? `; vs 1 rank at 2 threads: ${(two / twoThreads).toFixed(2)}×` : ""})`,
+        );
       if (weakRatios.length > 0) console.log(`${label.padEnd(6)} 2 ranks of ${BATCH} each (global ${2 * BATCH}) / 1 rank of ${BATCH}, by round: ${weakRatios.join(", ")}×`);
     }
   } finally {
@@ -289,17 +370,39 @@ if (only.includes("train")) {
     console.log("PyTorch peer skipped (no torch in /usr/bin/python3, or --no-torch)");
   } else {
     for (const [label, m] of Object.entries(models).filter(([l]) => picked.includes(l))) {
-      const r = spawnSync(python, [path.join(here, "torchPeer.py"), "--layers", String(m.nLayers), "--d", String(m.dModel), "--heads", String(m.nHeads), "--seq", String(m.seqLen), "--batch", String(BATCH), "--steps", label === "small" ? "10" : "5", "--threads", "2"], {
-        encoding: "utf8",
-        env: { ...process.env, OPENBLAS_NUM_THREADS: "2", OMP_NUM_THREADS: "2" },
-      });
+      const r = spawnSync(
+        python,
+        [
+          path.join(here, "torchPeer.py"),
+          "--layers",
+          String(m.nLayers),
+          "--d",
+          String(m.dModel),
+          "--heads",
+          String(m.nHeads),
+          "--seq",
+          String(m.seqLen),
+          "--batch",
+          String(BATCH),
+          "--steps",
+          label === "small" ? "10" : "5",
+          "--threads",
+          "2",
+        ],
+        {
+          encoding: "utf8",
+          env: { ...process.env, OPENBLAS_NUM_THREADS: "2", OMP_NUM_THREADS: "2" },
+        },
+      );
       if (r.status !== 0) {
         console.log(`PyTorch ${label}: failed ${(r.stderr || "").trim().split("\n").pop()}`);
         continue;
       }
       const t = JSON.parse(r.stdout.trim().split("\n").pop()!) as { tokens_per_s: number };
       const two = tps[`${label}/2/2`];
-      console.log(`PyTorch ${label.padEnd(6)} 2 threads: ${t.tokens_per_s.toFixed(0).padStart(7)} tokens/s${two ? `; levanter 2 ranks / PyTorch: ${(two / t.tokens_per_s).toFixed(2)}×` : ""}`);
+      console.log(
+        `PyTorch ${label.padEnd(6)} 2 threads: ${t.tokens_per_s.toFixed(0).padStart(7)} tokens/s${two ? `; levanter 2 ranks / PyTorch: ${(two / t.tokens_per_s).toFixed(2)}×` : ""}`,
+      );
     }
   }
 }

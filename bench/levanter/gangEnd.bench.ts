@@ -27,7 +27,12 @@ async function writeCache(out: string, n: number, seed: number): Promise<void> {
   let x = seed;
   const next = () => (x = (x * 1103515245 + 12345) % 2 ** 31);
   const docs = Array.from({ length: n }, () => Array.from({ length: 20 + (next() % 30) }, () => words[next() % words.length]).join(" ") + ".");
-  await writeTokenCacheShard(out, 0, docs.map((d) => encodeDocument(byteTokenizer, d)), { tokenizer: byteTokenizer.name, vocabSize: byteTokenizer.vocabSize });
+  await writeTokenCacheShard(
+    out,
+    0,
+    docs.map((d) => encodeDocument(byteTokenizer, d)),
+    { tokenizer: byteTokenizer.name, vocabSize: byteTokenizer.vocabSize },
+  );
   await finalizeTokenCache(out);
 }
 

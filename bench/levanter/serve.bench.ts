@@ -69,14 +69,18 @@ async function clientMain(): Promise<void> {
     new Promise((resolve, reject) => {
       const t0 = performance.now();
       const body = JSON.stringify({ prompt, max_tokens: tokens, temperature, seed, stream: true });
-      const req = http.request(`${url}/v1/completions`, { method: "POST", agent, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) } }, (res) => {
-        let ttft = -1;
-        res.on("data", (chunk: Buffer) => {
-          if (ttft < 0 && chunk.includes('"text":"')) ttft = performance.now() - t0;
-        });
-        res.on("end", () => resolve(ttft < 0 ? performance.now() - t0 : ttft));
-        res.on("error", reject);
-      });
+      const req = http.request(
+        `${url}/v1/completions`,
+        { method: "POST", agent, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) } },
+        (res) => {
+          let ttft = -1;
+          res.on("data", (chunk: Buffer) => {
+            if (ttft < 0 && chunk.includes('"text":"')) ttft = performance.now() - t0;
+          });
+          res.on("end", () => resolve(ttft < 0 ? performance.now() - t0 : ttft));
+          res.on("error", reject);
+        },
+      );
       req.on("error", reject);
       req.end(body);
     });
@@ -130,7 +134,12 @@ async function peerMain(): Promise<void> {
   if (arg("threads")) process.env.LEVANTER_THREADS = arg("threads");
   const sel = await selectBackend();
   const threads = sel.threads;
-  console.log(`backend ${sel.name}, ${threads} thread(s), ${os.availableParallelism()} cores, load average ${os.loadavg().map((x) => x.toFixed(2)).join(" ")}`);
+  console.log(
+    `backend ${sel.name}, ${threads} thread(s), ${os.availableParallelism()} cores, load average ${os
+      .loadavg()
+      .map((x) => x.toFixed(2))
+      .join(" ")}`,
+  );
   const problem = installNodeLlamaCpp();
   if (problem) throw new Error(`the llama.cpp peer needs node-llama-cpp: ${problem}`);
 
@@ -152,7 +161,9 @@ async function peerMain(): Promise<void> {
   }
   const gguf = path.join(dir, "model.gguf");
   const exported = await exportGguf(dir, gguf, { type: "f32" });
-  console.log(`model: Llama L8 D512 H8/KV4 dFF1408 rope rms swiglu, untied, byte vocabulary, ${(parameters / 1e6).toFixed(1)} M parameters (random init), GGUF f32 ${(exported.bytes / 2 ** 20).toFixed(0)} MiB`);
+  console.log(
+    `model: Llama L8 D512 H8/KV4 dFF1408 rope rms swiglu, untied, byte vocabulary, ${(parameters / 1e6).toFixed(1)} M parameters (random init), GGUF f32 ${(exported.bytes / 2 ** 20).toFixed(0)} MiB`,
+  );
   console.log(`greedy, max_tokens ${maxTokens}, ${perClient} requests per client per level`);
 
   // levanter: the HTTP server, continuous batching, the load generator in a child process.
@@ -221,13 +232,17 @@ async function peerMain(): Promise<void> {
   for (const c of peerLevels) {
     const l = lev[c]!;
     const p = cpp[c]!;
-    console.log(`| ${c} | ${l.tokens} | ${l.wall.toFixed(2)} | **${rate(l).toFixed(1)}** | ${p.tokens} | ${p.wall.toFixed(2)} | **${rate(p).toFixed(1)}** | ${(rate(l) / rate(p)).toFixed(2)}× |`);
+    console.log(
+      `| ${c} | ${l.tokens} | ${l.wall.toFixed(2)} | **${rate(l).toFixed(1)}** | ${p.tokens} | ${p.wall.toFixed(2)} | **${rate(p).toFixed(1)}** | ${(rate(l) / rate(p)).toFixed(2)}× |`,
+    );
   }
   const r1 = rate(lev[1]!) / rate(cpp[1]!);
   const r8 = rate(lev[8]!) / rate(cpp[8]!);
   const batching = rate(lev[8]!) / rate(lev[1]!);
   const mark = (ok: boolean) => (ok ? "met" : "not met");
-  console.log(`\ngoals: levanter ÷ llama.cpp at concurrency 1 = ${r1.toFixed(2)}× (goal ≥ 1: ${mark(r1 >= 1)}); at concurrency 8 = ${r8.toFixed(2)}× (goal ≥ 2: ${mark(r8 >= 2)}); levanter batching, concurrency 8 ÷ 1 = ${batching.toFixed(2)}× (goal ≥ 4: ${mark(batching >= 4)}; llama.cpp's ${(rate(cpp[8]!) / rate(cpp[1]!)).toFixed(2)}×)`);
+  console.log(
+    `\ngoals: levanter ÷ llama.cpp at concurrency 1 = ${r1.toFixed(2)}× (goal ≥ 1: ${mark(r1 >= 1)}); at concurrency 8 = ${r8.toFixed(2)}× (goal ≥ 2: ${mark(r8 >= 2)}); levanter batching, concurrency 8 ÷ 1 = ${batching.toFixed(2)}× (goal ≥ 4: ${mark(batching >= 4)}; llama.cpp's ${(rate(cpp[8]!) / rate(cpp[1]!)).toFixed(2)}×)`,
+  );
 }
 
 async function serverMain(): Promise<void> {
@@ -236,7 +251,12 @@ async function serverMain(): Promise<void> {
   const backend = (arg("backend") ?? "wasm") as TfBackendName;
 
   const sel = await selectBackend({ force: backend });
-  console.log(`backend ${sel.name}, ${sel.threads} matMul thread(s), ${os.availableParallelism()} cores, load average ${os.loadavg().map((x) => x.toFixed(2)).join(" ")}`);
+  console.log(
+    `backend ${sel.name}, ${sel.threads} matMul thread(s), ${os.availableParallelism()} cores, load average ${os
+      .loadavg()
+      .map((x) => x.toFixed(2))
+      .join(" ")}`,
+  );
   const dir = mkdtempSync(path.join(os.tmpdir(), "lev-serve-bench-"));
   const cfg = resolveModelConfig(ModelConfigSchema.parse({ nLayers: 2, dModel: 128, nHeads: 4, seqLen: 512 }), 257);
   {
@@ -246,7 +266,7 @@ async function serverMain(): Promise<void> {
     await saveTrainState(path.join(dir, "step-0"), false, { step: 0, model, optimizer, rng, tokenizer: "byte", loader: { seed: 0, step: 0, batchSize: 1, seqLen: 512 } });
     model.dispose();
     optimizer.dispose();
-}
+  }
 
   const server = await createInferenceServer({ checkpoint: dir });
   await server.ready;
@@ -259,7 +279,7 @@ async function serverMain(): Promise<void> {
     const probe = new BatchDecoder(engine.model);
     console.log(`decoder: ${probe.projections === "native" ? "the native addon's decode step" : `JS (${probe.projections} projections)`}`);
     probe.dispose();
-}
+  }
 
   // The load generator: this file again in a child process, one level per message.
   const child = fork(fileURLToPath(import.meta.url), ["--load-generator"], { stdio: ["ignore", "inherit", "inherit", "ipc"] });
@@ -287,10 +307,18 @@ async function serverMain(): Promise<void> {
     const cpu = cpuSeconds() - c0;
     const tokens = engine.stats().generatedTokens - before;
     rates[c] = tokens / wall;
-    console.log(`| ${c} | ${c * perClient} | ${tokens} | ${wall.toFixed(2)} | ${cpu.toFixed(2)} | ${done.cpu.toFixed(2)} | **${rates[c]!.toFixed(0)}** | ${pct(done.ttfts, 50).toFixed(1)} | ${pct(done.ttfts, 99).toFixed(1)} |`);
-}
+    console.log(
+      `| ${c} | ${c * perClient} | ${tokens} | ${wall.toFixed(2)} | ${cpu.toFixed(2)} | ${done.cpu.toFixed(2)} | **${rates[c]!.toFixed(0)}** | ${pct(done.ttfts, 50).toFixed(1)} | ${pct(done.ttfts, 99).toFixed(1)} |`,
+    );
+  }
   child.disconnect();
-  if (rates[1]) console.log(`batching: ${levels.filter((c) => c > 1 && rates[c]).map((c) => `concurrency ${c} = ${(rates[c]! / rates[1]!).toFixed(2)}×`).join("; ")} concurrency 1`);
+  if (rates[1])
+    console.log(
+      `batching: ${levels
+        .filter((c) => c > 1 && rates[c])
+        .map((c) => `concurrency ${c} = ${(rates[c]! / rates[1]!).toFixed(2)}×`)
+        .join("; ")} concurrency 1`,
+    );
 
   if (args.includes("--http-only")) {
     await server.close();
@@ -318,7 +346,7 @@ async function serverMain(): Promise<void> {
     const best = argmax(row, 0);
     engineTokens.push(best);
     if (i < N - 1) row = decoder.step([{ kv, token: best, pos: kv.length, logits: true }]);
-}
+  }
   pool.free(kv);
   decoder.dispose();
   const engineMs = performance.now() - t;
@@ -336,7 +364,7 @@ async function serverMain(): Promise<void> {
     for (const x of [...cache.keys, ...cache.values]) x.dispose();
     logits = next.logits;
     cache = next.caches[0]!;
-}
+  }
   for (const x of [...cache.keys, ...cache.values]) x.dispose();
   const tensorMs = performance.now() - t;
   // Full recomputation: a forward over the whole context for every token (what generate() does; here
@@ -349,7 +377,7 @@ async function serverMain(): Promise<void> {
     full.logits.dispose();
     for (const x of [...full.cache.keys, ...full.cache.values]) x.dispose();
     ctx.push(argmax(all, all.length - cfg.vocabSize));
-}
+  }
   const fullMs = performance.now() - t;
   const same = (a: number[]) => a.every((x, i) => x === ctx[prompt.length + i]);
   const rate = (ms: number) => ((N * 1000) / ms).toFixed(0);

@@ -62,7 +62,12 @@ const chosen = Object.fromEntries(Object.entries(models).filter(([k]) => !only |
 const BATCH = 16;
 
 process.env.LEVANTER_LOG ??= "warn";
-console.log(`load average ${os.loadavg().map((l) => l.toFixed(2)).join(" ")} on ${os.cpus().length} cores (${os.cpus()[0]?.model ?? "?"})`);
+console.log(
+  `load average ${os
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(" ")} on ${os.cpus().length} cores (${os.cpus()[0]?.model ?? "?"})`,
+);
 console.log("backend  threads  model  params     ms/step  cpu-ms/step  tokens/s  tok/cpu-s  GFLOP/s  MFU(188)  MFU(1 core)  baseline tok/s");
 
 /** tokens/s and tokens per CPU-second by `${variant}/${threads}/${model}` (variant: backend, or native/<gemm>). */
@@ -85,11 +90,15 @@ for (const variant of variants) {
   // that tfjs' own wasm matMul reached on the reference VM.
   if (variant === "native/auto") {
     const c = nativeGemmCalibration();
-    console.log(`native   GEMM pick: ${c?.pick} (calibration: vendored ${((c?.vendored ?? 0) * 1e3).toFixed(2)} ms, openblas ${c?.openblas !== undefined ? (c.openblas * 1e3).toFixed(2) + " ms" : "absent"})`);
+    console.log(
+      `native   GEMM pick: ${c?.pick} (calibration: vendored ${((c?.vendored ?? 0) * 1e3).toFixed(2)} ms, openblas ${c?.openblas !== undefined ? (c.openblas * 1e3).toFixed(2) + " ms" : "absent"})`,
+    );
   }
   if (backend !== "cpu") {
     const g = measureMatMulGflops();
-    console.log(`${variant.padEnd(8)} calibration: 1-thread matMul [1024,128]·[128,512] ${g.wall.toFixed(1)} GFLOP/s wall, ${g.cpu.toFixed(1)} per CPU-second (reference wasm, unloaded: 22.9)`);
+    console.log(
+      `${variant.padEnd(8)} calibration: 1-thread matMul [1024,128]·[128,512] ${g.wall.toFixed(1)} GFLOP/s wall, ${g.cpu.toFixed(1)} per CPU-second (reference wasm, unloaded: 22.9)`,
+    );
   }
   for (const threads of backend === "wasm" || backend === "native" ? threadCounts : [1]) {
     if (backend === "wasm") setWasmThreads(threads);
@@ -166,7 +175,8 @@ if (variants.includes("native/openblas")) {
     const { kernels, wallMs } = await profileKernels(step);
     const total = kernels.reduce((t, k) => t + k.ms, 0);
     console.log(`\nper-kernel profile, one native step (small, 1 thread, OpenBLAS): ${total.toFixed(1)} ms in kernels of ${wallMs.toFixed(1)} ms profiled wall`);
-    for (const k of kernels.slice(0, 14)) console.log(`  ${k.kernel.padEnd(26)} ${k.ms.toFixed(1).padStart(7)} ms ${String(k.calls).padStart(4)} calls ${((k.ms / total) * 100).toFixed(1).padStart(5)} %`);
+    for (const k of kernels.slice(0, 14))
+      console.log(`  ${k.kernel.padEnd(26)} ${k.ms.toFixed(1).padStart(7)} ms ${String(k.calls).padStart(4)} calls ${((k.ms / total) * 100).toFixed(1).padStart(5)} %`);
     model.dispose();
     opt.dispose();
   } catch (e) {
@@ -188,10 +198,31 @@ if (!hasTorch) {
     for (const threads of threadCounts) {
       const steps = stepsOverride ?? (label === "small" ? 10 : 5);
       const llama = "nKvHeads" in m ? ["--llama", "--kv-heads", String(m.nKvHeads), "--ffn", String(m.dFF)] : [];
-      const r = spawnSync(python, [peer, "--layers", String(m.nLayers), "--d", String(m.dModel), "--heads", String(m.nHeads), "--seq", String(m.seqLen), "--batch", String(BATCH), "--steps", String(steps), "--threads", String(threads), ...llama], {
-        encoding: "utf8",
-        env: { ...process.env, OPENBLAS_NUM_THREADS: String(threads), OMP_NUM_THREADS: String(threads) },
-      });
+      const r = spawnSync(
+        python,
+        [
+          peer,
+          "--layers",
+          String(m.nLayers),
+          "--d",
+          String(m.dModel),
+          "--heads",
+          String(m.nHeads),
+          "--seq",
+          String(m.seqLen),
+          "--batch",
+          String(BATCH),
+          "--steps",
+          String(steps),
+          "--threads",
+          String(threads),
+          ...llama,
+        ],
+        {
+          encoding: "utf8",
+          env: { ...process.env, OPENBLAS_NUM_THREADS: String(threads), OMP_NUM_THREADS: String(threads) },
+        },
+      );
       if (r.status !== 0) {
         console.log(`${label.padEnd(6)} ${String(threads).padStart(7)} failed: ${(r.stderr || "").trim().split("\n").pop()?.slice(0, 160)}`);
         continue;
@@ -204,8 +235,17 @@ if (!hasTorch) {
         return ours && oursCpu ? `${(ours / t.tokens_per_s).toFixed(2)}× / ${(oursCpu / peerCpu).toFixed(2)}×` : "-";
       };
       console.log(
-        [label.padEnd(6), String(threads).padStart(7), t.ms_per_step.toFixed(0).padStart(9), t.cpu_ms_per_step.toFixed(0).padStart(12), t.tokens_per_s.toFixed(0).padStart(9),
-          ratio("native/auto").padStart(16), ratio("native/openblas").padStart(18), ratio("native/vendored").padStart(18), ratio("wasm").padStart(16)].join(" "),
+        [
+          label.padEnd(6),
+          String(threads).padStart(7),
+          t.ms_per_step.toFixed(0).padStart(9),
+          t.cpu_ms_per_step.toFixed(0).padStart(12),
+          t.tokens_per_s.toFixed(0).padStart(9),
+          ratio("native/auto").padStart(16),
+          ratio("native/openblas").padStart(18),
+          ratio("native/vendored").padStart(18),
+          ratio("wasm").padStart(16),
+        ].join(" "),
       );
     }
   }

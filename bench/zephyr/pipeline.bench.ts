@@ -158,7 +158,9 @@ async function main(): Promise<void> {
     const input = KEEP_INPUT ?? path.join(root, "input");
     let t = performance.now();
     if (!KEEP_INPUT || !existsSync(input)) await writeInput(input);
-    console.log(`input: ${RECORDS} records in ${FILES} .jsonl.gz files (generated in ${((performance.now() - t) / 1000).toFixed(1)} s); ${os.availableParallelism()} cores, loadavg ${os.loadavg()[0].toFixed(2)}`);
+    console.log(
+      `input: ${RECORDS} records in ${FILES} .jsonl.gz files (generated in ${((performance.now() - t) / 1000).toFixed(1)} s); ${os.availableParallelism()} cores, loadavg ${os.loadavg()[0].toFixed(2)}`,
+    );
     const files = Array.from({ length: FILES }, (_, f) => `part-${String(f).padStart(3, "0")}.jsonl.gz`);
 
     // CPU seconds of the whole process (all threads, zlib's included): on a shared machine the
@@ -178,7 +180,10 @@ async function main(): Promise<void> {
     // program running pipelines one after another). A child, because a real program starts
     // without this process's state: the loop's hundreds of MB of garbage in the main heap.
     if (!ONLY || ONLY === "threads") {
-      const child = spawnSync(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), "--threads-child", input, root, String(THREADS)], { stdio: ["ignore", "pipe", "inherit"], encoding: "utf8" });
+      const child = spawnSync(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), "--threads-child", input, root, String(THREADS)], {
+        stdio: ["ignore", "pipe", "inherit"],
+        encoding: "utf8",
+      });
       if (child.status !== 0) throw new Error(`the threads child process failed (exit ${child.status})`);
       results.push(...(JSON.parse(child.stdout.trim().split("\n").pop() ?? "[]") as typeof results));
     }

@@ -53,10 +53,7 @@ describe("code bundles", () => {
       "jobs/helper.ts": "export const helper = (x: number): number => x + 1;\n",
     });
     fs.writeFileSync(path.join(ws, "untracked.txt"), "not shipped");
-    const job = await client.submit(
-      { name: "bundled", entrypoint: { module: path.join(ws, "jobs/add.ts"), export: "main", args: { x: 41 } } },
-      { bundle: ws },
-    );
+    const job = await client.submit({ name: "bundled", entrypoint: { module: path.join(ws, "jobs/add.ts"), export: "main", args: { x: 41 } } }, { bundle: ws });
     // The code is gone from where it was submitted: only the bundle has it.
     fs.rmSync(ws, { recursive: true, force: true });
     const st = await job.wait({ timeoutMs: 60_000 });
@@ -128,10 +125,23 @@ describe("code bundles", () => {
     await controller.stop();
     client.close();
     const logs: string[] = [];
-    controller = await Controller.start({ host: "127.0.0.1", port: 0, dbPath: path.join(dir, "controller2", "c.sqlite"), workerTimeoutMs: 3000, bundleKeep: 1, bundleGraceMs: 0, log: (l) => logs.push(l) });
+    controller = await Controller.start({
+      host: "127.0.0.1",
+      port: 0,
+      dbPath: path.join(dir, "controller2", "c.sqlite"),
+      workerTimeoutMs: 3000,
+      bundleKeep: 1,
+      bundleGraceMs: 0,
+      log: (l) => logs.push(l),
+    });
     client = IrisClient.connect(controller.address);
     await startWorker("w1");
-    const stored = () => fs.readdirSync(controller.bundles.dir).filter((f) => f.endsWith(".tgz")).map((f) => `sha256:${f.slice(0, -4)}`).sort();
+    const stored = () =>
+      fs
+        .readdirSync(controller.bundles.dir)
+        .filter((f) => f.endsWith(".tgz"))
+        .map((f) => `sha256:${f.slice(0, -4)}`)
+        .sort();
     const ws = (tag: string, body: string) =>
       makeWorkspace(path.join(dir, `ws-${tag}`), {
         "package.json": JSON.stringify({ name: `ws-${tag}`, private: true, type: "module" }),

@@ -64,10 +64,7 @@ const RESOLVE_DEFAULT_TIMEOUT_MS = 60_000;
  * (`IRIS_PORT_<NAME>`); the controller is dialled on first use, with the token, the job's user
  * (bare job names resolve under it) and the job as the scope of relative endpoint names.
  */
-export function createIrisContext(
-  identity: TaskIdentity,
-  env: Readonly<Record<string, string | undefined>> = process.env,
-): IrisContext {
+export function createIrisContext(identity: TaskIdentity, env: Readonly<Record<string, string | undefined>> = process.env): IrisContext {
   const attemptId = `${identity.taskId}:${identity.attempt}`;
   const user = identity.jobId.split("/")[1];
   let client: IrisClient | undefined;
@@ -91,8 +88,7 @@ export function createIrisContext(
       if (raw === undefined || raw === "") {
         throw new IrisError(
           "FAILED_PRECONDITION",
-          `no port named ${JSON.stringify(name)} was allocated to this task (${key} is not set): ` +
-            `request it when submitting the job, e.g. ports: [${JSON.stringify(name)}]`,
+          `no port named ${JSON.stringify(name)} was allocated to this task (${key} is not set): ` + `request it when submitting the job, e.g. ports: [${JSON.stringify(name)}]`,
         );
       }
       const port = Number(raw);
@@ -123,12 +119,7 @@ export function createIrisContext(
     submitChild(spec) {
       const leaf = spec.name ?? `child-${randomUUID().slice(0, 8)}`;
       if (leaf.includes("/")) {
-        return Promise.reject(
-          new IrisError(
-            "INVALID_ARGUMENT",
-            `name: expected a bare name for a child job (it becomes ${identity.jobId}/<name>), got ${JSON.stringify(leaf)}`,
-          ),
-        );
+        return Promise.reject(new IrisError("INVALID_ARGUMENT", `name: expected a bare name for a child job (it becomes ${identity.jobId}/<name>), got ${JSON.stringify(leaf)}`));
       }
       // A child inherits the env its parent job was submitted with; its own env wins.
       const inherited = parseJobEnv(env);
@@ -167,10 +158,7 @@ export function getIrisCtx(): IrisContext | undefined {
 export function irisCtx(): IrisContext {
   const ctx = getIrisCtx();
   if (ctx === undefined) {
-    throw new IrisError(
-      "FAILED_PRECONDITION",
-      "not inside an iris task: no context is scoped (withIrisCtx) and IRIS_TASK_ID is not set",
-    );
+    throw new IrisError("FAILED_PRECONDITION", "not inside an iris task: no context is scoped (withIrisCtx) and IRIS_TASK_ID is not set");
   }
   return ctx;
 }

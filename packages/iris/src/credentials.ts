@@ -52,7 +52,11 @@ export function isLoopbackName(host: string): boolean {
  * `localhost`, `127.0.0.1` and `::1` all as `127.0.0.1`.
  */
 export function canonicalAddress(address: string): string {
-  let a = address.trim().replace(/^[a-z]+:\/\//i, "").replace(/\/.*$/, "").toLowerCase();
+  let a = address
+    .trim()
+    .replace(/^[a-z]+:\/\//i, "")
+    .replace(/\/.*$/, "")
+    .toLowerCase();
   let host: string;
   let port: string;
   const v6 = /^\[([^\]]+)\](?::(\d+))?$/.exec(a);

@@ -31,8 +31,18 @@ describe("TSDoc examples", () => {
     try {
       const job = client.job("example");
       const calls = docLines.flatMap(({ file, line }) => [
-        ...[...line.matchAll(/\bclient\.(\w+)\(/g)].map((m) => ({ file, on: "IrisClient", method: m[1]!, ok: typeof (client as unknown as Record<string, unknown>)[m[1]!] === "function" })),
-        ...[...line.matchAll(/\.job\([^)]*\)\.(\w+)\(/g)].map((m) => ({ file, on: "Job", method: m[1]!, ok: typeof (job as unknown as Record<string, unknown>)[m[1]!] === "function" })),
+        ...[...line.matchAll(/\bclient\.(\w+)\(/g)].map((m) => ({
+          file,
+          on: "IrisClient",
+          method: m[1]!,
+          ok: typeof (client as unknown as Record<string, unknown>)[m[1]!] === "function",
+        })),
+        ...[...line.matchAll(/\.job\([^)]*\)\.(\w+)\(/g)].map((m) => ({
+          file,
+          on: "Job",
+          method: m[1]!,
+          ok: typeof (job as unknown as Record<string, unknown>)[m[1]!] === "function",
+        })),
       ]);
       expect(calls.length).toBeGreaterThan(0);
       expect(calls.filter((c) => !c.ok)).toEqual([]);

@@ -146,7 +146,11 @@ describe("failover", () => {
     // Lines a task prints while its worker is still reconnecting can be lost (PushLogs has no
     // acknowledgement); let the worker reach the new controller before the task prints again.
     // (The client's channel may still be backing off too: errors just mean "not yet".)
-    const lastSeen = () => client.listWorkers().then((ws) => ws[0]!.lastSeenMs, () => undefined);
+    const lastSeen = () =>
+      client.listWorkers().then(
+        (ws) => ws[0]!.lastSeenMs,
+        () => undefined,
+      );
     const seenAtRestart = await until("the new controller to answer", lastSeen);
     await until("the worker to reconcile with the new controller", async () => {
       const seen = await lastSeen();

@@ -31,7 +31,8 @@ export function checkEndpointName(name: string): string | undefined {
   const segs = name.slice(1).split("/");
   if (!name.startsWith("/") || segs.length < 2) return `endpoint name: expected /<user>/<job>/<name>, got "${name}"`;
   for (const s of segs) {
-    if (s.length > LIMITS.segmentChars || !ENDPOINT_SEGMENT.test(s)) return `endpoint name: invalid segment "${s.slice(0, 40)}" (letters, digits, . _ - :, at most ${LIMITS.segmentChars})`;
+    if (s.length > LIMITS.segmentChars || !ENDPOINT_SEGMENT.test(s))
+      return `endpoint name: invalid segment "${s.slice(0, 40)}" (letters, digits, . _ - :, at most ${LIMITS.segmentChars})`;
   }
   return undefined;
 }

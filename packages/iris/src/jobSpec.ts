@@ -116,10 +116,7 @@ export const jobSpecInputSchema = z.strictObject({
   env: z
     .record(z.string().max(LIMITS.stringChars).regex(ENV_NAME, "expected an environment variable name"), z.string())
     .refine((e) => Object.keys(e).length <= LIMITS.envEntries, `expected at most ${LIMITS.envEntries} variables`)
-    .refine(
-      (e) => Object.entries(e).reduce((n, [k, v]) => n + utf8Bytes(k) + utf8Bytes(v), 0) <= LIMITS.envBytes,
-      `expected at most ${LIMITS.envBytes} bytes of names and values`,
-    )
+    .refine((e) => Object.entries(e).reduce((n, [k, v]) => n + utf8Bytes(k) + utf8Bytes(v), 0) <= LIMITS.envBytes, `expected at most ${LIMITS.envBytes} bytes of names and values`)
     .optional(),
   ports: z
     .array(z.string().max(64).regex(PORT_NAME, "expected a port name (letters, digits, _)"))
@@ -200,7 +197,8 @@ export function normalizeJobSpec(input: unknown, fullName: string): JobSpec {
   }
   const spec: JobSpec = {
     name: fullName,
-    entrypoint: "command" in ep ? { command: ep.command, ...(ep.cwd ? { cwd: ep.cwd } : {}) } : { module: ep.module, export: ep.export, ...(ep.args !== undefined ? { args: ep.args } : {}) },
+    entrypoint:
+      "command" in ep ? { command: ep.command, ...(ep.cwd ? { cwd: ep.cwd } : {}) } : { module: ep.module, export: ep.export, ...(ep.args !== undefined ? { args: ep.args } : {}) },
     replicas: s.replicas ?? 1,
     gang: s.gang ?? false,
     resources: {

@@ -5,17 +5,7 @@
 export type JobState = "PENDING" | "RUNNING" | "SUCCEEDED" | "FAILED" | "KILLED" | "UNSCHEDULABLE";
 
 /** Task states. */
-export type TaskState =
-  | "PENDING"
-  | "ASSIGNED"
-  | "BUILDING"
-  | "RUNNING"
-  | "SUCCEEDED"
-  | "FAILED"
-  | "KILLED"
-  | "WORKER_LOST"
-  | "PREEMPTED"
-  | "UNSCHEDULABLE";
+export type TaskState = "PENDING" | "ASSIGNED" | "BUILDING" | "RUNNING" | "SUCCEEDED" | "FAILED" | "KILLED" | "WORKER_LOST" | "PREEMPTED" | "UNSCHEDULABLE";
 
 /**
  * Why an attempt ended (set by the worker or, for WORKER_LOST/PEER_FAILED/KILLED, the controller).

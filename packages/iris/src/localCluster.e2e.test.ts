@@ -71,9 +71,7 @@ describe("LocalCluster (2 workers, auth on)", () => {
   });
 
   it("ends an attempt that outlives its timeout as TIMEOUT, charged to the failure budget", async () => {
-    const st = await (
-      await client.submit({ name: "slow", entrypoint: { command: ["sleep", "60"] }, timeoutMs: 500, resources: { cpuMillis: 100 } })
-    ).wait({ timeoutMs: 30_000 });
+    const st = await (await client.submit({ name: "slow", entrypoint: { command: ["sleep", "60"] }, timeoutMs: 500, resources: { cpuMillis: 100 } })).wait({ timeoutMs: 30_000 });
     expect(st.state).toBe("FAILED");
     expect(st.tasks[0]).toMatchObject({ state: "FAILED", failureKind: "TIMEOUT" });
   });
@@ -121,9 +119,7 @@ describe("LocalCluster (2 workers, auth on)", () => {
     expect(p.state).toBe("KILLED");
     expect(c.state).toBe("KILLED");
     expect(c.tasks[0]!.attempts[0]!.failureKind).toBe("KILLED");
-    await until("the attempts' processes to be gone", () =>
-      cluster.workers.every((w) => w.attempts().every((a) => a.state !== "RUNNING" && a.state !== "BUILDING")),
-    );
+    await until("the attempts' processes to be gone", () => cluster.workers.every((w) => w.attempts().every((a) => a.state !== "RUNNING" && a.state !== "BUILDING")));
   });
 
   it("streams logs with follow as they are printed", async () => {

@@ -98,8 +98,20 @@ describe("task results and APP_ERROR (LocalCluster)", () => {
 
   it("shows APP_ERROR with its code and message in `iris job run`'s failure output", async () => {
     const cli = await irisCli(cluster.address, [
-      "job", "run", "--name", "cli-refuse", "--max-retries", "2", "--cpu", "500m",
-      "--module", RESULT_TASKS, "--export", "refuse", "--args", '{"why":"from the CLI"}',
+      "job",
+      "run",
+      "--name",
+      "cli-refuse",
+      "--max-retries",
+      "2",
+      "--cpu",
+      "500m",
+      "--module",
+      RESULT_TASKS,
+      "--export",
+      "refuse",
+      "--args",
+      '{"why":"from the CLI"}',
     ]);
     expect(cli.code).toBe(1);
     expect(cli.stdout.split("\n")[0]).toMatch(/\/cli-refuse$/);

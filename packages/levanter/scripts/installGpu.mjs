@@ -23,7 +23,9 @@ if (typeof script !== "string") {
 process.stdout.write(`levanter: building ${NAME} in ${dir}: ${script}\n`);
 const r = spawnSync("sh", ["-c", script], { cwd: dir, stdio: "inherit" });
 if (r.status !== 0) {
-  process.stderr.write(`levanter: ${NAME}'s build failed (exit ${r.status ?? r.signal}); it needs internet access and CUDA. Training keeps using the native or wasm CPU backend.\n`);
+  process.stderr.write(
+    `levanter: ${NAME}'s build failed (exit ${r.status ?? r.signal}); it needs internet access and CUDA. Training keeps using the native or wasm CPU backend.\n`,
+  );
   process.exit(1);
 }
 process.stdout.write(`levanter: ${NAME} is built; selectBackend() now picks it first (LEVANTER_BACKEND=tensorflow-gpu forces it)\n`);

@@ -1,5 +1,18 @@
 /** The closed set of codes a {@link LevanterError} carries. */
-export const LEVANTER_ERROR_CODES = ["INVALID_CONFIG", "BACKEND_UNAVAILABLE", "CHECKPOINT_NOT_FOUND", "CHECKPOINT_CORRUPT", "DATA", "NON_FINITE_LOSS", "DISTRIBUTED", "PEER_FAILED", "ENGINE_BUSY", "INVALID_REQUEST", "KV_BUDGET", "INTERNAL"] as const;
+export const LEVANTER_ERROR_CODES = [
+  "INVALID_CONFIG",
+  "BACKEND_UNAVAILABLE",
+  "CHECKPOINT_NOT_FOUND",
+  "CHECKPOINT_CORRUPT",
+  "DATA",
+  "NON_FINITE_LOSS",
+  "DISTRIBUTED",
+  "PEER_FAILED",
+  "ENGINE_BUSY",
+  "INVALID_REQUEST",
+  "KV_BUDGET",
+  "INTERNAL",
+] as const;
 
 /** What kind of failure a {@link LevanterError} is. */
 export type LevanterErrorCode = (typeof LEVANTER_ERROR_CODES)[number];

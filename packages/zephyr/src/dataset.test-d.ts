@@ -36,16 +36,29 @@ describe("Dataset<T> inference", () => {
     expectTypeOf(users.filter({ id: { $gt: 3 } })).toEqualTypeOf<Dataset<User>>();
     expectTypeOf(users.select("id")).toEqualTypeOf<Dataset<Pick<User, "id">>>();
     expectTypeOf(users.flatMap((u) => [u.id, u.id])).toEqualTypeOf<Dataset<number>>();
-    expectTypeOf(users.mapShard(async function* (rs) {
-      for await (const r of rs) yield r.name.length;
-    })).toEqualTypeOf<Dataset<number>>();
+    expectTypeOf(
+      users.mapShard(async function* (rs) {
+        for await (const r of rs) yield r.name.length;
+      }),
+    ).toEqualTypeOf<Dataset<number>>();
     expectTypeOf(users.window(3)).toEqualTypeOf<Dataset<User[]>>();
     expectTypeOf(users.reshard(2)).toEqualTypeOf<Dataset<User>>();
     expectTypeOf(users.take(2)).toEqualTypeOf<Dataset<User>>();
-    expectTypeOf(users.groupBy((u) => u.name, (name, rs) => ({ name, n: rs.length }))).toEqualTypeOf<Dataset<{ name: string; n: number }>>();
+    expectTypeOf(
+      users.groupBy(
+        (u) => u.name,
+        (name, rs) => ({ name, n: rs.length }),
+      ),
+    ).toEqualTypeOf<Dataset<{ name: string; n: number }>>();
     expectTypeOf(users.deduplicate((u) => u.id)).toEqualTypeOf<Dataset<User>>();
     expectTypeOf(users.map((u) => u.id).reduce((a, b) => a + b)).toEqualTypeOf<Dataset<number>>();
-    expectTypeOf(users.reduce((acc, u) => acc + u.name, "", (a, b) => a + b)).toEqualTypeOf<Dataset<string>>();
+    expectTypeOf(
+      users.reduce(
+        (acc, u) => acc + u.name,
+        "",
+        (a, b) => a + b,
+      ),
+    ).toEqualTypeOf<Dataset<string>>();
     const orders = fromList<Order>([]);
     expectTypeOf(users.join(orders, (r) => r.id)).toEqualTypeOf<Dataset<[left: User, right: Order]>>();
     expectTypeOf(users.join(orders, (r) => r.id, { kind: "left" })).toEqualTypeOf<Dataset<[left: User, right: Order | undefined]>>();
@@ -61,7 +74,9 @@ describe("Dataset<T> inference", () => {
     const users = fromList<User>([]);
     expectTypeOf(users.collect()).toEqualTypeOf<Promise<User[]>>();
     expectTypeOf(users.count()).toEqualTypeOf<Promise<number>>();
-    expectTypeOf(users.collect({ withStats: true })).resolves.toHaveProperty("records").toEqualTypeOf<User[]>();
+    expectTypeOf(users.collect({ withStats: true }))
+      .resolves.toHaveProperty("records")
+      .toEqualTypeOf<User[]>();
     expectTypeOf(users.writeJsonl("out-{shard}.jsonl.gz", { backend: "inline", skipExisting: true })).toEqualTypeOf<Promise<WriteResult>>();
   });
 

@@ -33,7 +33,11 @@ describe("sources", () => {
   });
 
   it("fromIterable streams sync and async iterables", async () => {
-    expect(await fromIterable(new Set([1, 2, 3])).map((x) => x * 10).collect(inline)).toEqual([10, 20, 30]);
+    expect(
+      await fromIterable(new Set([1, 2, 3]))
+        .map((x) => x * 10)
+        .collect(inline),
+    ).toEqual([10, 20, 30]);
     async function* gen(): AsyncGenerator<string> {
       yield "a";
       yield "b";
@@ -49,7 +53,11 @@ describe("sources", () => {
     expect(await readText(path.join(dir, "*.txt{,.gz}")).collect(inline)).toEqual(["one", "two", "three"]);
     const w = await fromList([{ a: 1 }, { a: 2 }, { a: 3 }], { shards: 2 }).writeJsonl(path.join(dir, "j", "p-{shard}.jsonl.zst"), inline);
     expect(w.counts).toEqual([1, 2]);
-    expect(await readJsonl<{ a: number }>(path.join(dir, "j", "*.jsonl.zst")).map((r) => r.a).collect(inline)).toEqual([1, 2, 3]);
+    expect(
+      await readJsonl<{ a: number }>(path.join(dir, "j", "*.jsonl.zst"))
+        .map((r) => r.a)
+        .collect(inline),
+    ).toEqual([1, 2, 3]);
     await expect(readText(path.join(dir, "nothing-*.txt")).count(inline)).rejects.toThrow(/no files match/);
   });
 });
@@ -58,7 +66,9 @@ describe("errors", () => {
   it("a malformed JSONL line fails with file and line, or is skipped and counted", async () => {
     const file = path.join(dir, "bad.jsonl.gz");
     await writeFile(file, gzipSync('{"x":1}\n{"x":2}\n{oops\n{"x":4}\nnot json either\n'));
-    const err = await readJsonl(file).collect(inline).catch((e: unknown) => e);
+    const err = await readJsonl(file)
+      .collect(inline)
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ZephyrError);
     expect((err as ZephyrError).code).toBe("BAD_RECORD");
     expect((err as Error).message).toContain(`${file}:3`);
@@ -72,7 +82,9 @@ describe("errors", () => {
     const file = path.join(dir, "latin1.jsonl.gz");
     // Line 2 is Latin-1, not UTF-8 ("café" with a lone 0xe9).
     await writeFile(file, gzipSync(Buffer.concat([Buffer.from('{"x":1,"t":"ok"}\n{"x":2,"t":"caf'), Buffer.from([0xe9]), Buffer.from('"}\n{"x":3,"t":"é"}\n')])));
-    const err = await readJsonl(file).collect(inline).catch((e: unknown) => e);
+    const err = await readJsonl(file)
+      .collect(inline)
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ZephyrError);
     expect((err as ZephyrError).code).toBe("BAD_RECORD");
     expect((err as Error).message).toBe(`${file}:2: invalid UTF-8`);
@@ -188,7 +200,9 @@ describe("errors", () => {
 
   it("writeTokenCache without @marin/levanter says what to install", async () => {
     setLevanterShardingLoader(() => Promise.reject(Object.assign(new Error("Cannot find package '@marin/levanter'"), { code: "ERR_MODULE_NOT_FOUND" })));
-    const err = await fromList([[1, 2]]).writeTokenCache(path.join(dir, "cache"), inline).catch((e: unknown) => e);
+    const err = await fromList([[1, 2]])
+      .writeTokenCache(path.join(dir, "cache"), inline)
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ZephyrError);
     expect((err as ZephyrError).code).toBe("MISSING_DEPENDENCY");
     expect((err as Error).message).toMatch(/install @marin\/levanter/);
@@ -231,7 +245,11 @@ describe("sinks", () => {
     expect(ds.explain()).toMatch(/readParquet\(.*columns=\[id,lang\], filter=\{"lang":\{"\$eq":"en"\}\}\) → map → sink/);
     expect(await ds.collect(inline)).toEqual(rows.filter((r) => r.lang === "en").map((r) => r.id));
     // A declarative filter elsewhere is evaluated record by record.
-    expect(await fromList(rows).filter({ score: { $gte: 0.9 } }).count(inline)).toBe(5);
+    expect(
+      await fromList(rows)
+        .filter({ score: { $gte: 0.9 } })
+        .count(inline),
+    ).toBe(5);
   });
 
   it("count, collect and writers report per-stage counters", async () => {

@@ -113,7 +113,8 @@ function checkRange(what: string, v: unknown, lo: number, hi: number, open = fal
 
 function readEvalSet(set: EvalSet): string[] {
   if (set.texts !== undefined) {
-    if (!Array.isArray(set.texts) || set.texts.some((t) => typeof t !== "string")) throw new ZephyrError("INVALID_ARGUMENT", `decontaminate: evalSets "${set.name}": texts: expected an array of strings`);
+    if (!Array.isArray(set.texts) || set.texts.some((t) => typeof t !== "string"))
+      throw new ZephyrError("INVALID_ARGUMENT", `decontaminate: evalSets "${set.name}": texts: expected an array of strings`);
     return [...set.texts];
   }
   const file = set.path!;
@@ -162,7 +163,12 @@ export function connectedComponents(edges: Dataset<readonly [number, number]>, o
     .flatMap((e): [number, number][] => {
       const [u, v] = e;
       if (typeof u !== "number" || typeof v !== "number") throw new ZephyrError("BAD_RECORD", `connectedComponents: expected an edge [number, number], got ${JSON.stringify(e)}`);
-      return u === v ? [[u, v]] : [[u, v], [v, u]];
+      return u === v
+        ? [[u, v]]
+        : [
+            [u, v],
+            [v, u],
+          ];
     })
     .groupBy(
       (e) => e[0],
@@ -357,12 +363,14 @@ export class Dataset<T> implements RunSource {
     if (options.threshold !== undefined) checkRange("dedupFuzzy threshold", options.threshold, 0, 1, true);
     if (options.ngram !== undefined) checkPositiveInt("dedupFuzzy ngram", options.ngram);
     if (options.permutations !== undefined) checkPositiveInt("dedupFuzzy permutations", options.permutations);
-    if (options.seed !== undefined && !Number.isInteger(options.seed)) throw new ZephyrError("INVALID_ARGUMENT", `dedupFuzzy seed: expected an integer, got ${String(options.seed)}`);
+    if (options.seed !== undefined && !Number.isInteger(options.seed))
+      throw new ZephyrError("INVALID_ARGUMENT", `dedupFuzzy seed: expected an integer, got ${String(options.seed)}`);
     if ((options.bands === undefined) !== (options.rows === undefined)) throw new ZephyrError("INVALID_ARGUMENT", "dedupFuzzy: give both bands and rows, or neither");
     if (options.bands !== undefined) {
       checkPositiveInt("dedupFuzzy bands", options.bands);
       checkPositiveInt("dedupFuzzy rows", options.rows!);
-      if (options.bands * options.rows! > (options.permutations ?? 128)) throw new ZephyrError("INVALID_ARGUMENT", `dedupFuzzy: bands × rows (${options.bands * options.rows!}) exceeds permutations (${options.permutations ?? 128})`);
+      if (options.bands * options.rows! > (options.permutations ?? 128))
+        throw new ZephyrError("INVALID_ARGUMENT", `dedupFuzzy: bands × rows (${options.bands * options.rows!}) exceeds permutations (${options.permutations ?? 128})`);
     }
     const p: FuzzyParams = fuzzyParams(options);
     const text = options.text;
@@ -371,7 +379,11 @@ export class Dataset<T> implements RunSource {
       this.window(4096).mapShard(async function* (windows: AsyncIterable<T[]>, ctx: TaskContext) {
         if (ctx.shard >= 2 ** 21) throw new ZephyrError("INVALID_ARGUMENT", "dedupFuzzy: at most 2^21 input shards");
         let pos = 0;
-        for await (const w of windows) yield* make(w.map((r): [number, T] => [ctx.shard * 4294967296 + pos++, r]), ctx);
+        for await (const w of windows)
+          yield* make(
+            w.map((r): [number, T] => [ctx.shard * 4294967296 + pos++, r]),
+            ctx,
+          );
       });
     const tagged = tagWindows((w) => [w]).flatMap((w) => w);
     const edges = tagWindows((w, ctx) => {
@@ -422,13 +434,15 @@ export class Dataset<T> implements RunSource {
     checkRange("decontaminate threshold", threshold, 0, 1);
     const mode = options.mode ?? "drop";
     if (mode !== "drop" && mode !== "mark") throw new ZephyrError("INVALID_ARGUMENT", `decontaminate mode: expected "drop" or "mark", got ${JSON.stringify(mode)}`);
-    if (!Array.isArray(options.evalSets) || options.evalSets.length === 0) throw new ZephyrError("INVALID_ARGUMENT", "decontaminate: evalSets: expected a non-empty array of { name, texts | path }");
+    if (!Array.isArray(options.evalSets) || options.evalSets.length === 0)
+      throw new ZephyrError("INVALID_ARGUMENT", "decontaminate: evalSets: expected a non-empty array of { name, texts | path }");
     const names = new Set<string>();
     const filters: { name: string; filter: BloomFilter }[] = options.evalSets.map((set) => {
       if (typeof set?.name !== "string" || set.name.length === 0) throw new ZephyrError("INVALID_ARGUMENT", "decontaminate: every eval set needs a non-empty name");
       if (names.has(set.name)) throw new ZephyrError("INVALID_ARGUMENT", `decontaminate: eval set name "${set.name}" appears twice`);
       names.add(set.name);
-      if ((set.texts === undefined) === (set.path === undefined)) throw new ZephyrError("INVALID_ARGUMENT", `decontaminate: eval set "${set.name}": give texts or path (one of them)`);
+      if ((set.texts === undefined) === (set.path === undefined))
+        throw new ZephyrError("INVALID_ARGUMENT", `decontaminate: eval set "${set.name}": give texts or path (one of them)`);
       return { name: set.name, filter: sharedNgramFilter(readEvalSet(set), ngram, fpr, options.filterDir).filter };
     });
     const text = options.text;
@@ -465,7 +479,8 @@ export class Dataset<T> implements RunSource {
     checkText("qualityFilter", options?.text);
     const rules = resolveRules(options.rules ?? {});
     for (const [name, v] of Object.entries(options.rules ?? {})) {
-      if (!(QUALITY_RULE_NAMES as readonly string[]).includes(name)) throw new ZephyrError("INVALID_ARGUMENT", `qualityFilter rules: unknown rule "${name}" (known: ${QUALITY_RULE_NAMES.join(", ")})`);
+      if (!(QUALITY_RULE_NAMES as readonly string[]).includes(name))
+        throw new ZephyrError("INVALID_ARGUMENT", `qualityFilter rules: unknown rule "${name}" (known: ${QUALITY_RULE_NAMES.join(", ")})`);
       if (v !== false && (v === null || typeof v !== "object")) throw new ZephyrError("INVALID_ARGUMENT", `qualityFilter rules.${name}: expected bounds { min?, max? } or false`);
     }
     const text = options.text;
@@ -601,7 +616,8 @@ function readerOptions(options: ReadJsonlOptions): { onBadRecord: BadRecordPolic
   const onBadRecord = options.onBadRecord ?? "fail";
   if (onBadRecord !== "fail" && onBadRecord !== "skip") throw new ZephyrError("INVALID_ARGUMENT", `onBadRecord: expected "fail" or "skip", got ${JSON.stringify(onBadRecord)}`);
   const invalidUtf8 = options.invalidUtf8 ?? "badRecord";
-  if (invalidUtf8 !== "badRecord" && invalidUtf8 !== "replace") throw new ZephyrError("INVALID_ARGUMENT", `invalidUtf8: expected "badRecord" or "replace", got ${JSON.stringify(invalidUtf8)}`);
+  if (invalidUtf8 !== "badRecord" && invalidUtf8 !== "replace")
+    throw new ZephyrError("INVALID_ARGUMENT", `invalidUtf8: expected "badRecord" or "replace", got ${JSON.stringify(invalidUtf8)}`);
   // Only a non-default choice goes into the plan, so plans (and fingerprints) without it are as before.
   return invalidUtf8 === "replace" ? { onBadRecord, invalidUtf8 } : { onBadRecord };
 }

@@ -30,14 +30,21 @@ describe("Dataset<T> inference at run time", () => {
     expectTypeOf(joined).toEqualTypeOf<Dataset<[left: User, right: Order | undefined]>>();
     const pairs = await joined.map(([u, o]) => `${u.name}:${o?.total ?? "-"}`).collect(inline);
     expect(pairs.sort()).toEqual(["ada:-", "bea:9", "bob:9"]);
-    const grouped = users.groupBy((u) => u.id, (id, rs) => ({ id, names: rs.map((r) => r.name) }));
+    const grouped = users.groupBy(
+      (u) => u.id,
+      (id, rs) => ({ id, names: rs.map((r) => r.name) }),
+    );
     expectTypeOf(grouped).toEqualTypeOf<Dataset<{ id: number; names: string[] }>>();
     const groups = await grouped.collect(inline);
     expect(groups.sort((a, b) => a.id - b.id)).toEqual([
       { id: 1, names: ["ada"] },
       { id: 2, names: ["bob", "bea"] },
     ]);
-    const total = users.reduce((acc, u) => acc + u.id, 0, (a, b) => a + b);
+    const total = users.reduce(
+      (acc, u) => acc + u.id,
+      0,
+      (a, b) => a + b,
+    );
     expectTypeOf(total).toEqualTypeOf<Dataset<number>>();
     expect(await total.collect(inline)).toEqual([5]);
     expect(await users.select("name").collect(inline)).toEqual([{ name: "ada" }, { name: "bob" }, { name: "bea" }]);

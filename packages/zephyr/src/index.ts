@@ -4,7 +4,20 @@ export { ZephyrError, ZEPHYR_ERROR_CODES } from "./errors.ts";
 export type { ZephyrErrorCode } from "./errors.ts";
 
 export { Dataset, connectedComponents, fromList, fromIterable, fromFiles, readJsonl, readParquet, readText } from "./dataset.ts";
-export type { Contamination, DecontaminateOptions, DedupFuzzyOptions, EvalSet, QualityFilterOptions, JoinOptions, Joined, ReadJsonlOptions, ReadParquetOptions, ReadTextOptions, ShardContext, ShuffleOptions } from "./dataset.ts";
+export type {
+  Contamination,
+  DecontaminateOptions,
+  DedupFuzzyOptions,
+  EvalSet,
+  QualityFilterOptions,
+  JoinOptions,
+  Joined,
+  ReadJsonlOptions,
+  ReadParquetOptions,
+  ReadTextOptions,
+  ShardContext,
+  ShuffleOptions,
+} from "./dataset.ts";
 export { definePipeline } from "./pipeline.ts";
 export type { Pipeline } from "./pipeline.ts";
 export type { TaskContext } from "./plan/ops.ts";

@@ -30,7 +30,12 @@ describe("autoscaler with the local provider", () => {
   it("scales a group up from zero for a 3-task job, runs it, and stops the idle workers after idleTimeout", async () => {
     const { cluster, client } = await start([{ name: "local", provider: "local", maxWorkers: 4, idleTimeout: "2s", worker: { cpu: 1, memory: "1G" } }]);
     expect(await client.listWorkers()).toEqual([]);
-    const job = await client.submit({ name: "three", replicas: 3, entrypoint: { command: ["sh", "-c", "echo task $IRIS_TASK_INDEX"] }, resources: { cpuMillis: 1000, memoryBytes: 256 * 1024 * 1024 } });
+    const job = await client.submit({
+      name: "three",
+      replicas: 3,
+      entrypoint: { command: ["sh", "-c", "echo task $IRIS_TASK_INDEX"] },
+      resources: { cpuMillis: 1000, memoryBytes: 256 * 1024 * 1024 },
+    });
     const st = await job.wait();
     expect(st.state).toBe("SUCCEEDED");
     expect(st.tasks.map((t) => t.attempt)).toEqual([1, 1, 1]);
@@ -53,7 +58,11 @@ describe("autoscaler with the local provider", () => {
     const registeredAt = Date.now();
     await waitFor("rounds past idleTimeout", () => status(cluster).lastRoundAtMs > registeredAt + 2000, { timeoutMs: 20_000 });
     expect((await client.listWorkers()).length).toBe(2);
-    expect(status(cluster).decisions.slice(before).filter((d) => d.kind === "stop")).toEqual([]);
+    expect(
+      status(cluster)
+        .decisions.slice(before)
+        .filter((d) => d.kind === "stop"),
+    ).toEqual([]);
   }, 60_000);
 
   it("a task no group could ever hold ends UNSCHEDULABLE at once, naming the largest group's worker shape", async () => {
@@ -70,17 +79,25 @@ describe("autoscaler with the local provider", () => {
 
   it("cancels a worker that does not register within bootTimeout, counts a failed boot and backs off (visible in status)", async () => {
     // The workers dial a port nothing listens on: they never register.
-    const { cluster, client } = await start([{ name: "broken", provider: "local", maxWorkers: 2, bootTimeout: "1s", worker: { cpu: 1, memory: "1G" } }], { advertise: "127.0.0.1:1" });
+    const { cluster, client } = await start([{ name: "broken", provider: "local", maxWorkers: 2, bootTimeout: "1s", worker: { cpu: 1, memory: "1G" } }], {
+      advertise: "127.0.0.1:1",
+    });
     const job = await client.submit({ name: "stuck", entrypoint: { command: ["true"] } });
-    const reason = await waitFor("the pending reason", async () => {
-      const r = (await job.status()).tasks[0].pendingReason ?? "";
-      return /^waiting for 1 broken worker to boot/.test(r) ? r : undefined;
-    }, { timeoutMs: 20_000 });
+    const reason = await waitFor(
+      "the pending reason",
+      async () => {
+        const r = (await job.status()).tasks[0].pendingReason ?? "";
+        return /^waiting for 1 broken worker to boot/.test(r) ? r : undefined;
+      },
+      { timeoutMs: 20_000 },
+    );
     expect(reason).toMatch(/^waiting for 1 broken worker to boot/);
     await waitFor("a failed boot", () => status(cluster).groups[0].failedBoots >= 1, { timeoutMs: 20_000 });
     const g = status(cluster).groups[0];
     expect(g.backoffUntilMs).toBeGreaterThan(Date.now());
-    expect(g.decisions.some((d) => d.kind === "cancel" && /^broken: broken-[0-9a-f]{8} not registered within 1 s.*cancelled; boot failed 1×, backing off 1 min$/.test(d.reason))).toBe(true);
+    expect(
+      g.decisions.some((d) => d.kind === "cancel" && /^broken: broken-[0-9a-f]{8} not registered within 1 s.*cancelled; boot failed 1×, backing off 1 min$/.test(d.reason)),
+    ).toBe(true);
     // Backing off: nothing more is started, and the pending task says why.
     await waitFor("the backoff reason", async () => /^broken: boot failed 1×, backing off/.test((await job.status()).tasks[0].pendingReason ?? ""), { timeoutMs: 10_000 });
     expect(status(cluster).groups[0].pending + status(cluster).groups[0].booting).toBe(0);

@@ -76,7 +76,16 @@ const group: ScaleGroupConfig = {
   worker: { cpuMillis: 4000, memoryBytes: 8 * GiB, devices: {}, attributes: {} },
 };
 
-const demand3 = { jobId: "j1", jobName: "/alice/job", priority: 0, submittedAtMs: 0, request: { cpuMillis: 4000, memoryBytes: GiB, devices: {} }, constraints: [], tasks: 3, gang: false };
+const demand3 = {
+  jobId: "j1",
+  jobName: "/alice/job",
+  priority: 0,
+  submittedAtMs: 0,
+  request: { cpuMillis: 4000, memoryBytes: GiB, devices: {} },
+  constraints: [],
+  tasks: 3,
+  gang: false,
+};
 
 let dir: string;
 afterEach(() => rmSync(dir, { recursive: true, force: true }));

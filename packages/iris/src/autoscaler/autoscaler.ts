@@ -231,7 +231,11 @@ export class Autoscaler {
     this.lastWorkers = byGroup;
     await this.apply(out.decisions, now);
     // Status shows what is left after this round's stops and cancels.
-    for (const [name, ws] of byGroup) byGroup.set(name, ws.filter((w) => this.known.has(w.workerId)));
+    for (const [name, ws] of byGroup)
+      byGroup.set(
+        name,
+        ws.filter((w) => this.known.has(w.workerId)),
+      );
     const notes = new Map<string, string>();
     snap.demand.forEach((d, i) => {
       const note = out.notes[i];

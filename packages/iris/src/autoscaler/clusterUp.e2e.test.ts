@@ -47,16 +47,36 @@ function writeConfig(name: string, text: string): string {
 
 describe("iris cluster up", () => {
   it("rejects a bad config naming the field, exit 2", async () => {
-    const missing = await iris(["cluster", "up", "--config", writeConfig("bad1.yaml", "controller: {}\nscaleGroups:\n  - { name: cpu, provider: local, maxWorkers: 2, worker: { cpu: 1, memory: 1G } }\n")]);
+    const missing = await iris([
+      "cluster",
+      "up",
+      "--config",
+      writeConfig("bad1.yaml", "controller: {}\nscaleGroups:\n  - { name: cpu, provider: local, maxWorkers: 2, worker: { cpu: 1, memory: 1G } }\n"),
+    ]);
     expect(missing.code).toBe(2);
     expect(missing.stderr).toContain("controller.port: required");
-    const duration = await iris(["cluster", "up", "--config", writeConfig("bad2.yaml", "controller: { port: 0 }\nscaleGroups:\n  - { name: cpu, provider: local, maxWorkers: 2, idleTimeout: soon, worker: { cpu: 1, memory: 1G } }\n")]);
+    const duration = await iris([
+      "cluster",
+      "up",
+      "--config",
+      writeConfig("bad2.yaml", "controller: { port: 0 }\nscaleGroups:\n  - { name: cpu, provider: local, maxWorkers: 2, idleTimeout: soon, worker: { cpu: 1, memory: 1G } }\n"),
+    ]);
     expect(duration.code).toBe(2);
     expect(duration.stderr).toContain('scaleGroups[0].idleTimeout: expected a duration such as 15s, 2m or 1h, got "soon"');
-    const slurm = await iris(["cluster", "up", "--config", writeConfig("bad3.yaml", "controller: { port: 0 }\nscaleGroups:\n  - { name: cpu, provider: slurm, maxWorkers: 2, worker: { cpu: 1, memory: 1G } }\n")]);
+    const slurm = await iris([
+      "cluster",
+      "up",
+      "--config",
+      writeConfig("bad3.yaml", "controller: { port: 0 }\nscaleGroups:\n  - { name: cpu, provider: slurm, maxWorkers: 2, worker: { cpu: 1, memory: 1G } }\n"),
+    ]);
     expect(slurm.code).toBe(2);
     expect(slurm.stderr).toContain("scaleGroups[0].slurm.partition: required");
-    const unknown = await iris(["cluster", "up", "--config", writeConfig("bad4.yaml", "controller: { port: 0 }\nscaleGroups:\n  - { name: cpu, provider: local, maxWorker: 2, worker: { cpu: 1, memory: 1G } }\n")]);
+    const unknown = await iris([
+      "cluster",
+      "up",
+      "--config",
+      writeConfig("bad4.yaml", "controller: { port: 0 }\nscaleGroups:\n  - { name: cpu, provider: local, maxWorker: 2, worker: { cpu: 1, memory: 1G } }\n"),
+    ]);
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toMatch(/scaleGroups\[0\]\.(maxWorker: unknown field|maxWorkers: required)/);
   }, 60_000);
@@ -81,7 +101,17 @@ describe("iris cluster up", () => {
     );
     const up = new Iris(["cluster", "up", "--config", config]);
     running.push(up);
-    const m = await waitFor("the ready line", () => /iris cluster listening on (\S+)/.exec(up.stdout) ?? (up.child.exitCode !== null ? (() => { throw new Error(up.stderr); })() : undefined), { timeoutMs: 60_000 });
+    const m = await waitFor(
+      "the ready line",
+      () =>
+        /iris cluster listening on (\S+)/.exec(up.stdout) ??
+        (up.child.exitCode !== null
+          ? (() => {
+              throw new Error(up.stderr);
+            })()
+          : undefined),
+      { timeoutMs: 60_000 },
+    );
     const addr = m[1];
     const dashboard = /dashboard: (http:\/\/127\.0\.0\.1:\d+)\//.exec(up.stdout)![1];
     const client = ["--controller", addr, "--token", TOKEN];
@@ -96,9 +126,15 @@ describe("iris cluster up", () => {
     expect(status.groups).toMatchObject([{ name: "cpu", ready: 2, maxWorkers: 3 }]);
     expect(status.decisions.some((d) => /^\+2 cpu for \/admin\/job-/.test(d.reason))).toBe(true);
     const table = await iris(["cluster", "status", ...client]);
-    expect(table.stdout).toMatch(/^GROUP\s+PROVIDER\s+MIN\s+MAX\s+PENDING\s+BOOTING\s+READY\s+IDLE\s+DRAINING\s+DEMAND\s+BACKOFF\ncpu\s+local\s+0\s+3\s+0\s+0\s+2\s+2\s+0\s+-\s+-\n/);
+    expect(table.stdout).toMatch(
+      /^GROUP\s+PROVIDER\s+MIN\s+MAX\s+PENDING\s+BOOTING\s+READY\s+IDLE\s+DRAINING\s+DEMAND\s+BACKOFF\ncpu\s+local\s+0\s+3\s+0\s+0\s+2\s+2\s+0\s+-\s+-\n/,
+    );
     // The dashboard's Cluster view reads the same over the HTTP API (and its module is served).
-    const viaHttp = await fetch(`${dashboard}/api/GetClusterStatus`, { method: "POST", headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" }, body: "{}" });
+    const viaHttp = await fetch(`${dashboard}/api/GetClusterStatus`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
+      body: "{}",
+    });
     expect(viaHttp.status).toBe(200);
     expect((JSON.parse(((await viaHttp.json()) as { statusJson: string }).statusJson) as { groups: { name: string }[] }).groups[0].name).toBe("cpu");
     expect((await fetch(`${dashboard}/api/GetClusterStatus`, { method: "POST", body: "{}" })).status).toBe(401);

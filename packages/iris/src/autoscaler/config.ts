@@ -114,7 +114,10 @@ const cpu = z.union([z.string(), z.number()]).transform((v, ctx) => {
 });
 
 const nonNegInt = z.number().int().min(0);
-const optionalText = z.string().nullish().transform((v) => (v === null || v === "" ? undefined : v));
+const optionalText = z
+  .string()
+  .nullish()
+  .transform((v) => (v === null || v === "" ? undefined : v));
 const NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$/;
 
 const controllerSchema = z
@@ -126,8 +129,20 @@ const controllerSchema = z
     authFile: optionalText,
     insecure: z.boolean().default(false),
     noAuth: z.boolean().default(false),
-    httpPort: z.number().int().min(0).max(65535).nullish().transform((v) => v ?? undefined),
-    proxyPort: z.number().int().min(0).max(65535).nullish().transform((v) => v ?? undefined),
+    httpPort: z
+      .number()
+      .int()
+      .min(0)
+      .max(65535)
+      .nullish()
+      .transform((v) => v ?? undefined),
+    proxyPort: z
+      .number()
+      .int()
+      .min(0)
+      .max(65535)
+      .nullish()
+      .transform((v) => v ?? undefined),
     tlsCert: optionalText,
     tlsKey: optionalText,
     workerTimeout: duration.optional(),
@@ -138,7 +153,8 @@ const controllerSchema = z
   .strict()
   .superRefine((c, ctx) => {
     if ((c.tlsCert === undefined) !== (c.tlsKey === undefined)) ctx.addIssue({ code: "custom", path: ["tlsKey"], message: "tlsCert and tlsKey go together" });
-    if (c.noAuth && (c.token !== undefined || c.authFile !== undefined)) ctx.addIssue({ code: "custom", path: ["noAuth"], message: "noAuth turns auth off: give it without token or authFile" });
+    if (c.noAuth && (c.token !== undefined || c.authFile !== undefined))
+      ctx.addIssue({ code: "custom", path: ["noAuth"], message: "noAuth turns auth off: give it without token or authFile" });
   });
 
 const slurmSchema = z
@@ -147,8 +163,14 @@ const slurmSchema = z
     account: optionalText,
     qos: optionalText,
     timeLimit: optionalText,
-    extraArgs: z.array(z.string()).nullish().transform((v) => v ?? []),
-    setup: z.array(z.string()).nullish().transform((v) => v ?? []),
+    extraArgs: z
+      .array(z.string())
+      .nullish()
+      .transform((v) => v ?? []),
+    setup: z
+      .array(z.string())
+      .nullish()
+      .transform((v) => v ?? []),
   })
   .strict();
 
@@ -165,8 +187,14 @@ const groupSchema = z
       .object({
         cpu,
         memory: size,
-        devices: z.record(z.string(), nonNegInt).nullish().transform((v) => v ?? {}),
-        attributes: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()]).transform(String)).nullish().transform((v) => v ?? {}),
+        devices: z
+          .record(z.string(), nonNegInt)
+          .nullish()
+          .transform((v) => v ?? {}),
+        attributes: z
+          .record(z.string(), z.union([z.string(), z.number(), z.boolean()]).transform(String))
+          .nullish()
+          .transform((v) => v ?? {}),
       })
       .strict(),
     slurm: slurmSchema.nullish().transform((v) => v ?? undefined),

@@ -33,7 +33,14 @@ export class LocalProvider implements WorkerProvider {
   start(req: ProviderStartRequest): Promise<ProvidedWorker> {
     // The credential is read from its file, as `iris worker --credential-file` does.
     const token = readFileSync(req.credentialFile, "utf8").trim();
-    const provided: ProvidedWorker = { providerId: req.workerId, group: req.group.name, workerId: req.workerId, state: "running", detail: "local worker starting", startedAtMs: Date.now() };
+    const provided: ProvidedWorker = {
+      providerId: req.workerId,
+      group: req.group.name,
+      workerId: req.workerId,
+      state: "running",
+      detail: "local worker starting",
+      startedAtMs: Date.now(),
+    };
     const worker = Worker.start({
       ...this.opts.workerOptions,
       controller: req.controllerAddress,

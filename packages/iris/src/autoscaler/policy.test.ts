@@ -49,7 +49,8 @@ function worker(state: PolicyWorker["state"], o: Partial<PolicyWorker> = {}): Po
 
 const starts = (out: ReturnType<typeof decide>): { group: string; count: number; reason: string }[] =>
   out.decisions.filter((d) => d.kind === "start").map((d) => ({ group: d.group, count: (d as { count: number }).count, reason: d.reason }));
-const noteOf = (out: ReturnType<typeof decide>, jobId: string, input?: PolicyInput): string | undefined => out.notes[(input ?? lastInput).demand.findIndex((d) => d.jobId === jobId)];
+const noteOf = (out: ReturnType<typeof decide>, jobId: string, input?: PolicyInput): string | undefined =>
+  out.notes[(input ?? lastInput).demand.findIndex((d) => d.jobId === jobId)];
 let lastInput: PolicyInput;
 const run = (input: PolicyInput): ReturnType<typeof decide> => {
   lastInput = input;
@@ -116,8 +117,15 @@ describe("decide", () => {
   });
 
   it("matches constraints against the group's attributes (and iris.group)", () => {
-    const groups = [group("cpu", { worker: { cpuMillis: 4000, memoryBytes: 8 * GiB, devices: {}, attributes: { pool: "cpu" } } }), group("gpu", { worker: { cpuMillis: 4000, memoryBytes: 8 * GiB, devices: { gpu: 1 }, attributes: { pool: "gpu" } } })];
-    const out = run({ nowMs: T0, groups, demand: [demand("/u/g", 1, { constraints: [{ key: "pool", op: "EQ", value: "gpu" }] }), demand("/u/c", 1, { constraints: [{ key: "iris.group", op: "EQ", value: "cpu" }] })] });
+    const groups = [
+      group("cpu", { worker: { cpuMillis: 4000, memoryBytes: 8 * GiB, devices: {}, attributes: { pool: "cpu" } } }),
+      group("gpu", { worker: { cpuMillis: 4000, memoryBytes: 8 * GiB, devices: { gpu: 1 }, attributes: { pool: "gpu" } } }),
+    ];
+    const out = run({
+      nowMs: T0,
+      groups,
+      demand: [demand("/u/g", 1, { constraints: [{ key: "pool", op: "EQ", value: "gpu" }] }), demand("/u/c", 1, { constraints: [{ key: "iris.group", op: "EQ", value: "cpu" }] })],
+    });
     expect(starts(out).map((s) => s.reason)).toEqual(["+1 cpu for /u/c", "+1 gpu for /u/g"]);
   });
 
@@ -293,7 +301,8 @@ describe("decide (properties)", () => {
         const b = decide(structuredClone(input));
         expect(b).toEqual(a);
         const shuffled = structuredClone(input);
-        for (const g of shuffled.groups) g.workers.sort((x, y) => ((x.workerId.length * 31 + seed) % 7) - ((y.workerId.length * 31 + seed) % 7) || (x.workerId < y.workerId ? 1 : -1));
+        for (const g of shuffled.groups)
+          g.workers.sort((x, y) => ((x.workerId.length * 31 + seed) % 7) - ((y.workerId.length * 31 + seed) % 7) || (x.workerId < y.workerId ? 1 : -1));
         expect(decide(shuffled).decisions).toEqual(a.decisions);
       }),
       { numRuns: 200 },

@@ -331,7 +331,16 @@ class DemandClasses {
       }
     }
     if (cls === undefined) {
-      cls = { shape: this.shapeOf(hs, req), constraints, capable: undefined, noHold: undefined, noHoldHeld: undefined, singleFailed: undefined, singleHeld: undefined, gangFailed: undefined };
+      cls = {
+        shape: this.shapeOf(hs, req),
+        constraints,
+        capable: undefined,
+        noHold: undefined,
+        noHoldHeld: undefined,
+        singleFailed: undefined,
+        singleHeld: undefined,
+        gangFailed: undefined,
+      };
       list.push(cls);
     }
     this.lastReq = req;
@@ -484,7 +493,9 @@ export function decide(input: PolicyInput): PolicyOutput {
     return h;
   };
   const largest = largestGroup(input.groups.map((g) => g.config));
-  const largestText = largest ? ` (largest worker: ${largest.name}, ${describeShape({ cpuMillis: largest.worker.cpuMillis, memoryBytes: largest.worker.memoryBytes, devices: largest.worker.devices })})` : "";
+  const largestText = largest
+    ? ` (largest worker: ${largest.name}, ${describeShape({ cpuMillis: largest.worker.cpuMillis, memoryBytes: largest.worker.memoryBytes, devices: largest.worker.devices })})`
+    : "";
   const noHoldReason = (req: SchedResources, constraints: readonly SchedConstraint[]): string =>
     `no group can hold ${describeShape(req)}${constraints.length > 0 ? ` with ${constraints.map(describeConstraint).join(", ")}` : ""}` + largestText;
 
@@ -508,7 +519,8 @@ export function decide(input: PolicyInput): PolicyOutput {
 
   const plan = (r: GroupRun, jobName: string, count: number, gang: number): void => {
     const c = r.g.config;
-    for (let i = 0; i < count; i++) r.slots.push({ cpu: c.worker.cpuMillis, mem: c.worker.memoryBytes, dev: { ...c.worker.devices }, coming: true, workerId: undefined, detail: undefined, note: undefined });
+    for (let i = 0; i < count; i++)
+      r.slots.push({ cpu: c.worker.cpuMillis, mem: c.worker.memoryBytes, dev: { ...c.worker.devices }, coming: true, workerId: undefined, detail: undefined, note: undefined });
     r.total += count;
     r.planned += count;
     const last = r.startsFor[r.startsFor.length - 1];
@@ -680,8 +692,7 @@ export function decide(input: PolicyInput): PolicyOutput {
       if (!d.gang) {
         cls.singleFailed = firstBlock;
         cls.singleHeld = held;
-      }
-      else if (remaining === d.tasks) {
+      } else if (remaining === d.tasks) {
         const prev = cls.gangFailed;
         if (prev === undefined || d.tasks < prev.n) cls.gangFailed = { n: d.tasks, reason: firstBlock };
       }
@@ -705,9 +716,7 @@ export function decide(input: PolicyInput): PolicyOutput {
     const name = r.g.config.name;
     for (const s of r.startsFor) {
       const reason =
-        s.jobName === ""
-          ? `+${s.count} ${name} to keep min ${r.g.config.minWorkers}`
-          : `+${s.count} ${name} for ${s.jobName}${s.gang > 0 ? ` (gang of ${s.gang})` : ""}`;
+        s.jobName === "" ? `+${s.count} ${name} to keep min ${r.g.config.minWorkers}` : `+${s.count} ${name} for ${s.jobName}${s.gang > 0 ? ` (gang of ${s.gang})` : ""}`;
       decisions.push({ kind: "start", group: name, count: s.count, reason });
     }
   }

@@ -327,7 +327,8 @@ export function decideReference(input: PolicyInput): PolicyOutput {
 
   const plan = (r: GroupRun, jobName: string, count: number, gang: number): void => {
     const c = r.g.config;
-    for (let i = 0; i < count; i++) r.slots.push({ cpu: c.worker.cpuMillis, mem: c.worker.memoryBytes, dev: { ...c.worker.devices }, coming: true, workerId: undefined, detail: undefined });
+    for (let i = 0; i < count; i++)
+      r.slots.push({ cpu: c.worker.cpuMillis, mem: c.worker.memoryBytes, dev: { ...c.worker.devices }, coming: true, workerId: undefined, detail: undefined });
     r.total += count;
     r.planned += count;
     const last = r.startsFor[r.startsFor.length - 1];
@@ -363,7 +364,9 @@ export function decideReference(input: PolicyInput): PolicyOutput {
     if (capable.length === 0) {
       const reason =
         `no group can hold ${describeShape(d.request)}${d.constraints.length > 0 ? ` with ${d.constraints.map(describeConstraint).join(", ")}` : ""}` +
-        (largest ? ` (largest worker: ${largest.name}, ${describeShape({ cpuMillis: largest.worker.cpuMillis, memoryBytes: largest.worker.memoryBytes, devices: largest.worker.devices })})` : "");
+        (largest
+          ? ` (largest worker: ${largest.name}, ${describeShape({ cpuMillis: largest.worker.cpuMillis, memoryBytes: largest.worker.memoryBytes, devices: largest.worker.devices })})`
+          : "");
       notes[di] = reason;
       hold(undefined, reason);
       continue;
@@ -482,9 +485,7 @@ export function decideReference(input: PolicyInput): PolicyOutput {
     const name = r.g.config.name;
     for (const s of r.startsFor) {
       const reason =
-        s.jobName === ""
-          ? `+${s.count} ${name} to keep min ${r.g.config.minWorkers}`
-          : `+${s.count} ${name} for ${s.jobName}${s.gang > 0 ? ` (gang of ${s.gang})` : ""}`;
+        s.jobName === "" ? `+${s.count} ${name} to keep min ${r.g.config.minWorkers}` : `+${s.count} ${name} for ${s.jobName}${s.gang > 0 ? ` (gang of ${s.gang})` : ""}`;
       decisions.push({ kind: "start", group: name, count: s.count, reason });
     }
   }

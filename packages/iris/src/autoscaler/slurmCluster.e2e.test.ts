@@ -73,7 +73,18 @@ describe.skipIf(skip)("iris cluster up on a real Slurm", () => {
   function writeConfig(port: number, group: Record<string, unknown>): string {
     const cfg = {
       controller: { host: "127.0.0.1", port, db: path.join(dir, "iris.sqlite"), workerTimeout: 10 },
-      scaleGroups: [{ name: "cpu", provider: "slurm", maxWorkers: 4, idleTimeout: "3s", bootTimeout: "90s", worker: { cpu: 1, memory: "512M", attributes: { pool: "slurm" } }, slurm: { partition: slurm.partition }, ...group }],
+      scaleGroups: [
+        {
+          name: "cpu",
+          provider: "slurm",
+          maxWorkers: 4,
+          idleTimeout: "3s",
+          bootTimeout: "90s",
+          worker: { cpu: 1, memory: "512M", attributes: { pool: "slurm" } },
+          slurm: { partition: slurm.partition },
+          ...group,
+        },
+      ],
     };
     const file = path.join(dir, "cluster.yaml");
     fs.writeFileSync(file, JSON.stringify(cfg, null, 2)); // JSON is YAML
@@ -86,10 +97,14 @@ describe.skipIf(skip)("iris cluster up on a real Slurm", () => {
     proc.stdout!.on("data", (d: Buffer) => (out += d.toString()));
     proc.stderr!.on("data", (d: Buffer) => (out += d.toString()));
     const exited = new Promise<void>((r) => proc.once("exit", () => r()));
-    const address = await until("iris cluster up's ready line", () => {
-      if (proc.exitCode !== null) throw new Error(`iris cluster up exited ${proc.exitCode}: ${out}`);
-      return /listening on (\S+)/.exec(out)?.[1];
-    }, 60_000);
+    const address = await until(
+      "iris cluster up's ready line",
+      () => {
+        if (proc.exitCode !== null) throw new Error(`iris cluster up exited ${proc.exitCode}: ${out}`);
+        return /listening on (\S+)/.exec(out)?.[1];
+      },
+      60_000,
+    );
     const u: Up = { proc, address, output: () => out, exited };
     ups.push(u);
     const client = IrisClient.connect(address, { user: "alice" });
@@ -106,7 +121,12 @@ describe.skipIf(skip)("iris cluster up on a real Slurm", () => {
   it("from zero: a 3-task job makes the autoscaler submit Slurm jobs; workers register, the tasks succeed; after idleTimeout no iris job is left and no worker", async () => {
     const { client } = await up(await fresh());
     expect(await client.listWorkers()).toEqual([]);
-    const job = await client.submit({ name: "three", replicas: 3, entrypoint: { command: ["sh", "-c", "echo task $IRIS_TASK_INDEX in $SLURM_JOB_ID"] }, resources: { cpuMillis: 1000, memoryBytes: 256 * 1024 * 1024 } });
+    const job = await client.submit({
+      name: "three",
+      replicas: 3,
+      entrypoint: { command: ["sh", "-c", "echo task $IRIS_TASK_INDEX in $SLURM_JOB_ID"] },
+      resources: { cpuMillis: 1000, memoryBytes: 256 * 1024 * 1024 },
+    });
     await until("iris jobs in squeue", () => liveIrisJobs().length > 0, 60_000);
     expect(liveIrisJobs().every((j) => j.name === "iris-cpu")).toBe(true);
     const st = await job.wait({ timeoutMs: 120_000 });
@@ -143,7 +163,9 @@ describe.skipIf(skip)("iris cluster up on a real Slurm", () => {
     const config = await fresh({ minWorkers: 2, maxWorkers: 2, idleTimeout: "1m" });
     const first = await up(config);
     await until("2 workers registered", async () => (await first.client.listWorkers()).length === 2, 120_000);
-    const jobsBefore = liveIrisJobs().map((j) => j.id).sort();
+    const jobsBefore = liveIrisJobs()
+      .map((j) => j.id)
+      .sort();
     expect(jobsBefore).toHaveLength(2);
     first.up.proc.kill("SIGKILL");
     await first.up.exited;
@@ -152,23 +174,41 @@ describe.skipIf(skip)("iris cluster up on a real Slurm", () => {
     // Several rounds later: the same two Slurm jobs, the same two workers, no start decision.
     const since = Date.now();
     await until("rounds after the restart", async () => (await status(second.client)).lastRoundAtMs > since + 3000, 60_000);
-    expect(liveIrisJobs().map((j) => j.id).sort()).toEqual(jobsBefore);
+    expect(
+      liveIrisJobs()
+        .map((j) => j.id)
+        .sort(),
+    ).toEqual(jobsBefore);
     const workers = (await second.client.listWorkers()).map((w) => w.workerId).sort();
-    const jobWorkers = slurm.jobs().filter((j) => jobsBefore.includes(j.id)).map((j) => j.comment.split(":").pop()!).sort();
+    const jobWorkers = slurm
+      .jobs()
+      .filter((j) => jobsBefore.includes(j.id))
+      .map((j) => j.comment.split(":").pop()!)
+      .sort();
     expect(workers).toEqual(jobWorkers);
     expect((await status(second.client)).decisions.filter((d) => d.kind === "start")).toEqual([]);
   }, 300_000);
 
   it("a group at maxWorkers: the pending task's reason says so; a gang of 2 runs on 2 Slurm workers at once", async () => {
     const { client } = await up(await fresh({ maxWorkers: 2, idleTimeout: "1m" }));
-    const gang = await client.submit({ name: "pair", replicas: 2, gang: true, entrypoint: { command: ["sh", "-c", "echo rank $IRIS_TASK_INDEX"] }, resources: { cpuMillis: 1000 } });
+    const gang = await client.submit({
+      name: "pair",
+      replicas: 2,
+      gang: true,
+      entrypoint: { command: ["sh", "-c", "echo rank $IRIS_TASK_INDEX"] },
+      resources: { cpuMillis: 1000 },
+    });
     const g = await gang.wait({ timeoutMs: 180_000 });
     expect(g.state).toBe("SUCCEEDED");
     expect(new Set(g.tasks.map((t) => t.workerId)).size).toBe(2);
     expect((await status(client)).decisions.map((d) => d.reason)).toContain("+2 cpu for /alice/pair (gang of 2)");
     // Both workers busy with a long task each; a third task waits at the group's max.
     const hold = await client.submit({ name: "hold", replicas: 3, entrypoint: { command: ["sleep", "300"] }, resources: { cpuMillis: 1000 } });
-    const reason = await until("a pending reason naming the max", async () => (await hold.status()).tasks.map((t) => t.pendingReason ?? "").find((r) => /at max 2/.test(r)), 120_000);
+    const reason = await until(
+      "a pending reason naming the max",
+      async () => (await hold.status()).tasks.map((t) => t.pendingReason ?? "").find((r) => /at max 2/.test(r)),
+      120_000,
+    );
     expect(reason).toMatch(/cpu at max 2/);
     await hold.terminate();
   }, 300_000);

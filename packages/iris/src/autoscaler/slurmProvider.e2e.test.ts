@@ -75,7 +75,11 @@ describe.skipIf(skip)("SlurmProvider on a real Slurm", () => {
     const worker = (await client.listWorkers()).find((x) => x.workerId === workerId)!;
     expect(worker.attributes).toMatchObject({ pool: "slurm", "iris.group": "cpu" });
 
-    const job = await client.submit({ name: "on-slurm", entrypoint: { command: ["sh", "-c", "echo ran in slurm job $SLURM_JOB_ID"] }, constraints: [{ key: "pool", op: "EQ", value: "slurm" }] });
+    const job = await client.submit({
+      name: "on-slurm",
+      entrypoint: { command: ["sh", "-c", "echo ran in slurm job $SLURM_JOB_ID"] },
+      constraints: [{ key: "pool", op: "EQ", value: "slurm" }],
+    });
     const st = await job.wait({ timeoutMs: 60_000 });
     expect(st.state).toBe("SUCCEEDED");
     expect(st.tasks[0]!.attempts).toHaveLength(1);
@@ -132,7 +136,12 @@ describe.skipIf(skip)("SlurmProvider on a real Slurm", () => {
 
   it("a short time limit: Slurm's warning signal makes the worker hand its attempt back and leave before the limit", async () => {
     const { jobId, workerId } = await startWorker(group({ timeLimit: "1" }));
-    const job = await client.submit({ name: "outlives-limit", entrypoint: { command: ["sleep", "600"] }, constraints: [{ key: "pool", op: "EQ", value: "slurm" }], maxRetriesFailure: 0 });
+    const job = await client.submit({
+      name: "outlives-limit",
+      entrypoint: { command: ["sleep", "600"] },
+      constraints: [{ key: "pool", op: "EQ", value: "slurm" }],
+      maxRetriesFailure: 0,
+    });
     await until("the attempt to run on the short worker", async () => (await job.status()).tasks[0]?.attempts[0]?.workerId === workerId, 60_000);
     await until("the worker to drain and leave", async () => !(await client.listWorkers()).some((x) => x.workerId === workerId), 150_000);
     const a = (await job.status()).tasks[0]!.attempts[0]!;
@@ -163,7 +172,9 @@ describe.skipIf(skip)("SlurmProvider on a real Slurm", () => {
   });
 
   it("sbatch refusing (an unknown partition) rejects with Slurm's own message; a pending job shows squeue's reason", async () => {
-    await expect(provider.start({ group: group({ partition: "nosuchpart" }), workerId: "never", controllerAddress: controller.address, credentialFile, stateDir: dir })).rejects.toThrow(/sbatch: .*invalid partition/i);
+    await expect(
+      provider.start({ group: group({ partition: "nosuchpart" }), workerId: "never", controllerAddress: controller.address, credentialFile, stateDir: dir }),
+    ).rejects.toThrow(/sbatch: .*invalid partition/i);
     // A group asking for more than the node has stays PENDING with Slurm's reason.
     const big = group({ extraArgs: ["--hold"] }, "held");
     const w = await provider.start({ group: big, workerId: "held-1", controllerAddress: controller.address, credentialFile, stateDir: dir });
@@ -177,6 +188,8 @@ describe.skipIf(skip)("SlurmProvider on a real Slurm", () => {
     const loose = path.join(dir, "loose-credential");
     fs.writeFileSync(loose, TOKEN, { mode: 0o644 });
     fs.chmodSync(loose, 0o644);
-    await expect(provider.start({ group: group(), workerId: "loose", controllerAddress: controller.address, credentialFile: loose, stateDir: dir })).rejects.toThrow(/readable by its owner only/);
+    await expect(provider.start({ group: group(), workerId: "loose", controllerAddress: controller.address, credentialFile: loose, stateDir: dir })).rejects.toThrow(
+      /readable by its owner only/,
+    );
   });
 });

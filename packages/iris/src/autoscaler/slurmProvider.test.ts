@@ -50,14 +50,32 @@ describe("slurm provider parts", () => {
       logFile: "/state/logs/slurm-gpu-%j.log",
     });
     expect(args).toEqual([
-      "--parsable", "--job-name=iris-gpu", "--comment=iris:abc:w-1", "--output=/state/logs/slurm-gpu-%j.log", "--error=/state/logs/slurm-gpu-%j.log",
-      "--open-mode=append", "--nodes=1", "--ntasks=1", "--cpus-per-task=3", "--mem=8192M", "--partition=main", "--signal=B:USR1@300",
-      "--no-requeue", "--export=ALL", "--account=proj", "--qos=high", "--time=1:00:00", "--gres=gpu:2", "--constraint=a100",
+      "--parsable",
+      "--job-name=iris-gpu",
+      "--comment=iris:abc:w-1",
+      "--output=/state/logs/slurm-gpu-%j.log",
+      "--error=/state/logs/slurm-gpu-%j.log",
+      "--open-mode=append",
+      "--nodes=1",
+      "--ntasks=1",
+      "--cpus-per-task=3",
+      "--mem=8192M",
+      "--partition=main",
+      "--signal=B:USR1@300",
+      "--no-requeue",
+      "--export=ALL",
+      "--account=proj",
+      "--qos=high",
+      "--time=1:00:00",
+      "--gres=gpu:2",
+      "--constraint=a100",
     ]);
   });
 
   it("runs sbatch (whose environment the job inherits) with the listed variables and Slurm's own only", () => {
-    expect(sbatchEnv({ PATH: "/bin", HOME: "/root", IRIS_TOKEN: "secret", AWS_SECRET_ACCESS_KEY: "k", SLURM_CONF: "/etc/slurm.conf", SBATCH_PARTITION: "p", NODE_OPTIONS: "--x" })).toEqual({
+    expect(
+      sbatchEnv({ PATH: "/bin", HOME: "/root", IRIS_TOKEN: "secret", AWS_SECRET_ACCESS_KEY: "k", SLURM_CONF: "/etc/slurm.conf", SBATCH_PARTITION: "p", NODE_OPTIONS: "--x" }),
+    ).toEqual({
       PATH: "/bin",
       HOME: "/root",
       SLURM_CONF: "/etc/slurm.conf",

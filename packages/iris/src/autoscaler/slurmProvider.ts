@@ -37,7 +37,22 @@ export interface SlurmProviderOptions {
 }
 
 /** Variables a worker's job gets from the controller's environment (when set); nothing else. */
-const EXPORTED_VARS = ["PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TZ", "TMPDIR", "NODE_OPTIONS", "NODE_PATH", "NODE_EXTRA_CA_CERTS", "IRIS_STATE_DIR", "IRIS_BUNDLE_CACHE", "IRIS_TLS_CA"];
+const EXPORTED_VARS = [
+  "PATH",
+  "HOME",
+  "USER",
+  "LOGNAME",
+  "LANG",
+  "LC_ALL",
+  "TZ",
+  "TMPDIR",
+  "NODE_OPTIONS",
+  "NODE_PATH",
+  "NODE_EXTRA_CA_CERTS",
+  "IRIS_STATE_DIR",
+  "IRIS_BUNDLE_CACHE",
+  "IRIS_TLS_CA",
+];
 
 /** The environment sbatch runs with (and the job inherits): the listed variables and Slurm's own. */
 export function sbatchEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
@@ -195,13 +210,22 @@ export class SlurmProvider implements WorkerProvider {
 
   #run(program: string, args: readonly string[]): Promise<string> {
     return new Promise((resolve, reject) => {
-      execFile(program, args as string[], { env: program === "sbatch" ? sbatchEnv(this.#env) : this.#env, timeout: this.#opts.commandTimeoutMs ?? 30_000, maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => {
-        if (err === null) resolve(stdout);
-        else {
-          const why = stderr.trim().split("\n").filter((l) => l.trim() !== "").join("; ");
-          reject(new SlurmCommandError(program, why !== "" ? why : err.message));
-        }
-      });
+      execFile(
+        program,
+        args as string[],
+        { env: program === "sbatch" ? sbatchEnv(this.#env) : this.#env, timeout: this.#opts.commandTimeoutMs ?? 30_000, maxBuffer: 64 * 1024 * 1024 },
+        (err, stdout, stderr) => {
+          if (err === null) resolve(stdout);
+          else {
+            const why = stderr
+              .trim()
+              .split("\n")
+              .filter((l) => l.trim() !== "")
+              .join("; ");
+            reject(new SlurmCommandError(program, why !== "" ? why : err.message));
+          }
+        },
+      );
     });
   }
 

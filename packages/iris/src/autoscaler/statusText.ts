@@ -23,12 +23,17 @@ export function formatClusterStatus(s: ClusterStatus): string {
     g.backoffUntilMs > s.atMs ? `${formatMillis(g.backoffUntilMs - s.atMs)} (boot failed ${g.failedBoots}×)` : "-",
   ]);
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
-  const line = (r: string[]): string => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]))).join("  ").trimEnd();
+  const line = (r: string[]): string =>
+    r
+      .map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i])))
+      .join("  ")
+      .trimEnd();
   let out = `${[head, ...rows].map(line).join("\n")}\n`;
   for (const g of s.groups) {
     if (g.workers.length > 0) {
       out += `\n${g.name} workers:\n`;
-      for (const w of g.workers) out += `  ${w.workerId}  ${w.state}${w.state === "ready" ? (w.busy ? " (busy)" : " (idle)") : ""}  ${w.providerId}${w.detail ? `  ${w.detail}` : ""}\n`;
+      for (const w of g.workers)
+        out += `  ${w.workerId}  ${w.state}${w.state === "ready" ? (w.busy ? " (busy)" : " (idle)") : ""}  ${w.providerId}${w.detail ? `  ${w.detail}` : ""}\n`;
     }
   }
   const decisions = s.decisions.slice(-20);

@@ -5,16 +5,7 @@
 // and `iris cluster local` for SQLite and the controller, and `--help` for none of it.
 import type { IrisClient, Job } from "../client/irisClient.ts";
 import { isTerminalJobState } from "../jobSpec.ts";
-import {
-  clusterSummary,
-  formatClusterSummary,
-  formatEndpoints,
-  formatWorkers,
-  formatJobList,
-  formatJobStatus,
-  formatLogLine,
-  jobExitCode,
-} from "./output.ts";
+import { clusterSummary, formatClusterSummary, formatEndpoints, formatWorkers, formatJobList, formatJobStatus, formatLogLine, jobExitCode } from "./output.ts";
 import type { ClientArgs, CliActions, CliIo } from "./program.ts";
 
 /** Resolves at the first SIGINT or SIGTERM; a second one exits at once (130). */
@@ -117,7 +108,10 @@ export function realActions(io: CliIo): CliActions {
           `(db ${a.dbPath}, auth ${controller.auth.enabled ? "on" : "off"}, tls ${a.tlsCert ? "on" : "off"})\n`,
       );
       io.out(`  ${controller.authNotice()}\n`);
-      if (controller.httpAddress) io.out(`iris controller HTTP (API, /metrics, /proxy) on ${controller.httpOrigin}; endpoint proxy (/proxy, /cap) on ${controller.proxyOrigin}\n  dashboard: ${controller.loginUrl()}\n`);
+      if (controller.httpAddress)
+        io.out(
+          `iris controller HTTP (API, /metrics, /proxy) on ${controller.httpOrigin}; endpoint proxy (/proxy, /cap) on ${controller.proxyOrigin}\n  dashboard: ${controller.loginUrl()}\n`,
+        );
       await untilSignal();
       await controller.stop();
       return 0;

@@ -88,7 +88,9 @@ describe("iris controller: bind", () => {
   it("listens on 127.0.0.1 only when no --host is given", async () => {
     const c = new Iris(["controller", "--port", "0", "--db", path.join(dir, "bind.sqlite")]);
     try {
-      const m = await waitFor("the listening line", () => /listening on (127\.0\.0\.1):(\d+)/.exec(c.stdout) ?? (c.child.exitCode !== null ? new Error(c.stderr) : undefined), { timeoutMs: 30_000 });
+      const m = await waitFor("the listening line", () => /listening on (127\.0\.0\.1):(\d+)/.exec(c.stdout) ?? (c.child.exitCode !== null ? new Error(c.stderr) : undefined), {
+        timeoutMs: 30_000,
+      });
       if (m instanceof Error) throw m;
       const port = Number(m[2]);
       expect(listeningAddresses(port)).toEqual(["127.0.0.1"]);
@@ -127,11 +129,22 @@ describe("iris controller: bind", () => {
 describe("iris controller: TLS", () => {
   it("serves gRPC over TLS to clients with the CA; the wrong CA or none is refused with a readable error", async () => {
     const c = new Iris([
-      "controller", "--port", "0", "--db", path.join(dir, "tls.sqlite"), "--token", "tls-admin-token",
-      "--tls-cert", path.join(dir, "server.pem"), "--tls-key", path.join(dir, "server.key"),
+      "controller",
+      "--port",
+      "0",
+      "--db",
+      path.join(dir, "tls.sqlite"),
+      "--token",
+      "tls-admin-token",
+      "--tls-cert",
+      path.join(dir, "server.pem"),
+      "--tls-key",
+      path.join(dir, "server.key"),
     ]);
     try {
-      const m = await waitFor("the listening line", () => /listening on (\S+) .*tls on/.exec(c.stdout) ?? (c.child.exitCode !== null ? new Error(c.stderr) : undefined), { timeoutMs: 30_000 });
+      const m = await waitFor("the listening line", () => /listening on (\S+) .*tls on/.exec(c.stdout) ?? (c.child.exitCode !== null ? new Error(c.stderr) : undefined), {
+        timeoutMs: 30_000,
+      });
       if (m instanceof Error) throw m;
       const address = m[1]!;
       const run = async (args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; out: string; err: string }> => {
@@ -169,7 +182,10 @@ describe("iris controller: TLS", () => {
       for (const address of [`127.0.0.1:${port}`, `localhost:${port}`]) {
         const client = IrisClient.connect(address, { token: "tls-admin-token", tlsCa: path.join(dir, "ca.pem"), user: "tls" });
         try {
-          const err = await client.list().then(() => undefined, (e: unknown) => e as IrisError);
+          const err = await client.list().then(
+            () => undefined,
+            (e: unknown) => e as IrisError,
+          );
           expect(err?.code).toBe("UNAVAILABLE");
           expect(err?.message).toMatch(/does not match certificate's altnames/);
           expect(err?.message).toMatch(/not issued for the address dialled/);
@@ -202,10 +218,14 @@ describe("iris controller: TLS", () => {
       for await (const e of job.logs()) lines.push(e.line);
       expect(lines).toContain("ca-ok");
       const status = await new Promise<number>((resolve, reject) => {
-        const req = https.request(`https://${controller.httpAddress}/api/ListWorkers`, { method: "POST", ca: fs.readFileSync(ca), headers: { authorization: "Bearer tls-admin-token" } }, (res) => {
-          res.resume();
-          resolve(res.statusCode ?? 0);
-        });
+        const req = https.request(
+          `https://${controller.httpAddress}/api/ListWorkers`,
+          { method: "POST", ca: fs.readFileSync(ca), headers: { authorization: "Bearer tls-admin-token" } },
+          (res) => {
+            res.resume();
+            resolve(res.statusCode ?? 0);
+          },
+        );
         req.on("error", reject);
         req.end("{}");
       });

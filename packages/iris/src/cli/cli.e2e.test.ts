@@ -105,9 +105,7 @@ describe("iris CLI end to end", () => {
 
   it("job logs -f streams lines while the job runs, and ends when it finishes", async () => {
     const release = path.join(dir, "release");
-    const script =
-      "console.log('line 1');" +
-      "const t = setInterval(() => { if (require('fs').existsSync(process.argv[1])) { console.log('line 2'); clearInterval(t); } }, 50);";
+    const script = "console.log('line 1');" + "const t = setInterval(() => { if (require('fs').existsSync(process.argv[1])) { console.log('line 2'); clearInterval(t); } }, 50);";
     const submitted = await iris(["job", "run", "--name", "streamer", "--detach", "--", "node", "-e", script, release]);
     expect(submitted.code, submitted.stderr).toBe(0);
     expect(submitted.stdout).toBe("/clitest/streamer\n");
@@ -175,14 +173,23 @@ describe("iris CLI end to end", () => {
       /^\/clitest\/toobig UNSCHEDULABLE: task \/clitest\/toobig\/0 is unschedulable: needs cpu 64 cores, the largest of 1 registered worker has 2 cores$/m,
     );
     expect(gang.code).toBe(1);
-    expect(gang.stderr).toMatch(/^\/clitest\/widegang UNSCHEDULABLE: .*gang of 2 needs 2 workers with cpu 1 core, memory 0 B each .* only 1 of 1 registered worker could ever hold a member/m);
+    expect(gang.stderr).toMatch(
+      /^\/clitest\/widegang UNSCHEDULABLE: .*gang of 2 needs 2 workers with cpu 1 core, memory 0 B each .* only 1 of 1 registered worker could ever hold a member/m,
+    );
     const status = await iris(["job", "status", "toobig"]);
     expect(status.stdout.split("\n")[0]).toBe("UNSCHEDULABLE");
 
     // job list --state filters by state (any case); a state that does not exist is a usage error.
     const list = await iris(["job", "list", "--state", "unschedulable"]);
     expect(list.code, list.stderr).toBe(0);
-    expect(list.stdout.split("\n").slice(1).filter((l) => l !== "").map((l) => l.split(/ +/)[0]).sort()).toEqual(["/clitest/toobig", "/clitest/widegang"]);
+    expect(
+      list.stdout
+        .split("\n")
+        .slice(1)
+        .filter((l) => l !== "")
+        .map((l) => l.split(/ +/)[0])
+        .sort(),
+    ).toEqual(["/clitest/toobig", "/clitest/widegang"]);
     expect((await iris(["job", "list", "--state", "KILLED"])).stdout).not.toMatch(/toobig/);
     const bad = await iris(["job", "list", "--state", "DONE"]);
     expect(bad.code).toBe(1);
@@ -267,7 +274,12 @@ describe("iris cluster local", () => {
         IRIS_AUTH_TOKEN: "",
       });
       expect(r.code, r.stderr).toBe(0);
-      expect(r.stdout.split("\n").filter((l) => l.startsWith("[")).sort()).toEqual(["[0] task 0", "[1] task 1"]);
+      expect(
+        r.stdout
+          .split("\n")
+          .filter((l) => l.startsWith("["))
+          .sort(),
+      ).toEqual(["[0] task 0", "[1] task 1"]);
       // Its workers are a local scale group with min = max = 2 under the autoscaler.
       const st = await iris(["cluster", "status", "--json", "--controller", address], { IRIS_AUTH_TOKEN: "" });
       expect(st.code, st.stderr).toBe(0);

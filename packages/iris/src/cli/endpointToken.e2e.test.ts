@@ -44,8 +44,11 @@ describe("iris endpoint token", () => {
   it("prints a capability URL that reaches the service through the controller's HTTP port", async () => {
     const controller = iris(["controller", "--port", "0", "--http-port", "0", "--db", path.join(dir, "c.sqlite"), "--token", TOKEN], env);
     try {
-      const [, grpcAddr, httpAddr] = await waitFor(`the controller's addresses (stdout: ${controller.out()} stderr: ${controller.err()})`, () =>
-        /listening on (\S+)[\s\S]*HTTP.* on http:\/\/(\S+)/.exec(controller.out()) ?? undefined, { timeoutMs: 30_000 });
+      const [, grpcAddr, httpAddr] = await waitFor(
+        `the controller's addresses (stdout: ${controller.out()} stderr: ${controller.err()})`,
+        () => /listening on (\S+)[\s\S]*HTTP.* on http:\/\/(\S+)/.exec(controller.out()) ?? undefined,
+        { timeoutMs: 30_000 },
+      );
       const client = IrisClient.connect(grpcAddr!, { token: TOKEN });
       await client.registerEndpoint("/clitest/app/web", `127.0.0.1:${(upstream.address() as AddressInfo).port}`);
       client.close();

@@ -18,10 +18,7 @@ describe("jobExitCode", () => {
   });
   it("is the task's code when exactly one task ended in APP_EXIT", () => {
     expect(jobExitCode(job("FAILED", [task(0, { state: "FAILED", failureKind: "APP_EXIT", exitCode: 3 })]))).toBe(3);
-    const gang = [
-      task(0, { state: "FAILED", failureKind: "PEER_FAILED" }),
-      task(1, { state: "FAILED", failureKind: "APP_EXIT", exitCode: 42 }),
-    ];
+    const gang = [task(0, { state: "FAILED", failureKind: "PEER_FAILED" }), task(1, { state: "FAILED", failureKind: "APP_EXIT", exitCode: 42 })];
     expect(jobExitCode(job("FAILED", gang))).toBe(42);
   });
   it("is 1 otherwise", () => {
@@ -46,7 +43,15 @@ describe("formatting", () => {
   });
 
   it("aligns tables", () => {
-    expect(formatTable(["A", "BB"], [["long", "x"], ["s", "y"]])).toBe("A     BB\nlong  x\ns     y\n");
+    expect(
+      formatTable(
+        ["A", "BB"],
+        [
+          ["long", "x"],
+          ["s", "y"],
+        ],
+      ),
+    ).toBe("A     BB\nlong  x\ns     y\n");
   });
 
   it("lists jobs with task counts by state", () => {
@@ -61,9 +66,7 @@ describe("formatting", () => {
   });
 
   it("lists endpoints with metadata", () => {
-    expect(formatEndpoints([{ name: "/u/j/coord", address: "10.0.0.1:99", metadata: { rank: "0" } }])).toBe(
-      "NAME        ADDRESS      METADATA\n/u/j/coord  10.0.0.1:99  rank=0\n",
-    );
+    expect(formatEndpoints([{ name: "/u/j/coord", address: "10.0.0.1:99", metadata: { rank: "0" } }])).toBe("NAME        ADDRESS      METADATA\n/u/j/coord  10.0.0.1:99  rank=0\n");
   });
 
   it("lists workers with their load, cpu and memory used of capacity, devices and attributes", () => {

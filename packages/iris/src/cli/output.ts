@@ -6,7 +6,16 @@ import type { Endpoint, JobStatus, LogEntry, WorkerSummary } from "../jobSpec.ts
 export function formatTable(header: string[], rows: string[][]): string {
   const all = [header, ...rows];
   const widths = header.map((_, c) => Math.max(...all.map((r) => (r[c] ?? "").length)));
-  return all.map((r) => r.map((cell, c) => (c === r.length - 1 ? cell : cell.padEnd(widths[c]))).join("  ").trimEnd()).join("\n") + "\n";
+  return (
+    all
+      .map((r) =>
+        r
+          .map((cell, c) => (c === r.length - 1 ? cell : cell.padEnd(widths[c])))
+          .join("  ")
+          .trimEnd(),
+      )
+      .join("\n") + "\n"
+  );
 }
 
 /** "2 RUNNING, 1 PENDING": task counts by state, in order of first appearance. */
@@ -65,7 +74,13 @@ export function formatEndpoints(endpoints: Endpoint[]): string {
   if (endpoints.length === 0) return "no endpoints\n";
   return formatTable(
     ["NAME", "ADDRESS", "METADATA"],
-    endpoints.map((e) => [e.name, e.address, Object.entries(e.metadata).map(([k, v]) => `${k}=${v}`).join(",")]),
+    endpoints.map((e) => [
+      e.name,
+      e.address,
+      Object.entries(e.metadata)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(","),
+    ]),
   );
 }
 
@@ -81,8 +96,12 @@ export function formatWorkers(workers: WorkerSummary[]): string {
       String(w.runningAttempts),
       `${cores(w.used.cpuMillis)}/${cores(w.capacity.cpuMillis)}`,
       `${formatBytes(w.used.memoryBytes)}/${formatBytes(w.capacity.memoryBytes)}`,
-      Object.entries(w.capacity.devices).map(([k, n]) => `${k}=${w.used.devices[k] ?? 0}/${n}`).join(",") || "-",
-      Object.entries(w.attributes).map(([k, v]) => `${k}=${v}`).join(","),
+      Object.entries(w.capacity.devices)
+        .map(([k, n]) => `${k}=${w.used.devices[k] ?? 0}/${n}`)
+        .join(",") || "-",
+      Object.entries(w.attributes)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(","),
     ]),
   );
 }

@@ -42,9 +42,7 @@ describe("iris CLI parsing", () => {
   it("parses controller options, with --worker-timeout in seconds", async () => {
     const r = await cli(["controller", "--port", "0", "--db", "/tmp/x.sqlite", "--token", "s3cret", "--worker-timeout", "2.5"]);
     expect(r.code).toBe(0);
-    expect(r.calls).toEqual([
-      { action: "controller", args: { port: 0, host: "127.0.0.1", dbPath: "/tmp/x.sqlite", token: "s3cret", workerTimeoutMs: 2500 } },
-    ]);
+    expect(r.calls).toEqual([{ action: "controller", args: { port: 0, host: "127.0.0.1", dbPath: "/tmp/x.sqlite", token: "s3cret", workerTimeoutMs: 2500 } }]);
   });
 
   it("requires --db for the controller and rejects a bad port", async () => {
@@ -76,9 +74,7 @@ describe("iris CLI parsing", () => {
   });
 
   it("parses worker capacity: cores, human sizes and repeated attributes", async () => {
-    const r = await cli([
-      "worker", "--controller", "c:1", "--cpu", "0.5", "--memory", "2G", "--attr", "zone=us-east", "--attr", "tier=a=b",
-    ]);
+    const r = await cli(["worker", "--controller", "c:1", "--cpu", "0.5", "--memory", "2G", "--attr", "zone=us-east", "--attr", "tier=a=b"]);
     expect(r.args).toEqual({
       controller: "c:1",
       token: undefined,
@@ -100,7 +96,17 @@ describe("iris CLI parsing", () => {
     const provided = await cli(["worker", "--controller", "c:1", "--worker-id", "w-7", "--credential-file", "/state/w-7.cred", "--preemptible"]);
     expect(provided.args).toMatchObject({ workerId: "w-7", credentialFile: "/state/w-7.cred", preemptible: true });
     const bundled = await cli([
-      "worker", "--controller", "c:1", "--bundle-cache", "/cache", "--bundle-install-flag=--ignore-scripts", "--no-adopt", "--adopt-grace", "2.5", "--bundle-cache-keep", "3",
+      "worker",
+      "--controller",
+      "c:1",
+      "--bundle-cache",
+      "/cache",
+      "--bundle-install-flag=--ignore-scripts",
+      "--no-adopt",
+      "--adopt-grace",
+      "2.5",
+      "--bundle-cache-keep",
+      "3",
     ]);
     expect(bundled.args).toMatchObject({ bundleCache: "/cache", bundleInstallFlags: ["--ignore-scripts"], adopt: false, adoptGraceMs: 2500, bundleCacheKeep: 3 });
     const drain = await cli(["worker", "drain", "w-1", "--controller", "c:1"]);
@@ -133,10 +139,39 @@ describe("iris CLI parsing", () => {
 
   it("builds a job spec from job run options and the command after --", async () => {
     const r = await cli([
-      "job", "run", "--controller", "c:1", "--name", "train", "--replicas", "4", "--cpu", "1.5", "--memory", "1.5Gi",
-      "--max-retries", "2", "--max-preemptions", "0", "--gang", "--constraint", "zone=us-east", "--constraint", "rank>3",
-      "--env", "A=1", "--port", "coord", "--timeout", "60",
-      "--", "node", "-e", "process.exit(3)", "--name", "not-an-option",
+      "job",
+      "run",
+      "--controller",
+      "c:1",
+      "--name",
+      "train",
+      "--replicas",
+      "4",
+      "--cpu",
+      "1.5",
+      "--memory",
+      "1.5Gi",
+      "--max-retries",
+      "2",
+      "--max-preemptions",
+      "0",
+      "--gang",
+      "--constraint",
+      "zone=us-east",
+      "--constraint",
+      "rank>3",
+      "--env",
+      "A=1",
+      "--port",
+      "coord",
+      "--timeout",
+      "60",
+      "--",
+      "node",
+      "-e",
+      "process.exit(3)",
+      "--name",
+      "not-an-option",
     ]);
     expect(r.code).toBe(0);
     expect(r.args).toEqual({
@@ -188,9 +223,7 @@ describe("iris CLI parsing", () => {
 
   it("parses status, logs -f, kill and endpoints", async () => {
     const env = ["--controller", "c:1"];
-    expect((await cli(["job", "status", "train", ...env])).calls).toEqual([
-      { action: "jobStatus", args: { controller: "c:1", token: undefined, name: "train", json: false } },
-    ]);
+    expect((await cli(["job", "status", "train", ...env])).calls).toEqual([{ action: "jobStatus", args: { controller: "c:1", token: undefined, name: "train", json: false } }]);
     expect((await cli(["job", "logs", "/u/train", "-f", ...env])).args).toMatchObject({ name: "/u/train", follow: true });
     expect((await cli(["job", "logs", "train", ...env])).args).toMatchObject({ follow: false });
     expect((await cli(["job", "kill", "train", ...env])).calls[0].action).toBe("jobKill");

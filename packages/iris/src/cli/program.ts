@@ -6,15 +6,7 @@ import { Command, CommanderError, InvalidArgumentError, Option } from "commander
 import { IrisError } from "../errors.ts";
 import type { Constraint, JobSpecInput, JobState } from "../jobSpec.ts";
 import { integerArg } from "../toolkit/cliInteger.ts";
-import {
-  collect,
-  collectKeyValue,
-  parseConstraint,
-  parseCpu,
-  parseJson,
-  parseSeconds,
-  parseSize,
-} from "./units.ts";
+import { collect, collectKeyValue, parseConstraint, parseCpu, parseJson, parseSeconds, parseSize } from "./units.ts";
 
 /** How a command reaches the controller. */
 export interface ClientArgs {
@@ -197,14 +189,11 @@ export interface CliIo {
   err(text: string): void;
 }
 
-const tokenOption = (): Option =>
-  new Option("--token <token>", "bearer token for the controller").env("IRIS_AUTH_TOKEN");
+const tokenOption = (): Option => new Option("--token <token>", "bearer token for the controller").env("IRIS_AUTH_TOKEN");
 
-const tlsCaOption = (): Option =>
-  new Option("--tls-ca <file>", "TLS: CA certificate (PEM) the controller's certificate must chain to").env("IRIS_TLS_CA");
+const tlsCaOption = (): Option => new Option("--tls-ca <file>", "TLS: CA certificate (PEM) the controller's certificate must chain to").env("IRIS_TLS_CA");
 
-const controllerOption = (): Option =>
-  new Option("--controller <address>", "controller address host:port").env("IRIS_CONTROLLER_ADDRESS");
+const controllerOption = (): Option => new Option("--controller <address>", "controller address host:port").env("IRIS_CONTROLLER_ADDRESS");
 
 /** The job states `iris job list --state` accepts. */
 export const JOB_STATES: readonly JobState[] = ["PENDING", "RUNNING", "SUCCEEDED", "FAILED", "KILLED", "UNSCHEDULABLE"];
@@ -218,8 +207,8 @@ function parseJobState(v: string): JobState {
 }
 
 const schedulingTimeoutOption = (what: string): Option =>
-  new Option("--scheduling-timeout <seconds>", `with no worker registered, ${what} waits this long before it is UNSCHEDULABLE (0: forever; default 300)`).argParser(
-    (v: string) => (Number(v.trim()) === 0 && v.trim() !== "" ? 0 : parseSeconds(v)),
+  new Option("--scheduling-timeout <seconds>", `with no worker registered, ${what} waits this long before it is UNSCHEDULABLE (0: forever; default 300)`).argParser((v: string) =>
+    Number(v.trim()) === 0 && v.trim() !== "" ? 0 : parseSeconds(v),
   );
 
 function clientArgsOf(opts: { controller?: string; token?: string; tlsCa?: string }): ClientArgs {
@@ -233,12 +222,7 @@ function clientArgsOf(opts: { controller?: string; token?: string; tlsCa?: strin
  * Builds the `iris` command tree over the given actions. The returned program is configured for
  * embedding: it throws `CommanderError` instead of exiting, and writes through `io`.
  */
-export function buildProgram(
-  actions: CliActions,
-  io: CliIo,
-  setExitCode: (code: number) => void,
-  onController: (address: string) => void = () => {},
-): Command {
+export function buildProgram(actions: CliActions, io: CliIo, setExitCode: (code: number) => void, onController: (address: string) => void = () => {}): Command {
   const clientArgs = (opts: { controller?: string; token?: string; tlsCa?: string }): ClientArgs => {
     const a = clientArgsOf(opts);
     onController(a.controller);
@@ -266,10 +250,23 @@ export function buildProgram(
     .option("--tls-key <file>", "TLS private key (PEM)")
     .addOption(new Option("--worker-timeout <seconds>", "a worker silent this long is lost (default 30)").argParser(parseSeconds))
     .addOption(schedulingTimeoutOption("a job that sets none"))
-    .addOption(new Option("--http-port <port>", "also serve HTTP (API, /metrics, the endpoint proxy /proxy and /cap) on this port (0: any free port)").argParser(integerArg({ min: 0, max: 65535 })))
+    .addOption(
+      new Option("--http-port <port>", "also serve HTTP (API, /metrics, the endpoint proxy /proxy and /cap) on this port (0: any free port)").argParser(
+        integerArg({ min: 0, max: 65535 }),
+      ),
+    )
     .option("--no-auth", "turn auth off (a warning is printed): any local process or user could run commands as you")
-    .addOption(new Option("--proxy-port <port>", "the endpoint proxy's own port (/proxy, /cap: its own origin, apart from the dashboard's; default: any free port)").argParser(integerArg({ min: 0, max: 65535 })))
-    .addOption(new Option("--bundle-keep <n>", "uploaded code bundles kept beyond those unfinished jobs run from, the most recently used; older ones are removed (0 = keep all; default 32)").argParser(integerArg({ min: 0 })))
+    .addOption(
+      new Option("--proxy-port <port>", "the endpoint proxy's own port (/proxy, /cap: its own origin, apart from the dashboard's; default: any free port)").argParser(
+        integerArg({ min: 0, max: 65535 }),
+      ),
+    )
+    .addOption(
+      new Option(
+        "--bundle-keep <n>",
+        "uploaded code bundles kept beyond those unfinished jobs run from, the most recently used; older ones are removed (0 = keep all; default 32)",
+      ).argParser(integerArg({ min: 0 })),
+    )
     .action(
       (o: {
         port: number;
@@ -291,21 +288,21 @@ export function buildProgram(
           throw new CommanderError(1, "iris.tls", "error: --tls-cert and --tls-key go together");
         }
         return run(() =>
-        actions.controller({
-          port: o.port,
-          host: o.host,
-          dbPath: o.db,
-          token: o.token || undefined,
-          ...(o.authFile ? { authFile: o.authFile } : {}),
-          ...(o.insecure ? { insecure: true } : {}),
-          ...(o.tlsCert ? { tlsCert: o.tlsCert, tlsKey: o.tlsKey } : {}),
-          workerTimeoutMs: o.workerTimeout,
-          schedulingTimeoutMs: o.schedulingTimeout,
-          ...(o.httpPort !== undefined ? { httpPort: o.httpPort } : {}),
-          ...(o.bundleKeep !== undefined ? { bundleKeep: o.bundleKeep } : {}),
-          ...(o.auth === false ? { noAuth: true } : {}),
-          ...(o.proxyPort !== undefined ? { proxyPort: o.proxyPort } : {}),
-        }),
+          actions.controller({
+            port: o.port,
+            host: o.host,
+            dbPath: o.db,
+            token: o.token || undefined,
+            ...(o.authFile ? { authFile: o.authFile } : {}),
+            ...(o.insecure ? { insecure: true } : {}),
+            ...(o.tlsCert ? { tlsCert: o.tlsCert, tlsKey: o.tlsKey } : {}),
+            workerTimeoutMs: o.workerTimeout,
+            schedulingTimeoutMs: o.schedulingTimeout,
+            ...(o.httpPort !== undefined ? { httpPort: o.httpPort } : {}),
+            ...(o.bundleKeep !== undefined ? { bundleKeep: o.bundleKeep } : {}),
+            ...(o.auth === false ? { noAuth: true } : {}),
+            ...(o.proxyPort !== undefined ? { proxyPort: o.proxyPort } : {}),
+          }),
         );
       },
     );
@@ -325,11 +322,19 @@ export function buildProgram(
     .option("--worker-id <id>", "register under this id (default: kept in the state directory, else <hostname>-<random>)")
     .option("--credential-file <file>", "read the registration credential from this file (mode 0600; instead of --token, which shows in ps)")
     .option("--bundle-cache <dir>", "where code bundles are unpacked and built (default: $IRIS_BUNDLE_CACHE or ~/.cache/iris/bundles)")
-    .addOption(new Option("--bundle-cache-keep <n>", "built bundles the cache keeps, the most recently used; older unused ones are removed (0 = keep all; default 8)").argParser(integerArg({ min: 0 })))
+    .addOption(
+      new Option("--bundle-cache-keep <n>", "built bundles the cache keeps, the most recently used; older unused ones are removed (0 = keep all; default 8)").argParser(
+        integerArg({ min: 0 }),
+      ),
+    )
     .option("--no-adopt", "with --state-dir: a restarted worker ends its previous run's attempts instead of adopting them")
     .addOption(new Option("--adopt-grace <seconds>", "how long attempts outlive a dead worker, waiting for it to restart (default 10)").argParser(parseSeconds))
     .addOption(new Option("--bundle-install-flag <flag>", "extra flag of the bundles' pnpm install, e.g. --ignore-scripts (repeatable)").argParser(collect((s: string) => s)))
-    .option("--preemptible", "the host can be taken back (a Slurm job): on SIGTERM, or on SIGUSR1 (the warning before a time limit), the worker hands its attempts back PREEMPTED and leaves", false)
+    .option(
+      "--preemptible",
+      "the host can be taken back (a Slurm job): on SIGTERM, or on SIGUSR1 (the warning before a time limit), the worker hands its attempts back PREEMPTED and leaves",
+      false,
+    )
     .action(
       (o: {
         controller?: string;
@@ -380,7 +385,9 @@ export function buildProgram(
   const cluster = program.command("cluster").description("clusters: in one process, or grown and shrunk by an autoscaler");
   cluster
     .command("up")
-    .description("run a controller with the autoscaler of a cluster config (scale groups on local or Slurm workers) in the foreground; SIGINT/SIGTERM drains and stops the workers it started")
+    .description(
+      "run a controller with the autoscaler of a cluster config (scale groups on local or Slurm workers) in the foreground; SIGINT/SIGTERM drains and stops the workers it started",
+    )
     .requiredOption("--config <file>", "the cluster config (YAML; see the iris README, Running on Slurm)")
     .option("--keep-workers", "at shutdown leave the provided workers running: the next up on the same db adopts them", false)
     .action((o: { config: string; keepWorkers: boolean }) => run(() => actions.clusterUp({ configFile: o.config, keepWorkers: o.keepWorkers })));
@@ -409,24 +416,45 @@ export function buildProgram(
     .addOption(new Option("--worker-cpu <cores>", "CPU per worker (default: the machine's cores split between the workers)").argParser(parseCpu))
     .addOption(new Option("--worker-memory <size>", "memory per worker (default: the machine's memory split between the workers)").argParser(parseSize))
     .addOption(schedulingTimeoutOption("a job that sets none"))
-    .addOption(new Option("--http-port <port>", "serve the web dashboard (and the HTTP API, /metrics) on this port (0: any free port); the URL, with a one-time login code, is printed").argParser(integerArg({ min: 0, max: 65535 })))
+    .addOption(
+      new Option(
+        "--http-port <port>",
+        "serve the web dashboard (and the HTTP API, /metrics) on this port (0: any free port); the URL, with a one-time login code, is printed",
+      ).argParser(integerArg({ min: 0, max: 65535 })),
+    )
     .option("--no-auth", "turn auth off (a warning is printed): any local process or user could run commands as you")
-    .addOption(new Option("--proxy-port <port>", "the endpoint proxy's own port (/proxy, /cap: its own origin, apart from the dashboard's; default: any free port)").argParser(integerArg({ min: 0, max: 65535 })))
-    .action((o: { workers: number; port: number; token?: string; db?: string; workerCpu?: number; workerMemory?: number; schedulingTimeout?: number; httpPort?: number; auth: boolean; proxyPort?: number }) =>
-      run(() =>
-        actions.clusterLocal({
-          workers: o.workers,
-          port: o.port,
-          token: o.token || undefined,
-          dbPath: o.db,
-          workerCpuMillis: o.workerCpu,
-          workerMemoryBytes: o.workerMemory,
-          schedulingTimeoutMs: o.schedulingTimeout,
-          ...(o.httpPort !== undefined ? { httpPort: o.httpPort } : {}),
-          ...(o.auth === false ? { noAuth: true } : {}),
-          ...(o.proxyPort !== undefined ? { proxyPort: o.proxyPort } : {}),
-        }),
+    .addOption(
+      new Option("--proxy-port <port>", "the endpoint proxy's own port (/proxy, /cap: its own origin, apart from the dashboard's; default: any free port)").argParser(
+        integerArg({ min: 0, max: 65535 }),
       ),
+    )
+    .action(
+      (o: {
+        workers: number;
+        port: number;
+        token?: string;
+        db?: string;
+        workerCpu?: number;
+        workerMemory?: number;
+        schedulingTimeout?: number;
+        httpPort?: number;
+        auth: boolean;
+        proxyPort?: number;
+      }) =>
+        run(() =>
+          actions.clusterLocal({
+            workers: o.workers,
+            port: o.port,
+            token: o.token || undefined,
+            dbPath: o.db,
+            workerCpuMillis: o.workerCpu,
+            workerMemoryBytes: o.workerMemory,
+            schedulingTimeoutMs: o.schedulingTimeout,
+            ...(o.httpPort !== undefined ? { httpPort: o.httpPort } : {}),
+            ...(o.auth === false ? { noAuth: true } : {}),
+            ...(o.proxyPort !== undefined ? { proxyPort: o.proxyPort } : {}),
+          }),
+        ),
     );
 
   const job = program.command("job").description("submit and inspect jobs").enablePositionalOptions();
@@ -536,9 +564,7 @@ export function buildProgram(
     .addOption(controllerOption())
     .addOption(tlsCaOption())
     .addOption(tokenOption())
-    .action((name: string, o: { controller?: string; token?: string; json: boolean }) =>
-      run(() => actions.jobStatus({ ...clientArgs(o), name, json: o.json })),
-    );
+    .action((name: string, o: { controller?: string; token?: string; json: boolean }) => run(() => actions.jobStatus({ ...clientArgs(o), name, json: o.json })));
 
   job
     .command("logs")
@@ -548,9 +574,7 @@ export function buildProgram(
     .addOption(controllerOption())
     .addOption(tlsCaOption())
     .addOption(tokenOption())
-    .action((name: string, o: { controller?: string; token?: string; follow: boolean }) =>
-      run(() => actions.jobLogs({ ...clientArgs(o), name, follow: o.follow })),
-    );
+    .action((name: string, o: { controller?: string; token?: string; follow: boolean }) => run(() => actions.jobLogs({ ...clientArgs(o), name, follow: o.follow })));
 
   job
     .command("kill")
@@ -559,9 +583,7 @@ export function buildProgram(
     .addOption(controllerOption())
     .addOption(tlsCaOption())
     .addOption(tokenOption())
-    .action((name: string, o: { controller?: string; token?: string }) =>
-      run(() => actions.jobKill({ ...clientArgs(o), name, json: false })),
-    );
+    .action((name: string, o: { controller?: string; token?: string }) => run(() => actions.jobKill({ ...clientArgs(o), name, json: false })));
 
   program
     .command("endpoints")
@@ -571,9 +593,7 @@ export function buildProgram(
     .addOption(controllerOption())
     .addOption(tlsCaOption())
     .addOption(tokenOption())
-    .action((prefix: string | undefined, o: { controller?: string; token?: string; json: boolean }) =>
-      run(() => actions.endpoints({ ...clientArgs(o), prefix, json: o.json })),
-    );
+    .action((prefix: string | undefined, o: { controller?: string; token?: string; json: boolean }) => run(() => actions.endpoints({ ...clientArgs(o), prefix, json: o.json })));
 
   const endpoint = program.command("endpoint").description("one registered endpoint");
   endpoint
@@ -626,7 +646,12 @@ export function buildProgram(
 export async function runCli(argv: readonly string[], actions: CliActions, io: CliIo): Promise<number> {
   let exitCode = 0;
   let reached: string | undefined;
-  const program = buildProgram(actions, io, (c) => (exitCode = c), (address) => (reached = address));
+  const program = buildProgram(
+    actions,
+    io,
+    (c) => (exitCode = c),
+    (address) => (reached = address),
+  );
   try {
     await program.parseAsync([...argv], { from: "user" });
     return exitCode;

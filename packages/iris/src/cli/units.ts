@@ -81,7 +81,15 @@ export function parseConstraint(text: string): Constraint {
     throw new InvalidArgumentError(`expected key=value, key!=value, key>N, key<N, "key in a,b" or key, got "${text}"`);
   }
   const [, key, op, value, list] = m;
-  if (list !== undefined) return { key, op: "IN", values: list.split(",").map((v) => v.trim()).filter((v) => v !== "") };
+  if (list !== undefined)
+    return {
+      key,
+      op: "IN",
+      values: list
+        .split(",")
+        .map((v) => v.trim())
+        .filter((v) => v !== ""),
+    };
   if (op === ">" || op === "<") {
     if (!Number.isFinite(Number(value)) || value.trim() === "") {
       throw new InvalidArgumentError(`expected a number after ${op} in "${text}"`);

@@ -73,7 +73,6 @@ const RETRYABLE: ReadonlySet<string> = new Set(["UNAVAILABLE", "CANCELLED", "INT
 /** Retries of a lookup, a watch or a log follow: 100 ms, doubling, at most 2 s apart. */
 const RETRY_BACKOFF = { initialMs: 100, maxMs: 2000 };
 
-
 /** The user bare job names belong to: IRIS_USER, else the OS user, else "root". */
 export function defaultIrisUser(): string {
   let u = process.env.IRIS_USER;
@@ -430,10 +429,7 @@ class JobHandle implements Job {
   async results(): Promise<unknown[]> {
     const st = await this.status();
     if (st.state !== "SUCCEEDED") {
-      throw new IrisError(
-        "FAILED_PRECONDITION",
-        `job ${st.name} (instance ${st.instanceId}) is ${st.state}, not SUCCEEDED: it has no results${st.error ? ` (${st.error})` : ""}`,
-      );
+      throw new IrisError("FAILED_PRECONDITION", `job ${st.name} (instance ${st.instanceId}) is ${st.state}, not SUCCEEDED: it has no results${st.error ? ` (${st.error})` : ""}`);
     }
     const out: unknown[] = Array.from({ length: st.tasks.length }, () => undefined);
     for (const t of st.tasks) out[t.index] = t.result;

@@ -52,7 +52,13 @@ describe("auth", () => {
     const user = { user: "u1", role: "user" as const };
     const task = { user: "u1", role: "task" as const, job: "/u1/a" };
     const worker = { user: "w", role: "worker" as const };
-    expect([mayCall(worker, "Reconcile"), mayCall(worker, "LaunchJob"), mayCall(user, "Reconcile"), mayCall(task, "LaunchJob"), mayCall(user, "SomethingNew")]).toEqual([true, false, false, true, false]);
+    expect([mayCall(worker, "Reconcile"), mayCall(worker, "LaunchJob"), mayCall(user, "Reconcile"), mayCall(task, "LaunchJob"), mayCall(user, "SomethingNew")]).toEqual([
+      true,
+      false,
+      false,
+      true,
+      false,
+    ]);
     expect([mayControlJob(user, "/u1/x"), mayControlJob(user, "/u10/x"), mayControlJob(task, "/u1/a/b"), mayControlJob(task, "/u1/b")]).toEqual([true, false, true, false]);
     expect(placeJobName(user, "x")).toBe("/u1/x");
     expect(placeJobName(user, "/u2/x")).toBe("/u2/x");

@@ -72,7 +72,12 @@ export function uploadBundleHandler(bundles: BundleStore, authorize: Authorize, 
 }
 
 /** FetchBundle: streams a stored bundle to a worker in BUNDLE_CHUNK_BYTES chunks. */
-export function fetchBundleHandler(bundles: BundleStore, authorize: (call: { metadata: grpc.Metadata; request: { bundleId: string } }, method: string) => ReturnType<Authorize>, toStatus: ToStatus, used: OnBundleUsed = () => {}): WorkerControlServiceHandlers["FetchBundle"] {
+export function fetchBundleHandler(
+  bundles: BundleStore,
+  authorize: (call: { metadata: grpc.Metadata; request: { bundleId: string } }, method: string) => ReturnType<Authorize>,
+  toStatus: ToStatus,
+  used: OnBundleUsed = () => {},
+): WorkerControlServiceHandlers["FetchBundle"] {
   return (call) => {
     const p = authorize(call, "FetchBundle");
     if (!("role" in p)) return void call.emit("error", p);

@@ -164,10 +164,7 @@ export class BundleWriter {
     const hex = this.#hash.digest("hex");
     if (this.#written !== this.#size || `sha256:${hex}` !== this.#id) {
       fs.rmSync(this.#tmp, { force: true });
-      throw new IrisError(
-        "INVALID_ARGUMENT",
-        `bundle ${this.#id}: got ${this.#written} of ${this.#size} bytes hashing to sha256:${hex}; the upload was not stored`,
-      );
+      throw new IrisError("INVALID_ARGUMENT", `bundle ${this.#id}: got ${this.#written} of ${this.#size} bytes hashing to sha256:${hex}; the upload was not stored`);
     }
     fs.renameSync(this.#tmp, this.#file);
   }

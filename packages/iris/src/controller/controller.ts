@@ -302,10 +302,21 @@ export class Controller {
       throw e;
     }
     const bundles = new BundleStore(opts.bundleDir ?? path.join(path.dirname(path.resolve(opts.dbPath)), "bundles"), opts.maxBundleBytes);
-    const self = new Controller(server, db, state, port, host, { auth, taskTokens, workerCredentials, insecure, log }, Math.max(50, Math.min(500, Math.floor(workerTimeoutMs / 4))), opts.clock ? () => opts.clock!.now() : Date.now, bundles, {
-      keep: opts.bundleKeep ?? DEFAULT_BUNDLE_KEEP,
-      graceMs: opts.bundleGraceMs ?? DEFAULT_BUNDLE_GRACE_MS,
-    });
+    const self = new Controller(
+      server,
+      db,
+      state,
+      port,
+      host,
+      { auth, taskTokens, workerCredentials, insecure, log },
+      Math.max(50, Math.min(500, Math.floor(workerTimeoutMs / 4))),
+      opts.clock ? () => opts.clock!.now() : Date.now,
+      bundles,
+      {
+        keep: opts.bundleKeep ?? DEFAULT_BUNDLE_KEEP,
+        graceMs: opts.bundleGraceMs ?? DEFAULT_BUNDLE_GRACE_MS,
+      },
+    );
     const proto = loadIrisProto();
     const handlers = self.metrics.instrument(self.service.controllerHandlers());
     server.addService(proto.ControllerService.service, handlers);
@@ -379,7 +390,10 @@ export class Controller {
 
   /** One line saying how callers authenticate (what `iris controller` and `iris cluster local` print). */
   authNotice(): string {
-    if (!this.auth.enabled) return this.insecure ? "auth OFF (--insecure): anyone who can reach it runs commands as this user" : "auth OFF (--no-auth): any local process or user runs commands as this user";
+    if (!this.auth.enabled)
+      return this.insecure
+        ? "auth OFF (--insecure): anyone who can reach it runs commands as this user"
+        : "auth OFF (--no-auth): any local process or user runs commands as this user";
     if (this.adminToken === undefined) return "auth on (--token / --auth-file)";
     return this.credentialsFile
       ? `auth on: minted an admin token, in ${this.credentialsFile} (mode 0600; the iris CLI, workers and clients of this user find it there)`
@@ -462,7 +476,12 @@ export class Controller {
     const proxyPortOf = (): number | undefined => (this.proxyServer?.address() as { port: number } | null)?.port;
     // With auth off, only this server's own Host names are answered (421 otherwise: DNS rebinding).
     const httpRouter = (this.httpRouter = new HttpRouter({ auth: this.auth, permits: (p, perm) => mayCall(p as Principal, perm), servesHost: hostChecker(host, httpPortOf) }));
-    const proxyRouter = (this.proxyRouter = new HttpRouter({ auth: this.auth, permits: (p, perm) => mayCall(p as Principal, perm), cookies: false, servesHost: hostChecker(host, proxyPortOf) }));
+    const proxyRouter = (this.proxyRouter = new HttpRouter({
+      auth: this.auth,
+      permits: (p, perm) => mayCall(p as Principal, perm),
+      cookies: false,
+      servesHost: hostChecker(host, proxyPortOf),
+    }));
     this.endpointProxy.addDashboardOriginRoutes(httpRouter);
     addDashboardRoutes(httpRouter, { auth: this.auth, handlers, onChange: (l) => this.onChange(l), proxyOrigin: () => this.proxyOrigin });
     addApiRoutes(httpRouter, { handlers, metricsText: () => this.prometheusText() });
@@ -477,16 +496,32 @@ export class Controller {
     const db = this.db;
     const page = new PrometheusText();
     const gauge = (name: string, help: string, rows: { k: string; n: number }[], label: string): void => {
-      page.family(name, "gauge", help, rows.map((r) => sampleLine(name, r.n, { [label]: r.k })));
+      page.family(
+        name,
+        "gauge",
+        help,
+        rows.map((r) => sampleLine(name, r.n, { [label]: r.k })),
+      );
     };
-    gauge("iris_jobs", "Latest job submissions by state.", db.prepare("SELECT state AS k, COUNT(*) AS n FROM jobs WHERE latest = 1 GROUP BY state").all() as { k: string; n: number }[], "state");
-    gauge("iris_tasks", "Tasks of unfinished jobs by state.", db.prepare("SELECT t.state AS k, COUNT(*) AS n FROM tasks t JOIN jobs j ON j.instance_id = t.instance_id WHERE j.state IN ('PENDING','RUNNING') GROUP BY t.state").all() as { k: string; n: number }[], "state");
+    gauge(
+      "iris_jobs",
+      "Latest job submissions by state.",
+      db.prepare("SELECT state AS k, COUNT(*) AS n FROM jobs WHERE latest = 1 GROUP BY state").all() as { k: string; n: number }[],
+      "state",
+    );
+    gauge(
+      "iris_tasks",
+      "Tasks of unfinished jobs by state.",
+      db.prepare("SELECT t.state AS k, COUNT(*) AS n FROM tasks t JOIN jobs j ON j.instance_id = t.instance_id WHERE j.state IN ('PENDING','RUNNING') GROUP BY t.state").all() as {
+        k: string;
+        n: number;
+      }[],
+      "state",
+    );
     gauge("iris_workers", "Registered workers by state.", db.prepare("SELECT state AS k, COUNT(*) AS n FROM workers GROUP BY state").all() as { k: string; n: number }[], "state");
     const size = db.prepare("SELECT page_count * page_size AS n FROM pragma_page_count(), pragma_page_size()").get() as { n: number };
     page.single("iris_db_bytes", "gauge", "Size of the controller database file.", size.n);
     this.metrics.addTo(page);
     return page.text();
   }
-
-
 }

@@ -21,7 +21,21 @@ class FakeClock {
 }
 
 function obs(uid: string, state: string, extra: Partial<AttemptObservation__Output> = {}): AttemptObservation__Output {
-  return { attemptUid: uid, taskId: "", attempt: 0, state, failureKind: "", error: "", pid: 1, startedAtMs: 0, finishedAtMs: 0, logLines: 0, resultJson: "", errorCode: "", ...extra };
+  return {
+    attemptUid: uid,
+    taskId: "",
+    attempt: 0,
+    state,
+    failureKind: "",
+    error: "",
+    pid: 1,
+    startedAtMs: 0,
+    finishedAtMs: 0,
+    logLines: 0,
+    resultJson: "",
+    errorCode: "",
+    ...extra,
+  };
 }
 
 describe("ControllerState", () => {
@@ -30,8 +44,7 @@ describe("ControllerState", () => {
   let clock: FakeClock;
   let s: ControllerState;
 
-  const launch = (name: string, spec: Partial<JobSpecInput> = {}) =>
-    s.jobs.launchJob(normalizeJobSpec({ entrypoint: { command: ["true"] }, ...spec }, name));
+  const launch = (name: string, spec: Partial<JobSpecInput> = {}) => s.jobs.launchJob(normalizeJobSpec({ entrypoint: { command: ["true"] }, ...spec }, name));
   const addWorker = (id: string, cpuMillis = 4000) =>
     s.workers.registerWorker({ workerId: id, host: "127.0.0.1", attributes: {}, capacity: { cpuMillis, memoryBytes: 8 * GB, devices: {} } });
   const runSet = (w: string) => s.workers.reconcile(w, [], { healthy: true }).run;
@@ -66,9 +79,17 @@ describe("ControllerState", () => {
     const run = runSet("w1");
     expect(run.map((r) => r.taskIndex).sort()).toEqual([0, 1]);
     expect(run[0]!.numTasks).toBe(2);
-    s.workers.reconcile("w1", run.map((r) => obs(r.attemptUid!, "RUNNING")), { healthy: true });
+    s.workers.reconcile(
+      "w1",
+      run.map((r) => obs(r.attemptUid!, "RUNNING")),
+      { healthy: true },
+    );
     expect(job("/alice/job").state).toBe("RUNNING");
-    s.workers.reconcile("w1", run.map((r) => obs(r.attemptUid!, "SUCCEEDED", { exitCode: 0 })), { healthy: true });
+    s.workers.reconcile(
+      "w1",
+      run.map((r) => obs(r.attemptUid!, "SUCCEEDED", { exitCode: 0 })),
+      { healthy: true },
+    );
     expect(job("/alice/job").state).toBe("SUCCEEDED");
     expect(runSet("w1")).toEqual([]);
     const second = launch("/alice/job");
@@ -291,7 +312,11 @@ describe("ControllerState", () => {
     launch("/alice/keep", { replicas: 2 });
     s.jobs.schedulePass();
     const run = runSet("w1");
-    s.workers.reconcile("w1", run.map((r, i) => obs(r.attemptUid!, "RUNNING", { logLines: i === 0 ? 1 : 0 })), { healthy: true });
+    s.workers.reconcile(
+      "w1",
+      run.map((r, i) => obs(r.attemptUid!, "RUNNING", { logLines: i === 0 ? 1 : 0 })),
+      { healthy: true },
+    );
     s.records.appendLogs([{ attemptUid: run[0]!.attemptUid!, stream: "stdout", line: "hello", timeMs: clock.t }]);
     s.records.registerEndpoint({ name: "svc", address: "127.0.0.1:9", metadata: {}, attemptId: "/alice/keep/0:1", scopeJob: "" });
     s.records.reportTaskStatus("/alice/keep/0", 0, "halfway", { step: 1, loss: 2 });
@@ -302,7 +327,11 @@ describe("ControllerState", () => {
     db = openDb(path.join(dir, "c.sqlite"));
     s = new ControllerState(db, { clock, workerTimeoutMs: 3000 });
     expect(s.workers.checkWorkers().lost).toEqual([]);
-    const again = s.workers.reconcile("w1", run.map((r, i) => obs(r.attemptUid!, "RUNNING", { logLines: i === 0 ? 1 : 0 })), { healthy: true });
+    const again = s.workers.reconcile(
+      "w1",
+      run.map((r, i) => obs(r.attemptUid!, "RUNNING", { logLines: i === 0 ? 1 : 0 })),
+      { healthy: true },
+    );
     expect(again.run.map((r) => r.attemptUid).sort()).toEqual(run.map((r) => r.attemptUid).sort());
     expect(again.stop).toEqual([]);
     const st = job("/alice/keep");
@@ -311,7 +340,11 @@ describe("ControllerState", () => {
     expect(s.queries.readLogs(st.instanceId!, 0, undefined).map((l) => l.line)).toEqual(["hello"]);
     expect(s.queries.resolveEndpoint("/alice/keep/svc", "").address).toBe("127.0.0.1:9");
     expect(s.queries.taskMetrics("/alice/keep/0", 0)).toMatchObject({ statusText: "halfway", points: [{ step: 1, metrics: { step: 1, loss: 2 } }] });
-    s.workers.reconcile("w1", run.map((r, i) => obs(r.attemptUid!, "SUCCEEDED", { exitCode: 0, logLines: i === 0 ? 1 : 0 })), { healthy: true });
+    s.workers.reconcile(
+      "w1",
+      run.map((r, i) => obs(r.attemptUid!, "SUCCEEDED", { exitCode: 0, logLines: i === 0 ? 1 : 0 })),
+      { healthy: true },
+    );
     expect(job("/alice/keep").state).toBe("SUCCEEDED");
     expect(s.queries.logsComplete(st.instanceId!)).toBe(true);
   });
@@ -331,7 +364,15 @@ describe("ControllerState", () => {
     expect(s.queries.readLogs(st.instanceId!, 0, undefined).map((l) => l.line)).toEqual(["l0", "l1", "l2", "l3"]);
     // Past the per-attempt limit (6 here) lines are dropped behind one notice, but still counted.
     s.records.appendLogs([4, 5, 6, 7, 8].map(line));
-    expect(s.queries.readLogs(st.instanceId!, 0, undefined).map((l) => l.line)).toEqual(["l0", "l1", "l2", "l3", "l4", "l5", "[iris] log truncated: this attempt printed more than 6 lines"]);
+    expect(s.queries.readLogs(st.instanceId!, 0, undefined).map((l) => l.line)).toEqual([
+      "l0",
+      "l1",
+      "l2",
+      "l3",
+      "l4",
+      "l5",
+      "[iris] log truncated: this attempt printed more than 6 lines",
+    ]);
     s.workers.reconcile("w1", [obs(uid, "SUCCEEDED", { exitCode: 0, logLines: 9 })], { healthy: true });
     expect(s.queries.logsComplete(st.instanceId!)).toBe(true);
   });

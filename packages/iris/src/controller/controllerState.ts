@@ -76,10 +76,12 @@ export class ControllerState {
    */
   autoscalerSnapshot(): AutoscalerSnapshot {
     return this.core.tx(() => {
-      const rows = this.core.stmt(
-        `SELECT j.instance_id, j.name, j.submitted_at_ms, COUNT(*) AS n FROM tasks t JOIN jobs j ON j.instance_id = t.instance_id
+      const rows = this.core
+        .stmt(
+          `SELECT j.instance_id, j.name, j.submitted_at_ms, COUNT(*) AS n FROM tasks t JOIN jobs j ON j.instance_id = t.instance_id
          WHERE j.state IN ('PENDING', 'RUNNING') AND t.state = 'PENDING' GROUP BY j.instance_id ORDER BY j.submitted_at_ms`,
-      ).all() as { instance_id: string; name: string; submitted_at_ms: number; n: number }[];
+        )
+        .all() as { instance_id: string; name: string; submitted_at_ms: number; n: number }[];
       const demand = rows.map((r) => {
         const f = this.#demandFacts(r.instance_id);
         return {
@@ -101,7 +103,9 @@ export class ControllerState {
       }
       if (this.#shapes.size > 4096) this.#shapes.clear();
       const busy = new Set(
-        (this.core.stmt("SELECT DISTINCT worker_id FROM attempts WHERE state IN ('ASSIGNED','BUILDING','RUNNING') OR stopping = 1").all() as { worker_id: string }[]).map((r) => r.worker_id),
+        (this.core.stmt("SELECT DISTINCT worker_id FROM attempts WHERE state IN ('ASSIGNED','BUILDING','RUNNING') OR stopping = 1").all() as { worker_id: string }[]).map(
+          (r) => r.worker_id,
+        ),
       );
       const workers = (this.core.stmt("SELECT id, state, registered_at_ms FROM workers").all() as { id: string; state: string; registered_at_ms: number }[]).map((w) => ({
         id: w.id,

@@ -32,9 +32,12 @@ describe("endpoint proxy", () => {
   let client: IrisClient;
   let upstream: http.Server;
   let upstreamAddr: string;
-  const clock = { t: Date.now(), now(): number {
-    return this.t;
-  } };
+  const clock = {
+    t: Date.now(),
+    now(): number {
+      return this.t;
+    },
+  };
   // The SSE route sends its next event only once the test has seen the previous one.
   let releaseNext: (() => void) | undefined;
 
@@ -88,9 +91,17 @@ describe("endpoint proxy", () => {
 
   it("forwards method, path, query, body and headers with the cluster token (curl), never Authorization", async () => {
     const r = await curl([
-      "-X", "POST", `${base()}/proxy/alice/app/api/echo?x=1&y=two`,
-      "-H", "authorization: Bearer tok", "-H", "x-custom: 42", "-H", "content-type: application/json",
-      "-d", '{"hello":"world"}',
+      "-X",
+      "POST",
+      `${base()}/proxy/alice/app/api/echo?x=1&y=two`,
+      "-H",
+      "authorization: Bearer tok",
+      "-H",
+      "x-custom: 42",
+      "-H",
+      "content-type: application/json",
+      "-d",
+      '{"hello":"world"}',
     ]);
     expect(r.status).toBe(201);
     const echoed = JSON.parse(r.body) as { method: string; url: string; headers: Record<string, string>; body: string };
@@ -105,7 +116,11 @@ describe("endpoint proxy", () => {
   });
 
   it("never takes the dashboard's session cookie: a cookie request is sent to the proxy's origin, which refuses it; the cookie is never forwarded", async () => {
-    const login = await fetch(`${base()}/login`, { method: "POST", headers: { "content-type": "application/json", accept: "application/json" }, body: JSON.stringify({ token: "tok" }) });
+    const login = await fetch(`${base()}/login`, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json" },
+      body: JSON.stringify({ token: "tok" }),
+    });
     expect(login.status).toBe(200);
     const session = /^(iris_session=[^;]+)/.exec(login.headers.get("set-cookie") ?? "")?.[1];
     expect(session).toBeDefined();
@@ -264,7 +279,13 @@ describe("endpoint ownership and timeouts", () => {
   });
 
   it("lets only the owner's tree (or an admin) mint", () => {
-    const proxy = new EndpointProxy({ mayControl: (p, owner) => mayControlJob(p as Principal, owner), resolve: () => ({}), ownerOf: () => "/alice/job", exists: () => false, proxyOrigin: () => "http://h:1" });
+    const proxy = new EndpointProxy({
+      mayControl: (p, owner) => mayControlJob(p as Principal, owner),
+      resolve: () => ({}),
+      ownerOf: () => "/alice/job",
+      exists: () => false,
+      proxyOrigin: () => "http://h:1",
+    });
     const e = { name: "/alice/job/serve/m", attemptId: "/alice/job/0:0", address: "x:1" };
     expect(proxy.mint({ user: "alice", role: "user" }, e, 0).url).toMatch(/^http:\/\/h:1\/cap\//);
     expect(proxy.mint({ user: "x", role: "task", job: "/alice" } as Principal, e, 0).name).toBe("/alice/job/serve/m");

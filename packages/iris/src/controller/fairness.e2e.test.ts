@@ -80,7 +80,8 @@ describe("iris scheduler fairness under a huge pending job", () => {
 
   it("100,000 single tasks waiting for busy workers: the pass is bounded, and users take turns at freed slots", async () => {
     const { controller: c, client: cl } = await start();
-    for (const id of ["w1", "w2"]) c.state.workers.registerWorker({ workerId: id, host: "127.0.0.1", attributes: {}, capacity: { cpuMillis: 1000, memoryBytes: 1024 ** 3, devices: {} } });
+    for (const id of ["w1", "w2"])
+      c.state.workers.registerWorker({ workerId: id, host: "127.0.0.1", attributes: {}, capacity: { cpuMillis: 1000, memoryBytes: 1024 ** 3, devices: {} } });
     const filler = await cl.submit({ name: "/alice/filler", entrypoint: { command: ["true"] }, replicas: 2, resources: { cpuMillis: 1000 } });
     await waitFor("the filler to be placed", async () => (await filler.status()).tasks.every((t) => t.state === "ASSIGNED"), { timeoutMs: 30_000, intervalMs: 10 });
     const many = await cl.submit({ name: "/alice/many", entrypoint: { command: ["true"] }, replicas: MEMBERS, resources: { cpuMillis: 1000 } });

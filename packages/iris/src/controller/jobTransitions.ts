@@ -30,7 +30,6 @@ import {
   type WorkerRow,
 } from "./stateRows.ts";
 
-
 /** The terminal task states as an SQL list (see stateRows.ts). */
 const TERMINAL_TASK_SQL = "'SUCCEEDED', 'FAILED', 'KILLED', 'WORKER_LOST', 'PREEMPTED', 'UNSCHEDULABLE'";
 
@@ -102,9 +101,7 @@ export class JobTransitions {
       const specJson = JSON.stringify(spec);
       this.core.stmt("UPDATE jobs SET latest = 0 WHERE name = ?").run(spec.name);
       this.core.db
-        .prepare(
-          "INSERT INTO jobs (instance_id, name, latest, parent_instance_id, spec, state, submitted_at_ms) VALUES (?, ?, 1, ?, ?, 'PENDING', ?)",
-        )
+        .prepare("INSERT INTO jobs (instance_id, name, latest, parent_instance_id, spec, state, submitted_at_ms) VALUES (?, ?, 1, ?, ?, 'PENDING', ?)")
         .run(instanceId, spec.name, parent?.instance_id ?? null, specJson, now);
       const ins = this.core.stmt("INSERT INTO tasks (instance_id, idx, state) VALUES (?, ?, 'PENDING')");
       for (let i = 0; i < spec.replicas; i++) ins.run(instanceId, i);
@@ -131,15 +128,19 @@ export class JobTransitions {
     // The live attempts first (at most one per task, and only tasks that were placed), then every
     // unfinished task in one statement: a job of 100,000 pending tasks ends in one pass over its
     // rows, not 100,000 lookups.
-    const live = this.core.stmt(
-      `SELECT a.* FROM attempts a JOIN tasks t ON t.instance_id = a.instance_id AND t.idx = a.idx AND t.attempt = a.attempt
+    const live = this.core
+      .stmt(
+        `SELECT a.* FROM attempts a JOIN tasks t ON t.instance_id = a.instance_id AND t.idx = a.idx AND t.attempt = a.attempt
        WHERE a.instance_id = ? AND a.state IN ('ASSIGNED','BUILDING','RUNNING') AND t.state NOT IN (${TERMINAL_TASK_SQL})`,
-    ).all(instanceId) as AttemptRow[];
+      )
+      .all(instanceId) as AttemptRow[];
     for (const a of live) this.finishAttemptRow(a, { state: "KILLED", failureKind: "KILLED", error }, state === "KILLED" ? "KILLED" : "FAILED");
-    this.core.stmt(
-      `UPDATE tasks SET state = 'KILLED', failure_kind = CASE WHEN failure_kind = '' THEN 'KILLED' ELSE failure_kind END, error = CASE WHEN error = '' THEN ? ELSE error END
+    this.core
+      .stmt(
+        `UPDATE tasks SET state = 'KILLED', failure_kind = CASE WHEN failure_kind = '' THEN 'KILLED' ELSE failure_kind END, error = CASE WHEN error = '' THEN ? ELSE error END
        WHERE instance_id = ? AND state NOT IN (${TERMINAL_TASK_SQL})`,
-    ).run(error, instanceId);
+      )
+      .run(error, instanceId);
     this.core.stmt("UPDATE jobs SET state = ?, error = ?, finished_at_ms = ? WHERE instance_id = ?").run(state, error, now, instanceId);
     this.core.specCache.delete(instanceId);
     this.core.touchJob(instanceId);
@@ -148,9 +149,7 @@ export class JobTransitions {
 
   endChildren(instanceId: string): void {
     const j = this.queries.job(instanceId);
-    const children = this.core.db
-      .prepare("SELECT instance_id, state FROM jobs WHERE parent_instance_id = ?")
-      .all(instanceId) as { instance_id: string; state: string }[];
+    const children = this.core.db.prepare("SELECT instance_id, state FROM jobs WHERE parent_instance_id = ?").all(instanceId) as { instance_id: string; state: string }[];
     for (const c of children) {
       if (!isTerminalJobState(c.state)) this.endJob(c.instance_id, "KILLED", `parent job ${j.name} ended (${j.state})`);
     }
@@ -205,8 +204,8 @@ export class JobTransitions {
         state === "UNSCHEDULABLE" && unschedulable
           ? `task ${j.name}/${unschedulable.idx} is unschedulable: ${unschedulable.error}`
           : state === "FAILED" && failed
-          ? `task ${j.name}/${failed.idx} failed: ${failed.failure_kind}${failed.failure_kind === "APP_ERROR" ? `(${failed.error_code})` : failed.exit_code !== null ? `(${failed.exit_code})` : ""}${failed.error ? `: ${failed.error}` : ""}`
-          : "";
+            ? `task ${j.name}/${failed.idx} failed: ${failed.failure_kind}${failed.failure_kind === "APP_ERROR" ? `(${failed.error_code})` : failed.exit_code !== null ? `(${failed.exit_code})` : ""}${failed.error ? `: ${failed.error}` : ""}`
+            : "";
       this.endJob(instanceId, state, error);
     } else {
       this.core.stmt("UPDATE jobs SET state = ? WHERE instance_id = ?").run(state, instanceId);
@@ -233,8 +232,7 @@ export class JobTransitions {
     const failures = t.failures + (preemption ? 0 : 1);
     const preemptions = t.preemptions + (preemption ? 1 : 0);
     // An APP_ERROR is the application saying that retrying cannot help: no budget retries it.
-    const exhausted =
-      outcome.failureKind === "APP_ERROR" || (preemption ? preemptions > spec.maxRetriesPreemption : failures > spec.maxRetriesFailure);
+    const exhausted = outcome.failureKind === "APP_ERROR" || (preemption ? preemptions > spec.maxRetriesPreemption : failures > spec.maxRetriesFailure);
     const finalState: TaskState = exhausted ? (preemption ? (outcome.state === "PREEMPTED" ? "PREEMPTED" : "WORKER_LOST") : "FAILED") : "PENDING";
     this.core.db
       .prepare(
@@ -320,9 +318,11 @@ export class JobTransitions {
       // runs: users take turns at free capacity, the one running least first (passes often see
       // one freed slot at a time, so a rank that started at 0 every pass would favour the oldest).
       const running = new Map<string, number>();
-      const live = this.core.stmt(
-        "SELECT j.name AS name, COUNT(*) AS n FROM attempts a JOIN jobs j ON j.instance_id = a.instance_id WHERE a.state IN ('ASSIGNED','BUILDING','RUNNING') GROUP BY a.instance_id",
-      ).all() as { name: string; n: number }[];
+      const live = this.core
+        .stmt(
+          "SELECT j.name AS name, COUNT(*) AS n FROM attempts a JOIN jobs j ON j.instance_id = a.instance_id WHERE a.state IN ('ASSIGNED','BUILDING','RUNNING') GROUP BY a.instance_id",
+        )
+        .all() as { name: string; n: number }[];
       for (const r of live) {
         const user = r.name.split("/")[1] ?? "";
         running.set(user, (running.get(user) ?? 0) + r.n);
@@ -359,9 +359,10 @@ export class JobTransitions {
       this.lastPass.tasks = pendingRows.length;
       if (pendingRows.length === 0) return 0;
       const used = new Map<string, SchedResources>();
-      const held = this.core.db
-        .prepare(`SELECT worker_id, resources FROM attempts WHERE state IN ('ASSIGNED','BUILDING','RUNNING') OR stopping = 1`)
-        .all() as { worker_id: string; resources: string }[];
+      const held = this.core.db.prepare(`SELECT worker_id, resources FROM attempts WHERE state IN ('ASSIGNED','BUILDING','RUNNING') OR stopping = 1`).all() as {
+        worker_id: string;
+        resources: string;
+      }[];
       for (const h of held) {
         used.set(h.worker_id, addResources(used.get(h.worker_id) ?? { cpuMillis: 0, memoryBytes: 0, devices: {} }, JSON.parse(h.resources) as SchedResources));
       }
@@ -436,13 +437,9 @@ export class JobTransitions {
     const attempt = t.attempt + 1;
     const spec = this.queries.specOf(instanceId);
     this.core.db
-      .prepare(
-        "INSERT INTO attempts (uid, instance_id, idx, attempt, worker_id, state, resources, assigned_at_ms) VALUES (?, ?, ?, ?, ?, 'ASSIGNED', ?, ?)",
-      )
+      .prepare("INSERT INTO attempts (uid, instance_id, idx, attempt, worker_id, state, resources, assigned_at_ms) VALUES (?, ?, ?, ?, ?, 'ASSIGNED', ?, ?)")
       .run(randomUUID().replace(/-/g, "").slice(0, 16), instanceId, idx, attempt, workerId, JSON.stringify(requestOf(spec)), now);
-    this.core.db
-      .prepare("UPDATE tasks SET state = 'ASSIGNED', attempt = ?, pending_reason = '' WHERE instance_id = ? AND idx = ?")
-      .run(attempt, instanceId, idx);
+    this.core.db.prepare("UPDATE tasks SET state = 'ASSIGNED', attempt = ?, pending_reason = '' WHERE instance_id = ? AND idx = ?").run(attempt, instanceId, idx);
     this.core.touchJob(instanceId);
     this.core.touchWorker(workerId);
     this.recomputeJob(instanceId);

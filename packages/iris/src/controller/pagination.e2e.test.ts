@@ -12,7 +12,11 @@ let dir: string;
 let controller: Controller;
 let client: IrisClient;
 const post = async (method: string, body: unknown): Promise<{ status: number; body: Record<string, unknown> }> => {
-  const r = await fetch(`http://${controller.httpAddress}/api/${method}`, { method: "POST", headers: { authorization: `Bearer ${controller.adminToken}` }, body: JSON.stringify(body) });
+  const r = await fetch(`http://${controller.httpAddress}/api/${method}`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${controller.adminToken}` },
+    body: JSON.stringify(body),
+  });
   return { status: r.status, body: (await r.json()) as Record<string, unknown> };
 };
 

@@ -99,10 +99,7 @@ export class RecordTransitions {
    * expires after `endpointTtlMs`. Nobody may register a name held by an owner they may not
    * control (PERMISSION_DENIED), nor names outside their tree.
    */
-  registerEndpoint(
-    req: { name: string; address: string; metadata: Record<string, string>; attemptId: string; scopeJob: string },
-    by: Principal = LOCAL_ADMIN,
-  ): WireEndpoint {
+  registerEndpoint(req: { name: string; address: string; metadata: Record<string, string>; attemptId: string; scopeJob: string }, by: Principal = LOCAL_ADMIN): WireEndpoint {
     return this.core.tx(() => {
       checkEndpointRequest(req);
       let attemptId = req.attemptId;
@@ -136,7 +133,8 @@ export class RecordTransitions {
       // Where the caller may put names: a task anywhere under its root job (relative names live
       // there); a user under /<user>; an admin anywhere.
       const mayName = by.role === "admin" || (by.role === "task" ? by.job !== undefined && inTree(rootJobOf(by.job), full) : inTree(`/${by.user}`, full));
-      if (!mayName) throw new IrisError("PERMISSION_DENIED", `${by.role} ${by.user} may not register ${full}: it is outside ${by.role === "task" ? rootJobOf(by.job ?? "") : `/${by.user}`}`);
+      if (!mayName)
+        throw new IrisError("PERMISSION_DENIED", `${by.role} ${by.user} may not register ${full}: it is outside ${by.role === "task" ? rootJobOf(by.job ?? "") : `/${by.user}`}`);
       const now = this.core.clock.now();
       const holders = this.core.stmt("SELECT * FROM endpoints WHERE name = ? AND (expires_at_ms IS NULL OR expires_at_ms > ?)").all(full, now) as EndpointRow[];
       for (const h of holders) {
@@ -150,9 +148,7 @@ export class RecordTransitions {
       if (lease) {
         // A newer attempt of the same task replaces older registrations of the name; so does a
         // re-registration by the same attempt.
-        this.core.db
-          .prepare("DELETE FROM endpoints WHERE name = ? AND instance_id = ? AND idx = ? AND attempt <= ?")
-          .run(full, lease.instance_id, lease.idx, lease.attempt);
+        this.core.db.prepare("DELETE FROM endpoints WHERE name = ? AND instance_id = ? AND idx = ? AND attempt <= ?").run(full, lease.instance_id, lease.idx, lease.attempt);
       } else {
         // Registering again renews: the owner's earlier unleased registration of the name goes.
         this.core.stmt("DELETE FROM endpoints WHERE name = ? AND owner_job = ? AND attempt_uid IS NULL").run(full, owner);
@@ -162,7 +158,19 @@ export class RecordTransitions {
         .prepare(
           "INSERT INTO endpoints (id, name, address, metadata, attempt_uid, instance_id, idx, attempt, created_at_ms, owner_job, expires_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
-        .run(id, full, req.address, JSON.stringify(req.metadata), lease?.uid ?? null, lease?.instance_id ?? null, lease?.idx ?? null, lease?.attempt ?? null, now, owner, lease ? null : now + this.core.endpointTtlMs);
+        .run(
+          id,
+          full,
+          req.address,
+          JSON.stringify(req.metadata),
+          lease?.uid ?? null,
+          lease?.instance_id ?? null,
+          lease?.idx ?? null,
+          lease?.attempt ?? null,
+          now,
+          owner,
+          lease ? null : now + this.core.endpointTtlMs,
+        );
       return registeredEndpointToWire(id, full, { ...req, attemptId });
     });
   }
@@ -190,7 +198,9 @@ export class RecordTransitions {
 
   /** Drops unleased endpoints whose time is up; returns how many. */
   expireEndpoints(): { expired: number } {
-    return this.core.tx(() => ({ expired: Number(this.core.stmt("DELETE FROM endpoints WHERE expires_at_ms IS NOT NULL AND expires_at_ms <= ?").run(this.core.clock.now()).changes) }));
+    return this.core.tx(() => ({
+      expired: Number(this.core.stmt("DELETE FROM endpoints WHERE expires_at_ms IS NOT NULL AND expires_at_ms <= ?").run(this.core.clock.now()).changes),
+    }));
   }
 
   /** Records a status text and (when given) one metrics point for an attempt. */
@@ -201,14 +211,10 @@ export class RecordTransitions {
       this.core.stmt("UPDATE attempts SET status_text = ? WHERE uid = ?").run(statusText, a.uid);
       if (Object.keys(metrics).length > 0) {
         step = Number.isFinite(metrics.step) ? metrics.step! : (a.last_step ?? -1) + 1;
-        this.core.db
-          .prepare("INSERT INTO metrics (attempt_uid, step, time_ms, metrics) VALUES (?, ?, ?, ?)")
-          .run(a.uid, step, this.core.clock.now(), JSON.stringify(metrics));
+        this.core.db.prepare("INSERT INTO metrics (attempt_uid, step, time_ms, metrics) VALUES (?, ?, ?, ?)").run(a.uid, step, this.core.clock.now(), JSON.stringify(metrics));
         let count = a.metric_count + 1;
         if (count > this.core.metricsLimit) {
-          this.core.db
-            .prepare("DELETE FROM metrics WHERE id IN (SELECT id FROM metrics WHERE attempt_uid = ? ORDER BY id LIMIT ?)")
-            .run(a.uid, count - this.core.metricsLimit);
+          this.core.db.prepare("DELETE FROM metrics WHERE id IN (SELECT id FROM metrics WHERE attempt_uid = ? ORDER BY id LIMIT ?)").run(a.uid, count - this.core.metricsLimit);
           count = this.core.metricsLimit;
         }
         this.core.stmt("UPDATE attempts SET metric_count = ?, last_step = ? WHERE uid = ?").run(count, step, a.uid);

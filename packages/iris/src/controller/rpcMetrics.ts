@@ -71,7 +71,12 @@ export class ControllerMetrics {
 
   /** Adds these metrics' families to a `/metrics` page. */
   addTo(page: PrometheusText): void {
-    page.family("iris_rpc_requests_total", "counter", "RPCs handled, by method and status code (server streams: counted when they start).", this.rpcCounts.samples("iris_rpc_requests_total"));
+    page.family(
+      "iris_rpc_requests_total",
+      "counter",
+      "RPCs handled, by method and status code (server streams: counted when they start).",
+      this.rpcCounts.samples("iris_rpc_requests_total"),
+    );
     const latency = [...this.rpcLatency].sort((a, b) => a[0].localeCompare(b[0])).flatMap(([method, h]) => h.samples("iris_rpc_duration_seconds", { method }));
     page.family("iris_rpc_duration_seconds", "histogram", "Latency of unary and client-stream RPCs, by method.", latency);
     page.family("iris_scheduler_cycle_seconds", "histogram", "Time of one scheduler pass.", this.scheduler.samples("iris_scheduler_cycle_seconds"));

@@ -32,10 +32,7 @@ describe("schedule: ordering and first fit", () => {
   it("places by priority first, then age", () => {
     const r = schedule({
       workers: [worker("w1", res(1000, GiB))],
-      pending: [
-        task("old-low", res(1000, 0), { priority: 0, submittedAtMs: 1 }),
-        task("new-high", res(1000, 0), { priority: 5, submittedAtMs: 9 }),
-      ],
+      pending: [task("old-low", res(1000, 0), { priority: 0, submittedAtMs: 1 }), task("new-high", res(1000, 0), { priority: 5, submittedAtMs: 9 })],
     });
     expect(placed(r)).toEqual({ "new-high": "w1" });
     expect(Object.keys(reasons(r))).toEqual(["old-low"]);
@@ -58,12 +55,7 @@ describe("schedule: ordering and first fit", () => {
   it("does not let a task that does not fit block later smaller tasks", () => {
     const r = schedule({
       workers: [worker("w1", res(2000, 2 * GiB))],
-      pending: [
-        task("huge", res(1000, 8 * GiB), { priority: 10 }),
-        task("small1", res(1000, GiB)),
-        task("small2", res(1000, GiB)),
-        task("small3", res(1000, GiB)),
-      ],
+      pending: [task("huge", res(1000, 8 * GiB), { priority: 10 }), task("small1", res(1000, GiB)), task("small2", res(1000, GiB)), task("small3", res(1000, GiB))],
     });
     expect(placed(r)).toEqual({ small1: "w1", small2: "w1" });
     expect(reasons(r).huge).toBe("insufficient memory: need 8.0 GiB, best worker has 2.0 GiB free (1 worker)");
@@ -85,9 +77,7 @@ describe("schedule: reasons", () => {
       workers: [worker("a", res(8000, GiB)), worker("b", res(8000, GiB)), worker("c", res(8000, GiB / 2))],
       pending: [task("t", res(100, 2 * GiB))],
     });
-    expect(r.unplaced).toEqual([
-      { taskId: "t", reason: "insufficient memory: need 2.0 GiB, best worker has 1.0 GiB free (3 workers)" },
-    ]);
+    expect(r.unplaced).toEqual([{ taskId: "t", reason: "insufficient memory: need 2.0 GiB, best worker has 1.0 GiB free (3 workers)" }]);
   });
 
   it("reports cpu in cores", () => {
@@ -100,9 +90,7 @@ describe("schedule: reasons", () => {
       workers: [worker("cpu-rich", res(8000, GiB)), worker("mem-rich", res(1000, 8 * GiB))],
       pending: [task("t", res(4000, 4 * GiB))],
     });
-    expect(reasons(r).t).toBe(
-      "insufficient resources: no worker has cpu 4 cores, memory 4.0 GiB free at once (2 workers)",
-    );
+    expect(reasons(r).t).toBe("insufficient resources: no worker has cpu 4 cores, memory 4.0 GiB free at once (2 workers)");
   });
 
   it("reports a constraint that matches no worker", () => {
@@ -506,10 +494,7 @@ describe("schedule: tasks that can never fit (UNSCHEDULABLE)", () => {
   });
 
   it("with no worker registered, waits until the task's scheduling timeout runs out (fake clock)", () => {
-    const pending = [
-      task("a", res(1000, 0), { waitingSinceMs: 1000, schedulingTimeoutMs: 300_000 }),
-      task("forever", res(1000, 0), { waitingSinceMs: 0, schedulingTimeoutMs: 0 }),
-    ];
+    const pending = [task("a", res(1000, 0), { waitingSinceMs: 1000, schedulingTimeoutMs: 300_000 }), task("forever", res(1000, 0), { waitingSinceMs: 0, schedulingTimeoutMs: 0 })];
     const before = schedule({ workers: [], registered: [], pending, nowMs: 300_999 });
     expect(never(before)).toEqual({});
     expect(reasons(before)).toEqual({ a: "no workers registered", forever: "no workers registered" });

@@ -440,7 +440,6 @@ export function schedule(snapshot: SchedSnapshot): SchedResult {
     return cls;
   }
 
-
   let prevConstraints: SchedConstraint[] | undefined;
   let prevCs: ConstraintSet | undefined;
   let prevRequest: SchedResources | undefined;
@@ -449,12 +448,8 @@ export function schedule(snapshot: SchedSnapshot): SchedResult {
     const t = pending[i];
     invariant(!seen.has(t.taskId), `duplicate pending task ${t.taskId}`);
     seen.add(t.taskId);
-    const cs =
-      prevConstraints !== undefined && sameConstraints(t.constraints, prevConstraints)
-        ? prevCs!
-        : constraintSetOf(t.constraints);
-    const cls =
-      prevRequest !== undefined && cs === prevCs && sameRequest(t.request, prevRequest) ? prevCls! : classOf(cs, t.request);
+    const cs = prevConstraints !== undefined && sameConstraints(t.constraints, prevConstraints) ? prevCs! : constraintSetOf(t.constraints);
+    const cls = prevRequest !== undefined && cs === prevCs && sameRequest(t.request, prevRequest) ? prevCls! : classOf(cs, t.request);
     taskClass[i] = cls;
     prevConstraints = t.constraints;
     prevCs = cs;
@@ -552,10 +547,7 @@ export function schedule(snapshot: SchedSnapshot): SchedResult {
     const constraintReason = explainConstraints(cls.cs);
     if (constraintReason !== undefined) return `gang of ${n}: ${constraintReason}`;
     const scope = cls.cs.constraints.length > 0 ? ` matching ${describeConstraints(cls.cs.constraints)}` : "";
-    return (
-      `gang of ${n} needs ${n} workers${scope} with ${describeRequest(cls, kindNames)} free, ` +
-      `only ${countFits(cls)} fit (${workerCount(cls.cs.eligible.length)})`
-    );
+    return `gang of ${n} needs ${n} workers${scope} with ${describeRequest(cls, kindNames)} free, ` + `only ${countFits(cls)} fit (${workerCount(cls.cs.eligible.length)})`;
   }
 
   function explainSingle(cls: TaskClass): string {
@@ -678,7 +670,8 @@ function holdsClass(w: SchedCapacity, cls: TaskClass, kindNames: string[]): bool
 function neverStartsReason(cls: TaskClass, n: number, startable: SchedStartable[], kindNames: string[]): string {
   let largest = startable[0];
   for (const g of startable) {
-    if (g.capacity.cpuMillis > largest.capacity.cpuMillis || (g.capacity.cpuMillis === largest.capacity.cpuMillis && g.capacity.memoryBytes > largest.capacity.memoryBytes)) largest = g;
+    if (g.capacity.cpuMillis > largest.capacity.cpuMillis || (g.capacity.cpuMillis === largest.capacity.cpuMillis && g.capacity.memoryBytes > largest.capacity.memoryBytes))
+      largest = g;
   }
   const scope = cls.cs.constraints.length > 0 ? ` matching ${describeConstraints(cls.cs.constraints)}` : "";
   const shape = `the largest group, ${largest.name}, starts workers of cpu ${formatCores(largest.capacity.cpuMillis)}, memory ${formatBytes(largest.capacity.memoryBytes)}`;
@@ -700,10 +693,7 @@ function neverFitsReason(cls: TaskClass, n: number, registered: SchedCapacity[],
   const scope = eligible.length === nR ? all : `${eligible.length} of the ${all} (matching ${describeConstraints(cls.cs.constraints)})`;
   if (n > 1) {
     const fit = eligible.filter(
-      (w) =>
-        w.capacity.cpuMillis >= cls.cpu &&
-        w.capacity.memoryBytes >= cls.mem &&
-        cls.devKinds.every((k, j) => (w.capacity.devices[kindNames[k]] ?? 0) >= cls.devCounts[j]),
+      (w) => w.capacity.cpuMillis >= cls.cpu && w.capacity.memoryBytes >= cls.mem && cls.devKinds.every((k, j) => (w.capacity.devices[kindNames[k]] ?? 0) >= cls.devCounts[j]),
     ).length;
     const totalCpu = eligible.reduce((a, w) => a + w.capacity.cpuMillis, 0);
     const totalMem = eligible.reduce((a, w) => a + w.capacity.memoryBytes, 0);

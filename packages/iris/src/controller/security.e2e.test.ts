@@ -168,7 +168,10 @@ describe("iris security (auth file, roles, task tokens, endpoints)", () => {
       wc.close();
     }
     // A forged token (right shape, wrong MAC) is unknown.
-    const forged = connect(t.token.replace(/.$/, (c) => (c === "A" ? "B" : "A")), "u1");
+    const forged = connect(
+      t.token.replace(/.$/, (c) => (c === "A" ? "B" : "A")),
+      "u1",
+    );
     expect(await codeOf(forged.list())).toBe("UNAUTHENTICATED");
     // The attempt ends: its token is dead.
     await u1.terminate(t.name);
@@ -210,11 +213,10 @@ describe("iris security (auth file, roles, task tokens, endpoints)", () => {
     expect((await u2.resolveEndpoint("/u1/manual/svc")).address).toBe("127.0.0.1:2222");
     expect(await codeOf(u2.registerEndpoint("/u1/manual/svc", "127.0.0.1:6666"))).toBe("PERMISSION_DENIED");
     expect(await codeOf(u2.unregisterEndpoint(ep.endpointId))).toBe("PERMISSION_DENIED");
-    const gone = await waitFor(
-      "the unleased endpoint to expire",
-      async () => (await codeOf(u1.resolveEndpoint("/u1/manual/svc"))) === "NOT_FOUND",
-      { timeoutMs: 10_000, intervalMs: 100 },
-    );
+    const gone = await waitFor("the unleased endpoint to expire", async () => (await codeOf(u1.resolveEndpoint("/u1/manual/svc"))) === "NOT_FOUND", {
+      timeoutMs: 10_000,
+      intervalMs: 100,
+    });
     expect(gone).toBe(true);
     expect(await u1.listEndpoints("/u1/manual/")).toEqual([]);
   });
@@ -247,7 +249,10 @@ describe("iris bounded, strict input (no workers: nothing fuzzed ever runs)", ()
   let client: IrisClient;
   const auth = { authorization: `Bearer ${ADMIN}` };
   const post = (method: string, body: string, headers: Record<string, string> = auth): Promise<{ status: number; json: { code?: string; message?: string } }> =>
-    fetch(`http://${controller.httpAddress}/api/${method}`, { method: "POST", headers, body }).then(async (r) => ({ status: r.status, json: (await r.json()) as { code?: string } }));
+    fetch(`http://${controller.httpAddress}/api/${method}`, { method: "POST", headers, body }).then(async (r) => ({
+      status: r.status,
+      json: (await r.json()) as { code?: string },
+    }));
 
   beforeAll(async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), "iris-bounds-"));
@@ -302,7 +307,8 @@ describe("iris bounded, strict input (no workers: nothing fuzzed ever runs)", ()
   });
 
   it("enforces the documented limits with INVALID_ARGUMENT or RESOURCE_EXHAUSTED", async () => {
-    const launch = (spec: Record<string, unknown>): Promise<string> => codeOf(unary(client.rpc, "launchJob", { spec: { name: `/fuzz/l${Math.random().toString(36).slice(2)}`, entrypoint: { command: { argv: ["true"] } }, ...spec } }));
+    const launch = (spec: Record<string, unknown>): Promise<string> =>
+      codeOf(unary(client.rpc, "launchJob", { spec: { name: `/fuzz/l${Math.random().toString(36).slice(2)}`, entrypoint: { command: { argv: ["true"] } }, ...spec } }));
     const ports = Array.from({ length: 20_000 }, (_, i) => `p${i}`);
     expect(await launch({ ports })).toBe("INVALID_ARGUMENT");
     expect(await launch({ replicas: LIMITS.replicas + 1 })).toBe("INVALID_ARGUMENT");
@@ -313,7 +319,9 @@ describe("iris bounded, strict input (no workers: nothing fuzzed ever runs)", ()
     // A 3M-deep args value (an INTERNAL stack overflow once) is refused, by its size; a smaller
     // deep one by its depth, before anything recurses over it.
     const deepArgs = (n: number): Promise<unknown> =>
-      unary(client.rpc, "launchJob", { spec: { name: "/fuzz/deep", entrypoint: { module: { module: "/m.ts", exportName: "f", argsJson: "[".repeat(n) + "]".repeat(n) } } } }).catch((e: unknown) => e);
+      unary(client.rpc, "launchJob", { spec: { name: "/fuzz/deep", entrypoint: { module: { module: "/m.ts", exportName: "f", argsJson: "[".repeat(n) + "]".repeat(n) } } } }).catch(
+        (e: unknown) => e,
+      );
     const huge = (await deepArgs(3_000_000)) as IrisError;
     expect(huge.code).toBe("INVALID_ARGUMENT");
     expect(huge.message).toMatch(/entrypoint\.args: expected at most/);
@@ -331,7 +339,15 @@ describe("iris bounded, strict input (no workers: nothing fuzzed ever runs)", ()
   it("a flood of fuzzed specs and RPC bodies gets clean errors while good requests keep being served", async () => {
     const clean = new Set(["OK", "INVALID_ARGUMENT", "RESOURCE_EXHAUSTED", "ALREADY_EXISTS", "NOT_FOUND", "FAILED_PRECONDITION", "PERMISSION_DENIED"]);
     const cleanHttp = new Set([200, 400, 403, 404, 409, 413, 429]);
-    const anyValue = fc.oneof(fc.string(), fc.integer(), fc.double(), fc.boolean(), fc.constant(null), fc.array(fc.string(), { maxLength: 3 }), fc.dictionary(fc.string(), fc.string(), { maxKeys: 3 }));
+    const anyValue = fc.oneof(
+      fc.string(),
+      fc.integer(),
+      fc.double(),
+      fc.boolean(),
+      fc.constant(null),
+      fc.array(fc.string(), { maxLength: 3 }),
+      fc.dictionary(fc.string(), fc.string(), { maxKeys: 3 }),
+    );
     const specArb = fc.record(
       {
         name: fc.oneof(fc.string(), fc.constant("/fuzz/ok"), fc.stringMatching(/^\/fuzz\/[a-z]{1,8}$/)),
@@ -345,7 +361,10 @@ describe("iris bounded, strict input (no workers: nothing fuzzed ever runs)", ()
         resources: fc.oneof(fc.record({ cpuMillis: fc.oneof(fc.integer(), fc.double()), memoryBytes: fc.oneof(fc.integer(), fc.string()) }, { requiredKeys: [] }), anyValue),
         env: fc.oneof(fc.dictionary(fc.string(), fc.string(), { maxKeys: 4 }), anyValue),
         ports: fc.oneof(fc.array(fc.string(), { maxLength: 5 }), anyValue),
-        constraints: fc.oneof(fc.array(fc.record({ key: fc.string(), op: fc.constantFrom("EQ", "IN", "GT", "??"), value: fc.string() }, { requiredKeys: [] }), { maxLength: 3 }), anyValue),
+        constraints: fc.oneof(
+          fc.array(fc.record({ key: fc.string(), op: fc.constantFrom("EQ", "IN", "GT", "??"), value: fc.string() }, { requiredKeys: [] }), { maxLength: 3 }),
+          anyValue,
+        ),
         timeoutMs: fc.oneof(fc.integer(), fc.double(), anyValue),
         priority: fc.oneof(fc.integer(), anyValue),
       },
@@ -358,15 +377,31 @@ describe("iris bounded, strict input (no workers: nothing fuzzed ever runs)", ()
         name: fc.oneof(fc.string({ maxLength: 600 }), fc.stringMatching(/^\/fuzz\/[a-z]{1,8}(\/[a-z0-9]{1,3})?$/)),
         entrypoint: fc.oneof(
           fc.record({ command: fc.record({ argv: fc.array(fc.string(), { maxLength: 4 }), cwd: fc.string() }) }),
-          fc.record({ module: fc.record({ module: fc.oneof(fc.string(), fc.constant("/m.ts")), exportName: fc.string(), argsJson: fc.oneof(fc.json(), fc.string(), fc.constant("[[[[[[[[[[]]]]]]]]]]".repeat(10))) }) }),
+          fc.record({
+            module: fc.record({
+              module: fc.oneof(fc.string(), fc.constant("/m.ts")),
+              exportName: fc.string(),
+              argsJson: fc.oneof(fc.json(), fc.string(), fc.constant("[[[[[[[[[[]]]]]]]]]]".repeat(10))),
+            }),
+          }),
           fc.constant({}),
         ),
         replicas: fc.oneof(fc.integer({ min: -5, max: 8 }), int32),
         gang: fc.boolean(),
-        resources: fc.record({ cpuMillis: fc.oneof(fc.integer({ min: -10, max: 10_000 }), fc.maxSafeInteger()), memoryBytes: fc.integer({ min: -10, max: 2 ** 40 }), devices: fc.array(fc.record({ kind: fc.string(), count: int32 }), { maxLength: 20 }) }, { requiredKeys: [] }),
+        resources: fc.record(
+          {
+            cpuMillis: fc.oneof(fc.integer({ min: -10, max: 10_000 }), fc.maxSafeInteger()),
+            memoryBytes: fc.integer({ min: -10, max: 2 ** 40 }),
+            devices: fc.array(fc.record({ kind: fc.string(), count: int32 }), { maxLength: 20 }),
+          },
+          { requiredKeys: [] },
+        ),
         env: fc.dictionary(fc.string({ maxLength: 12 }), fc.string(), { maxKeys: 4 }),
         ports: fc.array(fc.string({ maxLength: 12 }), { maxLength: 70 }),
-        constraints: fc.array(fc.record({ key: fc.string(), op: fc.constantFrom("EQ", "NE", "IN", "GT", "LT", "EXISTS", "??"), value: fc.string(), values: fc.array(fc.string(), { maxLength: 3 }) }), { maxLength: 4 }),
+        constraints: fc.array(
+          fc.record({ key: fc.string(), op: fc.constantFrom("EQ", "NE", "IN", "GT", "LT", "EXISTS", "??"), value: fc.string(), values: fc.array(fc.string(), { maxLength: 3 }) }),
+          { maxLength: 4 },
+        ),
         timeoutMs: fc.maxSafeInteger(),
         priority: int32,
         maxRetriesFailure: int32,
@@ -375,7 +410,14 @@ describe("iris bounded, strict input (no workers: nothing fuzzed ever runs)", ()
       { requiredKeys: [] },
     );
     const specs = [...fc.sample(wireSpecArb, { numRuns: 3000, seed: 16 }), ...fc.sample(specArb, { numRuns: 1500, seed: 17 })];
-    const bodies = fc.sample(fc.oneof(fc.json({ depthSize: "medium" }), fc.string(), specArb.map((s) => JSON.stringify({ spec: s }))), { numRuns: 1500, seed: 18 });
+    const bodies = fc.sample(
+      fc.oneof(
+        fc.json({ depthSize: "medium" }),
+        fc.string(),
+        specArb.map((s) => JSON.stringify({ spec: s })),
+      ),
+      { numRuns: 1500, seed: 18 },
+    );
     const methods = ["LaunchJob", "GetJob", "ListJobs", "RegisterEndpoint", "ReportTaskStatus", "ListTasks", "TerminateJob"];
 
     // Good requests, timed, all through the flood.

@@ -73,7 +73,6 @@ function denied(message: string): IrisError {
   return new IrisError("PERMISSION_DENIED", message);
 }
 
-
 /**
  * The controller's two gRPC services over one ControllerState. The controller tells it about
  * changes (jobChanged, logsAppended, workerChanged) so that its streams follow them.
@@ -321,7 +320,12 @@ export class ControllerRpcService {
         this.host.bundles.touch(req.bundleId, this.host.now());
         return { bundleId: req.bundleId, sizeBytes: size, uploaded: false };
       }),
-      UploadBundle: uploadBundleHandler(this.host.bundles, (call, m) => this.authorize(call, m), rpcError, (id, stored) => this.host.bundleUsed(id, stored)),
+      UploadBundle: uploadBundleHandler(
+        this.host.bundles,
+        (call, m) => this.authorize(call, m),
+        rpcError,
+        (id, stored) => this.host.bundleUsed(id, stored),
+      ),
       GetClusterStatus: this.unary("GetClusterStatus", () => {
         const cluster = this.host.cluster();
         if (!cluster) throw new IrisError("FAILED_PRECONDITION", NO_AUTOSCALER);
@@ -349,7 +353,8 @@ export class ControllerRpcService {
     const s = this.host.state;
     return {
       RegisterWorker: this.unary("RegisterWorker", (req, p) => {
-        if (this.host.insecure) this.host.log(`iris controller: WARNING: worker ${req.workerId || "(new)"} at ${req.host || "?"} registered on a controller with auth off (--insecure)`);
+        if (this.host.insecure)
+          this.host.log(`iris controller: WARNING: worker ${req.workerId || "(new)"} at ${req.host || "?"} registered on a controller with auth off (--insecure)`);
         const creds = this.host.workerCredentials;
         // A credential bound to a worker (its session, or one minted for it) registers that worker only.
         if (p.worker !== undefined && req.workerId !== "" && req.workerId !== p.worker) {

@@ -76,7 +76,9 @@ export class StateQueries {
   /** The code bundles that jobs which have not ended run from. */
   bundlesInUse(): Set<string> {
     const ended = TERMINAL_JOB_STATES.map((st) => `'${st}'`).join(", ");
-    const rows = this.core.stmt(`SELECT DISTINCT json_extract(spec, '$.bundle') AS bundle FROM jobs WHERE state NOT IN (${ended}) AND json_extract(spec, '$.bundle') IS NOT NULL`).all() as { bundle: string }[];
+    const rows = this.core
+      .stmt(`SELECT DISTINCT json_extract(spec, '$.bundle') AS bundle FROM jobs WHERE state NOT IN (${ended}) AND json_extract(spec, '$.bundle') IS NOT NULL`)
+      .all() as { bundle: string }[];
     return new Set(rows.map((r) => r.bundle));
   }
 
@@ -128,11 +130,7 @@ export class StateQueries {
     const tasks = this.core.stmt("SELECT * FROM tasks WHERE instance_id = ? AND idx >= ? ORDER BY idx LIMIT ?").all(instanceId, from, size + 1) as TaskRow[];
     const next = tasks.length > size ? `t${tasks.pop()!.idx}` : "";
     const last = tasks.at(-1)?.idx ?? -1;
-    const attempts = this.core.stmt("SELECT * FROM attempts WHERE instance_id = ? AND idx >= ? AND idx <= ? ORDER BY idx, attempt").all(
-      instanceId,
-      from,
-      last,
-    ) as AttemptRow[];
+    const attempts = this.core.stmt("SELECT * FROM attempts WHERE instance_id = ? AND idx >= ? AND idx <= ? ORDER BY idx, attempt").all(instanceId, from, last) as AttemptRow[];
     return jobStatusToWire(j, tasks, attempts, { taskCounts: this.taskCounts(instanceId), nextTaskPageToken: next });
   }
 
@@ -153,10 +151,12 @@ export class StateQueries {
     if (!m) throw new IrisError("INVALID_ARGUMENT", `page_token: "${token}" is not a token this controller gave`);
     const after = Number(m[1]);
     const afterId = m[2]!;
-    const rows = this.core.stmt(
-      `SELECT instance_id, submitted_at_ms FROM jobs WHERE latest = 1 AND (? = '' OR name = ? OR substr(name, 1, ?) = ?)
+    const rows = this.core
+      .stmt(
+        `SELECT instance_id, submitted_at_ms FROM jobs WHERE latest = 1 AND (? = '' OR name = ? OR substr(name, 1, ?) = ?)
        AND (submitted_at_ms > ? OR (submitted_at_ms = ? AND instance_id > ?)) ORDER BY submitted_at_ms, instance_id LIMIT ?`,
-    ).all(p, p, p.length + 1, `${p}/`, after, after, afterId, size + 1) as { instance_id: string; submitted_at_ms: number }[];
+      )
+      .all(p, p, p.length + 1, `${p}/`, after, after, afterId, size + 1) as { instance_id: string; submitted_at_ms: number }[];
     let nextPageToken = "";
     if (rows.length > size) {
       rows.pop();
@@ -174,15 +174,15 @@ export class StateQueries {
 
   /** Whether worker `workerId` has a live attempt of a job that runs from bundle `bundleId`. */
   workerRunsBundle(workerId: string, bundleId: string): boolean {
-    const rows = this.core.stmt("SELECT DISTINCT instance_id FROM attempts WHERE worker_id = ? AND state IN ('ASSIGNED','BUILDING','RUNNING')").all(workerId) as { instance_id: string }[];
+    const rows = this.core.stmt("SELECT DISTINCT instance_id FROM attempts WHERE worker_id = ? AND state IN ('ASSIGNED','BUILDING','RUNNING')").all(workerId) as {
+      instance_id: string;
+    }[];
     return rows.some((r) => this.specOf(r.instance_id).bundle === bundleId);
   }
 
   /** The complete desired set of a worker: live attempts with their specs, attempts to stop. */
   desiredSet(workerId: string, extraStops: StopAttempt[] = []): { run: RunAttempt[]; stop: StopAttempt[] } {
-    const rows = this.core.db
-      .prepare("SELECT * FROM attempts WHERE worker_id = ? AND (state IN ('ASSIGNED','BUILDING','RUNNING') OR stopping = 1)")
-      .all(workerId) as AttemptRow[];
+    const rows = this.core.db.prepare("SELECT * FROM attempts WHERE worker_id = ? AND (state IN ('ASSIGNED','BUILDING','RUNNING') OR stopping = 1)").all(workerId) as AttemptRow[];
     const run: RunAttempt[] = [];
     const stop: StopAttempt[] = [...extraStops];
     for (const a of rows) {
@@ -194,7 +194,8 @@ export class StateQueries {
       const wire = runAttemptToWire(this.job(a.instance_id), spec, a);
       // A gang's members authenticate each other with a secret only this round of the gang gets:
       // the same for every member of one attempt round, new for each retry (see taskEnv.ts).
-      if (spec.gang && spec.replicas > 1) wire.env = { ...wire.env, IRIS_GANG_SECRET: createHmac("sha256", this.core.gangKey).update(`${a.instance_id}:${a.attempt}`).digest("hex") };
+      if (spec.gang && spec.replicas > 1)
+        wire.env = { ...wire.env, IRIS_GANG_SECRET: createHmac("sha256", this.core.gangKey).update(`${a.instance_id}:${a.attempt}`).digest("hex") };
       run.push(wire);
     }
     return { run, stop };
@@ -204,9 +205,10 @@ export class StateQueries {
   listWorkers(): WorkerInfo[] {
     const rows = this.core.stmt("SELECT * FROM workers ORDER BY registered_at_ms").all() as WorkerRow[];
     return rows.map((w) => {
-      const held = this.core.db
-        .prepare("SELECT resources, state FROM attempts WHERE worker_id = ? AND (state IN ('ASSIGNED','BUILDING','RUNNING') OR stopping = 1)")
-        .all(w.id) as { resources: string; state: string }[];
+      const held = this.core.db.prepare("SELECT resources, state FROM attempts WHERE worker_id = ? AND (state IN ('ASSIGNED','BUILDING','RUNNING') OR stopping = 1)").all(w.id) as {
+        resources: string;
+        state: string;
+      }[];
       let usedR: SchedResources = { cpuMillis: 0, memoryBytes: 0, devices: {} };
       for (const h of held) usedR = addResources(usedR, JSON.parse(h.resources) as SchedResources);
       return workerInfoToWire(w, usedR, held.filter((h) => LIVE_ATTEMPT_STATES.includes(h.state)).length);
@@ -244,7 +246,9 @@ export class StateQueries {
     const j = this.job(instanceId);
     if (!isTerminalJobState(j.state)) return false;
     const pending = this.core.db
-      .prepare("SELECT COUNT(*) AS n FROM attempts WHERE instance_id = ? AND (log_lines_received < log_lines_expected OR state IN ('ASSIGNED','BUILDING','RUNNING') OR stopping = 1)")
+      .prepare(
+        "SELECT COUNT(*) AS n FROM attempts WHERE instance_id = ? AND (log_lines_received < log_lines_expected OR state IN ('ASSIGNED','BUILDING','RUNNING') OR stopping = 1)",
+      )
       .get(instanceId) as { n: number };
     return pending.n === 0;
   }
@@ -274,18 +278,17 @@ export class StateQueries {
 
   /** The owner job of the newest endpoint of a full name; NOT_FOUND if none. */
   endpointOwnerOf(fullName: string): string {
-    const r = this.core.stmt("SELECT * FROM endpoints WHERE name = ? AND (expires_at_ms IS NULL OR expires_at_ms > ?) ORDER BY created_at_ms DESC LIMIT 1").get(fullName, this.core.clock.now()) as
-      | EndpointRow
-      | undefined;
+    const r = this.core
+      .stmt("SELECT * FROM endpoints WHERE name = ? AND (expires_at_ms IS NULL OR expires_at_ms > ?) ORDER BY created_at_ms DESC LIMIT 1")
+      .get(fullName, this.core.clock.now()) as EndpointRow | undefined;
     if (!r) throw new IrisError("NOT_FOUND", `no endpoint named ${fullName}`);
     return this.endpointOwner(r);
   }
 
   endpointRows(where: string, ...args: unknown[]): WireEndpoint[] {
-    const rows = this.core.stmt(`SELECT * FROM endpoints WHERE (${where}) AND (expires_at_ms IS NULL OR expires_at_ms > ?) ORDER BY created_at_ms DESC`).all(
-      ...args,
-      this.core.clock.now(),
-    ) as EndpointRow[];
+    const rows = this.core
+      .stmt(`SELECT * FROM endpoints WHERE (${where}) AND (expires_at_ms IS NULL OR expires_at_ms > ?) ORDER BY created_at_ms DESC`)
+      .all(...args, this.core.clock.now()) as EndpointRow[];
     return rows.map((r) => endpointToWire(r, r.instance_id ? `${this.job(r.instance_id).name}/${r.idx}:${r.attempt}` : ""));
   }
 

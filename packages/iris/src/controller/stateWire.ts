@@ -131,11 +131,7 @@ export function endpointToWire(r: EndpointRow, attemptId: string): WireEndpointI
 }
 
 /** A just-registered endpoint (id and full name assigned) as its wire Endpoint. */
-export function registeredEndpointToWire(
-  endpointId: string,
-  fullName: string,
-  req: { address: string; metadata: Record<string, string>; attemptId: string },
-): WireEndpointIn {
+export function registeredEndpointToWire(endpointId: string, fullName: string, req: { address: string; metadata: Record<string, string>; attemptId: string }): WireEndpointIn {
   return { endpointId, name: fullName, address: req.address, metadata: req.metadata, attemptId: req.attemptId };
 }
 

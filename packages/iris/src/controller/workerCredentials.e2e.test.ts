@@ -46,7 +46,9 @@ describe("iris worker credentials", () => {
   const reconcile = (token: string, workerId: string, observed: object[] = []) => unary(wc(token), "reconcile", { workerId, observed, health: { healthy: true, error: "" } });
   const pushLogs = (token: string, lines: { attemptUid: string; stream: string; line: string; timeMs: number }[]): Promise<unknown> =>
     new Promise((resolve, reject) => {
-      const call = wc(token).pushLogs((err, res) => (err ? reject(new IrisError(err.code === 7 ? "PERMISSION_DENIED" : err.code === 16 ? "UNAUTHENTICATED" : "UNKNOWN", err.details)) : resolve(res)));
+      const call = wc(token).pushLogs((err, res) =>
+        err ? reject(new IrisError(err.code === 7 ? "PERMISSION_DENIED" : err.code === 16 ? "UNAUTHENTICATED" : "UNKNOWN", err.details)) : resolve(res),
+      );
       call.write({ lines });
       call.end();
     });
@@ -63,7 +65,13 @@ describe("iris worker credentials", () => {
     authFile = path.join(dir, "auth.yaml");
     fs.writeFileSync(
       authFile,
-      ["tokens:", `  - { user: root, role: admin, sha256: ${sha256Hex(ADMIN)} }`, `  - { user: alice, role: user, token: ${ALICE} }`, `  - { user: fleet, role: worker, sha256: ${sha256Hex(WORKER)} }`, ""].join("\n"),
+      [
+        "tokens:",
+        `  - { user: root, role: admin, sha256: ${sha256Hex(ADMIN)} }`,
+        `  - { user: alice, role: user, token: ${ALICE} }`,
+        `  - { user: fleet, role: worker, sha256: ${sha256Hex(WORKER)} }`,
+        "",
+      ].join("\n"),
     );
     controller = await Controller.start({ host: "127.0.0.1", port: 0, dbPath: path.join(dir, "c.sqlite"), authFile, workerTimeoutMs: 60_000 });
   });
@@ -129,7 +137,14 @@ describe("iris worker credentials", () => {
     const bundle = await alice.uploadBundle(repo);
     const owner = await register(WORKER, "owner", "inst-owner", 2000);
     const other = await register(WORKER, "other", "inst-other", 2000);
-    const job = await alice.submit({ name: "secret", entrypoint: { command: ["sh", "main.sh"] }, env: { SECRET: "s3cr3t" }, resources: { cpuMillis: 1000 }, constraints: [{ key: "pool", op: "EQ", value: "owner" }], bundle: bundle.id });
+    const job = await alice.submit({
+      name: "secret",
+      entrypoint: { command: ["sh", "main.sh"] },
+      env: { SECRET: "s3cr3t" },
+      resources: { cpuMillis: 1000 },
+      constraints: [{ key: "pool", op: "EQ", value: "owner" }],
+      bundle: bundle.id,
+    });
     const run = await waitFor(
       "the attempt assigned to worker owner",
       async () => {
@@ -145,7 +160,9 @@ describe("iris worker credentials", () => {
     const theirs = await reconcile(other.sessionToken, "other");
     expect(theirs.run.map((r) => r.attemptUid)).not.toContain(attempt.attemptUid);
     // Forged results for it are ignored (and it is told to stop nothing of its own).
-    await reconcile(other.sessionToken, "other", [{ attemptUid: attempt.attemptUid, taskId: attempt.taskId, attempt: attempt.attempt, state: "SUCCEEDED", exitCode: 0, resultJson: "1" }]);
+    await reconcile(other.sessionToken, "other", [
+      { attemptUid: attempt.attemptUid, taskId: attempt.taskId, attempt: attempt.attempt, state: "SUCCEEDED", exitCode: 0, resultJson: "1" },
+    ]);
     expect((await job.status()).state).not.toBe("SUCCEEDED");
     // Its logs and its bundle are refused.
     expect(await codeOf(pushLogs(other.sessionToken, [{ attemptUid: attempt.attemptUid, stream: "stdout", line: "forged", timeMs: Date.now() }]))).toBe("PERMISSION_DENIED");
@@ -153,7 +170,9 @@ describe("iris worker credentials", () => {
     expect(await fetchBundle(owner.sessionToken, bundle.id)).toBe("OK");
     // Its own worker reports it.
     expect(await codeOf(pushLogs(owner.sessionToken, [{ attemptUid: attempt.attemptUid, stream: "stdout", line: "real", timeMs: Date.now() }]))).toBe("OK");
-    await reconcile(owner.sessionToken, "owner", [{ attemptUid: attempt.attemptUid, taskId: attempt.taskId, attempt: attempt.attempt, state: "SUCCEEDED", exitCode: 0, logLines: 1 }]);
+    await reconcile(owner.sessionToken, "owner", [
+      { attemptUid: attempt.attemptUid, taskId: attempt.taskId, attempt: attempt.attempt, state: "SUCCEEDED", exitCode: 0, logLines: 1 },
+    ]);
     expect((await job.wait({ timeoutMs: 10_000 })).state).toBe("SUCCEEDED");
     const lines: string[] = [];
     for await (const e of job.logs()) lines.push(e.line);
@@ -189,7 +208,12 @@ describe("iris worker credentials", () => {
       await w.registered;
       const alice = IrisClient.connect(controller.address, { token: ALICE });
       clients.push(alice);
-      const job = await alice.submit({ name: "on-slurm", entrypoint: { command: ["sh", "-c", 'echo "T=${IRIS_AUTH_TOKEN%%.*}"'] }, resources: { cpuMillis: 100 }, constraints: [{ key: "pool", op: "EQ", value: "slurm-9" }] });
+      const job = await alice.submit({
+        name: "on-slurm",
+        entrypoint: { command: ["sh", "-c", 'echo "T=${IRIS_AUTH_TOKEN%%.*}"'] },
+        resources: { cpuMillis: 100 },
+        constraints: [{ key: "pool", op: "EQ", value: "slurm-9" }],
+      });
       expect((await job.wait({ timeoutMs: 30_000 })).state).toBe("SUCCEEDED");
       const lines: string[] = [];
       for await (const e of job.logs()) lines.push(e.line);
@@ -205,7 +229,14 @@ describe("iris worker credentials", () => {
 
   it("sessions survive a controller restart: a real worker carries on with its session", async () => {
     const r = await register(WORKER, "durable", "inst-durable", 0);
-    const w = await Worker.start({ controller: controller.address, token: WORKER, workerId: "carry-on", cpuMillis: 2000, memoryBytes: 1024 ** 3, attributes: { pool: "carry-on" } });
+    const w = await Worker.start({
+      controller: controller.address,
+      token: WORKER,
+      workerId: "carry-on",
+      cpuMillis: 2000,
+      memoryBytes: 1024 ** 3,
+      attributes: { pool: "carry-on" },
+    });
     try {
       await w.registered;
       const port = controller.port;
@@ -215,7 +246,12 @@ describe("iris worker credentials", () => {
       expect(await codeOf(register(r.sessionToken, "durable", "inst-other"))).toBe("PERMISSION_DENIED");
       const alice = IrisClient.connect(controller.address, { token: ALICE });
       clients.push(alice);
-      const job = await alice.submit({ name: "after-restart", entrypoint: { command: ["true"] }, resources: { cpuMillis: 100 }, constraints: [{ key: "pool", op: "EQ", value: "carry-on" }] });
+      const job = await alice.submit({
+        name: "after-restart",
+        entrypoint: { command: ["true"] },
+        resources: { cpuMillis: 100 },
+        constraints: [{ key: "pool", op: "EQ", value: "carry-on" }],
+      });
       expect((await job.wait({ timeoutMs: 30_000 })).state).toBe("SUCCEEDED");
     } finally {
       await w.stop();

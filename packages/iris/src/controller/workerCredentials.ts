@@ -97,7 +97,9 @@ export class WorkerCredentials {
     const token = `${WORKER_REGISTRATION_PREFIX}${randomBytes(32).toString("base64url")}`;
     const row: GrantRow = { worker_id: workerId, token_sha256: sha256Hex(token), expires_at_ms: this.#now() + ttlMs };
     this.#db
-      .prepare("INSERT INTO worker_grants (worker_id, token_sha256, expires_at_ms) VALUES (?, ?, ?) ON CONFLICT (worker_id) DO UPDATE SET token_sha256 = excluded.token_sha256, expires_at_ms = excluded.expires_at_ms")
+      .prepare(
+        "INSERT INTO worker_grants (worker_id, token_sha256, expires_at_ms) VALUES (?, ?, ?) ON CONFLICT (worker_id) DO UPDATE SET token_sha256 = excluded.token_sha256, expires_at_ms = excluded.expires_at_ms",
+      )
       .run(row.worker_id, row.token_sha256, row.expires_at_ms);
     this.#dropGrant(workerId);
     this.#putGrant(row);

@@ -81,9 +81,7 @@ export class WorkerTransitions {
           // Already decided here (killed, lost, peer-failed): the worker's report only tells us
           // whether it still has to stop the process.
           if (obsTerminal) {
-            this.core.db
-              .prepare("UPDATE attempts SET stopping = 0, exit_code = COALESCE(exit_code, ?) WHERE uid = ?")
-              .run(o.exitCode ?? null, a.uid);
+            this.core.db.prepare("UPDATE attempts SET stopping = 0, exit_code = COALESCE(exit_code, ?) WHERE uid = ?").run(o.exitCode ?? null, a.uid);
             if (a.stopping) {
               this.core.touchJob(a.instance_id);
               this.core.needsSchedule = true;
@@ -142,9 +140,7 @@ export class WorkerTransitions {
       for (const { id } of lost) {
         this.core.stmt("UPDATE workers SET state = 'LOST' WHERE id = ?").run(id);
         this.core.needsSchedule = true;
-        const live = this.core.db
-          .prepare("SELECT * FROM attempts WHERE worker_id = ? AND state IN ('ASSIGNED','BUILDING','RUNNING')")
-          .all(id) as AttemptRow[];
+        const live = this.core.db.prepare("SELECT * FROM attempts WHERE worker_id = ? AND state IN ('ASSIGNED','BUILDING','RUNNING')").all(id) as AttemptRow[];
         for (const stale of live) {
           // Re-read: ending one gang member may already have ended its peers on this worker.
           const a = this.queries.attemptByUid(stale.uid)!;

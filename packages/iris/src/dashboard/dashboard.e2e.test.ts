@@ -26,12 +26,24 @@ describe("dashboard HTTP routes (LocalCluster with a token)", () => {
     const text = await out.text();
     expect(text).toContain('action="/login"');
     expect(text).not.toContain("app.mjs");
-    const wrong = await fetch(`${base}/login`, { method: "POST", headers: { "content-type": "application/json", accept: "application/json", origin: base }, body: JSON.stringify({ token: "nope" }) });
+    const wrong = await fetch(`${base}/login`, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json", origin: base },
+      body: JSON.stringify({ token: "nope" }),
+    });
     expect(wrong.status).toBe(401);
     expect(wrong.headers.get("set-cookie")).toBeNull();
-    const cross = await fetch(`${base}/login`, { method: "POST", headers: { "content-type": "application/json", origin: "http://evil.example" }, body: JSON.stringify({ token: TOKEN }) });
+    const cross = await fetch(`${base}/login`, {
+      method: "POST",
+      headers: { "content-type": "application/json", origin: "http://evil.example" },
+      body: JSON.stringify({ token: TOKEN }),
+    });
     expect(cross.status).toBe(403);
-    const ok = await fetch(`${base}/login`, { method: "POST", headers: { "content-type": "application/json", accept: "application/json", origin: base }, body: JSON.stringify({ token: TOKEN }) });
+    const ok = await fetch(`${base}/login`, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json", origin: base },
+      body: JSON.stringify({ token: TOKEN }),
+    });
     expect(ok.status).toBe(200);
     const setCookie = ok.headers.get("set-cookie")!;
     expect(setCookie).toMatch(/HttpOnly/);
@@ -105,8 +117,17 @@ describe("dashboard HTTP routes (LocalCluster with a token)", () => {
   });
 
   it("stores pipeline records (validated) and lists them", async () => {
-    const run = { runId: "r-1", prefix: "/p", state: "finished", ok: true, startedAtMs: 1, finishedAtMs: 2, steps: [{ name: "a", id: "a-1", outputPath: "/p/a-1", deps: [], state: "done", durationMs: 5 }] };
-    const put = (body: unknown, id = "r-1") => fetch(`${base}/api/pipelines/${id}`, { method: "PUT", headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" }, body: JSON.stringify(body) });
+    const run = {
+      runId: "r-1",
+      prefix: "/p",
+      state: "finished",
+      ok: true,
+      startedAtMs: 1,
+      finishedAtMs: 2,
+      steps: [{ name: "a", id: "a-1", outputPath: "/p/a-1", deps: [], state: "done", durationMs: 5 }],
+    };
+    const put = (body: unknown, id = "r-1") =>
+      fetch(`${base}/api/pipelines/${id}`, { method: "PUT", headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" }, body: JSON.stringify(body) });
     expect((await put(run)).status).toBe(200);
     const bad = await put({ ...run, steps: [{ ...run.steps[0], state: "exploded" }] });
     expect(bad.status).toBe(400);

@@ -33,7 +33,14 @@ describe("pipeline records have owners", () => {
     const authFile = path.join(dir, "auth.yaml");
     fs.writeFileSync(
       authFile,
-      ["tokens:", `  - { user: root, role: admin, sha256: ${sha256Hex(ADMIN)} }`, `  - { user: alice, role: user, token: ${ALICE} }`, `  - { user: bob, role: user, token: ${BOB} }`, `  - { user: fleet, role: worker, sha256: ${sha256Hex(WORKER)} }`, ""].join("\n"),
+      [
+        "tokens:",
+        `  - { user: root, role: admin, sha256: ${sha256Hex(ADMIN)} }`,
+        `  - { user: alice, role: user, token: ${ALICE} }`,
+        `  - { user: bob, role: user, token: ${BOB} }`,
+        `  - { user: fleet, role: worker, sha256: ${sha256Hex(WORKER)} }`,
+        "",
+      ].join("\n"),
     );
     controller = await Controller.start({ host: "127.0.0.1", port: 0, httpPort: 0, dbPath: path.join(dir, "c.sqlite"), authFile });
     base = `http://${controller.httpAddress}`;

@@ -34,7 +34,13 @@ export interface DashboardOptions {
 const MAX_LOGIN_BODY = 16 * 1024;
 
 const ASSETS_DIR = fileURLToPath(new URL("./assets/", import.meta.url));
-const TYPES: Record<string, string> = { ".mjs": "text/javascript; charset=utf-8", ".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8", ".png": "image/png", ".svg": "image/svg+xml" };
+const TYPES: Record<string, string> = {
+  ".mjs": "text/javascript; charset=utf-8",
+  ".js": "text/javascript; charset=utf-8",
+  ".css": "text/css; charset=utf-8",
+  ".png": "image/png",
+  ".svg": "image/svg+xml",
+};
 
 /**
  * The third-party ES modules the page imports, resolved from the installed packages (so the page

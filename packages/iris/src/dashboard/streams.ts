@@ -52,7 +52,14 @@ export function callUnary<Res>(handlers: ControllerServiceHandlers, method: stri
  * Runs a server-stream handler in-process: each `write` is handed to `onData`; `onEnd` gets the
  * error (if any) once. Returns the cancel function (what a gone client triggers).
  */
-function callStream(handlers: ControllerServiceHandlers, method: string, request: unknown, authorization: string, onData: (v: unknown) => void, onEnd: (err?: Partial<grpc.StatusObject>) => void): () => void {
+function callStream(
+  handlers: ControllerServiceHandlers,
+  method: string,
+  request: unknown,
+  authorization: string,
+  onData: (v: unknown) => void,
+  onEnd: (err?: Partial<grpc.StatusObject>) => void,
+): () => void {
   const call = new EventEmitter() as EventEmitter & Record<string, unknown>;
   let ended = false;
   const end = (err?: Partial<grpc.StatusObject>): void => {
@@ -122,7 +129,13 @@ function endStream(s: SseStream, err?: Partial<grpc.StatusObject>): void {
 /** The SSE routes `GET /api/stream/<kind>` (policy `user`: the router checks auth before anything is written). */
 export function addStreamRoutes(router: HttpRouter, opts: StreamRouteOptions): void {
   const { handlers } = opts;
-  router.add({ name: "GET /api/stream/<overview|job|logs|metrics|pipelines>", methods: ["GET"], path: { prefix: "/api/stream/" }, auth: "user", handler: ({ req, res, url, credentials }) => void route(req, res, url, credentials.authorization ?? "") });
+  router.add({
+    name: "GET /api/stream/<overview|job|logs|metrics|pipelines>",
+    methods: ["GET"],
+    path: { prefix: "/api/stream/" },
+    auth: "user",
+    handler: ({ req, res, url, credentials }) => void route(req, res, url, credentials.authorization ?? ""),
+  });
   const route = (req: import("node:http").IncomingMessage, res: import("node:http").ServerResponse, url: URL, authorization: string): boolean => {
     const q = url.searchParams;
     const kind = url.pathname.slice("/api/stream/".length);
@@ -171,7 +184,14 @@ export function addStreamRoutes(router: HttpRouter, opts: StreamRouteOptions): v
         const cancel = callStream(
           handlers,
           "StreamLogs",
-          { name: q.get("name") ?? "", instanceId: q.get("instance") ?? "", follow: q.get("follow") !== "0", afterSeq: Number(q.get("after") ?? 0) || 0, taskIndex: task ? Number(task) : 0, filterTask: task !== null && task !== "" },
+          {
+            name: q.get("name") ?? "",
+            instanceId: q.get("instance") ?? "",
+            follow: q.get("follow") !== "0",
+            afterSeq: Number(q.get("after") ?? 0) || 0,
+            taskIndex: task ? Number(task) : 0,
+            filterTask: task !== null && task !== "",
+          },
           authorization,
           (batch) => s.send("logs", batch),
           (err) => endStream(s, err),
@@ -190,7 +210,12 @@ export function addStreamRoutes(router: HttpRouter, opts: StreamRouteOptions): v
         const snapshot = throttled(async () => {
           if (s.closed) return;
           try {
-            const m = await callUnary<{ statusText: string; attempt: number; points: { step: number; timeMs: number | string; metrics: Record<string, number> }[] }>(handlers, "GetTaskMetrics", { taskId, attempt }, authorization);
+            const m = await callUnary<{ statusText: string; attempt: number; points: { step: number; timeMs: number | string; metrics: Record<string, number> }[] }>(
+              handlers,
+              "GetTaskMetrics",
+              { taskId, attempt },
+              authorization,
+            );
             // Points are appended in order (the oldest dropped past the bound): send those after the last one sent.
             const key = (p: { step: number; timeMs: number | string }) => `${p.timeMs}:${p.step}`;
             let from = 0;

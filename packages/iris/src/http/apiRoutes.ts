@@ -36,7 +36,14 @@ export function unaryMethodNames(): string[] {
 export function addApiRoutes(router: HttpRouter, opts: ApiRouteOptions): void {
   const { handlers } = opts;
   const service = loadIrisProto().ControllerService.service;
-  router.add({ name: "GET /metrics", methods: ["GET"], path: "/metrics", auth: "user", permission: "GET /metrics", handler: ({ res }) => reply(res, 200, opts.metricsText(), "text/plain; version=0.0.4") });
+  router.add({
+    name: "GET /metrics",
+    methods: ["GET"],
+    path: "/metrics",
+    auth: "user",
+    permission: "GET /metrics",
+    handler: ({ res }) => reply(res, 200, opts.metricsText(), "text/plain; version=0.0.4"),
+  });
   for (const method of unaryMethodNames()) {
     router.add({
       name: `POST /api/${method}`,
@@ -79,7 +86,10 @@ export function addApiRoutes(router: HttpRouter, opts: ApiRouteOptions): void {
 }
 
 /** Starts an HTTP(S) server answering with `router`; resolves with it once bound. */
-export async function listenHttp(router: HttpRouter, opts: { host: string; port: number; tls?: { cert: string | Buffer; key: string | Buffer } | undefined }): Promise<http.Server> {
+export async function listenHttp(
+  router: HttpRouter,
+  opts: { host: string; port: number; tls?: { cert: string | Buffer; key: string | Buffer } | undefined },
+): Promise<http.Server> {
   const onRequest = (req: http.IncomingMessage, res: http.ServerResponse): void => router.handle(req, res);
   const server = opts.tls ? https.createServer({ cert: opts.tls.cert, key: opts.tls.key }, onRequest) : http.createServer(onRequest);
   server.headersTimeout = 30_000;

@@ -170,7 +170,13 @@ export class EndpointProxy {
       res.writeHead(307, { location: `${origin}${req.url ?? "/"}`, "content-type": "application/json" });
       res.end(JSON.stringify({ code: "MOVED", message: `the endpoint proxy is served at ${origin}` }));
     };
-    router.add({ name: "ANY /cap/<token>/… (moved to the proxy's origin)", methods: all, path: { prefix: "/cap/" }, auth: "capability", handler: ({ req, res }) => moved(req, res) });
+    router.add({
+      name: "ANY /cap/<token>/… (moved to the proxy's origin)",
+      methods: all,
+      path: { prefix: "/cap/" },
+      auth: "capability",
+      handler: ({ req, res }) => moved(req, res),
+    });
     router.add({
       name: "ANY /proxy/<endpoint>/… (bearer tokens; others moved to the proxy's origin)",
       methods: all,

@@ -7,12 +7,28 @@ import { SESSION_COOKIE } from "./principal.ts";
 import { reply } from "./respond.ts";
 
 /** Headers that describe one connection, not the message (RFC 9110 §7.6.1), never forwarded (nor Host). */
-export const HOP_BY_HOP: ReadonlySet<string> = new Set(["connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade", "host"]);
+export const HOP_BY_HOP: ReadonlySet<string> = new Set([
+  "connection",
+  "keep-alive",
+  "proxy-authenticate",
+  "proxy-authorization",
+  "proxy-connection",
+  "te",
+  "trailer",
+  "transfer-encoding",
+  "upgrade",
+  "host",
+]);
 
 /** The headers of a message that may travel on: hop-by-hop ones and those `Connection` lists left out. */
 export function endToEndHeaders(headers: http.IncomingHttpHeaders): http.OutgoingHttpHeaders {
   const out: http.OutgoingHttpHeaders = {};
-  const listed = new Set(String(headers.connection ?? "").toLowerCase().split(",").map((s) => s.trim()));
+  const listed = new Set(
+    String(headers.connection ?? "")
+      .toLowerCase()
+      .split(",")
+      .map((s) => s.trim()),
+  );
   for (const [k, v] of Object.entries(headers)) if (!HOP_BY_HOP.has(k) && !listed.has(k) && v !== undefined) out[k] = v;
   return out;
 }
@@ -51,7 +67,11 @@ export function forward(req: http.IncomingMessage, res: http.ServerResponse, opt
   // dashboard's session cookie (the caller's credentials too).
   delete headers.authorization;
   if (typeof headers.cookie === "string") {
-    const kept = headers.cookie.split(";").filter((c) => c.split("=")[0]!.trim() !== SESSION_COOKIE).join(";").trim();
+    const kept = headers.cookie
+      .split(";")
+      .filter((c) => c.split("=")[0]!.trim() !== SESSION_COOKIE)
+      .join(";")
+      .trim();
     if (kept === "") delete headers.cookie;
     else headers.cookie = kept;
   }

@@ -14,10 +14,12 @@ describe("HttpRouter", () => {
   const auth = singleTokenAuthenticator("tok");
   const router = new HttpRouter({ auth, permits: (p, perm) => perm !== "nobody" || p.role === "none" });
   let calls = 0;
-  const ok = () => ({ res }: { res: http.ServerResponse }) => {
-    calls++;
-    reply(res, 200, { ok: true });
-  };
+  const ok =
+    () =>
+    ({ res }: { res: http.ServerResponse }) => {
+      calls++;
+      reply(res, 200, { ok: true });
+    };
   router.add({ name: "GET /open", methods: ["GET"], path: "/open", auth: "public", handler: ok() });
   router.add({ name: "POST /do", methods: ["POST"], path: "/do", auth: "user", handler: ok() });
   router.add({ name: "GET /admin", methods: ["GET"], path: "/admin", auth: "admin", handler: ok() });
@@ -32,7 +34,9 @@ describe("HttpRouter", () => {
   afterAll(() => new Promise<void>((r) => server.close(() => r())));
 
   it("refuses a route without a valid policy when it is added", () => {
-    expect(() => router.add({ name: "x", methods: ["GET"], path: "/x", auth: undefined as unknown as AuthPolicy, handler: ok() })).toThrow(/auth policy must be one of public, user, admin, capability/);
+    expect(() => router.add({ name: "x", methods: ["GET"], path: "/x", auth: undefined as unknown as AuthPolicy, handler: ok() })).toThrow(
+      /auth policy must be one of public, user, admin, capability/,
+    );
     expect(() => router.add({ name: "x", methods: ["GET"], path: "/x", auth: "open" as AuthPolicy, handler: ok() })).toThrow(/auth policy/);
     expect(() => router.add({ name: "x", methods: ["GET"], path: /^\/y$/, auth: "user", handler: ok() })).toThrow(/example/);
     expect(router.routes().map((r) => r.name)).toEqual(["GET /open", "POST /do", "GET /admin", "GET /never"]);
@@ -69,7 +73,9 @@ describe("HttpRouter", () => {
     await new Promise<void>((r) => srv.listen(0, "127.0.0.1", r));
     const port = (srv.address() as AddressInfo).port;
     const get = (host: string) =>
-      new Promise<number>((resolve, reject) => http.get({ host: "127.0.0.1", port, path: "/", headers: { host } }, (res) => (res.resume(), resolve(res.statusCode ?? 0))).on("error", reject));
+      new Promise<number>((resolve, reject) =>
+        http.get({ host: "127.0.0.1", port, path: "/", headers: { host } }, (res) => (res.resume(), resolve(res.statusCode ?? 0))).on("error", reject),
+      );
     expect(await get("127.0.0.1:1234")).toBe(200);
     expect(await get("attacker.example:1234")).toBe(421);
     await new Promise<void>((r) => srv.close(() => r()));

@@ -119,7 +119,12 @@ export class HttpRouter {
   async #dispatch(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const { auth } = this.#opts;
     if (!auth.enabled && this.#opts.servesHost && !this.#opts.servesHost(req.headers.host)) {
-      return refuse(res, 421, "MISDIRECTED_REQUEST", `this server does not serve host ${JSON.stringify(req.headers.host ?? "")} (auth is off: only its own addresses are answered)`);
+      return refuse(
+        res,
+        421,
+        "MISDIRECTED_REQUEST",
+        `this server does not serve host ${JSON.stringify(req.headers.host ?? "")} (auth is off: only its own addresses are answered)`,
+      );
     }
     let url: URL;
     try {

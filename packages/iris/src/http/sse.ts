@@ -42,4 +42,3 @@ export class SseStream {
     this.res.end();
   }
 }
-

@@ -14,10 +14,7 @@ const specArb: fc.Arbitrary<JobSpecInput> = fc.record(
   {
     entrypoint: fc.oneof(
       fc.record({ command: fc.array(fc.string(), { minLength: 1, maxLength: 4 }), cwd: fc.constantFrom("/tmp", "/work") }, { requiredKeys: ["command"] }),
-      fc.record(
-        { module: fc.constantFrom("/abs/mod.ts", "file:///abs/mod.ts"), export: word, args: fc.jsonValue() },
-        { requiredKeys: ["module", "export"] },
-      ),
+      fc.record({ module: fc.constantFrom("/abs/mod.ts", "file:///abs/mod.ts"), export: word, args: fc.jsonValue() }, { requiredKeys: ["module", "export"] }),
     ),
     replicas: fc.integer({ min: 1, max: 50 }),
     gang: fc.boolean(),

@@ -7,10 +7,12 @@ import { IRIS_PACKAGE_ROOT, generateProtoTypes } from "./protoGen.ts";
 import { loadIrisProto } from "./rpc.ts";
 
 function listFiles(dir: string, base = dir): string[] {
-  return readdirSync(dir).flatMap((f) => {
-    const p = path.join(dir, f);
-    return statSync(p).isDirectory() ? listFiles(p, base) : [path.relative(base, p)];
-  }).sort();
+  return readdirSync(dir)
+    .flatMap((f) => {
+      const p = path.join(dir, f);
+      return statSync(p).isDirectory() ? listFiles(p, base) : [path.relative(base, p)];
+    })
+    .sort();
 }
 
 describe("generated wire types", () => {

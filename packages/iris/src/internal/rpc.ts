@@ -195,11 +195,7 @@ export function unary<C extends grpc.Client, M extends keyof C & string>(
   const callSite = new Error("call site");
   return new Promise((resolve, reject) => {
     const options: grpc.CallOptions = opts.deadlineMs ? { deadline: Date.now() + opts.deadlineMs } : {};
-    const fn = client[method] as unknown as (
-      req: unknown,
-      options: grpc.CallOptions,
-      cb: (err: grpc.ServiceError | null, res?: unknown) => void,
-    ) => void;
+    const fn = client[method] as unknown as (req: unknown, options: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res?: unknown) => void) => void;
     fn.call(client, request, options, (err, res) => {
       if (err) reject(toIrisError(err, callSite));
       else resolve(res as UnaryResponse<C[M]>);

@@ -150,17 +150,13 @@ describe("task runner, when its worker dies", () => {
   }
 
   it("ends a command attempt (and the command) within seconds of a SIGKILL of the worker", async () => {
-    const elapsed = await orphan({ command: ["sh", "-c", "echo pid $$; exec sleep 1000"] }, (l) =>
-      l.startsWith("pid ") ? Number(l.slice(4)) : undefined,
-    );
+    const elapsed = await orphan({ command: ["sh", "-c", "echo pid $$; exec sleep 1000"] }, (l) => (l.startsWith("pid ") ? Number(l.slice(4)) : undefined));
     expect(elapsed).toBeLessThan(5000);
   });
 
   it("ends a module attempt, and what it spawned, within seconds of a SIGKILL of the worker", async () => {
     // The watched pid is the module's child process: the runner must take its whole group down.
-    const elapsed = await orphan({ module: path.join(dir, "tasks.ts"), export: "spin" }, (l) =>
-      l.startsWith("spinning ") ? Number(l.split(" ")[2]) : undefined,
-    );
+    const elapsed = await orphan({ module: path.join(dir, "tasks.ts"), export: "spin" }, (l) => (l.startsWith("spinning ") ? Number(l.split(" ")[2]) : undefined));
     expect(elapsed).toBeLessThan(5000);
   });
 });

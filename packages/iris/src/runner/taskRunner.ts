@@ -78,10 +78,7 @@ async function runModule(entry: { module: string; export: string; args?: unknown
     const fn = mod[entry.export];
     if (typeof fn !== "function") {
       const names = Object.keys(mod).filter((k) => typeof mod[k] === "function");
-      throw new Error(
-        `${entry.module} has no exported function ${JSON.stringify(entry.export)} ` +
-          `(exported functions: ${names.length > 0 ? names.join(", ") : "none"})`,
-      );
+      throw new Error(`${entry.module} has no exported function ${JSON.stringify(entry.export)} ` + `(exported functions: ${names.length > 0 ? names.join(", ") : "none"})`);
     }
     value = await (fn as (args: unknown) => unknown)(entry.args);
   } catch (e) {

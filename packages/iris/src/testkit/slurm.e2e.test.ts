@@ -19,9 +19,15 @@ describe.skipIf(skip)("test Slurm", () => {
 
   it("runs a batch job of node to completion on its one oversubscribed node", async () => {
     const out = `${slurm.dir}/hello.out`;
-    const id = slurm.cmd("sbatch", ["--parsable", "-J", "harness", "-c", "32", "-o", out, "--wrap", `${process.execPath} -e "console.log('ran on', process.env.SLURM_JOB_ID)"`]).trim();
+    const id = slurm
+      .cmd("sbatch", ["--parsable", "-J", "harness", "-c", "32", "-o", out, "--wrap", `${process.execPath} -e "console.log('ran on', process.env.SLURM_JOB_ID)"`])
+      .trim();
     expect(id).toMatch(/^\d+$/);
-    await waitFor("the batch job to finish", () => slurm.jobs().every((j) => j.id !== id || j.state === "COMPLETED") && fs.existsSync(out) && fs.readFileSync(out, "utf8").includes("ran on"), { timeoutMs: 60_000, intervalMs: 100 });
+    await waitFor(
+      "the batch job to finish",
+      () => slurm.jobs().every((j) => j.id !== id || j.state === "COMPLETED") && fs.existsSync(out) && fs.readFileSync(out, "utf8").includes("ran on"),
+      { timeoutMs: 60_000, intervalMs: 100 },
+    );
     expect(fs.readFileSync(out, "utf8").trim()).toBe(`ran on ${id}`);
     // The node advertises more CPUs than this machine has.
     expect(Number(slurm.cmd("sinfo", ["-h", "-N", "-o", "%c"]).trim())).toBe(64);

@@ -35,7 +35,8 @@ function onPath(program: string): boolean {
 /** Whether a test Slurm can be started on this machine (root, the programs installed). */
 export function slurmAvailability(): SlurmAvailability {
   if (process.platform !== "linux") return { ok: false, why: `Slurm tests run on Linux (this is ${process.platform})` };
-  if (typeof process.getuid === "function" && process.getuid() !== 0) return { ok: false, why: "the test Slurm runs as root (SlurmUser=root, munged key checks); this process is not root" };
+  if (typeof process.getuid === "function" && process.getuid() !== 0)
+    return { ok: false, why: "the test Slurm runs as root (SlurmUser=root, munged key checks); this process is not root" };
   const missing = PROGRAMS.filter((p) => !onPath(p));
   if (missing.length > 0) return { ok: false, why: `not installed: ${missing.join(", ")} (Debian packages slurm-wlm and munge)` };
   return { ok: true };
@@ -169,11 +170,20 @@ export async function startSlurm(opts: StartSlurmOptions = {}): Promise<TestSlur
     fs.rmSync(dir, { recursive: true, force: true });
   };
   try {
-    const munged = startDaemon("munged", "munged", [
-      "--foreground", "--force", `--socket=${socket}`, `--key-file=${key}`,
-      `--log-file=${path.join(dir, "log", "munged.log")}`, `--pid-file=${path.join(sockDir, "munged.pid")}`,
-      `--seed-file=${path.join(keyDir, "munged.seed")}`,
-    ], env);
+    const munged = startDaemon(
+      "munged",
+      "munged",
+      [
+        "--foreground",
+        "--force",
+        `--socket=${socket}`,
+        `--key-file=${key}`,
+        `--log-file=${path.join(dir, "log", "munged.log")}`,
+        `--pid-file=${path.join(sockDir, "munged.pid")}`,
+        `--seed-file=${path.join(keyDir, "munged.seed")}`,
+      ],
+      env,
+    );
     daemons.push(munged);
     await waitFor("munged's socket", () => fs.existsSync(socket) || munged.proc.exitCode !== null, { timeoutMs: 20_000 });
     if (munged.proc.exitCode !== null) throw new Error(`munged exited: ${munged.output()}`);
@@ -227,18 +237,26 @@ export async function startSlurm(opts: StartSlurmOptions = {}): Promise<TestSlur
       if (r.status !== 0) throw new Error(`${program} ${args.join(" ")} exited ${r.status}: ${r.stderr.trim()}`);
       return r.stdout;
     };
-    await waitFor("slurmctld to answer", () => {
-      if (ctld.proc.exitCode !== null) throw new Error(`slurmctld exited (${ctld.proc.exitCode}): ${logs()}`);
-      return spawnSync("scontrol", ["ping"], { env, encoding: "utf8" }).stdout.includes("UP");
-    }, { timeoutMs: 60_000, intervalMs: 200 });
+    await waitFor(
+      "slurmctld to answer",
+      () => {
+        if (ctld.proc.exitCode !== null) throw new Error(`slurmctld exited (${ctld.proc.exitCode}): ${logs()}`);
+        return spawnSync("scontrol", ["ping"], { env, encoding: "utf8" }).stdout.includes("UP");
+      },
+      { timeoutMs: 60_000, intervalMs: 200 },
+    );
     const slurmd = startDaemon("slurmd", "slurmd", ["-D", "-N", nodeName, "-f", env.SLURM_CONF!], env);
     daemons.push(slurmd);
-    await waitFor("the Slurm node to be idle", () => {
-      if (slurmd.proc.exitCode !== null) throw new Error(`slurmd exited (${slurmd.proc.exitCode}): ${logs()}`);
-      const state = spawnSync("sinfo", ["-h", "-N", "-n", nodeName, "-o", "%T"], { env, encoding: "utf8" }).stdout.trim();
-      if (/down|drain|inval|fail/i.test(state)) spawnSync("scontrol", ["update", `nodename=${nodeName}`, "state=resume"], { env });
-      return state === "idle";
-    }, { timeoutMs: 60_000, intervalMs: 200 });
+    await waitFor(
+      "the Slurm node to be idle",
+      () => {
+        if (slurmd.proc.exitCode !== null) throw new Error(`slurmd exited (${slurmd.proc.exitCode}): ${logs()}`);
+        const state = spawnSync("sinfo", ["-h", "-N", "-n", nodeName, "-o", "%T"], { env, encoding: "utf8" }).stdout.trim();
+        if (/down|drain|inval|fail/i.test(state)) spawnSync("scontrol", ["update", `nodename=${nodeName}`, "state=resume"], { env });
+        return state === "idle";
+      },
+      { timeoutMs: 60_000, intervalMs: 200 },
+    );
 
     let stopped = false;
     return {
@@ -261,10 +279,14 @@ export async function startSlurm(opts: StartSlurmOptions = {}): Promise<TestSlur
         if (stopped) return;
         stopped = true;
         spawnSync("scancel", ["--full", "-u", os.userInfo().username], { env });
-        await waitFor("the test Slurm's jobs to end", () => {
-          const out = spawnSync("squeue", ["-h", "-t", "PENDING,RUNNING,COMPLETING,SUSPENDED,CONFIGURING", "-o", "%i"], { env, encoding: "utf8" });
-          return out.status !== 0 || out.stdout.trim() === "";
-        }, { timeoutMs: 30_000, intervalMs: 200 }).catch(() => undefined);
+        await waitFor(
+          "the test Slurm's jobs to end",
+          () => {
+            const out = spawnSync("squeue", ["-h", "-t", "PENDING,RUNNING,COMPLETING,SUSPENDED,CONFIGURING", "-o", "%i"], { env, encoding: "utf8" });
+            return out.status !== 0 || out.stdout.trim() === "";
+          },
+          { timeoutMs: 30_000, intervalMs: 200 },
+        ).catch(() => undefined);
         await teardown();
       },
     };

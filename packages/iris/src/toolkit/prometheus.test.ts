@@ -9,7 +9,9 @@ describe("prometheus text", () => {
     c.inc({ route: "/b", status: 200 });
     expect(c.get({ route: "/b", status: 200 })).toBe(2);
     const page = new PrometheusText().family("x_total", "counter", "Requests.", c.samples("x_total")).single("x_up", "gauge", "Up.", 1);
-    expect(page.text()).toBe('# HELP x_total Requests.\n# TYPE x_total counter\nx_total{route="/a",status="200"} 2\nx_total{route="/b",status="200"} 2\n# HELP x_up Up.\n# TYPE x_up gauge\nx_up 1\n');
+    expect(page.text()).toBe(
+      '# HELP x_total Requests.\n# TYPE x_total counter\nx_total{route="/a",status="200"} 2\nx_total{route="/b",status="200"} 2\n# HELP x_up Up.\n# TYPE x_up gauge\nx_up 1\n',
+    );
     expect(sampleLine("m", 1, { v: 'a"b\\c\nd' })).toBe('m{v="a\\"b\\\\c\\nd"} 1');
   });
 

@@ -37,7 +37,9 @@ describe("formatZodIssues", () => {
     if (missing.success) throw new Error("expected a failure");
     expect(formatZodIssues(missing.error, { input: {} })).not.toMatch(/got/);
     expect(formatZodIssues(missing.error, { input: {}, missing: "missing" })).toMatch(/^a: .*, got missing$/);
-    expect(formatZodIssues(r.error, { input: bad, line: (i, p) => (i.code === "unrecognized_keys" ? `${p.join(".") || "top"}: unknown ${i.keys.join(",")}` : undefined) })).toMatch(/; top: unknown extra$/);
+    expect(formatZodIssues(r.error, { input: bad, line: (i, p) => (i.code === "unrecognized_keys" ? `${p.join(".") || "top"}: unknown ${i.keys.join(",")}` : undefined) })).toMatch(
+      /; top: unknown extra$/,
+    );
   });
 
   it("valueAtPath walks objects and arrays, undefined past a leaf", () => {

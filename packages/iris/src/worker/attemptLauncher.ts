@@ -137,9 +137,7 @@ export class AttemptLauncher {
         // BUILDING (the attempt's initial state) is reported while the bundle is fetched and built.
         this.#ctx.kick();
         try {
-          bundleDir = await this.#ctx.bundles.ensure(spec.bundleId, (line) =>
-            this.#shipper.queue(local, { stream: "stdout", line: `[iris build] ${line}`, timeMs: Date.now() }),
-          );
+          bundleDir = await this.#ctx.bundles.ensure(spec.bundleId, (line) => this.#shipper.queue(local, { stream: "stdout", line: `[iris build] ${line}`, timeMs: Date.now() }));
           // Held (first by this worker, then by the attempt's process) until the attempt ends.
           hold = this.#ctx.bundles.hold(bundleDir, local.uid);
         } catch (e) {
@@ -193,13 +191,13 @@ export class AttemptLauncher {
               ...limits,
             })
           : AttemptProcess.spawn({
-        ...("command" in entrypoint && direct
-          ? { argv: entrypoint.command, ...(entrypoint.cwd === undefined ? {} : { cwd: entrypoint.cwd }) }
-          : { argv: runnerArgv(entrypoint, specPath), ipc: true, ...(bundleDir === undefined ? {} : { cwd: bundleDir }) }),
-        env,
-        ...(spec.timeoutMs > 0 ? { timeoutMs: spec.timeoutMs } : {}),
-        ...limits,
-      });
+              ...("command" in entrypoint && direct
+                ? { argv: entrypoint.command, ...(entrypoint.cwd === undefined ? {} : { cwd: entrypoint.cwd }) }
+                : { argv: runnerArgv(entrypoint, specPath), ipc: true, ...(bundleDir === undefined ? {} : { cwd: bundleDir }) }),
+              env,
+              ...(spec.timeoutMs > 0 ? { timeoutMs: spec.timeoutMs } : {}),
+              ...limits,
+            });
       local.proc = proc;
       if (direct && proc.pid !== undefined) {
         const pgid = proc.pid;
@@ -214,7 +212,12 @@ export class AttemptLauncher {
           ...spawnedRecord(record, proc.pid),
           ...(heartbeatFile === undefined
             ? {}
-            : { kept: true, module: resultPath !== undefined, ...(spec.timeoutMs > 0 ? { timeoutMs: spec.timeoutMs } : {}), ...(limits.memoryLimitBytes === undefined ? {} : { memoryBytes: limits.memoryLimitBytes }) }),
+            : {
+                kept: true,
+                module: resultPath !== undefined,
+                ...(spec.timeoutMs > 0 ? { timeoutMs: spec.timeoutMs } : {}),
+                ...(limits.memoryLimitBytes === undefined ? {} : { memoryBytes: limits.memoryLimitBytes }),
+              }),
         });
         this.#ctx.emit({ type: "attemptStarted", attemptUid: local.uid, taskId: local.taskId, attempt: local.attempt, pid: proc.pid });
         this.#ctx.kick();
@@ -309,8 +312,7 @@ export class AttemptLauncher {
     } else if (outcome.kind === "KILLED" && (local.stopReason === "WORKER_STOPPING" || local.stopReason === "CONTROLLER_SILENT")) {
       local.state = "FAILED";
       local.failureKind = "WORKER_LOST";
-      local.error =
-        local.stopReason === "WORKER_STOPPING" ? "the worker was stopped" : "the worker lost contact with the controller";
+      local.error = local.stopReason === "WORKER_STOPPING" ? "the worker was stopped" : "the worker lost contact with the controller";
     } else if (outcome.kind === "KILLED") {
       local.state = "KILLED";
       local.failureKind = local.stopReason === "TIMEOUT" ? "TIMEOUT" : "KILLED";

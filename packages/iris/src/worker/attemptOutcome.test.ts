@@ -19,9 +19,7 @@ describe("classifyExit", () => {
   });
 
   it("reports a non-zero exit with the last meaningful stderr line, skipping stack frames", () => {
-    const out = classifyExit(
-      ended({ exitCode: 3, stderrTail: ["Error: disk full", "    at main (/x.ts:1:1)", "", "Node.js v20.20.2"] }),
-    );
+    const out = classifyExit(ended({ exitCode: 3, stderrTail: ["Error: disk full", "    at main (/x.ts:1:1)", "", "Node.js v20.20.2"] }));
     expect(out).toMatchObject({ kind: "APP_EXIT", exitCode: 3 });
     expect(out.message).toBe("exited with code 3: Error: disk full");
   });

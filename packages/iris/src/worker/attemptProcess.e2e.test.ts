@@ -30,9 +30,7 @@ describe("AttemptProcess", () => {
   });
 
   it("stops with SIGTERM, then SIGKILL after the grace period when SIGTERM is ignored", async () => {
-    const { proc, lines, printed } = start(
-      node(`process.on("SIGTERM", () => console.log("got SIGTERM")); console.log("ready"); setInterval(() => {}, 1000);`),
-    );
+    const { proc, lines, printed } = start(node(`process.on("SIGTERM", () => console.log("got SIGTERM")); console.log("ready"); setInterval(() => {}, 1000);`));
     await printed("ready");
     const t0 = Date.now();
     const outcome = await proc.stop(300);
@@ -98,12 +96,7 @@ describe("AttemptProcess", () => {
   });
 
   it("recognises Node running out of heap as OOM", async () => {
-    const { proc } = start([
-      process.execPath,
-      "--max-old-space-size=24",
-      "-e",
-      `const keep = []; for (;;) keep.push(new Array(100000).fill({ a: 1 }));`,
-    ]);
+    const { proc } = start([process.execPath, "--max-old-space-size=24", "-e", `const keep = []; for (;;) keep.push(new Array(100000).fill({ a: 1 }));`]);
     expect(await proc.exited).toMatchObject({ kind: "OOM" });
   });
 });

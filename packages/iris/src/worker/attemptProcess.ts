@@ -141,10 +141,7 @@ export class AttemptProcess {
     const oomKillsAtStart = cgroupOomKills();
     const reading: ReadState = { paused: 0, lastActivityMs: Date.now() };
     const gate = opts.backpressure ?? (() => undefined);
-    const drained = [
-      readLines(child.stdout, (l) => emit("stdout", l), gate, reading),
-      readLines(child.stderr, (l) => emit("stderr", l), gate, reading),
-    ];
+    const drained = [readLines(child.stdout, (l) => emit("stdout", l), gate, reading), readLines(child.stderr, (l) => emit("stderr", l), gate, reading)];
 
     child.on("message", (msg: unknown) => {
       if (isLaunchFailed(msg)) this.#launchError = new Error(msg.message);
@@ -211,12 +208,7 @@ export class AttemptProcess {
 }
 
 function isLaunchFailed(msg: unknown): msg is LaunchFailedMessage {
-  return (
-    typeof msg === "object" &&
-    msg !== null &&
-    (msg as { type?: unknown }).type === "iris.launchFailed" &&
-    typeof (msg as { message?: unknown }).message === "string"
-  );
+  return typeof msg === "object" && msg !== null && (msg as { type?: unknown }).type === "iris.launchFailed" && typeof (msg as { message?: unknown }).message === "string";
 }
 
 /** Shared by an attempt's two readers: how many are paused, and when either last moved. */
@@ -237,12 +229,7 @@ function utf8Cut(buf: Buffer, limit: number): number {
  * Splits a stream into lines at "\n" (a trailing "\r" dropped), in linear time and bounded memory:
  * a line longer than {@link MAX_LINE_BYTES} is emitted in pieces as it arrives.
  */
-function readLines(
-  stream: Readable | null,
-  onLine: (line: string) => void,
-  gate: () => Promise<void> | undefined,
-  state: ReadState,
-): Promise<void> {
+function readLines(stream: Readable | null, onLine: (line: string) => void, gate: () => Promise<void> | undefined, state: ReadState): Promise<void> {
   if (stream === null) return Promise.resolve();
   return new Promise((resolve) => {
     let parts: Buffer[] = [];

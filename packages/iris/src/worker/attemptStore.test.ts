@@ -24,7 +24,12 @@ describe("AttemptStore", () => {
     fs.writeFileSync(path.join(scratch, "runner.json"), "{}");
     store.remove("a/b:1");
     expect(fs.existsSync(scratch)).toBe(false);
-    expect(store.list().map((r) => r.attemptUid).sort()).toEqual(uids.slice(1).sort());
+    expect(
+      store
+        .list()
+        .map((r) => r.attemptUid)
+        .sort(),
+    ).toEqual(uids.slice(1).sort());
   });
 
   it("reports and drops a record that cannot be read back", () => {

@@ -132,12 +132,15 @@ export class KeptAttempt {
     const timers: NodeJS.Timeout[] = [];
     if (opts.timeoutMs !== undefined && opts.timeoutMs > 0) {
       timers.push(
-        setTimeout(() => {
-          if (this.#done || this.#stopRequested) return;
-          this.#timedOut = true;
-          this.#stopRequested = true;
-          this.#terminate(this.#killGraceMs);
-        }, Math.max(0, opts.startedAtMs + opts.timeoutMs - Date.now())),
+        setTimeout(
+          () => {
+            if (this.#done || this.#stopRequested) return;
+            this.#timedOut = true;
+            this.#stopRequested = true;
+            this.#terminate(this.#killGraceMs);
+          },
+          Math.max(0, opts.startedAtMs + opts.timeoutMs - Date.now()),
+        ),
       );
     }
     let unwatch: (() => void) | undefined;

@@ -213,8 +213,7 @@ export class Reconciler {
     // A finished attempt whose last lines are still on their way is reported running a little
     // longer: the controller takes `log_lines` of a finished attempt as the complete count.
     // (Not when the worker is going away: its last report must say how its attempts ended.)
-    const holding =
-      !this.#ctx.stopping && isTerminal(a.state) && a.unackedLines > 0 && Date.now() - a.finishedAtMs < LOG_HOLD_MS;
+    const holding = !this.#ctx.stopping && isTerminal(a.state) && a.unackedLines > 0 && Date.now() - a.finishedAtMs < LOG_HOLD_MS;
     return observationToWire(a, holding);
   }
 
@@ -228,9 +227,7 @@ export class Reconciler {
 
   async #reconcileOnce(): Promise<void> {
     const request = this.reconcileRequest();
-    const reportedFinished = new Set(
-      request.observed.filter((o) => isTerminal(o.state as LocalState)).map((o) => o.attemptUid as string),
-    );
+    const reportedFinished = new Set(request.observed.filter((o) => isTerminal(o.state as LocalState)).map((o) => o.attemptUid as string));
     const response = await unary(this.#ctx.client, "reconcile", request, { deadlineMs: RPC_DEADLINE_MS });
     if (this.#ctx.stopping) return;
     this.#apply(response, reportedFinished);

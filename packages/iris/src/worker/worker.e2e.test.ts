@@ -45,14 +45,18 @@ async function startWorker(opts: Partial<WorkerOptions> = {}) {
 
 /** The pids whose parent is `ppid` (from /proc). */
 function childrenOf(ppid: number): number[] {
-  return fs.readdirSync("/proc").filter((n) => /^\d+$/.test(n)).map(Number).filter((pid) => {
-    try {
-      const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
-      return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]) === ppid;
-    } catch {
-      return false;
-    }
-  });
+  return fs
+    .readdirSync("/proc")
+    .filter((n) => /^\d+$/.test(n))
+    .map(Number)
+    .filter((pid) => {
+      try {
+        const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+        return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]) === ppid;
+      } catch {
+        return false;
+      }
+    });
 }
 
 const observedState = (uid: string, state: string) =>
@@ -126,7 +130,11 @@ describe("Worker against a scripted controller", () => {
       "a1",
       runCommand(
         "a1",
-        ["sh", "-c", 'echo "$IRIS_TASK_ID $IRIS_ATTEMPT $IRIS_WORKER_ID $IRIS_JOB_ID $IRIS_NUM_TASKS $IRIS_ADVERTISE_HOST $GREETING"; echo "port=$IRIS_PORT_HTTP"; echo oops >&2; i=0; while [ $i -lt 300 ]; do echo "line $i"; i=$((i+1)); done; exit 4'],
+        [
+          "sh",
+          "-c",
+          'echo "$IRIS_TASK_ID $IRIS_ATTEMPT $IRIS_WORKER_ID $IRIS_JOB_ID $IRIS_NUM_TASKS $IRIS_ADVERTISE_HOST $GREETING"; echo "port=$IRIS_PORT_HTTP"; echo oops >&2; i=0; while [ $i -lt 300 ]; do echo "line $i"; i=$((i+1)); done; exit 4',
+        ],
         { env: { GREETING: "hi", IRIS_TASK_ID: "forged" }, ports: ["http"] },
       ),
     );
@@ -294,11 +302,10 @@ describe("Worker restarts", () => {
     fc.run.set("r1", runCommand("r1", ["sh", "-c", "echo ready; exec sleep 1000"]));
     const stateDir = path.join(dir, "state");
     const tsx = runnerArgv({ module: "/unused", export: "unused" }, "unused").slice(0, 3);
-    const proc: ChildProcess = spawn(
-      tsx[0],
-      [...tsx.slice(1), path.join(import.meta.dirname, "testing", "workerProcess.ts"), fc.address, stateDir, "no-adopt"],
-      { stdio: ["ignore", "pipe", "inherit"], detached: true },
-    );
+    const proc: ChildProcess = spawn(tsx[0], [...tsx.slice(1), path.join(import.meta.dirname, "testing", "workerProcess.ts"), fc.address, stateDir, "no-adopt"], {
+      stdio: ["ignore", "pipe", "inherit"],
+      detached: true,
+    });
     cleanups.push(() => proc.exitCode === null && proc.signalCode === null && proc.kill("SIGKILL"));
     const events: WorkerEvent[] = [];
     readline.createInterface({ input: proc.stdout! }).on("line", (l) => events.push(JSON.parse(l) as WorkerEvent));
@@ -380,11 +387,11 @@ describe("Worker restarts", () => {
     const root = path.join(dir, "root");
     const tsx = runnerArgv({ module: "/unused", export: "unused" }, "unused").slice(0, 3);
     // No state flags at all: the directory comes from IRIS_STATE_DIR, as for `iris worker`.
-    const proc: ChildProcess = spawn(
-      tsx[0],
-      [...tsx.slice(1), path.join(import.meta.dirname, "testing", "workerProcess.ts"), fc.address, "-"],
-      { stdio: ["ignore", "pipe", "inherit"], detached: true, env: { ...process.env, IRIS_STATE_DIR: root } },
-    );
+    const proc: ChildProcess = spawn(tsx[0], [...tsx.slice(1), path.join(import.meta.dirname, "testing", "workerProcess.ts"), fc.address, "-"], {
+      stdio: ["ignore", "pipe", "inherit"],
+      detached: true,
+      env: { ...process.env, IRIS_STATE_DIR: root },
+    });
     const exited = new Promise((resolve) => proc.on("exit", resolve));
     cleanups.push(() => proc.exitCode === null && proc.signalCode === null && proc.kill("SIGKILL"));
     const events: WorkerEvent[] = [];
@@ -412,9 +419,7 @@ describe("Worker restarts", () => {
     // A sibling worker of this process, in the same root, is alive and must be left alone.
     const sibling = await startWorker({ stateRoot: root });
     const restarted = await startWorker({ stateRoot: root });
-    const swept = await waitFor("the dead worker's directory to be swept", () =>
-      [...sibling.events, ...restarted.events].find((e) => e.type === "deadWorkerSwept"),
-    );
+    const swept = await waitFor("the dead worker's directory to be swept", () => [...sibling.events, ...restarted.events].find((e) => e.type === "deadWorkerSwept"));
     expect(swept).toMatchObject({ dir: path.join(root, oldDir), ownerPid: proc.pid, killed: [{ attemptUid: "s1", pid }] });
     await waitFor("the wedged attempt to die", () => !processAlive(pid));
     expect(fs.existsSync(path.join(root, oldDir))).toBe(false);

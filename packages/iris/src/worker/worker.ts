@@ -96,7 +96,11 @@ export class Worker {
     // Reconnect backoff capped like registration's: a controller back from an outage is dialled
     // again within seconds, not after grpc-js's minutes (calls in between fail at once).
     // Every call presents the session once registration returned one, the worker token before.
-    const client = createWorkerControlClient(opts.controller, { token: () => this.#ctx.session ?? opts.token, tlsCa: opts.tlsCa, reconnectBackoffMs: { initial: REGISTER_BACKOFF_START_MS, max: REGISTER_BACKOFF_MAX_MS } });
+    const client = createWorkerControlClient(opts.controller, {
+      token: () => this.#ctx.session ?? opts.token,
+      tlsCa: opts.tlsCa,
+      reconnectBackoffMs: { initial: REGISTER_BACKOFF_START_MS, max: REGISTER_BACKOFF_MAX_MS },
+    });
     const heartbeatFile = (opts.adoptAttempts ?? !ownsStateDir) ? path.join(stateDir, HEARTBEAT_FILE) : undefined;
     if (heartbeatFile !== undefined) {
       // Kept attempts (a previous run's among them) live as long as this file is fresh.

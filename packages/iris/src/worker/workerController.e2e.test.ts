@@ -21,9 +21,7 @@ beforeAll(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), "iris-worker-ctrl-"));
   const [port] = Object.values(await allocatePorts(["controller"]));
   const address = `127.0.0.1:${port}`;
-  workers = await Promise.all(
-    [0, 1].map(() => Worker.start({ controller: address, token: "tok", tickMs: 200, killGraceMs: 500, onEvent: (e) => events.push(e) })),
-  );
+  workers = await Promise.all([0, 1].map(() => Worker.start({ controller: address, token: "tok", tickMs: 200, killGraceMs: 500, onEvent: (e) => events.push(e) })));
   await waitFor("the workers to find no controller", () => events.filter((e) => e.type === "controllerUnreachable").length >= 2);
   controller = await Controller.start({ host: "127.0.0.1", port, dbPath: path.join(dir, "c.sqlite"), token: "tok" });
   await Promise.all(workers.map((w) => w.registered));

@@ -54,9 +54,7 @@ describe("sweepDeadStateDirs", () => {
     const liveAttempt = sleeper();
     const live = stateDir("worker-live", self, [{ uid: "live", pid: liveAttempt.pid! }]);
     const elsewhereAttempt = sleeper();
-    const elsewhere = stateDir("worker-elsewhere", { ...deadOwner, hostname: `${os.hostname()}-other` }, [
-      { uid: "elsewhere", pid: elsewhereAttempt.pid! },
-    ]);
+    const elsewhere = stateDir("worker-elsewhere", { ...deadOwner, hostname: `${os.hostname()}-other` }, [{ uid: "elsewhere", pid: elsewhereAttempt.pid! }]);
 
     const swept = await sweepDeadStateDirs(root, { killGraceMs: 200 });
 

@@ -96,7 +96,9 @@ describe("saveCheckpoint / loadCheckpoint", () => {
     await expect(saveCheckpoint(dir, { step: 2, arrays: {}, state: { opt: { lr: Number.NaN } } })).rejects.toThrow(/state\.opt\.lr: NaN/);
     await expect(saveCheckpoint(dir, { step: 2, arrays: {}, state: { rng: 1n } })).rejects.toThrow(/state\.rng: a bigint/);
     await expect(saveCheckpoint(dir, { step: 2, arrays: { a: { shape: [3], data: new Float32Array(4) } } })).rejects.toThrow(/arrays\.a: shape \[3\]/);
-    await expect(saveCheckpoint(dir, { step: 2, arrays: { a: { shape: [1], data: new Float64Array(1) as unknown as Float32Array } } })).rejects.toThrow(/Float32Array or Int32Array/);
+    await expect(saveCheckpoint(dir, { step: 2, arrays: { a: { shape: [1], data: new Float64Array(1) as unknown as Float32Array } } })).rejects.toThrow(
+      /Float32Array or Int32Array/,
+    );
     expect(await readCheckpointMetadata(dir)).toBeUndefined();
   });
 

@@ -44,11 +44,7 @@ function saver(step: number) {
 const step = (c: Checkpointer, s: number, opts?: { force?: boolean }) => c.onStep(s, saver(s), opts);
 const steps = async (root: string) => (await listCheckpoints(root)).map((c) => c.metadata.step);
 
-const POLICIES = [
-  { every: 2, until: 10 },
-  { every: 5, until: 20 },
-  { every: 10 },
-];
+const POLICIES = [{ every: 2, until: 10 }, { every: 5, until: 20 }, { every: 10 }];
 
 describe("Checkpointer (upstream table)", () => {
   it("step policies only: steps 1–49 keep [2,4,6,8,10,15,20,30,40]", async () => {
@@ -228,11 +224,23 @@ describe("Checkpointer (other rules)", () => {
 
   it("validates its config, naming the field", () => {
     expect(() => checkpointer({ keep: [{ every: 2 }, { every: 5, until: 20 }] })).toThrow(/keep\.0\.until: only the last/);
-    expect(() => checkpointer({ keep: [{ every: 2, until: 20 }, { every: 5, until: 10 }] })).toThrow(/keep\.1\.until/);
+    expect(() =>
+      checkpointer({
+        keep: [
+          { every: 2, until: 20 },
+          { every: 5, until: 10 },
+        ],
+      }),
+    ).toThrow(/keep\.1\.until/);
     expect(() => checkpointer({ keepLastTemporary: -1 })).toThrow(LevanterError);
     expect(() => checkpointer({ saveIntervalSeconds: 0 })).toThrow(/saveIntervalSeconds/);
     expect(checkpointer({ keep: null }).config.keep).toEqual([]);
-    expect(new Checkpointer({ basePath: perm }).config).toMatchObject({ saveIntervalSeconds: 900, keep: [{ every: 10_000 }], keepLastTemporary: 1, deleteOldTempCheckpoints: true });
+    expect(new Checkpointer({ basePath: perm }).config).toMatchObject({
+      saveIntervalSeconds: 900,
+      keep: [{ every: 10_000 }],
+      keepLastTemporary: 1,
+      deleteOldTempCheckpoints: true,
+    });
   });
 });
 

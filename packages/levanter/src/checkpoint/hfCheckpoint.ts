@@ -64,7 +64,8 @@ export async function readHfFolder(dir: string, opts: { seqLen?: number } = {}):
     const files = [...new Set(Object.values(map as Record<string, string>))];
     for (const f of files) {
       // Shards sit beside the index: a name that leaves the folder is refused.
-      if (f !== path.basename(f) || f === "." || f === "..") throw new LevanterError("CHECKPOINT_CORRUPT", `${indexFile}: weight_map names ${JSON.stringify(f)}, not a file beside the index`);
+      if (f !== path.basename(f) || f === "." || f === "..")
+        throw new LevanterError("CHECKPOINT_CORRUPT", `${indexFile}: weight_map names ${JSON.stringify(f)}, not a file beside the index`);
       headers.push(await readSafetensorsHeader(path.join(dir, f)));
     }
     for (const [name, f] of Object.entries(map as Record<string, string>)) {
@@ -88,11 +89,17 @@ export async function readHfFolder(dir: string, opts: { seqLen?: number } = {}):
       dtypes.add(e.dtype);
     }
   }
-  const params = await paramsFromHf(hf.family, hf.model, shapes, async (names) => {
-    const out = new Map<string, PlainArray>();
-    for (const n of names) for (const [k, t] of await readTensors(where.get(n)!, [n])) out.set(k, { shape: t.shape, data: t.data });
-    return out;
-  }, headers.length === 1 ? headers[0]!.file : dir);
+  const params = await paramsFromHf(
+    hf.family,
+    hf.model,
+    shapes,
+    async (names) => {
+      const out = new Map<string, PlainArray>();
+      for (const n of names) for (const [k, t] of await readTensors(where.get(n)!, [n])) out.set(k, { shape: t.shape, data: t.data });
+      return out;
+    },
+    headers.length === 1 ? headers[0]!.file : dir,
+  );
   // The learned position table is cut to a shorter window when one was asked for.
   const pos = params.get("embed/positions");
   if (pos && pos.shape[0]! > hf.model.seqLen) params.set("embed/positions", { shape: [hf.model.seqLen, pos.shape[1]!], data: pos.data.slice(0, hf.model.seqLen * pos.shape[1]!) });
@@ -273,7 +280,18 @@ export function byteLevelTokenizerFiles(seqLen: number): { tokenizerJson: unknow
       pre_tokenizer: byteLevel,
       post_processor: null,
       decoder: byteLevel,
-      model: { type: "BPE", dropout: null, unk_token: null, continuing_subword_prefix: null, end_of_word_suffix: null, fuse_unk: false, byte_fallback: false, ignore_merges: false, vocab, merges: [] },
+      model: {
+        type: "BPE",
+        dropout: null,
+        unk_token: null,
+        continuing_subword_prefix: null,
+        end_of_word_suffix: null,
+        fuse_unk: false,
+        byte_fallback: false,
+        ignore_merges: false,
+        vocab,
+        merges: [],
+      },
     },
     tokenizerConfig: {
       tokenizer_class: "PreTrainedTokenizerFast",

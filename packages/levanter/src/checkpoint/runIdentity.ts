@@ -65,7 +65,12 @@ export function runIdentity(
       ...(m
         ? {
             mixture: {
-              sources: m.sources.map((s) => ({ name: s.name, weight: s.weight, trainCache: cacheIdentity(s.train), validationCache: s.validation ? cacheIdentity(s.validation) : null })),
+              sources: m.sources.map((s) => ({
+                name: s.name,
+                weight: s.weight,
+                trainCache: cacheIdentity(s.train),
+                validationCache: s.validation ? cacheIdentity(s.validation) : null,
+              })),
               weightsAt: m.weightsAt,
             },
           }
@@ -119,7 +124,10 @@ export function runDifferences(
     diffs.push(`data.validationCache: ${describeCache(s.validationCache)} in the run, ${describeCache(d.validationCache)} now`);
   }
   if (mixtureKey(s.mixture) !== mixtureKey(d.mixture)) {
-    const show = (m: RunIdentity["data"]["mixture"]) => (m ? m.sources.map((x) => `${x.name}×${x.weight} (${describeCache(x.trainCache)})`).join(", ") + (m.weightsAt.length ? `, weightsAt ${JSON.stringify(m.weightsAt)}` : "") : "none");
+    const show = (m: RunIdentity["data"]["mixture"]) =>
+      m
+        ? m.sources.map((x) => `${x.name}×${x.weight} (${describeCache(x.trainCache)})`).join(", ") + (m.weightsAt.length ? `, weightsAt ${JSON.stringify(m.weightsAt)}` : "")
+        : "none";
     diffs.push(`data.mixture: ${show(s.mixture)} in the run, ${show(d.mixture)} now`);
   }
   if (s.seed !== d.seed) diffs.push(`data.seed: ${s.seed} in the run, ${d.seed} now (data.seed, else trainer.seed)`);
@@ -132,13 +140,7 @@ export function runDifferences(
  * checkpoint is `checkpoint`: the model or data differ (each differing field named), or the run
  * is already past `numTrainSteps`.
  */
-export function checkContinuesRun(opts: {
-  runDir: string;
-  checkpoint: string;
-  checkpointStep: number;
-  numTrainSteps: number;
-  differences: string[];
-}): void {
+export function checkContinuesRun(opts: { runDir: string; checkpoint: string; checkpointStep: number; numTrainSteps: number; differences: string[] }): void {
   const { runDir, checkpoint, checkpointStep, numTrainSteps, differences } = opts;
   if (differences.length > 0) {
     throw new LevanterError(

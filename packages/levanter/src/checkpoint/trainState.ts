@@ -45,7 +45,11 @@ export const CHECKPOINT_TOKENIZER_FILES = ["tokenizer.json", "tokenizer_config.j
 /** The tokenizer.json a checkpoint directory carries, or undefined. */
 export async function checkpointTokenizerFile(dir: string): Promise<string | undefined> {
   const file = path.join(dir, CHECKPOINT_TOKENIZER_FILES[0]);
-  return (await stat(file).then((s) => s.isFile()).catch(() => false)) ? file : undefined;
+  return (await stat(file)
+    .then((s) => s.isFile())
+    .catch(() => false))
+    ? file
+    : undefined;
 }
 
 /** Copies the tokenizer files of `fromDir` (a checkpoint, or a folder with tokenizer.json) into `dir`. */
@@ -53,7 +57,12 @@ async function copyTokenizerFiles(fromDir: string, dir: string): Promise<void> {
   await mkdir(dir, { recursive: true });
   for (const f of CHECKPOINT_TOKENIZER_FILES) {
     const src = path.join(fromDir, f);
-    if (await stat(src).then((x) => x.isFile()).catch(() => false)) await copyFile(src, path.join(dir, f));
+    if (
+      await stat(src)
+        .then((x) => x.isFile())
+        .catch(() => false)
+    )
+      await copyFile(src, path.join(dir, f));
     else if (f === "tokenizer.json") throw new LevanterError("INVALID_CONFIG", `tokenizer: ${src} does not exist`);
   }
 }

@@ -26,7 +26,11 @@ const main = path.join(pkgDir, "src/cli/main.ts");
 const children = new Set<ChildProcess>();
 
 function start(args: string[]): { child: ChildProcess; out: () => { stdout: string; stderr: string }; done: Promise<number | null> } {
-  const child = spawn(process.execPath, ["--import", "tsx", main, ...args], { cwd: pkgDir, env: { ...process.env, LEVANTER_LOG: "warn", LEVANTER_BACKEND: "wasm" }, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, ["--import", "tsx", main, ...args], {
+    cwd: pkgDir,
+    env: { ...process.env, LEVANTER_LOG: "warn", LEVANTER_BACKEND: "wasm" },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   children.add(child);
   let stdout = "";
   let stderr = "";
@@ -50,7 +54,10 @@ describe("levanter import/export hf (CLI)", () => {
     await selectBackend({ force: "wasm" });
     dir = mkdtempSync(path.join(os.tmpdir(), "lev-hf-cli-"));
     // A Hugging Face Llama folder (GQA), made by exporting a fresh levanter model.
-    const cfg = resolveModelConfig(ModelConfigSchema.parse({ positions: "rope", norm: "rms", activation: "swiglu", nLayers: 2, dModel: 32, nHeads: 4, nKvHeads: 2, seqLen: 32 }), 257);
+    const cfg = resolveModelConfig(
+      ModelConfigSchema.parse({ positions: "rope", norm: "rms", activation: "swiglu", nLayers: 2, dModel: 32, nHeads: 4, nKvHeads: 2, seqLen: 32 }),
+      257,
+    );
     const rng = new Rng(1);
     const model = TransformerLm.init(cfg, rng);
     const optimizer = new AdamW(model.params, { beta1: 0.9, beta2: 0.95, epsilon: 1e-8, weightDecay: 0, maxGradNorm: 0, decayMask: defaultDecayMask });
@@ -74,7 +81,12 @@ describe("levanter import/export hf (CLI)", () => {
     // The cache `levanter tokenize --tokenizer <folder>/tokenizer.json` makes (its tokenizer named "hf").
     const cache = path.join(dir, "cache");
     const tok = await loadHfTokenizer(hf);
-    await writeTokenCacheShard(cache, 0, syntheticDocuments(20, 3).map((d) => encodeDocument(tok, d)), { tokenizer: "hf", vocabSize: tok.vocabSize });
+    await writeTokenCacheShard(
+      cache,
+      0,
+      syntheticDocuments(20, 3).map((d) => encodeDocument(tok, d)),
+      { tokenizer: "hf", vocabSize: tok.vocabSize },
+    );
     await finalizeTokenCache(cache);
     const ev = await levanter("eval", "--checkpoint", ck, "--data", cache, "--max-batches", "1");
     expect(ev.code, ev.stderr).toBe(0);
@@ -90,7 +102,10 @@ describe("levanter import/export hf (CLI)", () => {
     expect(config).toMatchObject({ architectures: ["LlamaForCausalLM"], num_key_value_heads: 2, torch_dtype: "bfloat16" });
 
     const yaml = path.join(dir, "ft.yaml");
-    writeFileSync(yaml, `data:\n  trainCache: ${cache}\ntrainer:\n  numTrainSteps: 2\n  batchSize: 2\n  runDir: ${path.join(dir, "run")}\n  trackers: [jsonl]\n  initializeFrom: ${ck}\n`);
+    writeFileSync(
+      yaml,
+      `data:\n  trainCache: ${cache}\ntrainer:\n  numTrainSteps: 2\n  batchSize: 2\n  runDir: ${path.join(dir, "run")}\n  trackers: [jsonl]\n  initializeFrom: ${ck}\n`,
+    );
     const bad = await levanter("train", "--config", yaml, "--model.nLayers=3", "--log-format=json");
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/model\.nLayers: 3 \(the checkpoint has 2\)/);

@@ -13,7 +13,9 @@ async function run(args: string[]): Promise<string> {
     return true;
   });
   try {
-    await buildProgram().exitOverride().parseAsync(["node", "levanter", ...args]);
+    await buildProgram()
+      .exitOverride()
+      .parseAsync(["node", "levanter", ...args]);
   } finally {
     spy.mockRestore();
   }
@@ -36,15 +38,23 @@ describe("levanter CLI", () => {
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   it("tokenize → train (with overrides) → eval → generate", async () => {
-    const tok = JSON.parse(await run(["tokenize", "--out", path.join(dir, "train"), ...Array.from({ length: 10 }, (_, i) => path.join(dir, `doc${i}.txt`))])) as { tokens: number; documents: number };
+    const tok = JSON.parse(await run(["tokenize", "--out", path.join(dir, "train"), ...Array.from({ length: 10 }, (_, i) => path.join(dir, `doc${i}.txt`))])) as {
+      tokens: number;
+      documents: number;
+    };
     expect(tok.documents).toBe(10);
     expect(tok.tokens).toBeGreaterThan(1000);
 
-    const trained = JSON.parse(await run(["train", "--log-format", "json", "--config", path.join(dir, "c.yaml"), "--trainer.numTrainSteps=3", "--optimizer.learningRate=0.01"])) as { step: number; checkpoint: string };
+    const trained = JSON.parse(
+      await run(["train", "--log-format", "json", "--config", path.join(dir, "c.yaml"), "--trainer.numTrainSteps=3", "--optimizer.learningRate=0.01"]),
+    ) as { step: number; checkpoint: string };
     expect(trained.step).toBe(3);
     expect(trained.checkpoint).toBe(path.join(dir, "run", "checkpoints", "step-3"));
 
-    const ev = JSON.parse(await run(["eval", "--checkpoint", path.join(dir, "run", "checkpoints"), "--data", path.join(dir, "val"), "--max-batches", "2"])) as Record<string, number>;
+    const ev = JSON.parse(await run(["eval", "--checkpoint", path.join(dir, "run", "checkpoints"), "--data", path.join(dir, "val"), "--max-batches", "2"])) as Record<
+      string,
+      number
+    >;
     expect(ev.step).toBe(3);
     expect(ev["eval/loss"]).toBeGreaterThan(0);
     expect(ev["eval/bpb"]).toBeGreaterThan(0);

@@ -41,16 +41,17 @@ async function withTextWarnings<T>(fn: () => Promise<T>): Promise<T> {
 
 /** Builds the `levanter` command-line program (exported for tests). */
 export function buildProgram(): Command {
-  const program = new Command("levanter")
-    .description("Train, evaluate and sample decoder-only language models on TensorFlow.js")
-    .showHelpAfterError();
+  const program = new Command("levanter").description("Train, evaluate and sample decoder-only language models on TensorFlow.js").showHelpAfterError();
 
   program
     .command("train")
     .description("train a model from a YAML/JSON config; extra --a.b=c flags override config fields")
     .requiredOption("--config <file>", "YAML or JSON config with model, data, optimizer, trainer sections")
     .addOption(
-      new Option("--log-format <format>", `human: progress on stderr, a summary line on stdout, JSON log lines in <runDir>/${LOG_FILE}; json: JSON log lines on stderr, a JSON result on stdout`)
+      new Option(
+        "--log-format <format>",
+        `human: progress on stderr, a summary line on stdout, JSON log lines in <runDir>/${LOG_FILE}; json: JSON log lines on stderr, a JSON result on stdout`,
+      )
         .choices(["human", "json"])
         .default("human"),
     )
@@ -64,56 +65,72 @@ export function buildProgram(): Command {
     .option("--require-checkpoint", "fail unless the run resumes from a checkpoint, and on a checkpoint whose metadata.json is damaged (= --trainer.requireCheckpoint=true)")
     .argument("[overrides...]", "config overrides, e.g. --trainer.numTrainSteps=100")
     .allowUnknownOption()
-    .action(async (overrides: string[], opts: { config: string; logFormat: "human" | "json"; progress: "auto" | ProgressMode; requireCheckpoint?: boolean; ranks?: number; cluster?: string }) => {
-      const { loadTrainLmConfig } = await import("../trainer/configFile.ts");
-      const config = loadTrainLmConfig(opts.config, [...overrides, ...(opts.requireCheckpoint ? ["--trainer.requireCheckpoint=true"] : [])]);
-      if (opts.ranks !== undefined || opts.cluster !== undefined) {
-        const ranks = opts.ranks ?? 1;
-        if (ranks < 1) throw new LevanterError("INVALID_CONFIG", `--ranks: expected a positive integer, got ${ranks}`);
-        const token = process.env.IRIS_AUTH_TOKEN;
-        const { runTrainGang } = await import("../trainer/gangJob.ts");
-        // Rank 0's progress lines (as iris gets them) on stderr, beside every rank's log lines.
-        const statusSink = async (text: string) => void process.stderr.write(`${text}\n`);
-        const r = await runTrainGang(config, ranks, { logOut: process.stderr, statusSink, ...(opts.cluster !== undefined ? { cluster: opts.cluster } : {}), ...(token ? { token } : {}) });
-        process.stdout.write(`${JSON.stringify(r)}\n`);
-        if (r.state !== "SUCCEEDED") process.exitCode = 1;
-        return;
-      }
-      const [{ trainLm }, { pauseAfterStepHook }, { TrainProgress }] = await Promise.all([import("../trainer/trainLm.ts"), import("../trainer/pauseAfterStep.ts"), import("../trainer/progress.ts")]);
-      // Test-only fault injection (LEVANTER_PAUSE_AFTER_STEP): stop at an exact step.
-      const pause = pauseAfterStepHook();
-      if (opts.logFormat === "json") {
-        const result = await trainLm(config, pause ? { hooks: [pause] } : {});
-        process.stdout.write(`${JSON.stringify({ step: result.step, finalLoss: result.finalLoss, eval: result.eval, checkpoint: result.checkpoint, stoppedEarly: result.stoppedEarly })}\n`);
-        // Stopped by SIGTERM after saving: exit as a terminated process would.
-        if (result.stoppedEarly) process.exitCode = 143;
-        return;
-      }
-      // Human output: the CLI draws progress itself (the `console` tracker turns it on), warnings
-      // are printed as text, and every JSON log line goes to <runDir>/log.jsonl.
-      const { runDir, trackers } = config.trainer;
-      const mode: ProgressMode = !trackers.includes("console") ? "none" : opts.progress === "auto" ? (process.stderr.isTTY ? "bar" : "lines") : opts.progress;
-      config.trainer.trackers = trackers.filter((t) => t !== "console");
-      const logFile = path.join(runDir, LOG_FILE);
-      const progress = new TrainProgress(process.stderr, mode);
-      let logDirMade = false;
-      const previous = setLogSink((record, line) => {
-        if (!logDirMade) mkdirSync(runDir, { recursive: true });
-        logDirMade = true;
-        appendFileSync(logFile, `${line}\n`);
-        if (record.level === "warn" || record.level === "error") progress.logRecord(record);
-      });
-      try {
-        if (mode !== "none") progress.line(`levanter: training in ${runDir} · log ${logFile}`);
-        const result = await trainLm(config, { hooks: [...(pause ? [pause] : []), progress.hook] });
-        progress.end();
-        process.stdout.write(`${progress.summary(result, config.trainer.numTrainSteps, logFile)}\n`);
-        if (result.stoppedEarly) process.exitCode = 143;
-      } finally {
-        progress.end();
-        setLogSink(previous);
-      }
-    });
+    .action(
+      async (
+        overrides: string[],
+        opts: { config: string; logFormat: "human" | "json"; progress: "auto" | ProgressMode; requireCheckpoint?: boolean; ranks?: number; cluster?: string },
+      ) => {
+        const { loadTrainLmConfig } = await import("../trainer/configFile.ts");
+        const config = loadTrainLmConfig(opts.config, [...overrides, ...(opts.requireCheckpoint ? ["--trainer.requireCheckpoint=true"] : [])]);
+        if (opts.ranks !== undefined || opts.cluster !== undefined) {
+          const ranks = opts.ranks ?? 1;
+          if (ranks < 1) throw new LevanterError("INVALID_CONFIG", `--ranks: expected a positive integer, got ${ranks}`);
+          const token = process.env.IRIS_AUTH_TOKEN;
+          const { runTrainGang } = await import("../trainer/gangJob.ts");
+          // Rank 0's progress lines (as iris gets them) on stderr, beside every rank's log lines.
+          const statusSink = async (text: string) => void process.stderr.write(`${text}\n`);
+          const r = await runTrainGang(config, ranks, {
+            logOut: process.stderr,
+            statusSink,
+            ...(opts.cluster !== undefined ? { cluster: opts.cluster } : {}),
+            ...(token ? { token } : {}),
+          });
+          process.stdout.write(`${JSON.stringify(r)}\n`);
+          if (r.state !== "SUCCEEDED") process.exitCode = 1;
+          return;
+        }
+        const [{ trainLm }, { pauseAfterStepHook }, { TrainProgress }] = await Promise.all([
+          import("../trainer/trainLm.ts"),
+          import("../trainer/pauseAfterStep.ts"),
+          import("../trainer/progress.ts"),
+        ]);
+        // Test-only fault injection (LEVANTER_PAUSE_AFTER_STEP): stop at an exact step.
+        const pause = pauseAfterStepHook();
+        if (opts.logFormat === "json") {
+          const result = await trainLm(config, pause ? { hooks: [pause] } : {});
+          process.stdout.write(
+            `${JSON.stringify({ step: result.step, finalLoss: result.finalLoss, eval: result.eval, checkpoint: result.checkpoint, stoppedEarly: result.stoppedEarly })}\n`,
+          );
+          // Stopped by SIGTERM after saving: exit as a terminated process would.
+          if (result.stoppedEarly) process.exitCode = 143;
+          return;
+        }
+        // Human output: the CLI draws progress itself (the `console` tracker turns it on), warnings
+        // are printed as text, and every JSON log line goes to <runDir>/log.jsonl.
+        const { runDir, trackers } = config.trainer;
+        const mode: ProgressMode = !trackers.includes("console") ? "none" : opts.progress === "auto" ? (process.stderr.isTTY ? "bar" : "lines") : opts.progress;
+        config.trainer.trackers = trackers.filter((t) => t !== "console");
+        const logFile = path.join(runDir, LOG_FILE);
+        const progress = new TrainProgress(process.stderr, mode);
+        let logDirMade = false;
+        const previous = setLogSink((record, line) => {
+          if (!logDirMade) mkdirSync(runDir, { recursive: true });
+          logDirMade = true;
+          appendFileSync(logFile, `${line}\n`);
+          if (record.level === "warn" || record.level === "error") progress.logRecord(record);
+        });
+        try {
+          if (mode !== "none") progress.line(`levanter: training in ${runDir} · log ${logFile}`);
+          const result = await trainLm(config, { hooks: [...(pause ? [pause] : []), progress.hook] });
+          progress.end();
+          process.stdout.write(`${progress.summary(result, config.trainer.numTrainSteps, logFile)}\n`);
+          if (result.stoppedEarly) process.exitCode = 143;
+        } finally {
+          progress.end();
+          setLogSink(previous);
+        }
+      },
+    );
 
   program
     .command("eval")
@@ -204,7 +221,11 @@ export function buildProgram(): Command {
     .option("--tokenizer <tokenizer.json>", "HF tokenizer for a checkpoint that names one it does not carry")
     .action(async (opts: { checkpoint: string; out: string; dtype: "float32" | "bfloat16"; maxShardSize: string; tokenizer?: string }) => {
       const { exportHf, parseByteSize } = await import("../checkpoint/hfCheckpoint.ts");
-      const r = await exportHf(opts.checkpoint, opts.out, { dtype: opts.dtype, maxShardBytes: parseByteSize(opts.maxShardSize), ...(opts.tokenizer ? { tokenizerJson: opts.tokenizer } : {}) });
+      const r = await exportHf(opts.checkpoint, opts.out, {
+        dtype: opts.dtype,
+        maxShardBytes: parseByteSize(opts.maxShardSize),
+        ...(opts.tokenizer ? { tokenizerJson: opts.tokenizer } : {}),
+      });
       process.stdout.write(`${JSON.stringify(r)}\n`);
     });
 

@@ -62,7 +62,11 @@ async function paused(t: Trainer, step: number, timeoutMs = 120_000): Promise<vo
 function loggedSteps(runDir: string): number[] {
   const file = path.join(runDir, "metrics.jsonl");
   if (!existsSync(file)) return [];
-  return readFileSync(file, "utf8").trim().split("\n").filter(Boolean).map((l) => (JSON.parse(l) as { step: number }).step);
+  return readFileSync(file, "utf8")
+    .trim()
+    .split("\n")
+    .filter(Boolean)
+    .map((l) => (JSON.parse(l) as { step: number }).step);
 }
 
 async function finalArrays(runDir: string): Promise<Map<string, Buffer>> {

@@ -145,7 +145,10 @@ describe("levanter train in a run directory (real CLI)", () => {
     expect(human.stderr).toContain(`levanter: training in ${runDir} · log ${path.join(runDir, "log.jsonl")}`);
     expect(human.stderr).toMatch(/^step 4\/4 \(100\.0%\) · loss [\d.]+ · [\d,]+ tok\/s/m);
     expect(human.stderr.split("\n").filter((l) => l.startsWith("{"))).toEqual([]);
-    const logged = readFileSync(path.join(runDir, "log.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l) as { msg: string });
+    const logged = readFileSync(path.join(runDir, "log.jsonl"), "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { msg: string });
     expect(logged.map((l) => l.msg)).toEqual(expect.arrayContaining(["backend selected", "training", "finished"]));
     // generate prints its text; no JSON log lines, and a damaged checkpoint is a readable WARNING.
     writeFileSync(path.join(runDir, "checkpoints", "step-4", "metadata.json"), "{");
@@ -157,7 +160,10 @@ describe("levanter train in a run directory (real CLI)", () => {
     const json = await train(freshRun(), "--log-format", "json");
     expect(json.code, json.stderr).toBe(0);
     expect(JSON.parse(json.stdout)).toMatchObject({ step: 4, stoppedEarly: false });
-    const lines = json.stderr.trim().split("\n").map((l) => JSON.parse(l) as { msg: string });
+    const lines = json.stderr
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { msg: string });
     expect(lines.map((l) => l.msg)).toEqual(expect.arrayContaining(["training", "finished"]));
   });
 
@@ -201,7 +207,9 @@ describe("levanter tokenize --strip-word-tags (real CLI)", () => {
     const cache = await TokenCacheReader.open(out);
     const text = byteTokenizer.decode(Array.from(cache.document(0)));
     cache.close();
-    expect(text.startsWith("The Fulton County Grand Jury said Friday an investigation of Atlanta's recent primary election produced \"no evidence\" that any irregularities took place.")).toBe(true);
+    expect(
+      text.startsWith('The Fulton County Grand Jury said Friday an investigation of Atlanta\'s recent primary election produced "no evidence" that any irregularities took place.'),
+    ).toBe(true);
     expect(text).not.toMatch(/\/(at|nn|vbd|in)\b/);
   });
 });

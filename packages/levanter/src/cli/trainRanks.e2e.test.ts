@@ -44,7 +44,11 @@ describe("levanter train --ranks", () => {
     // Rank 0's progress reached iris and came back as progress lines, the last step's among them.
     expect(stderr).toMatch(/^step [1-4]\/4 \(\d+\.\d%\) · loss \d/m);
     expect(stderr).toMatch(/^step 4\/4 \(100\.0%\)/m);
-    expect(readFileSync(path.join(dir, "run", "metrics.jsonl"), "utf8").trim().split("\n")).toHaveLength(4);
+    expect(
+      readFileSync(path.join(dir, "run", "metrics.jsonl"), "utf8")
+        .trim()
+        .split("\n"),
+    ).toHaveLength(4);
   });
 
   // A task run from a code bundle (IRIS_BUNDLE_ID/IRIS_BUNDLE_DIR set by its worker, the code under
@@ -52,11 +56,15 @@ describe("levanter train --ranks", () => {
   // bundle's id, which it never stored (FAILED_PRECONDITION … not stored on this controller).
   it("inside a task run from a bundle, the embedded cluster runs the ranks from the unpacked code", async () => {
     const runDir = path.join(dir, "run-bundled");
-    const { stdout, stderr } = await promisify(execFile)(process.execPath, ["--import", "tsx", main, "train", "--config", path.join(dir, "c.yaml"), "--ranks", "2", `--trainer.runDir=${runDir}`], {
-      cwd: pkgDir,
-      env: { ...process.env, LEVANTER_LOG: "warn", IRIS_BUNDLE_ID: `sha256:${"ab".repeat(32)}`, IRIS_BUNDLE_DIR: path.resolve(pkgDir, "../..") },
-      timeout: 120_000,
-    });
+    const { stdout, stderr } = await promisify(execFile)(
+      process.execPath,
+      ["--import", "tsx", main, "train", "--config", path.join(dir, "c.yaml"), "--ranks", "2", `--trainer.runDir=${runDir}`],
+      {
+        cwd: pkgDir,
+        env: { ...process.env, LEVANTER_LOG: "warn", IRIS_BUNDLE_ID: `sha256:${"ab".repeat(32)}`, IRIS_BUNDLE_DIR: path.resolve(pkgDir, "../..") },
+        timeout: 120_000,
+      },
+    );
     const result = JSON.parse(stdout.trim().split("\n").at(-1)!) as { state: string; attempts: number };
     expect(result, stderr).toMatchObject({ state: "SUCCEEDED", ranks: 2, attempts: 1 });
     expect(stderr).not.toMatch(/not stored on this controller/);
@@ -67,25 +75,57 @@ describe("levanter train --ranks", () => {
   // closed its connection" about one run in three (iris then reran the gang from step 0).
   // LEVANTER_GANG_END_RUNS=N repeats it (a stress test; bench/levanter/gangEnd does the same on the tiny model).
   const endRuns = Number(process.env.LEVANTER_GANG_END_RUNS ?? 1);
-  it.each([...Array(endRuns).keys()])("a 40-step run with a final evaluation ends cleanly in one gang attempt, 40 metric rows (run %i)", async (i) => {
-    const runDir = path.join(dir, `run-end-${i}`);
-    const { stdout, stderr } = await promisify(execFile)(
-      process.execPath,
-      ["--import", "tsx", main, "train", "--config", path.join(dir, "end.yaml"), "--ranks", "2", `--trainer.runDir=${runDir}`, "--trainer.numTrainSteps=40", "--trainer.stepsPerEval=100000", "--trainer.microBatches=4", "--trainer.threads=1"],
-      { cwd: pkgDir, env: { ...process.env, LEVANTER_LOG: "warn" }, timeout: 300_000 },
-    );
-    const result = JSON.parse(stdout.trim().split("\n").at(-1)!) as { state: string; attempts: number; result?: { step: number } };
-    expect(result, stderr).toMatchObject({ state: "SUCCEEDED", attempts: 1, result: { step: 40 } });
-    expect(stderr).not.toMatch(/closed its connection/);
-    const rows = readFileSync(path.join(runDir, "metrics.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l) as { step: number; "eval/loss"?: number });
-    expect(rows.map((r) => r.step)).toEqual([...Array(40).keys()].map((k) => k + 1));
-    expect(rows.at(-1)!["eval/loss"]).toBeGreaterThan(0);
-  }, 320_000);
+  it.each([...Array(endRuns).keys()])(
+    "a 40-step run with a final evaluation ends cleanly in one gang attempt, 40 metric rows (run %i)",
+    async (i) => {
+      const runDir = path.join(dir, `run-end-${i}`);
+      const { stdout, stderr } = await promisify(execFile)(
+        process.execPath,
+        [
+          "--import",
+          "tsx",
+          main,
+          "train",
+          "--config",
+          path.join(dir, "end.yaml"),
+          "--ranks",
+          "2",
+          `--trainer.runDir=${runDir}`,
+          "--trainer.numTrainSteps=40",
+          "--trainer.stepsPerEval=100000",
+          "--trainer.microBatches=4",
+          "--trainer.threads=1",
+        ],
+        { cwd: pkgDir, env: { ...process.env, LEVANTER_LOG: "warn" }, timeout: 300_000 },
+      );
+      const result = JSON.parse(stdout.trim().split("\n").at(-1)!) as { state: string; attempts: number; result?: { step: number } };
+      expect(result, stderr).toMatchObject({ state: "SUCCEEDED", attempts: 1, result: { step: 40 } });
+      expect(stderr).not.toMatch(/closed its connection/);
+      const rows = readFileSync(path.join(runDir, "metrics.jsonl"), "utf8")
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l) as { step: number; "eval/loss"?: number });
+      expect(rows.map((r) => r.step)).toEqual([...Array(40).keys()].map((k) => k + 1));
+      expect(rows.at(-1)!["eval/loss"]).toBeGreaterThan(0);
+    },
+    320_000,
+  );
 
   it("a missing validation cache fails the gang at once (APP_ERROR, one attempt), never retried", async () => {
     const run = promisify(execFile)(
       process.execPath,
-      ["--import", "tsx", main, "train", "--config", path.join(dir, "end.yaml"), "--ranks", "2", `--trainer.runDir=${path.join(dir, "run-novalid")}`, `--data.validationCache=${path.join(dir, "no-such-cache")}`],
+      [
+        "--import",
+        "tsx",
+        main,
+        "train",
+        "--config",
+        path.join(dir, "end.yaml"),
+        "--ranks",
+        "2",
+        `--trainer.runDir=${path.join(dir, "run-novalid")}`,
+        `--data.validationCache=${path.join(dir, "no-such-cache")}`,
+      ],
       { cwd: pkgDir, env: { ...process.env, LEVANTER_LOG: "warn" }, timeout: 120_000 },
     );
     const e = (await run.then(
@@ -101,7 +141,11 @@ describe("levanter train --ranks", () => {
   it("runTrainGang hands rank 0's status reports, with their metrics, to statusSink", async () => {
     const seen: { text: string; metrics: Record<string, number> }[] = [];
     const r = await runTrainGang(
-      { model: { nLayers: 1, dModel: 16, nHeads: 2, seqLen: 16 }, data: { trainCache: path.join(dir, "cache") }, trainer: { numTrainSteps: 4, batchSize: 4, trackers: ["jsonl"], backend: "wasm", threads: 1, statusIntervalSeconds: 0.01, runDir: path.join(dir, "run-sink") } },
+      {
+        model: { nLayers: 1, dModel: 16, nHeads: 2, seqLen: 16 },
+        data: { trainCache: path.join(dir, "cache") },
+        trainer: { numTrainSteps: 4, batchSize: 4, trackers: ["jsonl"], backend: "wasm", threads: 1, statusIntervalSeconds: 0.01, runDir: path.join(dir, "run-sink") },
+      },
       2,
       { statusSink: async (text, metrics) => void seen.push({ text, metrics }) },
     );

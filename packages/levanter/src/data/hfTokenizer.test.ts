@@ -37,11 +37,14 @@ describe("HfTokenizer (real llama2 tokenizer.json)", () => {
 
   it("round-trips arbitrary text and counts its UTF-8 bytes", () => {
     fc.assert(
-      fc.property(fc.string({ unit: "grapheme", minLength: 1, maxLength: 40 }).map((s) => `x${s}`), (text) => {
-        const ids = tok.encode(text);
-        expect(tok.decode(ids)).toBe(text);
-        expect(tok.countBytes(ids)).toBe(Buffer.byteLength(text, "utf8"));
-      }),
+      fc.property(
+        fc.string({ unit: "grapheme", minLength: 1, maxLength: 40 }).map((s) => `x${s}`),
+        (text) => {
+          const ids = tok.encode(text);
+          expect(tok.decode(ids)).toBe(text);
+          expect(tok.countBytes(ids)).toBe(Buffer.byteLength(text, "utf8"));
+        },
+      ),
       { numRuns: 60 },
     );
   });

@@ -64,10 +64,21 @@ describe("MixtureLoader", () => {
   });
 
   it("rejects unknown names, duplicate names, zero total weight and steps that do not increase", () => {
-    const mk = (w: number[], stages?: { step: number; weights: Record<string, number> }[], srcs = sources(w)) => () => new MixtureLoader(srcs, { seqLen: 4, batchSize: 4, seed: 0, ...(stages ? { stages } : {}) });
+    const mk =
+      (w: number[], stages?: { step: number; weights: Record<string, number> }[], srcs = sources(w)) =>
+      () =>
+        new MixtureLoader(srcs, { seqLen: 4, batchSize: 4, seed: 0, ...(stages ? { stages } : {}) });
     expect(mk([0, 0])).toThrow(LevanterError);
     expect(mk([1], [{ step: 3, weights: { nope: 1 } }])).toThrow(/nope/);
-    expect(mk([1], [{ step: 3, weights: { s0: 1 } }, { step: 3, weights: { s0: 2 } }])).toThrow(/increase/);
+    expect(
+      mk(
+        [1],
+        [
+          { step: 3, weights: { s0: 1 } },
+          { step: 3, weights: { s0: 2 } },
+        ],
+      ),
+    ).toThrow(/increase/);
     const twice = sources([1, 1]).map((s) => ({ ...s, name: "a" }));
     expect(mk([1, 1], undefined, twice)).toThrow(/twice/);
   });

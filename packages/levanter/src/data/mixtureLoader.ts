@@ -79,10 +79,13 @@ export class MixtureLoader {
     const base = Object.fromEntries(sources.map((s) => [s.name, s.weight]));
     const stages = [...(options.stages ?? [])];
     for (const [i, st] of stages.entries()) {
-      if (!Number.isSafeInteger(st.step) || st.step < 0) throw new LevanterError("INVALID_CONFIG", `data.mixture.weightsAt.${i}.step: expected a non-negative integer, got ${st.step}`);
-      if (i > 0 && st.step <= stages[i - 1]!.step) throw new LevanterError("INVALID_CONFIG", `data.mixture.weightsAt.${i}.step: steps must increase (${stages[i - 1]!.step}, then ${st.step})`);
+      if (!Number.isSafeInteger(st.step) || st.step < 0)
+        throw new LevanterError("INVALID_CONFIG", `data.mixture.weightsAt.${i}.step: expected a non-negative integer, got ${st.step}`);
+      if (i > 0 && st.step <= stages[i - 1]!.step)
+        throw new LevanterError("INVALID_CONFIG", `data.mixture.weightsAt.${i}.step: steps must increase (${stages[i - 1]!.step}, then ${st.step})`);
       for (const n of Object.keys(st.weights)) {
-        if (!names.includes(n)) throw new LevanterError("INVALID_CONFIG", `data.mixture.weightsAt.${i}.weights: no source is named ${JSON.stringify(n)} (sources: ${names.join(", ")})`);
+        if (!names.includes(n))
+          throw new LevanterError("INVALID_CONFIG", `data.mixture.weightsAt.${i}.weights: no source is named ${JSON.stringify(n)} (sources: ${names.join(", ")})`);
       }
     }
     const all = [{ step: 0, weights: base, what: "data.mixture.sources" }, ...stages.map((st, i) => ({ ...st, what: `data.mixture.weightsAt.${i}` }))];

@@ -102,7 +102,11 @@ describe("ValidationBatches", () => {
     expect(v.numWindows).toBe(10);
     expect(v.numBatches).toBe(3);
     const windows = [...v].map((b) => b.windows);
-    expect(windows).toEqual([[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]);
+    expect(windows).toEqual([
+      [0, 1, 2, 3],
+      [4, 5, 6, 7],
+      [8, 9],
+    ]);
     const last = v.batch(2);
     expect(Array.from(last.inputs.subarray(0, 8))).toEqual([64, 65, 66, 67, 68, 69, 70, 71]);
     expect(last.targets[15]).toBe(80);

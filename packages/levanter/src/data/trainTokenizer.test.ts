@@ -19,14 +19,18 @@ async function brownDocs(files: string[]): Promise<string[]> {
   for (const f of files) {
     const raw = await readFile(path.join(dir, f), "latin1");
     for (const para of raw.split(/\n\s*\n/)) {
-      const text = para.replace(/(\S+)\/[^\s]+/g, "$1").replace(/\s+/g, " ").trim();
+      const text = para
+        .replace(/(\S+)\/[^\s]+/g, "$1")
+        .replace(/\s+/g, " ")
+        .trim();
       if (text.length > 0) docs.push(text);
     }
   }
   return docs;
 }
 
-const TEST_TEXT = "The jury said Friday that the city's election — in Atlanta, Georgia — was \"conducted\" well.\nIt cost $1,234.56; naïve café 😀!  Two  spaces,\ttabs and 'quotes'.";
+const TEST_TEXT =
+  "The jury said Friday that the city's election — in Atlanta, Georgia — was \"conducted\" well.\nIt cost $1,234.56; naïve café 😀!  Two  spaces,\ttabs and 'quotes'.";
 
 let dir: string;
 let docs: string[];
@@ -47,9 +51,12 @@ afterAll(async () => {
 
 describe("trainBpeTokenizer", () => {
   it("writes the same tokenizer.json from the same data twice, byte for byte", async () => {
-    const again = await trainBpeTokenizer((async function* () {
-      yield* docs;
-    })(), { vocabSize: 1000 });
+    const again = await trainBpeTokenizer(
+      (async function* () {
+        yield* docs;
+      })(),
+      { vocabSize: 1000 },
+    );
     const second = await writeTrainedTokenizer(path.join(dir, "b"), again);
     const [x, y] = await Promise.all([readFile(file), readFile(second)]);
     expect(x.equals(y)).toBe(true);

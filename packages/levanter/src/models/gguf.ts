@@ -309,8 +309,7 @@ export async function writeGguf(file: string, metadata: [string, GgufValue][], t
 
 /** Refuses what GGUF's `llama` cannot hold, naming the field. */
 export function checkGgufLlama(cfg: ResolvedModelConfig): void {
-  const bad = (field: string, value: unknown, why: string) =>
-    new LevanterError("INVALID_CONFIG", `model.${field}: ${JSON.stringify(value)} cannot be exported to GGUF (${why})`);
+  const bad = (field: string, value: unknown, why: string) => new LevanterError("INVALID_CONFIG", `model.${field}: ${JSON.stringify(value)} cannot be exported to GGUF (${why})`);
   if (cfg.positions !== "rope") throw bad("positions", cfg.positions, "GGUF architecture llama has rotary positions (rope)");
   if (cfg.norm !== "rms") throw bad("norm", cfg.norm, "GGUF architecture llama's norm is rms");
   if (cfg.activation !== "swiglu") throw bad("activation", cfg.activation, "GGUF architecture llama's MLP is swiglu");
@@ -341,7 +340,8 @@ export function byteGgufTokenizer(): GgufTokenizer {
 export function hfGgufTokenizer(name: string, tokenizerJson: unknown, tokenizerConfig: Record<string, unknown>, file: string): GgufTokenizer {
   const j = tokenizerJson as { model?: { type?: unknown; vocab?: unknown; merges?: unknown }; added_tokens?: unknown; pre_tokenizer?: unknown; decoder?: unknown };
   const model = j?.model;
-  if (model?.type !== "BPE") throw fail(`${file}: model.type: ${JSON.stringify(model?.type)} cannot go to GGUF (only byte-level BPE tokenizers export, as tokenizer.ggml.model "gpt2")`);
+  if (model?.type !== "BPE")
+    throw fail(`${file}: model.type: ${JSON.stringify(model?.type)} cannot go to GGUF (only byte-level BPE tokenizers export, as tokenizer.ggml.model "gpt2")`);
   if (!JSON.stringify(j.pre_tokenizer ?? null).includes('"ByteLevel"') && !JSON.stringify(j.decoder ?? null).includes('"ByteLevel"')) {
     throw fail(`${file}: pre_tokenizer: not byte-level, which GGUF's gpt2 tokenizer needs`);
   }
@@ -380,7 +380,12 @@ export function hfGgufTokenizer(name: string, tokenizerJson: unknown, tokenizerC
 }
 
 /** GGUF metadata and tensors for a Llama-shaped levanter model. */
-export function ggufLlama(cfg: ResolvedModelConfig, params: ReadonlyMap<string, { shape: number[]; data: Float32Array }>, tok: GgufTokenizer, opts: { type: GgufFileType; name: string }): { metadata: [string, GgufValue][]; tensors: GgufTensor[] } {
+export function ggufLlama(
+  cfg: ResolvedModelConfig,
+  params: ReadonlyMap<string, { shape: number[]; data: Float32Array }>,
+  tok: GgufTokenizer,
+  opts: { type: GgufFileType; name: string },
+): { metadata: [string, GgufValue][]; tensors: GgufTensor[] } {
   checkGgufLlama(cfg);
   const { nHeads, nKvHeads, headDim } = attentionShape(cfg);
   if (tok.tokens.length > cfg.vocabSize) throw fail(`tokenizer: ${tok.tokens.length} tokens, more than the model's vocabSize ${cfg.vocabSize}`);
@@ -442,8 +447,7 @@ export function ggufLlama(cfg: ResolvedModelConfig, params: ReadonlyMap<string, 
     if (name.endsWith(".attn_k.weight")) data = permuteRotary(data, nKvHeads, headDim, t.shape[1]!);
     // Vectors (norm scales) stay f32, as llama.cpp's converter keeps them; q8_0 rows that are not
     // whole blocks fall back to f16.
-    const type: GgufTensor["type"] =
-      t.shape.length < 2 || opts.type === "f32" ? "F32" : opts.type === "f16" ? "F16" : t.shape.at(-1)! % Q8_0_BLOCK === 0 ? "Q8_0" : "F16";
+    const type: GgufTensor["type"] = t.shape.length < 2 || opts.type === "f32" ? "F32" : opts.type === "f16" ? "F16" : t.shape.at(-1)! % Q8_0_BLOCK === 0 ? "Q8_0" : "F16";
     tensors.push({ name, shape: t.shape, data, type });
   }
   return { metadata, tensors };

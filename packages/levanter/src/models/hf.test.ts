@@ -42,7 +42,9 @@ function reference(jobs: [string, string, unknown][]): Promise<unknown[]> {
 async function levanterLogprobs(checkpoint: string, ids: number[]): Promise<number[]> {
   const { model } = await loadModelFromCheckpoint(checkpoint);
   try {
-    const losses = tf.tidy(() => model.tokenLosses(tf.tensor2d(ids.slice(0, -1), [1, ids.length - 1], "int32"), tf.tensor2d(ids.slice(1), [1, ids.length - 1], "int32")).dataSync());
+    const losses = tf.tidy(() =>
+      model.tokenLosses(tf.tensor2d(ids.slice(0, -1), [1, ids.length - 1], "int32"), tf.tensor2d(ids.slice(1), [1, ids.length - 1], "int32")).dataSync(),
+    );
     return Array.from(losses, (l) => -l);
   } finally {
     model.dispose();
@@ -145,7 +147,12 @@ describe.skipIf(!torchOk)("Hugging Face Llama against the PyTorch reference", ()
     const tok = await loadHfTokenizer(f32);
     const cache = path.join(dir, "cache-hf");
     const docs = syntheticDocuments(120, 4);
-    await writeTokenCacheShard(cache, 0, docs.map((d) => encodeDocument(tok, d)), { tokenizer: tok.name, vocabSize: tok.vocabSize });
+    await writeTokenCacheShard(
+      cache,
+      0,
+      docs.map((d) => encodeDocument(tok, d)),
+      { tokenizer: tok.name, vocabSize: tok.vocabSize },
+    );
     await finalizeTokenCache(cache);
     const base = {
       data: { trainCache: cache },
@@ -157,10 +164,7 @@ describe.skipIf(!torchOk)("Hugging Face Llama against the PyTorch reference", ()
       /trainer\.initializeFrom: .*model\.dModel: 64 \(the checkpoint has 32\)/,
     );
     const losses: number[] = [];
-    const result = await trainLm(
-      base as never,
-      { hooks: [{ every: 1, fn: (i) => void (i.final || losses.push(i.loss)) }] },
-    );
+    const result = await trainLm(base as never, { hooks: [{ every: 1, fn: (i) => void (i.final || losses.push(i.loss)) }] });
     expect(result.step).toBe(20);
     expect(losses).toHaveLength(20);
     const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;

@@ -42,7 +42,8 @@ export function modelConfigFromHf(raw: unknown, file: string, opts: { seqLen?: n
   if (typeof raw !== "object" || raw === null || Array.isArray(raw)) throw invalid(file, "expected a JSON object");
   const c = raw as Record<string, unknown>;
   const archs = Array.isArray(c.architectures) ? c.architectures : [];
-  const arch = archs.length === 1 ? archs[0] : archs.length === 0 ? ({ llama: "LlamaForCausalLM", gpt2: "GPT2LMHeadModel" } as Record<string, string>)[String(c.model_type)] : undefined;
+  const arch =
+    archs.length === 1 ? archs[0] : archs.length === 0 ? ({ llama: "LlamaForCausalLM", gpt2: "GPT2LMHeadModel" } as Record<string, string>)[String(c.model_type)] : undefined;
   if (arch !== "LlamaForCausalLM" && arch !== "GPT2LMHeadModel") {
     throw invalid(file, `architectures: ${JSON.stringify(c.architectures ?? c.model_type)} is not supported (LlamaForCausalLM and GPT2LMHeadModel are)`);
   }
@@ -389,7 +390,8 @@ export function hfTensorsFromParams(family: HfFamily, cfg: ResolvedModelConfig, 
     const ts = m.fromLev(ps);
     m.hf.forEach((h, i) => {
       const t = ts[i]!;
-      if (t.shape.join(",") !== h.shape.join(",")) throw new LevanterError("CHECKPOINT_CORRUPT", `parameter for ${h.name}: shape [${t.shape.join(", ")}], expected [${h.shape.join(", ")}]`);
+      if (t.shape.join(",") !== h.shape.join(","))
+        throw new LevanterError("CHECKPOINT_CORRUPT", `parameter for ${h.name}: shape [${t.shape.join(", ")}], expected [${h.shape.join(", ")}]`);
       out.push({ name: h.name, shape: h.shape, data: t.data });
     });
   }

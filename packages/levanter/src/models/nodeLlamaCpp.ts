@@ -19,7 +19,8 @@ export function installNodeLlamaCpp(): string | undefined {
   if (!existsSync(path.join(PROJECT, "package.json"))) writeFileSync(path.join(PROJECT, "package.json"), JSON.stringify({ name: "levanter-gguf-check", private: true }));
   const env = { ...process.env, NODE_OPTIONS: "", npm_config_audit: "false", npm_config_fund: "false", npm_config_update_notifier: "false" };
   const r = spawnSync("npm", ["install", "--no-audit", "--no-fund", "-E", `node-llama-cpp@${NODE_LLAMA_CPP_VERSION}`], { cwd: PROJECT, env, encoding: "utf8", timeout: 900_000 });
-  if (r.status !== 0 || !existsSync(ENTRY)) return `npm install node-llama-cpp@${NODE_LLAMA_CPP_VERSION} failed (${r.error?.message ?? `exit ${r.status}`}): ${(r.stderr ?? "").slice(-400)}`;
+  if (r.status !== 0 || !existsSync(ENTRY))
+    return `npm install node-llama-cpp@${NODE_LLAMA_CPP_VERSION} failed (${r.error?.message ?? `exit ${r.status}`}): ${(r.stderr ?? "").slice(-400)}`;
   return undefined;
 }
 

@@ -38,7 +38,15 @@ describe("safetensors", () => {
   it("writes and reads F32 exactly and BF16 rounded to nearest even", async () => {
     const data = Float32Array.from([1, -2.5, 3.1415927, 1e-30, -0, 65504, 1.00390625, 1.01171875]);
     const file = path.join(dir, "ok.safetensors");
-    await writeSafetensors(file, [{ name: "a", shape: [2, 4], data }, { name: "empty", shape: [0], data: new Float32Array(0) }], "F32", { format: "pt" });
+    await writeSafetensors(
+      file,
+      [
+        { name: "a", shape: [2, 4], data },
+        { name: "empty", shape: [0], data: new Float32Array(0) },
+      ],
+      "F32",
+      { format: "pt" },
+    );
     const h = await readSafetensorsHeader(file);
     expect((h.tensors.get("a")!.begin - 8) % 8).toBe(0); // header padded to 8 bytes
     expect(h.metadata).toEqual({ format: "pt" });
@@ -70,28 +78,56 @@ describe("safetensors", () => {
   });
 
   const hostile: [string, () => string, RegExp][] = [
-    ["a truncated file", () => {
-      const f = path.join(dir, "trunc.safetensors");
-      writeFileSync(f, readFileSync(path.join(dir, "ok.safetensors")).subarray(0, 60));
-      return f;
-    }, /trunc\.safetensors: .*(extend past the end|truncated)/],
-    ["a file shorter than the length prefix", () => {
-      const f = path.join(dir, "tiny.safetensors");
-      writeFileSync(f, Buffer.alloc(5));
-      return f;
-    }, /tiny\.safetensors: .*shorter than the 8-byte header length/],
-    ["offsets past the end", () => rawFile("past.safetensors", { a: { dtype: "F32", shape: [4], data_offsets: [0, 16] } }, 8), /past\.safetensors: tensor "a": data_offsets \[0, 16\] extend past the end/],
-    ["overlapping ranges", () => rawFile("overlap.safetensors", { a: { dtype: "F32", shape: [4], data_offsets: [0, 16] }, b: { dtype: "F32", shape: [2], data_offsets: [8, 16] } }, 16), /overlap\.safetensors: tensors "a" and "b" overlap/],
-    ["an unknown dtype", () => rawFile("dtype.safetensors", { a: { dtype: "F128", shape: [1], data_offsets: [0, 16] } }, 16), /dtype\.safetensors: tensor "a": unknown dtype "F128"/],
+    [
+      "a truncated file",
+      () => {
+        const f = path.join(dir, "trunc.safetensors");
+        writeFileSync(f, readFileSync(path.join(dir, "ok.safetensors")).subarray(0, 60));
+        return f;
+      },
+      /trunc\.safetensors: .*(extend past the end|truncated)/,
+    ],
+    [
+      "a file shorter than the length prefix",
+      () => {
+        const f = path.join(dir, "tiny.safetensors");
+        writeFileSync(f, Buffer.alloc(5));
+        return f;
+      },
+      /tiny\.safetensors: .*shorter than the 8-byte header length/,
+    ],
+    [
+      "offsets past the end",
+      () => rawFile("past.safetensors", { a: { dtype: "F32", shape: [4], data_offsets: [0, 16] } }, 8),
+      /past\.safetensors: tensor "a": data_offsets \[0, 16\] extend past the end/,
+    ],
+    [
+      "overlapping ranges",
+      () => rawFile("overlap.safetensors", { a: { dtype: "F32", shape: [4], data_offsets: [0, 16] }, b: { dtype: "F32", shape: [2], data_offsets: [8, 16] } }, 16),
+      /overlap\.safetensors: tensors "a" and "b" overlap/,
+    ],
+    [
+      "an unknown dtype",
+      () => rawFile("dtype.safetensors", { a: { dtype: "F128", shape: [1], data_offsets: [0, 16] } }, 16),
+      /dtype\.safetensors: tensor "a": unknown dtype "F128"/,
+    ],
     ["a header larger than the file", () => rawFile("big.safetensors", {}, 0, 1n << 40n), /big\.safetensors: header length 1099511627776 is larger than the file/],
-    ["a shape that does not match its bytes", () => rawFile("shape.safetensors", { a: { dtype: "F32", shape: [3], data_offsets: [0, 16] } }, 16), /shape\.safetensors: tensor "a": shape \[3\] of F32 needs 12 bytes, data_offsets give 16/],
-    ["a header that is not JSON", () => {
-      const f = path.join(dir, "json.safetensors");
-      const len = Buffer.alloc(8);
-      len.writeBigUInt64LE(4n);
-      writeFileSync(f, Buffer.concat([len, Buffer.from("{no}")]));
-      return f;
-    }, /json\.safetensors: header is not valid UTF-8 JSON/],
+    [
+      "a shape that does not match its bytes",
+      () => rawFile("shape.safetensors", { a: { dtype: "F32", shape: [3], data_offsets: [0, 16] } }, 16),
+      /shape\.safetensors: tensor "a": shape \[3\] of F32 needs 12 bytes, data_offsets give 16/,
+    ],
+    [
+      "a header that is not JSON",
+      () => {
+        const f = path.join(dir, "json.safetensors");
+        const len = Buffer.alloc(8);
+        len.writeBigUInt64LE(4n);
+        writeFileSync(f, Buffer.concat([len, Buffer.from("{no}")]));
+        return f;
+      },
+      /json\.safetensors: header is not valid UTF-8 JSON/,
+    ],
   ];
   for (const [what, make, message] of hostile) {
     it(`refuses ${what} with an error naming the file`, async () => {
@@ -244,7 +280,8 @@ describe("Hugging Face folders", () => {
       const b = await loadModelFromCheckpoint(back.checkpoint);
       try {
         expect([...b.model.params.keys()].sort()).toEqual([...a.model.params.keys()].sort());
-        for (const [n, p] of a.model.params) expect(Buffer.from((b.model.params.get(n)!.dataSync() as Float32Array).buffer)).toEqual(Buffer.from((p.dataSync() as Float32Array).buffer));
+        for (const [n, p] of a.model.params)
+          expect(Buffer.from((b.model.params.get(n)!.dataSync() as Float32Array).buffer)).toEqual(Buffer.from((p.dataSync() as Float32Array).buffer));
         const ids = [72, 101, 108, 108, 111, 32, 119];
         expect(logits(b.model, ids)).toEqual(logits(a.model, ids));
       } finally {

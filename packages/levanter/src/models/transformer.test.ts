@@ -6,8 +6,7 @@ import { Rng } from "../rng.ts";
 import { flopsPerToken, ModelConfigSchema, resolveModelConfig, type ModelConfigInput } from "./modelConfig.ts";
 import { defaultDecayMask, TransformerLm } from "./transformer.ts";
 
-const tiny = (over: ModelConfigInput = {}) =>
-  resolveModelConfig(ModelConfigSchema.parse({ nLayers: 2, dModel: 8, nHeads: 2, seqLen: 4, dFF: 32, vocabSize: 10, ...over }));
+const tiny = (over: ModelConfigInput = {}) => resolveModelConfig(ModelConfigSchema.parse({ nLayers: 2, dModel: 8, nHeads: 2, seqLen: 4, dFF: 32, vocabSize: 10, ...over }));
 
 describe("flopsPerToken", () => {
   it("matches a hand count for a tiny config", () => {
@@ -64,9 +63,7 @@ describe("TransformerLm", () => {
     const names = [...model.params.keys()];
     expect(names).toContain("layers/1/attn/qkv/kernel");
     expect(names).toContain("head/kernel");
-    expect(names.filter(defaultDecayMask).sort()).toEqual(
-      names.filter((n) => n.endsWith("/kernel")).sort(),
-    );
+    expect(names.filter(defaultDecayMask).sort()).toEqual(names.filter((n) => n.endsWith("/kernel")).sort());
     expect(model.parameterCount()).toBe(names.reduce((s, n) => s + model.params.get(n)!.size, 0));
     model.dispose();
   });
@@ -84,8 +81,22 @@ describe("TransformerLm", () => {
       const a = TransformerLm.init(cfg, new Rng(7));
       const b = TransformerLm.init(cfg, new Rng(7));
       for (const [n, p] of a.params) expect(p.dataSync()).toEqual(b.params.get(n)!.dataSync());
-      const x = tf.tensor2d([[1, 2, 3, 4], [5, 6, 7, 8]], [2, 4], "int32");
-      const y = tf.tensor2d([[2, 3, 4, 5], [6, 7, 8, 9]], [2, 4], "int32");
+      const x = tf.tensor2d(
+        [
+          [1, 2, 3, 4],
+          [5, 6, 7, 8],
+        ],
+        [2, 4],
+        "int32",
+      );
+      const y = tf.tensor2d(
+        [
+          [2, 3, 4, 5],
+          [6, 7, 8, 9],
+        ],
+        [2, 4],
+        "int32",
+      );
       const { value, grads } = tf.variableGrads(() => a.loss(x, y), [...a.params.values()]);
       expect(Number.isFinite(value.dataSync()[0])).toBe(true);
       // Close to ln(10) at init: small random weights predict nearly uniformly.

@@ -62,7 +62,10 @@ export class TransformerLm {
       const n = shape.reduce((a, b) => a * b, 1);
       const values = init === "normal" ? rng.normal(n, scale) : new Float32Array(n).fill(init === "ones" ? 1 : 0);
       // tfjs names variables process-wide (a second model would clash), so let it pick the names.
-      params.set(name, tf.tidy(() => tf.variable(tf.tensor(values, shape), true)));
+      params.set(
+        name,
+        tf.tidy(() => tf.variable(tf.tensor(values, shape), true)),
+      );
     };
     const norm = (prefix: string) => {
       add(`${prefix}/scale`, [d], "ones");
@@ -138,7 +141,9 @@ export class TransformerLm {
       return this.linear(`layers/${i}/attn/out`, nativeCausalAttention(qkv, b, nh, nkv));
     }
     // Rank ≤ 4 transposes only: wasm's 5-D transpose is ~100× slower.
-    const qkv = this.linear(`layers/${i}/attn/qkv`, h).reshape([b, t, nh + 2 * nkv, dh]).transpose([0, 2, 1, 3]);
+    const qkv = this.linear(`layers/${i}/attn/qkv`, h)
+      .reshape([b, t, nh + 2 * nkv, dh])
+      .transpose([0, 2, 1, 3]);
     let q: tf.Tensor3D;
     let k: tf.Tensor3D;
     let v: tf.Tensor3D;
@@ -160,9 +165,15 @@ export class TransformerLm {
       v = repeatKv(v4.reshape([b * nkv, t, dh]), nh / nkv);
     }
     const mask = t === this.config.seqLen ? this.causalMask : this.causalMask.slice([0, 0], [t, t]);
-    const scores = tf.matMul(q, k.transpose([0, 2, 1])).mul(1 / Math.sqrt(dh)).add(mask);
+    const scores = tf
+      .matMul(q, k.transpose([0, 2, 1]))
+      .mul(1 / Math.sqrt(dh))
+      .add(mask);
     const att = tf.matMul(tf.softmax(scores, -1), v); // [B·H, T, dh]
-    const merged = att.reshape([b, nh, t, dh]).transpose([0, 2, 1, 3]).reshape([b * t, nh * dh]) as tf.Tensor2D;
+    const merged = att
+      .reshape([b, nh, t, dh])
+      .transpose([0, 2, 1, 3])
+      .reshape([b * t, nh * dh]) as tf.Tensor2D;
     return this.linear(`layers/${i}/attn/out`, merged);
   }
 
@@ -187,16 +198,17 @@ export class TransformerLm {
     let x = tf.gather(this.p("embed/tokens"), ids.reshape([b * t]).toInt()) as tf.Tensor2D;
     if (this.config.positions === "learned") {
       const pos = this.p("embed/positions").slice([0, 0], [t, d]);
-      x = x.reshape([b, t, d]).add(pos).reshape([b * t, d]) as tf.Tensor2D;
+      x = x
+        .reshape([b, t, d])
+        .add(pos)
+        .reshape([b * t, d]) as tf.Tensor2D;
     }
     for (let i = 0; i < this.config.nLayers; i++) {
       x = x.add(this.attention(i, this.norm(`layers/${i}/attn_norm`, x), b, t));
       x = x.add(this.mlp(i, this.norm(`layers/${i}/mlp_norm`, x)));
     }
     const h = this.norm("final_norm", x);
-    return this.config.tieEmbeddings
-      ? matMul2d(h, this.p("embed/tokens").transpose() as tf.Tensor2D)
-      : this.linear("head", h);
+    return this.config.tieEmbeddings ? matMul2d(h, this.p("embed/tokens").transpose() as tf.Tensor2D) : this.linear("head", h);
   }
 
   /**
@@ -220,7 +232,9 @@ export class TransformerLm {
       const mask = tf.tensor2d(m, [t, p + t]);
       for (let l = 0; l < nLayers; l++) {
         const h = this.norm(`layers/${l}/attn_norm`, x);
-        const qkv = this.linear(`layers/${l}/attn/qkv`, h).reshape([t, nh + 2 * nkv, dh]).transpose([1, 0, 2]);
+        const qkv = this.linear(`layers/${l}/attn/qkv`, h)
+          .reshape([t, nh + 2 * nkv, dh])
+          .transpose([1, 0, 2]);
         const [q0, k0, v] = tf.split(qkv, [nh, nkv, nkv], 0) as [tf.Tensor3D, tf.Tensor3D, tf.Tensor3D];
         let q = q0;
         let k = k0;
@@ -232,7 +246,10 @@ export class TransformerLm {
         const vAll = cache ? tf.concat([cache.values[l]!, v], 1) : v;
         keys.push(kAll);
         values.push(vAll);
-        const scores = tf.matMul(q, repeatKv(kAll, nh / nkv).transpose([0, 2, 1])).mul(1 / Math.sqrt(dh)).add(mask);
+        const scores = tf
+          .matMul(q, repeatKv(kAll, nh / nkv).transpose([0, 2, 1]))
+          .mul(1 / Math.sqrt(dh))
+          .add(mask);
         const att = tf.matMul(tf.softmax(scores, -1), repeatKv(vAll, nh / nkv)); // [H, T, dh]
         const merged = att.transpose([1, 0, 2]).reshape([t, nh * dh]) as tf.Tensor2D;
         x = x.add(this.linear(`layers/${l}/attn/out`, merged));
@@ -281,12 +298,37 @@ export class TransformerLm {
           out[s]!.keys.push(kS);
           out[s]!.values.push(vS);
           const pad = maxLen - kS.shape[1];
-          paddedK.push(repeatKv(pad ? tf.pad(kS, [[0, 0], [0, pad], [0, 0]]) : kS, g));
-          paddedV.push(repeatKv(pad ? tf.pad(vS, [[0, 0], [0, pad], [0, 0]]) : vS, g));
+          paddedK.push(
+            repeatKv(
+              pad
+                ? tf.pad(kS, [
+                    [0, 0],
+                    [0, pad],
+                    [0, 0],
+                  ])
+                : kS,
+              g,
+            ),
+          );
+          paddedV.push(
+            repeatKv(
+              pad
+                ? tf.pad(vS, [
+                    [0, 0],
+                    [0, pad],
+                    [0, 0],
+                  ])
+                : vS,
+              g,
+            ),
+          );
         }
         const kB = tf.concat(paddedK, 0) as tf.Tensor3D; // [B·H, L, dh]
         const vB = tf.concat(paddedV, 0) as tf.Tensor3D;
-        const scores = tf.matMul(q.reshape([b * nh, 1, dh]) as tf.Tensor3D, kB.transpose([0, 2, 1])).mul(1 / Math.sqrt(dh)).add(mask);
+        const scores = tf
+          .matMul(q.reshape([b * nh, 1, dh]) as tf.Tensor3D, kB.transpose([0, 2, 1]))
+          .mul(1 / Math.sqrt(dh))
+          .add(mask);
         const att = tf.matMul(tf.softmax(scores, -1), vB); // [B·H, 1, dh]
         x = x.add(this.linear(`layers/${l}/attn/out`, att.reshape([b, nh * dh]) as tf.Tensor2D));
         x = x.add(this.mlp(l, this.norm(`layers/${l}/mlp_norm`, x)));
@@ -324,7 +366,10 @@ export class TransformerLm {
     if (nativeActive()) return nativeTokenCrossEntropy(this.logits(inputs), targets.reshape([-1]) as tf.Tensor1D);
     // logSoftmax has a fused gradient; logSumExp's runs through max (Equal kernels).
     const logp = tf.logSoftmax(this.logits(inputs), -1);
-    return logp.mul(oneHotFloat(targets.reshape([-1]), this.config.vocabSize)).sum(-1).neg() as tf.Tensor1D;
+    return logp
+      .mul(oneHotFloat(targets.reshape([-1]), this.config.vocabSize))
+      .sum(-1)
+      .neg() as tf.Tensor1D;
   }
 
   /** Mean next-token cross-entropy (nats per token): the training loss. */
@@ -382,7 +427,10 @@ function gelu(x: tf.Tensor2D): tf.Tensor2D {
 function repeatKv(x: tf.Tensor3D, g: number): tf.Tensor3D {
   if (g === 1) return x;
   const [n, t, dh] = x.shape;
-  return x.reshape([n, 1, t * dh]).tile([1, g, 1]).reshape([n * g, t, dh]) as tf.Tensor3D;
+  return x
+    .reshape([n, 1, t * dh])
+    .tile([1, g, 1])
+    .reshape([n * g, t, dh]) as tf.Tensor3D;
 }
 
 function ropeTables(cfg: ResolvedModelConfig): { cos: tf.Tensor2D; sin: tf.Tensor2D } {

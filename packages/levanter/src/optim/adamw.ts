@@ -53,8 +53,14 @@ export class AdamW {
     }
     for (const [name, p] of params) {
       if (options.owned && !options.owned.has(name)) continue;
-      this.m.set(name, tf.tidy(() => tf.variable(tf.zerosLike(p), false)));
-      this.v.set(name, tf.tidy(() => tf.variable(tf.zerosLike(p), false)));
+      this.m.set(
+        name,
+        tf.tidy(() => tf.variable(tf.zerosLike(p), false)),
+      );
+      this.v.set(
+        name,
+        tf.tidy(() => tf.variable(tf.zerosLike(p), false)),
+      );
     }
   }
 
@@ -94,7 +100,13 @@ export class AdamW {
       for (const t of terms) total += t;
       return Math.sqrt(total);
     }
-    return tf.tidy(() => tf.addN(terms.map((t) => tf.scalar(t, "float32"))).sqrt().dataSync()[0]!);
+    return tf.tidy(
+      () =>
+        tf
+          .addN(terms.map((t) => tf.scalar(t, "float32")))
+          .sqrt()
+          .dataSync()[0]!,
+    );
   }
 
   /**
@@ -133,7 +145,12 @@ export class AdamW {
         const v1 = v.mul(b2).add(g.square().mul(1 - b2));
         m.assign(m1);
         v.assign(v1);
-        let update = m1.div(1 - b1p).div(v1.div(1 - b2p).sqrt().add(epsilon));
+        let update = m1.div(1 - b1p).div(
+          v1
+            .div(1 - b2p)
+            .sqrt()
+            .add(epsilon),
+        );
         if (weightDecay > 0 && decayMask(name)) update = update.add(p.mul(weightDecay));
         p.assign(p.sub(update.mul(lr)));
       }

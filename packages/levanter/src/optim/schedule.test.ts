@@ -8,8 +8,7 @@ import { lrSchedule } from "./schedule.ts";
 function sched(cfg: OptimizerConfigInput, total: number) {
   return lrSchedule(OptimizerConfigSchema.parse({ weightDecay: 0, ...cfg }), total);
 }
-const close = (actual: number, expected: number, atol = 1e-8, rtol = 1e-5) =>
-  expect(Math.abs(actual - expected)).toBeLessThanOrEqual(atol + rtol * Math.abs(expected));
+const close = (actual: number, expected: number, atol = 1e-8, rtol = 1e-5) => expect(Math.abs(actual - expected)).toBeLessThanOrEqual(atol + rtol * Math.abs(expected));
 
 describe("lrSchedule: upstream table", () => {
   it("constant, no warmup, min ratio 1: exactly the rate everywhere", () => {

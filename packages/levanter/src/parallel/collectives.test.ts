@@ -111,7 +111,11 @@ describe("allReduceExactMean on loopback", () => {
       }
     };
     // All three on this host: shared memory between every pair.
-    await run(() => {}, [[1, 2], [0, 2], [0, 1]]);
+    await run(() => {}, [
+      [1, 2],
+      [0, 2],
+      [0, 1],
+    ]);
     // LEVANTER_DP_SHM=off: TCP between every pair.
     await run(() => (process.env.LEVANTER_DP_SHM = "off"), [[], [], []]);
     // A rank whose region others cannot map (as on another host): TCP with it, shared memory between the rest.
@@ -150,7 +154,10 @@ describe("allReduceExactMean on loopback", () => {
     // An authenticated peer that then says nothing (a hung process keeps its sockets open).
     const { gang } = await withManualPeer({ peerTimeoutMs: 400, heartbeatMs: 100 });
     const t0 = performance.now();
-    await expect(allGatherJson(gang, 0)).rejects.toMatchObject({ code: "PEER_FAILED", message: expect.stringMatching(/rank 1 sent nothing for \d+ ms \(limit 400 ms\): dead or hung/) });
+    await expect(allGatherJson(gang, 0)).rejects.toMatchObject({
+      code: "PEER_FAILED",
+      message: expect.stringMatching(/rank 1 sent nothing for \d+ ms \(limit 400 ms\): dead or hung/),
+    });
     expect(performance.now() - t0).toBeLessThan(3000);
   });
 
@@ -160,10 +167,15 @@ describe("allReduceExactMean on loopback", () => {
     const taken = (squatter.address() as net.AddressInfo).port;
     try {
       const rendezvous = memoryRendezvous();
-      const gangs = await Promise.all([0, 1].map((rank) => formGang({ rank, world: 2, secret: "s", host: "127.0.0.1", port: rank === 0 ? taken : 0, rendezvous, timeoutMs: 10_000 })));
+      const gangs = await Promise.all(
+        [0, 1].map((rank) => formGang({ rank, world: 2, secret: "s", host: "127.0.0.1", port: rank === 0 ? taken : 0, rendezvous, timeoutMs: 10_000 })),
+      );
       open.push(...gangs);
       expect(gangs[0]!.address).not.toBe(`127.0.0.1:${taken}`);
-      expect(await Promise.all(gangs.map((g) => allGatherJson(g, g.rank)))).toEqual([[0, 1], [0, 1]]);
+      expect(await Promise.all(gangs.map((g) => allGatherJson(g, g.rank)))).toEqual([
+        [0, 1],
+        [0, 1],
+      ]);
     } finally {
       squatter.close();
     }

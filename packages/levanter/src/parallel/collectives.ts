@@ -166,7 +166,14 @@ export function finishExactMean(acc: Float64Array, segments: readonly Segment[],
 export type Contribution = { kind: "raw"; values: Float32Array } | { kind: "fixed"; partial: Float64Array };
 
 // Adds `c`'s elements [lo, hi) to `acc` (which holds elements from `base`), segment by segment.
-function addContribution(acc: Float64Array, base: number, lo: number, hi: number, c: Contribution | { kind: "raw" | "fixed"; bytes: Uint8Array }, segments: readonly Segment[]): void {
+function addContribution(
+  acc: Float64Array,
+  base: number,
+  lo: number,
+  hi: number,
+  c: Contribution | { kind: "raw" | "fixed"; bytes: Uint8Array },
+  segments: readonly Segment[],
+): void {
   if (c.kind === "fixed") {
     const src = "partial" in c ? c.partial.subarray(lo, hi) : new Float64Array(c.bytes.buffer, c.bytes.byteOffset, hi - lo);
     addExact(acc, lo - base, src);

@@ -41,7 +41,9 @@ process.env.LEVANTER_LOG = "silent";
 describe("initializeDistributed failures", () => {
   it("rank 0 names the ranks that never joined", async () => {
     const { ctx } = fakeCtx(0, 3);
-    await expect(withIrisCtx(ctx, () => initializeDistributed({ timeoutMs: 300, secret: "s" }))).rejects.toThrow(/timed out after 300 ms waiting for rank\(s\) 1, 2 to join the gang/);
+    await expect(withIrisCtx(ctx, () => initializeDistributed({ timeoutMs: 300, secret: "s" }))).rejects.toThrow(
+      /timed out after 300 ms waiting for rank\(s\) 1, 2 to join the gang/,
+    );
   });
 
   it("a rank without IRIS_GANG_SECRET refuses to start, naming the variable", async () => {
@@ -49,7 +51,10 @@ describe("initializeDistributed failures", () => {
     const saved = process.env.IRIS_GANG_SECRET;
     delete process.env.IRIS_GANG_SECRET;
     try {
-      await expect(withIrisCtx(ctx, () => initializeDistributed({ timeoutMs: 300 }))).rejects.toMatchObject({ code: "DISTRIBUTED", message: expect.stringMatching(/IRIS_GANG_SECRET is not set/) });
+      await expect(withIrisCtx(ctx, () => initializeDistributed({ timeoutMs: 300 }))).rejects.toMatchObject({
+        code: "DISTRIBUTED",
+        message: expect.stringMatching(/IRIS_GANG_SECRET is not set/),
+      });
     } finally {
       if (saved !== undefined) process.env.IRIS_GANG_SECRET = saved;
     }
@@ -68,11 +73,16 @@ describe("initializeDistributed failures", () => {
     const r1 = fakeCtx(1, 2, r0.registered);
     const [d0, d1] = await Promise.all([withIrisCtx(r0.ctx, () => initializeDistributed({ secret: "s" })), withIrisCtx(r1.ctx, () => initializeDistributed({ secret: "s" }))]);
     dists.push(d0, d1);
-    expect(await Promise.all([d0.allGather("a"), d1.allGather("b")])).toEqual([["a", "b"], ["a", "b"]]);
+    expect(await Promise.all([d0.allGather("a"), d1.allGather("b")])).toEqual([
+      ["a", "b"],
+      ["a", "b"],
+    ]);
     expect(d1.coordinatorAddress).toBe(d0.coordinatorAddress);
     expect(d0.coordinatorAddress).toMatch(/^127\.0\.0\.1:\d+$/);
     // Not reachable on another interface of this machine (when it has one).
-    const other = Object.values(os.networkInterfaces()).flat().find((i) => i && i.family === "IPv4" && !i.internal);
+    const other = Object.values(os.networkInterfaces())
+      .flat()
+      .find((i) => i && i.family === "IPv4" && !i.internal);
     if (other) {
       const port = Number(d0.coordinatorAddress!.split(":")[1]);
       const refused = await new Promise<boolean>((resolve) => {

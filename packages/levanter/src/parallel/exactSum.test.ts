@@ -130,7 +130,15 @@ describe("exact fixed-point sums", () => {
       try {
         const out = new Float32Array(n + 3).fill(9);
         const copy = new Float32Array(n + 5).fill(9);
-        rawMean(sources.map((values, r) => ({ values, offset: offsets[r]! })), n, s, 3, out, 2, { values: copy, offset: 4 });
+        rawMean(
+          sources.map((values, r) => ({ values, offset: offsets[r]! })),
+          n,
+          s,
+          3,
+          out,
+          2,
+          { values: copy, offset: 4 },
+        );
         expect(Buffer.from(out.buffer, 8, n * 4).equals(Buffer.from(want.buffer))).toBe(true);
         expect(Buffer.from(copy.buffer, 16, n * 4).equals(Buffer.from(want.buffer))).toBe(true);
         // Nothing outside the range is touched.

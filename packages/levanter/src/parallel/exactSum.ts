@@ -18,7 +18,17 @@ interface ExactKernels {
   exactQuantizeAdd(acc: Float64Array, accOffset: number, values: Float32Array, valuesOffset: number, n: number, s: number): void;
   exactAdd(dst: Float64Array, dstOffset: number, src: Float64Array, srcOffset: number, n: number): void;
   exactFinishMean(acc: Float64Array, accOffset: number, out: Float32Array, outOffset: number, n: number, s: number, count: number): void;
-  exactRawMean(out: Float32Array, outOffset: number, copy: Float32Array | null, copyOffset: number, n: number, s: number, count: number, sources: Float32Array[], sourceOffsets: number[]): void;
+  exactRawMean(
+    out: Float32Array,
+    outOffset: number,
+    copy: Float32Array | null,
+    copyOffset: number,
+    n: number,
+    s: number,
+    count: number,
+    sources: Float32Array[],
+    sourceOffsets: number[],
+  ): void;
 }
 
 let kernels: ExactKernels | null | undefined;
@@ -143,7 +153,17 @@ export function rawMean(sources: readonly RawSource[], length: number, s: number
   }
   const k = native();
   if (k) {
-    return k.exactRawMean(out, outOffset, copy?.values ?? null, copy?.offset ?? 0, length, s, count, sources.map((x) => x.values), sources.map((x) => x.offset));
+    return k.exactRawMean(
+      out,
+      outOffset,
+      copy?.values ?? null,
+      copy?.offset ?? 0,
+      length,
+      s,
+      count,
+      sources.map((x) => x.values),
+      sources.map((x) => x.offset),
+    );
   }
   const acc = new Float64Array(length);
   for (const x of sources) accumulateQuantized(acc, 0, x.values.subarray(x.offset, x.offset + length), s);

@@ -89,7 +89,10 @@ describe("the gang's clean end", () => {
     const [g0, g1] = gangs as [Gang, Gang, Gang];
     // Rank 2 is alive but never ends.
     const close1 = g1.close({ waitForPeers: true, timeoutMs: 600 });
-    await expect(g0.close({ waitForPeers: true, timeoutMs: 300 })).rejects.toMatchObject({ code: "DISTRIBUTED", message: "rank(s) 2 did not say goodbye within 300 ms of rank 0's" });
+    await expect(g0.close({ waitForPeers: true, timeoutMs: 300 })).rejects.toMatchObject({
+      code: "DISTRIBUTED",
+      message: "rank(s) 2 did not say goodbye within 300 ms of rank 0's",
+    });
     // Rank 0 said goodbye before giving up: rank 1 still waits only for rank 2.
     await expect(close1).rejects.toMatchObject({ code: "DISTRIBUTED", message: "rank(s) 2 did not say goodbye within 600 ms of rank 1's" });
   });

@@ -371,10 +371,13 @@ export async function formGang(opts: GangOptions): Promise<Gang> {
           resolve();
         }
       };
-      const timer = setTimeout(() => {
-        onChange = () => {};
-        reject(timeoutError(timeoutMs, what()));
-      }, Math.max(0, deadline - Date.now()));
+      const timer = setTimeout(
+        () => {
+          onChange = () => {};
+          reject(timeoutError(timeoutMs, what()));
+        },
+        Math.max(0, deadline - Date.now()),
+      );
       onChange = check;
       check();
     });
@@ -386,7 +389,12 @@ export async function formGang(opts: GangOptions): Promise<Gang> {
       log("info", "coordinator registered, waiting for peers", { rank, address, world });
       await waitUntil(
         () => joined.size === world - 1,
-        () => `waiting for rank(s) ${missingOf(world, (r) => joined.has(r), (r) => r === 0)} to join the gang`,
+        () =>
+          `waiting for rank(s) ${missingOf(
+            world,
+            (r) => joined.has(r),
+            (r) => r === 0,
+          )} to join the gang`,
       );
       const roster = JSON.stringify([address, ...[...Array(world - 1).keys()].map((i) => joined.get(i + 1)!)]);
       for (const link of links.values()) link.send(Kind.ROSTER, 0, 0, Buffer.from(roster));
@@ -445,9 +453,18 @@ export async function formGang(opts: GangOptions): Promise<Gang> {
       }
       await waitUntil(
         () => [...Array(world).keys()].every((r) => r === rank || links.has(r)),
-        () => `waiting for rank(s) ${missingOf(world, (r) => links.has(r), (r) => r === rank)} to connect`,
+        () =>
+          `waiting for rank(s) ${missingOf(
+            world,
+            (r) => links.has(r),
+            (r) => r === rank,
+          )} to connect`,
       );
-      if (earlyOverflow) throw new LevanterError("PEER_FAILED", `rank 0 sent more than ${opts.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES} bytes of frames while rank ${rank} was still joining the gang`);
+      if (earlyOverflow)
+        throw new LevanterError(
+          "PEER_FAILED",
+          `rank 0 sent more than ${opts.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES} bytes of frames while rank ${rank} was still joining the gang`,
+        );
     }
   } catch (e) {
     for (const l of links.values()) l.destroy();

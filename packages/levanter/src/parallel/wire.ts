@@ -276,7 +276,8 @@ export async function acceptAuthenticated(socket: net.Socket, opts: HandshakeOpt
   try {
     const hello = await nextFrame(link, opts.timeoutMs, "handshake hello");
     const p = hello.payload;
-    if (hello.kind !== Kind.HELLO || p.length !== 44 || !p.subarray(0, 4).equals(MAGIC)) throw new LevanterError("DISTRIBUTED", `${link.label} did not open with a levanter handshake`);
+    if (hello.kind !== Kind.HELLO || p.length !== 44 || !p.subarray(0, 4).equals(MAGIC))
+      throw new LevanterError("DISTRIBUTED", `${link.label} did not open with a levanter handshake`);
     if (p.readUInt32LE(4) !== VERSION) throw new LevanterError("DISTRIBUTED", `${link.label} speaks protocol version ${p.readUInt32LE(4)}, not ${VERSION}`);
     const rankC = p.readUInt32LE(8);
     if (rankC >= opts.world || rankC === opts.rank) throw new LevanterError("DISTRIBUTED", `${link.label} claims rank ${rankC} (world ${opts.world})`);

@@ -32,9 +32,20 @@ describe("tensorShards", () => {
       }
     }
     // Boundaries at 10, 310, 350, 600, 605: 600 is nearest 500; 310, 600 and 605 nearest 250, 500, 750.
-    expect(tensorShards(sizes, 2).tensors).toEqual([[0, 4], [4, 6]]);
-    expect(tensorShards(sizes, 2).ranges).toEqual([[0, 600], [600, 1000]]);
-    expect(tensorShards(sizes, 4).tensors).toEqual([[0, 2], [2, 4], [4, 5], [5, 6]]);
+    expect(tensorShards(sizes, 2).tensors).toEqual([
+      [0, 4],
+      [4, 6],
+    ]);
+    expect(tensorShards(sizes, 2).ranges).toEqual([
+      [0, 600],
+      [600, 1000],
+    ]);
+    expect(tensorShards(sizes, 4).tensors).toEqual([
+      [0, 2],
+      [2, 4],
+      [4, 5],
+      [5, 6],
+    ]);
   });
 
   it("more ranks than tensors leaves some ranks nothing to own; a bad world is a RangeError", () => {
@@ -46,7 +57,8 @@ describe("tensorShards", () => {
 });
 
 describe("allGatherShards on loopback", () => {
-  const shards = (length: number, world: number) => Array.from({ length: world }, (_, j) => [Math.floor((j * length) / world), Math.floor(((j + 1) * length) / world)] as [number, number]);
+  const shards = (length: number, world: number) =>
+    Array.from({ length: world }, (_, j) => [Math.floor((j * length) / world), Math.floor(((j + 1) * length) / world)] as [number, number]);
 
   for (const transport of ["tcp", ...(exactSumIsNative() && existsSync("/dev/shm") ? ["shared memory"] : [])]) {
     it(`${transport}: 2, 3 and 4 ranks each end with every rank's shard, twice in a row; with \`to\` only that rank does`, async () => {
@@ -89,7 +101,9 @@ describe("allGatherShards on loopback", () => {
         const acc = new Float64Array(length);
         for (const f of mbs) accumulateQuantized(acc, 0, f, segments[0]!.s);
         const reference = finishExactMean(acc, segments, world);
-        const outs = await Promise.all(gangs.map((g) => allReduceExactMean(g, { kind: "raw", values: mbs[g.rank]! }, segments, world, { shards: plan, gather: false, into: new Float32Array(length).fill(7) })));
+        const outs = await Promise.all(
+          gangs.map((g) => allReduceExactMean(g, { kind: "raw", values: mbs[g.rank]! }, segments, world, { shards: plan, gather: false, into: new Float32Array(length).fill(7) })),
+        );
         for (const [r, out] of outs.entries()) {
           const [lo, hi] = plan[r]!;
           expect(Buffer.from(out.slice(lo, hi).buffer).equals(Buffer.from(reference.slice(lo, hi).buffer))).toBe(true);
@@ -104,14 +118,22 @@ describe("allGatherShards on loopback", () => {
   it("shards that do not split the elements are refused; a wrong-sized bucket fails the gather clearly", async () => {
     const gangs = await localGangs(2);
     open.push(...gangs);
-    await expect(allGatherShards(gangs[0]!, new Float32Array(10), [[0, 4], [5, 10]])).rejects.toMatchObject({ code: "INTERNAL", message: expect.stringMatching(/do not split 10 elements over 2 ranks/) });
+    await expect(
+      allGatherShards(gangs[0]!, new Float32Array(10), [
+        [0, 4],
+        [5, 10],
+      ]),
+    ).rejects.toMatchObject({ code: "INTERNAL", message: expect.stringMatching(/do not split 10 elements over 2 ranks/) });
     process.env.LEVANTER_DP_SHM = "off";
     try {
       await Promise.all(gangs.map((g) => ensureShared(g, 10)));
     } finally {
       delete process.env.LEVANTER_DP_SHM;
     }
-    const gather = allGatherShards(gangs[0]!, new Float32Array(10), [[0, 5], [5, 10]]);
+    const gather = allGatherShards(gangs[0]!, new Float32Array(10), [
+      [0, 5],
+      [5, 10],
+    ]);
     // Rank 1 answers the gather (its tag: rank 0's, taken as the call began) with 6 bytes for 5 floats.
     gangs[1]!.send(0, Kind.GATHER, gangs[0]!.seq - 1, 0, new Uint8Array(6));
     await expect(gather).rejects.toMatchObject({ code: "DISTRIBUTED", message: expect.stringMatching(/rank 1 sent 6 bytes for bucket 0 of gather \d+, expected 20/) });

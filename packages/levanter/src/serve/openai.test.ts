@@ -43,9 +43,9 @@ describe("OpenAI protocol module", () => {
   it("parseResponse names the field at fault, or the server's error message", () => {
     const fail = (m: string) => new Error(m);
     expect(() => parseResponse(ModelListSchema, { object: "list", data: [{ id: 1 }] }, fail)).toThrow(/^data\.0\.id: /);
-    expect(() => parseResponse(ModelListSchema, { error: { message: "the model is still loading", type: "service_unavailable", param: null, code: "model_loading" } }, fail)).toThrow(
-      /^the model is still loading$/,
-    );
+    expect(() =>
+      parseResponse(ModelListSchema, { error: { message: "the model is still loading", type: "service_unavailable", param: null, code: "model_loading" } }, fail),
+    ).toThrow(/^the model is still loading$/);
     expect(CompletionRequestSchema.safeParse({ prompt: "x", temperature: 3 }).success).toBe(false);
   });
 
@@ -66,12 +66,16 @@ describe("OpenAI protocol module", () => {
       const models = ModelListSchema.parse(await (await fetch(`${server.url}/v1/models`)).json());
       expect(models.data[0]).toMatchObject({ id: "tiny", max_model_len: 64 });
 
-      const c = CompletionResponseSchema.parse(await (await post(`${server.url}/v1/completions`, { prompt: "The cat", max_tokens: 4, temperature: 0, logprobs: 2, echo: true })).json());
+      const c = CompletionResponseSchema.parse(
+        await (await post(`${server.url}/v1/completions`, { prompt: "The cat", max_tokens: 4, temperature: 0, logprobs: 2, echo: true })).json(),
+      );
       expect(c.choices[0]!.logprobs!.token_logprobs[0]).toBeNull();
       expect(c.usage.prompt_tokens).toBe(7);
 
       const chat = ChatCompletionResponseSchema.parse(
-        await (await post(`${server.url}/v1/chat/completions`, { messages: [{ role: "user", content: "hi" }], max_tokens: 3, temperature: 0, logprobs: true, top_logprobs: 1 })).json(),
+        await (
+          await post(`${server.url}/v1/chat/completions`, { messages: [{ role: "user", content: "hi" }], max_tokens: 3, temperature: 0, logprobs: true, top_logprobs: 1 })
+        ).json(),
       );
       expect(chat.choices[0]!.message.role).toBe("assistant");
       expect(chat.choices[0]!.logprobs!.content.length).toBe(chat.usage.completion_tokens);

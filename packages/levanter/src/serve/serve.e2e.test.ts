@@ -50,7 +50,9 @@ describe("levanter serve (CLI)", () => {
     child.stdout!.on("data", (d: Buffer) => (stdout += d.toString()));
     child.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));
     const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on("exit", (code, signal) => resolve({ code, signal })));
-    const base = await waitFor(`"ready at" on stdout (stdout: ${stdout}, stderr: ${stderr})`, () => /ready at (http:\/\/127\.0\.0\.1:\d+\/v1)/.exec(stdout)?.[1], { timeoutMs: 60_000 });
+    const base = await waitFor(`"ready at" on stdout (stdout: ${stdout}, stderr: ${stderr})`, () => /ready at (http:\/\/127\.0\.0\.1:\d+\/v1)/.exec(stdout)?.[1], {
+      timeoutMs: 60_000,
+    });
     const models = (await (await fetch(`${base}/models`)).json()) as { data: { id: string; max_model_len: number }[] };
     expect(models.data).toHaveLength(1);
     expect(models.data[0]!.id).toBe(path.join(dir, "step-3"));

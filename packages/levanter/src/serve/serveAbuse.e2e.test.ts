@@ -99,7 +99,9 @@ describe("levanter serve under abuse (CLI)", () => {
     child.stdout!.on("data", (d: Buffer) => (stdout += d.toString()));
     child.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));
     const exit = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
-    const base = await waitFor(`"ready at" on stdout (stdout: ${stdout}, stderr: ${stderr})`, () => /ready at (http:\/\/127\.0\.0\.1:\d+)\/v1/.exec(stdout)?.[1], { timeoutMs: 60_000 });
+    const base = await waitFor(`"ready at" on stdout (stdout: ${stdout}, stderr: ${stderr})`, () => /ready at (http:\/\/127\.0\.0\.1:\d+)\/v1/.exec(stdout)?.[1], {
+      timeoutMs: 60_000,
+    });
     const pid = child.pid!;
     // Warm up (the JIT, the decoder's buffers), then take the idle figure.
     for (let i = 0; i < 3; i++) expect((await post(`${base}/v1/completions`, JSON.stringify({ prompt: "hello", max_tokens: 8 }))).status).toBe(200);
@@ -128,7 +130,12 @@ describe("levanter serve under abuse (CLI)", () => {
       // (420 sequences: the queue is raised to 1024 so that all are admitted).
       const statuses = await Promise.all(
         Array.from({ length: 200 }, (_, i) =>
-          leaveMidStream(`${base}/v1/completions`, `127.0.0.${2 + (i % 50)}`, { prompt: i % 10 === 0 ? Array.from({ length: 12 }, () => "hi") : "hello", max_tokens: 100, stream: true, seed: i }),
+          leaveMidStream(`${base}/v1/completions`, `127.0.0.${2 + (i % 50)}`, {
+            prompt: i % 10 === 0 ? Array.from({ length: 12 }, () => "hi") : "hello",
+            max_tokens: 100,
+            stream: true,
+            seed: i,
+          }),
         ),
       );
       expect(statuses.filter((s) => s !== 200)).toEqual([]);

@@ -75,7 +75,10 @@ describe("InferenceServer", () => {
   });
 
   it("streams a chat completion as SSE ending [DONE], the same text as without streaming", async () => {
-    const messages = [{ role: "system" as const, content: "Be brief." }, { role: "user" as const, content: "Hello there" }];
+    const messages = [
+      { role: "system" as const, content: "Be brief." },
+      { role: "user" as const, content: "Hello there" },
+    ];
     const whole = await client.chat.completions.create({ model: "tiny", messages, max_tokens: 20, temperature: 0, logprobs: true, top_logprobs: 2 });
     expect(whole.choices[0]!.message.role).toBe("assistant");
     expect(whole.choices[0]!.logprobs!.content!.length).toBeGreaterThan(0);
@@ -92,7 +95,6 @@ describe("InferenceServer", () => {
     expect(raw.trimEnd().endsWith("data: [DONE]")).toBe(true);
   });
 
-
   it("streams completions as SSE events in OpenAI's chunk shape (field order too), the seeded text of the non-streamed answer", async () => {
     const body = { prompt: "Once upon", max_tokens: 16, temperature: 1, seed: 11, n: 2, stop: ["zz"] };
     const whole = await client.completions.create({ model: "tiny", ...body });
@@ -108,7 +110,15 @@ describe("InferenceServer", () => {
       const json = e.slice("data: ".length);
       const chunk = JSON.parse(json) as { id: string; created: number; model: string; choices: { index: number; text: string; finish_reason: string | null }[] };
       // The event's bytes are JSON.stringify's of the chunk object in OpenAI's field order.
-      expect(json).toBe(JSON.stringify({ id: chunk.id, object: "text_completion", created: chunk.created, model: "tiny", choices: [{ index: chunk.choices[0]!.index, text: chunk.choices[0]!.text, logprobs: null, finish_reason: chunk.choices[0]!.finish_reason }] }));
+      expect(json).toBe(
+        JSON.stringify({
+          id: chunk.id,
+          object: "text_completion",
+          created: chunk.created,
+          model: "tiny",
+          choices: [{ index: chunk.choices[0]!.index, text: chunk.choices[0]!.text, logprobs: null, finish_reason: chunk.choices[0]!.finish_reason }],
+        }),
+      );
       texts[chunk.choices[0]!.index] += chunk.choices[0]!.text;
       finishes[chunk.choices[0]!.index] = chunk.choices[0]!.finish_reason ?? finishes[chunk.choices[0]!.index]!;
     }
@@ -134,7 +144,8 @@ describe("InferenceServer", () => {
     const chat = (await (await post(`${server.url}/tokenize`, { messages: [{ role: "user", content: "hi" }] })).json()) as { tokens: number[] };
     expect(chat.tokens).toEqual(byteTokenizer.encode("<|user|>\nhi\n<|assistant|>\n"));
     const m = await (await fetch(`${server.url}/metrics`)).text();
-    for (const name of ["levanter_serve_requests_total{", "levanter_serve_queue_depth", "levanter_serve_tokens_per_second", "levanter_serve_time_to_first_token_seconds_bucket"]) expect(m).toContain(name);
+    for (const name of ["levanter_serve_requests_total{", "levanter_serve_queue_depth", "levanter_serve_tokens_per_second", "levanter_serve_time_to_first_token_seconds_bucket"])
+      expect(m).toContain(name);
     expect(m).toMatch(/levanter_serve_generated_tokens_total [1-9]/);
   });
 
@@ -365,7 +376,8 @@ describe("InferenceServer bounds", () => {
       await server.ready;
       const readers = await Promise.all(
         Array.from({ length: 200 }, async (_, i) => {
-          const body = i % 10 === 0 ? { prompt: Array.from({ length: 12 }, () => "hi"), max_tokens: 100, stream: true } : { prompt: "hello", max_tokens: 100, stream: true, seed: i };
+          const body =
+            i % 10 === 0 ? { prompt: Array.from({ length: 12 }, () => "hi"), max_tokens: 100, stream: true } : { prompt: "hello", max_tokens: 100, stream: true, seed: i };
           const r = await post(`${server.url}/v1/completions`, body);
           expect(r.status).toBe(200);
           const reader = r.body!.getReader();

@@ -133,7 +133,12 @@ class Metrics {
     page.single("levanter_serve_tokens_per_second", "gauge", "Generated tokens per second over the last 10 s.", rate);
     page.single("levanter_serve_kv_cache_reserved_bytes", "gauge", "KV cache bytes reserved by running sequences.", s?.kvReservedBytes ?? 0);
     page.single("levanter_serve_kv_cache_budget_bytes", "gauge", "KV cache memory budget.", s?.kvBudgetBytes ?? 0);
-    page.family("levanter_serve_time_to_first_token_seconds", "histogram", "Seconds from submission to the first generated token.", this.ttft.samples("levanter_serve_time_to_first_token_seconds"));
+    page.family(
+      "levanter_serve_time_to_first_token_seconds",
+      "histogram",
+      "Seconds from submission to the first generated token.",
+      this.ttft.samples("levanter_serve_time_to_first_token_seconds"),
+    );
     return page.text();
   }
 }
@@ -250,14 +255,27 @@ export async function createInferenceServer(opts: InferenceServerOptions): Promi
     let total = 0;
     for (const t of texts) {
       total += t.length > limit ? t.length : Buffer.byteLength(t, "utf8");
-      if (total > limit) throw new HttpError(400, `${param}: more than ${limit} bytes of prompt (the server's limit, checked before tokenizing)`, "invalid_request_error", param, "prompt_too_large");
+      if (total > limit)
+        throw new HttpError(
+          400,
+          `${param}: more than ${limit} bytes of prompt (the server's limit, checked before tokenizing)`,
+          "invalid_request_error",
+          param,
+          "prompt_too_large",
+        );
     }
   };
   const perRequest = opts.maxSequencesPerRequest ?? 128;
   const checkSequences = (prompts: number, n: number) => {
     if (prompts * n > perRequest) {
       const param = n > 1 ? "n" : "prompt";
-      throw new HttpError(400, `${param}: ${prompts} prompt(s) × n ${n} = ${prompts * n} sequences; at most ${perRequest} per request`, "invalid_request_error", param, "too_many_sequences");
+      throw new HttpError(
+        400,
+        `${param}: ${prompts} prompt(s) × n ${n} = ${prompts * n} sequences; at most ${perRequest} per request`,
+        "invalid_request_error",
+        param,
+        "too_many_sequences",
+      );
     }
   };
 
@@ -270,7 +288,13 @@ export async function createInferenceServer(opts: InferenceServerOptions): Promi
     const limit = opts.maxSequencesPerClient ?? Math.max(1, Math.floor(e.maxQueue / 2));
     const have = byClient.get(client) ?? 0;
     if (have + sequences > limit) {
-      throw new HttpError(429, `this client (${client}) already has ${have} sequence(s) queued or running; at most ${limit} at once`, "rate_limit_error", null, "client_limit_exceeded");
+      throw new HttpError(
+        429,
+        `this client (${client}) already has ${have} sequence(s) queued or running; at most ${limit} at once`,
+        "rate_limit_error",
+        null,
+        "client_limit_exceeded",
+      );
     }
     byClient.set(client, have + sequences);
     let released = false;
@@ -301,7 +325,11 @@ export async function createInferenceServer(opts: InferenceServerOptions): Promi
     const route = POST_ROUTES.has(c.req.path) ? c.req.path : "other";
     const type = (c.req.header("content-type") ?? "").split(";")[0]!.trim().toLowerCase();
     if (type !== "application/json") {
-      return fail(c, route, new HttpError(415, `content-type must be application/json, not ${JSON.stringify(type || "(none)")}`, "invalid_request_error", null, "unsupported_media_type"));
+      return fail(
+        c,
+        route,
+        new HttpError(415, `content-type must be application/json, not ${JSON.stringify(type || "(none)")}`, "invalid_request_error", null, "unsupported_media_type"),
+      );
     }
     const length = c.req.header("content-length");
     if (length !== undefined && Number(length) > maxBody) return fail(c, route, tooLarge());
@@ -415,7 +443,13 @@ export async function createInferenceServer(opts: InferenceServerOptions): Promi
         metrics.request(route, 200);
         return streamEvents(c, ac, release, async (send) => {
           const n = base.n ?? 1;
-          const chunk = (index: number, text: string, finish: "stop" | "length" | null): CompletionChunk => ({ id, object: "text_completion", created, model, choices: [{ index, text, logprobs: null, finish_reason: finish }] });
+          const chunk = (index: number, text: string, finish: "stop" | "length" | null): CompletionChunk => ({
+            id,
+            object: "text_completion",
+            created,
+            model,
+            choices: [{ index, text, logprobs: null, finish_reason: finish }],
+          });
           // Each token's event is this text around the index, text and finish reason (JSON.stringify's bytes).
           const head = `{"id":${JSON.stringify(id)},"object":"text_completion","created":${created},"model":${JSON.stringify(model)},"choices":[{"index":`;
           if (echo) promptText.forEach((t, p) => Array.from({ length: n }, (_, j) => send(chunk(p * n + j, t, null))));
@@ -437,7 +471,14 @@ export async function createInferenceServer(opts: InferenceServerOptions): Promi
         const promptTokens = results.reduce((s, r) => s + r.promptTokens, 0);
         const completionTokens = results.reduce((s, r) => s + r.completionTokens, 0);
         metrics.request(route, 200);
-        return c.json({ id, object: "text_completion", created: Math.floor(Date.now() / 1000), model, choices, usage: { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens } } satisfies CompletionResponse);
+        return c.json({
+          id,
+          object: "text_completion",
+          created: Math.floor(Date.now() / 1000),
+          model,
+          choices,
+          usage: { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens },
+        } satisfies CompletionResponse);
       } finally {
         release();
       }
@@ -454,7 +495,11 @@ export async function createInferenceServer(opts: InferenceServerOptions): Promi
       const e = need();
       const body = await parse(c, ChatBody);
       checkSequences(1, body.n ?? 1);
-      checkPromptBytes(e, body.messages.map((m) => flatten(m.content)), "messages");
+      checkPromptBytes(
+        e,
+        body.messages.map((m) => flatten(m.content)),
+        "messages",
+      );
       release = claim(c);
       release = both(release, reserve(c, e, body.n ?? 1));
       const prompt = e.tokenizer.encode(template.render(body.messages.map((m) => ({ role: m.role, content: flatten(m.content) }))));
@@ -476,7 +521,13 @@ export async function createInferenceServer(opts: InferenceServerOptions): Promi
         e.assertAccepting();
         metrics.request(route, 200);
         return streamEvents(c, ac, release, async (send) => {
-          const chunk = (index: number, delta: ChatCompletionChunk["choices"][number]["delta"], finish: "stop" | "length" | null): ChatCompletionChunk => ({ id, object: "chat.completion.chunk", created, model, choices: [{ index, delta, logprobs: null, finish_reason: finish }] });
+          const chunk = (index: number, delta: ChatCompletionChunk["choices"][number]["delta"], finish: "stop" | "length" | null): ChatCompletionChunk => ({
+            id,
+            object: "chat.completion.chunk",
+            created,
+            model,
+            choices: [{ index, delta, logprobs: null, finish_reason: finish }],
+          });
           // A content event is this text around the index and the text (JSON.stringify's bytes).
           const head = `{"id":${JSON.stringify(id)},"object":"chat.completion.chunk","created":${created},"model":${JSON.stringify(model)},"choices":[{"index":`;
           for (let i = 0; i < (base.n ?? 1); i++) send(chunk(i, { role: "assistant", content: "" }, null));
@@ -494,7 +545,12 @@ export async function createInferenceServer(opts: InferenceServerOptions): Promi
           object: "chat.completion",
           created: Math.floor(Date.now() / 1000),
           model,
-          choices: r!.choices.map((ch) => ({ index: ch.index, message: { role: "assistant", content: ch.text }, logprobs: chatLogprobs(ch.logprobs, top), finish_reason: ch.finishReason })),
+          choices: r!.choices.map((ch) => ({
+            index: ch.index,
+            message: { role: "assistant", content: ch.text },
+            logprobs: chatLogprobs(ch.logprobs, top),
+            finish_reason: ch.finishReason,
+          })),
           usage: { prompt_tokens: r!.promptTokens, completion_tokens: r!.completionTokens, total_tokens: r!.promptTokens + r!.completionTokens },
         } satisfies ChatCompletionResponse);
       } finally {
@@ -519,7 +575,13 @@ export async function createInferenceServer(opts: InferenceServerOptions): Promi
   sampler.unref();
 
   const ready = (async () => {
-    const e = await (opts.engine ?? InferenceEngine.load({ checkpoint: opts.checkpoint!, ...(opts.tokenizerJson ? { tokenizerJson: opts.tokenizerJson } : {}), ...(opts.modelId ? { modelId: opts.modelId } : {}), ...opts.engineOptions }));
+    const e = await (opts.engine ??
+      InferenceEngine.load({
+        checkpoint: opts.checkpoint!,
+        ...(opts.tokenizerJson ? { tokenizerJson: opts.tokenizerJson } : {}),
+        ...(opts.modelId ? { modelId: opts.modelId } : {}),
+        ...opts.engineOptions,
+      }));
     template = await loadChatTemplate(opts.tokenizerJson ?? e.tokenizerJson);
     engine = e;
   })();

@@ -40,10 +40,7 @@ export function batchSlice(rank: number, world: number, globalBatchSize: number)
     throw new LevanterError("INVALID_CONFIG", `batchSize: expected a positive integer, got ${globalBatchSize}`);
   }
   if (globalBatchSize % mesh.world !== 0) {
-    throw new LevanterError(
-      "INVALID_CONFIG",
-      `batchSize: the global batch (${globalBatchSize}) must be divisible by the number of data-parallel ranks (${mesh.world})`,
-    );
+    throw new LevanterError("INVALID_CONFIG", `batchSize: the global batch (${globalBatchSize}) must be divisible by the number of data-parallel ranks (${mesh.world})`);
   }
   const size = globalBatchSize / mesh.world;
   return { start: mesh.rank * size, size };

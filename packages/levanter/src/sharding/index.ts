@@ -6,13 +6,7 @@ export { batchSlice, dataParallelMesh } from "./dataParallel.ts";
 export type { DataParallelMesh } from "./dataParallel.ts";
 export { ArrayTokenSource } from "./tokenSource.ts";
 export type { TokenSource } from "./tokenSource.ts";
-export {
-  LEDGER_FILE,
-  TOKEN_CACHE_FORMAT,
-  TOKEN_CACHE_VERSION,
-  shardFileName,
-  tokenCacheLedgerSchema,
-} from "./tokenCacheLayout.ts";
+export { LEDGER_FILE, TOKEN_CACHE_FORMAT, TOKEN_CACHE_VERSION, shardFileName, tokenCacheLedgerSchema } from "./tokenCacheLayout.ts";
 export type { ShardFooter, TokenCacheLedger } from "./tokenCacheLayout.ts";
 export { TokenCacheShardWriter, finalizeTokenCache, writeTokenCacheShard } from "./tokenCacheWriter.ts";
 export type { ShardSummary, TokenCacheShardOptions } from "./tokenCacheWriter.ts";

@@ -6,7 +6,9 @@ import { shardFor } from "./shardFor.ts";
 describe("shardFor", () => {
   it("gives every shard exactly one rank", () => {
     const world = 3;
-    const seen = Array.from({ length: world }, (_, r) => shardFor(r, world, 10)).flat().sort((a, b) => a - b);
+    const seen = Array.from({ length: world }, (_, r) => shardFor(r, world, 10))
+      .flat()
+      .sort((a, b) => a - b);
     expect(seen).toEqual([...Array(10).keys()]);
     expect(shardFor(1, 3, 10)).toEqual([1, 4, 7]);
   });

@@ -22,8 +22,7 @@ afterEach(async () => {
 });
 
 /** Documents of shard `s` (the child processes get this function's source). */
-const docsOf = (s: number): number[][] =>
-  Array.from({ length: 30 }, (_, d) => Array.from({ length: ((s + d) % 50) * 40 }, (_, t) => (s * 1009 + d * 31 + t) % 257));
+const docsOf = (s: number): number[][] => Array.from({ length: 30 }, (_, d) => Array.from({ length: ((s + d) % 50) * 40 }, (_, t) => (s * 1009 + d * 31 + t) % 257));
 
 function runWriter(script: string, shard: number): Promise<number> {
   return new Promise((resolve, reject) => {

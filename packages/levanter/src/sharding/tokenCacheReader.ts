@@ -75,7 +75,10 @@ export class TokenCacheReader implements TokenSource {
           const footer = readShardFooter(fd, file);
           for (const key of ["numTokens", "numDocuments"] as const) {
             if (footer[key] !== entry[key]) {
-              throw new LevanterError("DATA", `${file}: ${key} is ${footer[key]} but ledger.json shards.${entry.index}.${key} says ${entry[key]} (shard rewritten after finalize?)`);
+              throw new LevanterError(
+                "DATA",
+                `${file}: ${key} is ${footer[key]} but ledger.json shards.${entry.index}.${key} says ${entry[key]} (shard rewritten after finalize?)`,
+              );
             }
           }
           if (footer.vocabSize !== ledger.vocabSize || footer.tokenizer !== ledger.tokenizer) {

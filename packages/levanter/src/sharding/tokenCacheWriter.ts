@@ -6,14 +6,7 @@ import type { FileHandle } from "node:fs/promises";
 import path from "node:path";
 import { LevanterError } from "../errors.ts";
 import { syncDir, writeFileAtomic } from "@marin/iris/toolkit";
-import {
-  LEDGER_FILE,
-  SHARD_FILE_PATTERN,
-  SHARD_MAGIC,
-  TOKEN_CACHE_FORMAT,
-  TOKEN_CACHE_VERSION,
-  shardFileName,
-} from "./tokenCacheLayout.ts";
+import { LEDGER_FILE, SHARD_FILE_PATTERN, SHARD_MAGIC, TOKEN_CACHE_FORMAT, TOKEN_CACHE_VERSION, shardFileName } from "./tokenCacheLayout.ts";
 import type { ShardFooter, TokenCacheLedger } from "./tokenCacheLayout.ts";
 import { readShardFooter } from "./tokenCacheReader.ts";
 
@@ -202,10 +195,7 @@ export async function writeTokenCacheShard(
  * shards) finalize into an empty cache. Run it once, after every shard writer has closed
  * (re-running it is harmless).
  */
-export async function finalizeTokenCache(
-  dir: string,
-  opts: { numShards?: number; tokenizer?: string; vocabSize?: number } = {},
-): Promise<TokenCacheLedger> {
+export async function finalizeTokenCache(dir: string, opts: { numShards?: number; tokenizer?: string; vocabSize?: number } = {}): Promise<TokenCacheLedger> {
   let names: string[];
   try {
     names = await readdir(dir);

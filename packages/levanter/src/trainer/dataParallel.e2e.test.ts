@@ -28,7 +28,17 @@ describe("data-parallel trainLm in an iris gang", () => {
       model: { nLayers: 1, dModel: 32, nHeads: 4, seqLen: 16 },
       data: { trainCache: path.join(dir, "cache") },
       optimizer: { learningRate: 5e-3, warmup: 2 },
-      trainer: { numTrainSteps: 20, batchSize: 12, microBatches, runDir, trackers: ["jsonl"], backend: "wasm", threads: 1, statusIntervalSeconds: 0.2, checkpointer: { saveIntervalSeconds: null, keep: [{ every: 10 }] } },
+      trainer: {
+        numTrainSteps: 20,
+        batchSize: 12,
+        microBatches,
+        runDir,
+        trackers: ["jsonl"],
+        backend: "wasm",
+        threads: 1,
+        statusIntervalSeconds: 0.2,
+        checkpointer: { saveIntervalSeconds: null, keep: [{ every: 10 }] },
+      },
     });
     cluster = await LocalCluster.start({ workers: 13 });
   });
@@ -43,12 +53,24 @@ describe("data-parallel trainLm in an iris gang", () => {
     const jobs = await Promise.all(
       // The 3-rank gang exchanges over TCP only (the path between hosts), the others through shared memory.
       [1, 2, 3, 4].map((ranks) =>
-        submitTrainGang(cluster.client, config(path.join(dir, `run-${ranks}`)), ranks, { name: `dp-${ranks}`, maxRetries: 0, cpuMillis: 100, env: { LEVANTER_LOG: "warn", ...(ranks === 3 ? { LEVANTER_DP_SHM: "off" } : {}) } }),
+        submitTrainGang(cluster.client, config(path.join(dir, `run-${ranks}`)), ranks, {
+          name: `dp-${ranks}`,
+          maxRetries: 0,
+          cpuMillis: 100,
+          env: { LEVANTER_LOG: "warn", ...(ranks === 3 ? { LEVANTER_DP_SHM: "off" } : {}) },
+        }),
       ),
     );
     // One micro-batch per rank (each sends its float32 gradient) against accumulation on one rank.
     const perRank = await Promise.all(
-      [1, 2].map((ranks) => submitTrainGang(cluster.client, config(path.join(dir, `mb2-${ranks}`), 2), ranks, { name: `dp-mb2-${ranks}`, maxRetries: 0, cpuMillis: 100, env: { LEVANTER_LOG: "warn" } })),
+      [1, 2].map((ranks) =>
+        submitTrainGang(cluster.client, config(path.join(dir, `mb2-${ranks}`), 2), ranks, {
+          name: `dp-mb2-${ranks}`,
+          maxRetries: 0,
+          cpuMillis: 100,
+          env: { LEVANTER_LOG: "warn" },
+        }),
+      ),
     );
     const statuses = await Promise.all(jobs.map((j) => j.wait({ timeoutMs: 150_000 })));
     for (const st of await Promise.all(perRank.map((j) => j.wait({ timeoutMs: 150_000 })))) expect(st.state, JSON.stringify(st)).toBe("SUCCEEDED");
@@ -58,7 +80,9 @@ describe("data-parallel trainLm in an iris gang", () => {
     const finals = [1, 2, 3, 4].map((ranks) => checkpointBytes(path.join(dir, `run-${ranks}`, "checkpoints", "step-20")));
     for (const ranks of [1, 2, 3, 4]) {
       // Rank 0 alone writes, in the one-rank layout: one metrics line per step.
-      const lines = readFileSync(path.join(dir, `run-${ranks}`, "metrics.jsonl"), "utf8").trim().split("\n");
+      const lines = readFileSync(path.join(dir, `run-${ranks}`, "metrics.jsonl"), "utf8")
+        .trim()
+        .split("\n");
       expect(lines).toHaveLength(20);
       // Several ranks: where rank 0's step went (forward/backward, waiting, all-reduce).
       const last = JSON.parse(lines.at(-1)!) as { metrics?: Record<string, number> } & Record<string, number>;

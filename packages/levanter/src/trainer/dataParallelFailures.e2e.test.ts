@@ -38,7 +38,16 @@ describe("data-parallel trainLm under a SIGKILL", () => {
     model: { nLayers: 1, dModel: 32, nHeads: 4, seqLen: 16 },
     data: { trainCache: path.join(dir, "cache") },
     optimizer: { learningRate: 5e-3, warmup: 2 },
-    trainer: { numTrainSteps: 20, batchSize: 8, microBatches: 4, runDir, trackers: ["jsonl"], backend: "wasm", threads: 1, checkpointer: { saveIntervalSeconds: null, keep: [{ every: 5 }] } },
+    trainer: {
+      numTrainSteps: 20,
+      batchSize: 8,
+      microBatches: 4,
+      runDir,
+      trackers: ["jsonl"],
+      backend: "wasm",
+      threads: 1,
+      checkpointer: { saveIntervalSeconds: null, keep: [{ every: 5 }] },
+    },
   });
   const submit = (name: string, ranks: number, maxRetries: number, pauseAfterStep?: number): Promise<Job> => {
     const outDir = path.join(dir, name);
@@ -90,7 +99,11 @@ describe("data-parallel trainLm under a SIGKILL", () => {
     // The abandoned 2-rank run, resumed by one rank.
     const single = await cluster.client.submit({
       name: "abandoned-on-1",
-      entrypoint: { module: fixtures, export: "trainRank", args: { config: config(path.join(dir, "abandoned", "run")), outDir: path.join(dir, "abandoned") } satisfies TrainRankArgs },
+      entrypoint: {
+        module: fixtures,
+        export: "trainRank",
+        args: { config: config(path.join(dir, "abandoned", "run")), outDir: path.join(dir, "abandoned") } satisfies TrainRankArgs,
+      },
       resources: { cpuMillis: 100 },
       env: { LEVANTER_LOG: "warn" },
     });

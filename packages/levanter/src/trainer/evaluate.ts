@@ -28,9 +28,7 @@ export function evaluateLm(model: TransformerLm, batches: Iterable<TokenBatch>, 
   for (const b of batches) {
     if (seen++ >= maxBatches) break;
     if (b.size === 0) continue;
-    const losses = tf.tidy(() =>
-      model.tokenLosses(tf.tensor2d(b.inputs, [b.size, b.seqLen], "int32"), tf.tensor2d(b.targets, [b.size, b.seqLen], "int32")).dataSync(),
-    );
+    const losses = tf.tidy(() => model.tokenLosses(tf.tensor2d(b.inputs, [b.size, b.seqLen], "int32"), tf.tensor2d(b.targets, [b.size, b.seqLen], "int32")).dataSync());
     for (const l of losses) nats += l;
     tokens += losses.length;
     bytes += tokenizer.countBytes(b.targets);

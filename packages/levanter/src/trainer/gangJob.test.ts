@@ -5,15 +5,16 @@ import { describe, expect, it } from "vitest";
 import { LevanterError } from "../errors.ts";
 import { gangPlacement } from "./gangJob.ts";
 
-const worker = (workerId: string, state = "ALIVE"): WorkerSummary => ({
-  workerId,
-  host: "h",
-  state,
-  attributes: {},
-  runningAttempts: 0,
-  lastSeenMs: 0,
-  capacity: { cpuMillis: 1000, memoryBytes: 1 << 30, devices: {} },
-}) as WorkerSummary;
+const worker = (workerId: string, state = "ALIVE"): WorkerSummary =>
+  ({
+    workerId,
+    host: "h",
+    state,
+    attributes: {},
+    runningAttempts: 0,
+    lastSeenMs: 0,
+    capacity: { cpuMillis: 1000, memoryBytes: 1 << 30, devices: {} },
+  }) as WorkerSummary;
 
 const group = (name: string, maxWorkers: number, workerIds: string[] = [], shape = { cpuMillis: 1000, memoryBytes: 512 << 20 }) => ({
   name,
@@ -37,7 +38,9 @@ describe("gangPlacement", () => {
     // At max 2 with this task busy on one of them, the group can give the gang only 1 worker.
     const p = gangPlacement(2, [worker("w1")], { groups: [group("cpu", 2, ["w1"])] }, { ownWorker: "w1" });
     expect(p.onCluster).toBe(false);
-    expect(p.reason).toMatch(/1 worker\(s\) and no scale group could start 2 for the gang \(groups holding a rank: cpu \(max 2, this task's worker among them\)\): running the gang on an embedded local cluster/);
+    expect(p.reason).toMatch(
+      /1 worker\(s\) and no scale group could start 2 for the gang \(groups holding a rank: cpu \(max 2, this task's worker among them\)\): running the gang on an embedded local cluster/,
+    );
     // Two groups of 1 each hold one rank, never the gang; a task running outside the groups leaves a max of 2 whole.
     expect(gangPlacement(2, [], { groups: [group("a", 1), group("b", 1)] }).onCluster).toBe(false);
     expect(gangPlacement(2, [worker("static")], { groups: [group("cpu", 2)] }, { ownWorker: "static" }).onCluster).toBe(true);

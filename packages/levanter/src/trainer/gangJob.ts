@@ -121,7 +121,11 @@ function absolutePaths(config: TrainLmConfig): TrainLmConfig {
   if (config.data.mixture !== undefined) {
     data.mixture = {
       ...config.data.mixture,
-      sources: config.data.mixture.sources.map((s) => ({ ...s, trainCache: abs(s.trainCache), ...(s.validationCache !== undefined ? { validationCache: abs(s.validationCache) } : {}) })),
+      sources: config.data.mixture.sources.map((s) => ({
+        ...s,
+        trainCache: abs(s.trainCache),
+        ...(s.validationCache !== undefined ? { validationCache: abs(s.validationCache) } : {}),
+      })),
     };
   }
   if (config.data.validationCache !== undefined) data.validationCache = abs(config.data.validationCache);
@@ -174,9 +178,15 @@ export function gangPlacement(
   const described = holding.map((g) => `${g.name} (max ${g.max}${g.room < g.max ? ", this task's worker among them" : ""})`).join(", ") || "none";
   const best = holding.reduce<(typeof holding)[number] | undefined>((b, g) => (b === undefined || g.room > b.room ? g : b), undefined);
   if (best !== undefined && best.room >= ranks) {
-    return { onCluster: true, reason: `the iris cluster has ${alive} worker(s) now and its autoscaler could start ${ranks} in group ${best.name} (groups holding a rank: ${described}): running the gang as a child job` };
+    return {
+      onCluster: true,
+      reason: `the iris cluster has ${alive} worker(s) now and its autoscaler could start ${ranks} in group ${best.name} (groups holding a rank: ${described}): running the gang as a child job`,
+    };
   }
-  return { onCluster: false, reason: `the iris cluster has ${alive} worker(s) and no scale group could start ${ranks} for the gang (groups holding a rank: ${described}): ${fallback}` };
+  return {
+    onCluster: false,
+    reason: `the iris cluster has ${alive} worker(s) and no scale group could start ${ranks} for the gang (groups holding a rank: ${described}): ${fallback}`,
+  };
 }
 
 /** GetClusterStatus' JSON, or undefined when the controller has no autoscaler. */
@@ -240,7 +250,16 @@ export async function runTrainGang(input: TrainLmConfig | TrainLmConfigInput, ra
       attempts: Math.max(1, ...status.tasks.map((t) => Math.max(t.attempts.length, t.attempt))),
       ...(status.error ? { error: status.error } : {}),
       ...(r0
-        ? { result: { step: r0.step, stoppedEarly: r0.stoppedEarly, parameterCount: r0.parameterCount, ...(r0.resumedFrom !== undefined ? { resumedFrom: r0.resumedFrom } : {}), ...(r0.finalLoss !== undefined ? { finalLoss: r0.finalLoss } : {}), ...(r0.evalBySource ? { evalBySource: r0.evalBySource } : {}) } }
+        ? {
+            result: {
+              step: r0.step,
+              stoppedEarly: r0.stoppedEarly,
+              parameterCount: r0.parameterCount,
+              ...(r0.resumedFrom !== undefined ? { resumedFrom: r0.resumedFrom } : {}),
+              ...(r0.finalLoss !== undefined ? { finalLoss: r0.finalLoss } : {}),
+              ...(r0.evalBySource ? { evalBySource: r0.evalBySource } : {}),
+            },
+          }
         : {}),
     };
   } finally {

@@ -61,7 +61,12 @@ describe("computeGradients", () => {
     }
     // One micro-batch per rank (each sends its float32 gradient) and a ragged split (6 over 4:
     // two ranks raw, two fixed-point), against accumulation on one rank.
-    for (const [world, count] of [[2, 2], [3, 3], [4, 4], [4, 6]] as const) {
+    for (const [world, count] of [
+      [2, 2],
+      [3, 3],
+      [4, 4],
+      [4, 6],
+    ] as const) {
       const acc = computeGradients(model, inputs, targets, rows, rows / count);
       const gangs = await localGangs(world);
       try {

@@ -42,7 +42,16 @@ function layoutOf(model: TransformerLm): Layout {
 
 // One micro-batch's loss and its gradients, flattened into one float32 array in layout order
 // (on the native/wasm backend straight from the tensors' heap: one copy per gradient).
-function microBatch(model: TransformerLm, layout: Layout, inputs: Int32Array, targets: Int32Array, k: number, rowsPer: number, seqLen: number, into?: Float32Array): { loss: number; flat: Float32Array } {
+function microBatch(
+  model: TransformerLm,
+  layout: Layout,
+  inputs: Int32Array,
+  targets: Int32Array,
+  k: number,
+  rowsPer: number,
+  seqLen: number,
+  into?: Float32Array,
+): { loss: number; flat: Float32Array } {
   const span = [k * rowsPer * seqLen, (k + 1) * rowsPer * seqLen] as const;
   const { value, grads } = tf.tidy(() => {
     const x = tf.tensor2d(inputs.subarray(...span), [rowsPer, seqLen], "int32");
@@ -70,7 +79,13 @@ function localMaxima(layout: Layout, flats: readonly Float32Array[]): Float64Arr
   return out;
 }
 
-function quantizedPartial(layout: Layout, flats: readonly Float32Array[], maxima: Float64Array, microBatches: number, into?: Float64Array): { partial: Float64Array; segments: Segment[] } {
+function quantizedPartial(
+  layout: Layout,
+  flats: readonly Float32Array[],
+  maxima: Float64Array,
+  microBatches: number,
+  into?: Float64Array,
+): { partial: Float64Array; segments: Segment[] } {
   const segments = layout.segments.map((seg, t) => ({ ...seg, s: scaleExponent(maxima[t]!, microBatches) }));
   const partial = into?.length === layout.length ? into.fill(0) : new Float64Array(layout.length);
   for (const f of flats) {
@@ -131,7 +146,14 @@ export function computeGradients(model: TransformerLm, inputs: Int32Array, targe
   const maxima = localMaxima(layout, flats);
   const mean = scratch(model, "mean", Float32Array, layout.length);
   for (const [t, seg] of layout.segments.entries()) {
-    rawMean(flats.map((values) => ({ values, offset: seg.offset })), seg.length, scaleExponent(maxima[t]!, n), n, mean, seg.offset);
+    rawMean(
+      flats.map((values) => ({ values, offset: seg.offset })),
+      seg.length,
+      scaleExponent(maxima[t]!, n),
+      n,
+      mean,
+      seg.offset,
+    );
   }
   let lossSum = 0;
   for (const m of mbs) lossSum += m.loss;
@@ -237,7 +259,10 @@ export async function dataParallelGradients(
   // A rank with one micro-batch sends its float32 gradient (the owner of each shard quantizes it),
   // one with several the exact fixed-point sum of theirs.
   const segments = layout.segments.map((seg, t) => ({ ...seg, s: scaleExponent(maxima[t]!, microBatches) }));
-  const mine: Contribution = flats.length === 1 ? { kind: "raw", values: flats[0]! } : { kind: "fixed", partial: quantizedPartial(layout, flats, maxima, microBatches, scratch(gang!, "partial", Float64Array, layout.length)).partial };
+  const mine: Contribution =
+    flats.length === 1
+      ? { kind: "raw", values: flats[0]! }
+      : { kind: "fixed", partial: quantizedPartial(layout, flats, maxima, microBatches, scratch(gang!, "partial", Float64Array, layout.length)).partial };
   const kinds = [...Array(world).keys()].map((r) => {
     const [a, b] = microBatchRange(microBatches, r, world);
     return b - a === 1 ? ("raw" as const) : ("fixed" as const);

@@ -22,7 +22,16 @@ describe("trainLm as an iris task", () => {
       model: { nLayers: 2, dModel: 32, nHeads: 4, seqLen: 16 },
       data: { trainCache: path.join(dir, "cache"), validationCache: path.join(dir, "val") },
       optimizer: { learningRate: 5e-3, warmup: 2 },
-      trainer: { numTrainSteps: 12, batchSize: 4, stepsPerEval: 6, maxEvalBatches: 2, runDir: path.join(dir, "run"), trackers: ["jsonl"], statusIntervalSeconds: 0.05, backend: "wasm" },
+      trainer: {
+        numTrainSteps: 12,
+        batchSize: 4,
+        stepsPerEval: 6,
+        maxEvalBatches: 2,
+        runDir: path.join(dir, "run"),
+        trackers: ["jsonl"],
+        statusIntervalSeconds: 0.05,
+        backend: "wasm",
+      },
     };
     cluster = await LocalCluster.start({ workers: 1 });
   });

@@ -103,7 +103,17 @@ export class CallerHooks implements LoopHook {
   async afterStep(s: StepOutcome): Promise<void> {
     const r = this.#run;
     for (const h of this.#hooks) {
-      if (s.done % h.every === 0) await h.fn({ step: s.done, totalSteps: r.config.trainer.numTrainSteps, loss: s.loss, learningRate: s.learningRate, metrics: s.metrics, model: r.model, optimizer: r.optimizer, final: false });
+      if (s.done % h.every === 0)
+        await h.fn({
+          step: s.done,
+          totalSteps: r.config.trainer.numTrainSteps,
+          loss: s.loss,
+          learningRate: s.learningRate,
+          metrics: s.metrics,
+          model: r.model,
+          optimizer: r.optimizer,
+          final: false,
+        });
     }
   }
 
@@ -202,7 +212,14 @@ export class StatusHook implements LoopHook {
   afterStep(s: StepOutcome): void {
     const total = this.#run.config.trainer.numTrainSteps;
     this.#reporter?.maybeReport(
-      formatStatus({ step: s.done, totalSteps: total, loss: s.loss, tokensPerSecond: s.metrics["throughput/tokens_per_second"], mfu: s.metrics["throughput/mfu"]!, secondsPerStep: s.secondsPerStep }),
+      formatStatus({
+        step: s.done,
+        totalSteps: total,
+        loss: s.loss,
+        tokensPerSecond: s.metrics["throughput/tokens_per_second"],
+        mfu: s.metrics["throughput/mfu"]!,
+        secondsPerStep: s.secondsPerStep,
+      }),
       { step: s.done, ...s.metrics, ...this.#checkpointMetric() },
     );
   }

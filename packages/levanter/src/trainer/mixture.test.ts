@@ -26,7 +26,10 @@ describe("trainLm with data.mixture", () => {
     await writeByteCache(path.join(dir, "a"), syntheticDocuments(60, 1));
     await writeByteCache(path.join(dir, "a-val"), syntheticDocuments(6, 2));
     // Another "source": the same kind of text, upper-cased.
-    await writeByteCache(path.join(dir, "b"), syntheticDocuments(60, 3).map((d) => d.toUpperCase()));
+    await writeByteCache(
+      path.join(dir, "b"),
+      syntheticDocuments(60, 3).map((d) => d.toUpperCase()),
+    );
     config = (runDir, extra = {}) => ({
       model: { nLayers: 1, dModel: 16, nHeads: 2, seqLen: 16 },
       data: {
@@ -39,7 +42,19 @@ describe("trainLm with data.mixture", () => {
         },
       },
       optimizer: { learningRate: 1e-2, warmup: 2 },
-      trainer: { numTrainSteps: 8, batchSize: 8, microBatches: 2, stepsPerEval: 4, maxEvalBatches: 2, runDir, trackers: ["jsonl"], backend: "wasm", threads: 1, checkpointer: { saveIntervalSeconds: null }, ...extra },
+      trainer: {
+        numTrainSteps: 8,
+        batchSize: 8,
+        microBatches: 2,
+        stepsPerEval: 4,
+        maxEvalBatches: 2,
+        runDir,
+        trackers: ["jsonl"],
+        backend: "wasm",
+        threads: 1,
+        checkpointer: { saveIntervalSeconds: null },
+        ...extra,
+      },
     });
   });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -49,7 +64,10 @@ describe("trainLm with data.mixture", () => {
     expect(straight.step).toBe(8);
     expect(straight.evalBySource?.lower?.bpb).toBeGreaterThan(0);
     expect(Object.keys(straight.evalBySource ?? {})).toEqual(["lower"]);
-    const lines = readFileSync(path.join(dir, "straight", "metrics.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l) as Record<string, number>);
+    const lines = readFileSync(path.join(dir, "straight", "metrics.jsonl"), "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as Record<string, number>);
     expect(lines[3]).toHaveProperty("eval/lower/bpb");
     expect(lines[3]).toHaveProperty("eval/lower/loss");
     expect(lines[3]).not.toHaveProperty("eval/upper/bpb");
@@ -67,7 +85,14 @@ describe("trainLm with data.mixture", () => {
     await trainLm(config(one));
     const gangs = await localGangs(2);
     const two = path.join(dir, "two");
-    const dists: Distributed[] = gangs.map((gang, rank) => ({ rank, world: 2, coordinatorAddress: undefined, gang, allGather: (v) => allGatherJson(gang, v), close: () => gang.close() }));
+    const dists: Distributed[] = gangs.map((gang, rank) => ({
+      rank,
+      world: 2,
+      coordinatorAddress: undefined,
+      gang,
+      allGather: (v) => allGatherJson(gang, v),
+      close: () => gang.close(),
+    }));
     try {
       const results = await Promise.all(dists.map((d) => trainLm(config(two), { distributed: d })));
       expect(results.map((r) => r.step)).toEqual([8, 8]);
@@ -82,8 +107,12 @@ describe("trainLm with data.mixture", () => {
     const data = base.data as { mixture: unknown };
     expect(() => parseTrainLmConfig({ ...base, data: { ...data, trainCache: path.join(dir, "a") } })).toThrow(/data\.trainCache: set data\.trainCache or data\.mixture/);
     expect(() => parseTrainLmConfig({ ...base, data: {} })).toThrow(/one or the other/);
-    expect(() => parseTrainLmConfig({ ...base, data: { mixture: { sources: [{ name: "a", trainCache: "x", weight: 0 }] } } })).toThrow(/data\.mixture\.sources: the weights sum to 0/);
-    expect(() => parseTrainLmConfig({ ...base, data: { mixture: { sources: [{ name: "a", trainCache: "x", weight: 1 }], weightsAt: [{ step: 2, weights: { b: 1 } }] } } })).toThrow(/data\.mixture\.weightsAt\.0\.weights\.b: no source is named "b"/);
+    expect(() => parseTrainLmConfig({ ...base, data: { mixture: { sources: [{ name: "a", trainCache: "x", weight: 0 }] } } })).toThrow(
+      /data\.mixture\.sources: the weights sum to 0/,
+    );
+    expect(() => parseTrainLmConfig({ ...base, data: { mixture: { sources: [{ name: "a", trainCache: "x", weight: 1 }], weightsAt: [{ step: 2, weights: { b: 1 } }] } } })).toThrow(
+      /data\.mixture\.weightsAt\.0\.weights\.b: no source is named "b"/,
+    );
     expect(() => parseTrainLmConfig({ ...base, data: { mixture: { sources: [{ name: "a b", trainCache: "x", weight: 1 }] } } })).toThrow(/data\.mixture\.sources\.0\.name/);
   });
 });

@@ -7,6 +7,7 @@ describe("pauseAfterStepHook", () => {
     expect(pauseAfterStepHook({})).toBeUndefined();
     expect(pauseAfterStepHook({ LEVANTER_PAUSE_AFTER_STEP: "" })).toBeUndefined();
     expect(pauseAfterStepHook({ LEVANTER_PAUSE_AFTER_STEP: "7" })).toMatchObject({ every: 7 });
-    for (const bad of ["0", "-2", "1.5", "x"]) expect(() => pauseAfterStepHook({ LEVANTER_PAUSE_AFTER_STEP: bad })).toThrow(/LEVANTER_PAUSE_AFTER_STEP: expected a positive integer/);
+    for (const bad of ["0", "-2", "1.5", "x"])
+      expect(() => pauseAfterStepHook({ LEVANTER_PAUSE_AFTER_STEP: bad })).toThrow(/LEVANTER_PAUSE_AFTER_STEP: expected a positive integer/);
   });
 });

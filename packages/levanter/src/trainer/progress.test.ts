@@ -10,7 +10,14 @@ function fakeStream(columns?: number) {
 }
 
 const step = (n: number, total: number, extra: Record<string, number> = {}) =>
-  ({ step: n, totalSteps: total, loss: 3 - n / 10, learningRate: 0.1, final: false, metrics: { "throughput/duration": 0.5, "throughput/tokens_per_second": 2000, "throughput/mfu": 1.5, ...extra } }) as unknown as TrainStepInfo;
+  ({
+    step: n,
+    totalSteps: total,
+    loss: 3 - n / 10,
+    learningRate: 0.1,
+    final: false,
+    metrics: { "throughput/duration": 0.5, "throughput/tokens_per_second": 2000, "throughput/mfu": 1.5, ...extra },
+  }) as unknown as TrainStepInfo;
 
 async function drive(mode: ProgressMode, total: number, clock: { t: number }, columns?: number) {
   const out = fakeStream(columns);
@@ -37,9 +44,22 @@ describe("TrainProgress (levanter train's human output)", () => {
     expect(out.chunks.at(-1)!.replaceAll("\x1b", "<ESC>")).toMatch(/^\r<ESC>\[2Klevanter: WARNING: checkpoint skipped: \/r\/step-9\/metadata.json is damaged\n.*step 4\/4/);
     p.end();
     expect(out.chunks.at(-1)).toBe("\n");
-    const result = { step: 4, resumedFrom: 2, stoppedEarly: false, skippedSteps: 0, finalLoss: 2.6, eval: { loss: 2.5, bpb: 3.25, tokens: 10 }, parameterCount: 1, checkpoint: "/r/step-4" } as unknown as TrainLmResult;
-    expect(p.summary(result, 4, "/r/log.jsonl")).toBe("levanter: finished step 4/4 (resumed from step 2) · loss 2.6000 · eval loss 2.5000 · bpb 3.2500 · 2,000 tok/s · 2s · checkpoint /r/step-4 · log /r/log.jsonl");
-    expect(p.summary({ ...result, stoppedEarly: true, step: 3 }, 4)).toMatch(/^levanter: stopped at step 3\/4 \(resumed from step 2\); a checkpoint was saved, run the same command to resume/);
+    const result = {
+      step: 4,
+      resumedFrom: 2,
+      stoppedEarly: false,
+      skippedSteps: 0,
+      finalLoss: 2.6,
+      eval: { loss: 2.5, bpb: 3.25, tokens: 10 },
+      parameterCount: 1,
+      checkpoint: "/r/step-4",
+    } as unknown as TrainLmResult;
+    expect(p.summary(result, 4, "/r/log.jsonl")).toBe(
+      "levanter: finished step 4/4 (resumed from step 2) · loss 2.6000 · eval loss 2.5000 · bpb 3.2500 · 2,000 tok/s · 2s · checkpoint /r/step-4 · log /r/log.jsonl",
+    );
+    expect(p.summary({ ...result, stoppedEarly: true, step: 3 }, 4)).toMatch(
+      /^levanter: stopped at step 3\/4 \(resumed from step 2\); a checkpoint was saved, run the same command to resume/,
+    );
     expect(p.summary({ ...result, resumedFrom: 4 }, 4)).toMatch(/^levanter: already finished: step 4\/4, nothing to train/);
   });
 

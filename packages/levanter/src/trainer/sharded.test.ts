@@ -67,7 +67,9 @@ describe.each(cases)("ZeRO-1 on %s, %s", (backend, transport) => {
           const shards = gangs.map((g, r) => new ShardedOptimizerState(models[r]!, g));
           let opt = shards.map((s, r) => new AdamW(models[r]!.params, { ...opts, owned: s.ownedNames() }));
           // Each rank keeps the moments of its tensors only, and together they own every tensor once.
-          expect(opt.flatMap((o) => [...o.ownMoments().keys()].filter((k) => k.endsWith("/adam_m")).map((k) => k.slice(0, -"/adam_m".length))).sort()).toEqual([...models[0]!.params.keys()].sort());
+          expect(opt.flatMap((o) => [...o.ownMoments().keys()].filter((k) => k.endsWith("/adam_m")).map((k) => k.slice(0, -"/adam_m".length))).sort()).toEqual(
+            [...models[0]!.params.keys()].sort(),
+          );
           const step = async (k: number) => {
             const [x, y] = batches[k]!;
             const norms = await Promise.all(

@@ -16,7 +16,9 @@ const int = (n: number) => Math.round(n).toLocaleString("en-US");
 
 /** Seconds as a compact clock: `42s`, `5m03s`, `2h07m` (ETA, elapsed; iris's `formatMillis` writes `5 min`). */
 export function formatHms(s: number): string {
-  const h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60), sec = Math.round(s % 60);
+  const h = Math.floor(s / 3600),
+    m = Math.floor((s % 3600) / 60),
+    sec = Math.round(s % 60);
   return h > 0 ? `${h}h${String(m).padStart(2, "0")}m` : m > 0 ? `${m}m${String(sec).padStart(2, "0")}s` : `${sec}s`;
 }
 
@@ -55,9 +57,7 @@ export class StatusReporter {
     const now = this.#now();
     if (!force && this.#last !== undefined && now - this.#last < this.#intervalMs) return false;
     this.#last = now;
-    this.#pending = this.#pending
-      .then(() => this.#sink(text, metrics))
-      .catch((e: unknown) => log("warn", "status report failed", { error: String(e) }));
+    this.#pending = this.#pending.then(() => this.#sink(text, metrics)).catch((e: unknown) => log("warn", "status report failed", { error: String(e) }));
     return true;
   }
 

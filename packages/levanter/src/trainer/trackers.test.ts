@@ -65,8 +65,14 @@ describe("trackers", () => {
     all.log(1, { "train/loss": 3 });
     all.log(2, { "train/loss": 2 });
     all.finish();
-    const rows = readFileSync(path.join(dir, "sub", "metrics.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l) as Record<string, number>);
-    expect(rows.map((r) => [r.step, r["train/loss"]])).toEqual([[1, 3], [2, 2]]);
+    const rows = readFileSync(path.join(dir, "sub", "metrics.jsonl"), "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as Record<string, number>);
+    expect(rows.map((r) => [r.step, r["train/loss"]])).toEqual([
+      [1, 3],
+      [2, 2],
+    ]);
   });
 
   it("JsonlTracker with resumeFrom drops the rows after the resume point (and a torn last line), so a rerun logs each step once", () => {
@@ -78,8 +84,20 @@ describe("trackers", () => {
     // A rerun resumed from the checkpoint of step 4: steps 5–6 (and the torn 7) go, 5–8 come again.
     const rerun = new JsonlTracker(file, { resumeFrom: 4 });
     for (let s = 5; s <= 8; s++) rerun.log(s, { "train/loss": 20 - s });
-    const rows = readFileSync(file, "utf8").trim().split("\n").map((l) => JSON.parse(l) as Record<string, number>);
-    expect(rows.map((r) => [r.step, r["train/loss"]])).toEqual([[1, 9], [2, 8], [3, 7], [4, 6], [5, 15], [6, 14], [7, 13], [8, 12]]);
+    const rows = readFileSync(file, "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as Record<string, number>);
+    expect(rows.map((r) => [r.step, r["train/loss"]])).toEqual([
+      [1, 9],
+      [2, 8],
+      [3, 7],
+      [4, 6],
+      [5, 15],
+      [6, 14],
+      [7, 13],
+      [8, 12],
+    ]);
     // A rerun from step 0 (no checkpoint) starts the file over.
     new JsonlTracker(file, { resumeFrom: 0 }).log(1, { "train/loss": 1 });
     expect(readFileSync(file, "utf8").trim().split("\n")).toHaveLength(1);

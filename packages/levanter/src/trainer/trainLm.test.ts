@@ -45,7 +45,10 @@ describe("trainLm", () => {
     expect(new Set(tensorCounts).size).toBe(1);
     expect(tensorCounts).toHaveLength(6);
 
-    const lines = readFileSync(path.join(dir, "run", "metrics.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l) as Record<string, number>);
+    const lines = readFileSync(path.join(dir, "run", "metrics.jsonl"), "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as Record<string, number>);
     expect(lines).toHaveLength(60);
     for (const name of ["train/loss", "optim/learning_rate", "throughput/tokens_per_second", "throughput/mfu"]) expect(lines[0]).toHaveProperty(name);
     expect(lines[29]).toHaveProperty("eval/loss");
@@ -135,7 +138,10 @@ describe("trainLm", () => {
     expect(whileSkipping).toEqual(poisoned);
     // Steps 2 and 3 were skipped: Adam took 4 steps, not 6.
     expect(finalScalars!.step).toBe(4);
-    const lines = readFileSync(path.join(runDir, "metrics.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l) as Record<string, number | null>);
+    const lines = readFileSync(path.join(runDir, "metrics.jsonl"), "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as Record<string, number | null>);
     expect(lines.map((l) => l["train/skipped_steps"])).toEqual([0, 0, 1, 2, 2, 2]);
     expect(lines[2]!["train/loss"]).toBeNull();
   });

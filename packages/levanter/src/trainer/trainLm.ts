@@ -52,7 +52,14 @@ export async function trainLm(input: TrainLmConfig | TrainLmConfigInput, options
     const status = await StatusHook.create(run, options.statusSink, checkpoints);
     const afterStep: LoopHook[] = [evaluation, trackers, callers, status, checkpoints];
     const atEnd: LoopHook[] = [checkpoints, callers, status, trackers];
-    log("info", "training", { parameters: model.parameterCount(), startStep: run.startStep, totalSteps: tc.numTrainSteps, backend: run.backend.name, world, microBatches: run.microBatches });
+    log("info", "training", {
+      parameters: model.parameterCount(),
+      startStep: run.startStep,
+      totalSteps: tc.numTrainSteps,
+      backend: run.backend.name,
+      world,
+      microBatches: run.microBatches,
+    });
 
     const stepper = new Stepper(run);
     let lastLoss: number | undefined;

@@ -118,7 +118,12 @@ export async function setupRun(config: TrainLmConfig, options: { distributed?: D
   // One train cache, or a mixture's: every source made by the same tokenizer.
   const sources = dc.mixture
     ? await Promise.all(
-        dc.mixture.sources.map(async (s): Promise<OpenSource> => ({ name: s.name, weight: s.weight, train: await res.open(s.trainCache), validation: s.validationCache ? await res.open(s.validationCache) : undefined })),
+        dc.mixture.sources.map(async (s): Promise<OpenSource> => ({
+          name: s.name,
+          weight: s.weight,
+          train: await res.open(s.trainCache),
+          validation: s.validationCache ? await res.open(s.validationCache) : undefined,
+        })),
       )
     : undefined;
   const reader = sources ? sources[0]!.train : await res.open(dc.trainCache!);
@@ -189,7 +194,9 @@ export async function setupRun(config: TrainLmConfig, options: { distributed?: D
   const identity = runIdentity(reader, validation, {
     seed: loaderSeed,
     shuffle: dc.shuffle,
-    ...(sources ? { mixture: { sources: sources.map((s) => ({ name: s.name, weight: s.weight, train: s.train, validation: s.validation })), weightsAt: dc.mixture?.weightsAt ?? [] } } : {}),
+    ...(sources
+      ? { mixture: { sources: sources.map((s) => ({ name: s.name, weight: s.weight, train: s.train, validation: s.validation })), weightsAt: dc.mixture?.weightsAt ?? [] } }
+      : {}),
   });
   if (tc.resume) {
     const found = await checkpointer.latest({ damaged: tc.requireCheckpoint ? "error" : "warn" });
@@ -213,7 +220,10 @@ export async function setupRun(config: TrainLmConfig, options: { distributed?: D
       if (l.batchSize !== tc.batchSize) {
         // Still resumable (seed and seqLen were checked above), but the batches after this step
         // differ from the interrupted run's.
-        log("warn", `data order changed since the checkpoint: trainer.batchSize ${l.batchSize} there, ${tc.batchSize} now`, { checkpoint: l, now: { seed: loaderSeed, batchSize: tc.batchSize, seqLen } });
+        log("warn", `data order changed since the checkpoint: trainer.batchSize ${l.batchSize} there, ${tc.batchSize} now`, {
+          checkpoint: l,
+          now: { seed: loaderSeed, batchSize: tc.batchSize, seqLen },
+        });
       }
       if (!found.metadata.isTemporary) savedStep = startStep;
       log("info", startStep === tc.numTrainSteps ? "already finished" : "resumed", { checkpoint: found.path, step: startStep });
@@ -223,7 +233,10 @@ export async function setupRun(config: TrainLmConfig, options: { distributed?: D
   // Every rank read the same checkpoint (rank 0 writes, all read): check they agree on where to start.
   const starts = await dist.allGather(startStep);
   if (starts.some((s) => s !== startStep)) {
-    throw new LevanterError("DISTRIBUTED", `ranks resumed from different steps (${starts.map((s, r) => `rank ${r}: ${s}`).join(", ")}); is ${checkpointer.basePath} shared by every rank?`);
+    throw new LevanterError(
+      "DISTRIBUTED",
+      `ranks resumed from different steps (${starts.map((s, r) => `rank ${r}: ${s}`).join(", ")}); is ${checkpointer.basePath} shared by every rank?`,
+    );
   }
   return {
     config,
@@ -324,4 +337,3 @@ function checkWasmMemory(cfg: ResolvedModelConfig, rows: number): void {
     );
   }
 }
-

@@ -46,4 +46,3 @@ export interface TrainLmResult {
   rank: number;
   world: number;
 }
-

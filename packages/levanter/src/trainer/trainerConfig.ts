@@ -122,9 +122,12 @@ export const MixtureConfigSchema = z
     const stages = [{ step: 0, weights: Object.fromEntries(m.sources.map((s) => [s.name, s.weight])) }, ...(m.weightsAt ?? [])];
     stages.forEach((st, i) => {
       const where = i === 0 ? ["sources"] : ["weightsAt", i - 1];
-      for (const n of Object.keys(st.weights)) if (!names.includes(n)) ctx.addIssue({ code: "custom", path: [...where, "weights", n], message: `no source is named ${JSON.stringify(n)}` });
-      if (!(Object.values(st.weights).reduce((a, b) => a + b, 0) > 0)) ctx.addIssue({ code: "custom", path: where, message: "the weights sum to 0; at least one source needs a positive weight" });
-      if (i > 1 && st.step <= stages[i - 1]!.step) ctx.addIssue({ code: "custom", path: [...where, "step"], message: `steps must increase (${stages[i - 1]!.step}, then ${st.step})` });
+      for (const n of Object.keys(st.weights))
+        if (!names.includes(n)) ctx.addIssue({ code: "custom", path: [...where, "weights", n], message: `no source is named ${JSON.stringify(n)}` });
+      if (!(Object.values(st.weights).reduce((a, b) => a + b, 0) > 0))
+        ctx.addIssue({ code: "custom", path: where, message: "the weights sum to 0; at least one source needs a positive weight" });
+      if (i > 1 && st.step <= stages[i - 1]!.step)
+        ctx.addIssue({ code: "custom", path: [...where, "step"], message: `steps must increase (${stages[i - 1]!.step}, then ${st.step})` });
     });
   });
 

@@ -221,7 +221,15 @@ describe("marin CLI (real processes)", () => {
     const marker = path.join(tmp, "crash-marker");
     const { child, done } = start(["run", script, "--prefix", prefix, "--max-concurrent", "1"], { CALLS: calls, HANG: "b", MARKER: marker });
     try {
-      await waitFor("the step's marker file", () => fs.stat(marker).then(() => true, () => false), { timeoutMs: 60_000, intervalMs: 50 });
+      await waitFor(
+        "the step's marker file",
+        () =>
+          fs.stat(marker).then(
+            () => true,
+            () => false,
+          ),
+        { timeoutMs: 60_000, intervalMs: 50 },
+      );
     } finally {
       child.kill("SIGKILL");
     }

@@ -4,7 +4,14 @@ import type { RunSummary } from "../executor/runner.ts";
 import { formatSummary, LiveView } from "./liveView.ts";
 
 function fakeStream(isTTY: boolean): NodeJS.WriteStream & { text: string } {
-  const s = { text: "", isTTY, write(chunk: string) { s.text += chunk; return true; } };
+  const s = {
+    text: "",
+    isTTY,
+    write(chunk: string) {
+      s.text += chunk;
+      return true;
+    },
+  };
   return s as unknown as NodeJS.WriteStream & { text: string };
 }
 

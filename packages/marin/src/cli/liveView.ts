@@ -85,7 +85,9 @@ export class LiveView {
         this.progress.delete(r.name);
         this.done++;
         if (r.outcome !== "not_selected" && (r.outcome !== "skipped" || !this.multi)) {
-          this.line(`  ${r.name}: ${OUTCOME_TEXT[r.outcome]}${r.outcome === "ran" || r.outcome === "reused" ? ` in ${seconds(r.durationMs)}` : ""}${r.error ? ` — ${r.error.split("\n")[0]}` : ""}`);
+          this.line(
+            `  ${r.name}: ${OUTCOME_TEXT[r.outcome]}${r.outcome === "ran" || r.outcome === "reused" ? ` in ${seconds(r.durationMs)}` : ""}${r.error ? ` — ${r.error.split("\n")[0]}` : ""}`,
+          );
         }
         this.redraw();
         return;

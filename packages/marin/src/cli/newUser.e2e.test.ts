@@ -51,7 +51,10 @@ async function marinWithin(ms: number, args: string[]): Promise<Done> {
   const run = start(args);
   let timer: NodeJS.Timeout | undefined;
   try {
-    return await Promise.race([run.done, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`marin ${args.join(" ")} still running after ${ms} ms`)), ms)))]);
+    return await Promise.race([
+      run.done,
+      new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`marin ${args.join(" ")} still running after ${ms} ms`)), ms))),
+    ]);
   } finally {
     clearTimeout(timer);
     run.child.kill("SIGKILL");
@@ -60,7 +63,10 @@ async function marinWithin(ms: number, args: string[]): Promise<Done> {
 
 async function writeScript(name: string, body: string): Promise<string> {
   const file = path.join(tmp, name);
-  await fs.writeFile(file, `import { writeFile, readFile, appendFile } from "node:fs/promises";\nimport path from "node:path";\nimport * as m from ${JSON.stringify(marinIndex)};\n${body}`);
+  await fs.writeFile(
+    file,
+    `import { writeFile, readFile, appendFile } from "node:fs/promises";\nimport path from "node:path";\nimport * as m from ${JSON.stringify(marinIndex)};\n${body}`,
+  );
   return file;
 }
 
@@ -162,8 +168,14 @@ export default () => [
     );
     const run = start(["run", script, "--prefix", path.join(tmp, "progress-out")], { MARIN_GATE: gate });
     try {
-      await waitFor("the in-process step's progress", () => /local: step 3\/10 \(30\.0%\) · loss 2\.5000 · 1,234 tok\/s · ETA 7s/.test(run.out()), { timeoutMs: 60_000, intervalMs: 50 });
-      await waitFor("the iris step's progress", () => /remote: step 4\/10 \(40\.0%\) · loss 2\.4000 · 999 tok\/s · ETA 6s/.test(run.out()), { timeoutMs: 120_000, intervalMs: 100 });
+      await waitFor("the in-process step's progress", () => /local: step 3\/10 \(30\.0%\) · loss 2\.5000 · 1,234 tok\/s · ETA 7s/.test(run.out()), {
+        timeoutMs: 60_000,
+        intervalMs: 50,
+      });
+      await waitFor("the iris step's progress", () => /remote: step 4\/10 \(40\.0%\) · loss 2\.4000 · 999 tok\/s · ETA 6s/.test(run.out()), {
+        timeoutMs: 120_000,
+        intervalMs: 100,
+      });
       await fs.writeFile(`${gate}-local`, "");
       await fs.writeFile(`${gate}-remote`, "");
       const r = await run.done;

@@ -38,7 +38,13 @@ async function loadGraph(script: string, flags: SelectFlags) {
 }
 
 /** Makes the launcher for steps with resources: iris, embedded LocalCluster unless `cluster` is given (with `httpPort`: serving the dashboard). */
-async function irisLauncherFor(script: string, prefix: string, cluster: string | undefined, runId: string, httpPort?: number): Promise<StepLauncher & { dashboardUrl?: string; loginUrl?: string; token?: string }> {
+async function irisLauncherFor(
+  script: string,
+  prefix: string,
+  cluster: string | undefined,
+  runId: string,
+  httpPort?: number,
+): Promise<StepLauncher & { dashboardUrl?: string; loginUrl?: string; token?: string }> {
   const { createIrisLauncher } = await import("../remote/irisLauncher.ts");
   // The dashboard's cluster starts before the run knows whether it runs anything: its database is
   // temporary (a run that only skips steps leaves no run folder).
@@ -157,9 +163,7 @@ export function buildProgram(io: { out: (s: string) => void; setExitCode: (c: nu
         const s = e.status;
         const took = s.startedAt && s.finishedAt ? ` ${((s.finishedAt - s.startedAt) / 1000).toFixed(1)}s` : "";
         const when = new Date(s.finishedAt ?? s.updatedAt).toISOString();
-        const state = e.publishPending
-          ? `${s.state} (publish pending: the next run completes it)`
-          : s.state === "RUNNING" && !e.leaseLive ? "RUNNING (stale lease)" : s.state;
+        const state = e.publishPending ? `${s.state} (publish pending: the next run completes it)` : s.state === "RUNNING" && !e.leaseLive ? "RUNNING (stale lease)" : s.state;
         io.out(`${e.id.padEnd(width)}  ${state.padEnd(10)} ${when}${took}${s.error ? `  ${s.error.split("\n")[0]}` : ""}`);
       }
     });

@@ -34,7 +34,9 @@ export async function formatRuns(prefix: string): Promise<string[]> {
       continue;
     }
     const c = counts(record);
-    lines.push(`${runId.padEnd(width)}  ${started.padEnd(24)}  ${state.padEnd(9)}  ${String(c.ran).padStart(3)}  ${String(c.skipped).padStart(7)}  ${String(c.failed).padStart(6)}  ${String(c.cancelled).padStart(9)}`);
+    lines.push(
+      `${runId.padEnd(width)}  ${started.padEnd(24)}  ${state.padEnd(9)}  ${String(c.ran).padStart(3)}  ${String(c.skipped).padStart(7)}  ${String(c.failed).padStart(6)}  ${String(c.cancelled).padStart(9)}`,
+    );
   }
   return lines;
 }
@@ -52,7 +54,13 @@ export async function printLog(prefix: string, step: string, opts: { follow?: bo
   const find = async () => {
     const runs = (await listRuns(prefix)).filter((r) => !opts.runId || r.runId === opts.runId).reverse();
     for (const r of runs) {
-      if (await fs.stat(path.join(r.dir, rel)).then(() => true, () => false)) return { run: r, anyAlive: true };
+      if (
+        await fs.stat(path.join(r.dir, rel)).then(
+          () => true,
+          () => false,
+        )
+      )
+        return { run: r, anyAlive: true };
     }
     return { run: undefined, anyAlive: runs.some((r) => r.record && runnerAlive(r.record)) };
   };
@@ -62,7 +70,10 @@ export async function printLog(prefix: string, step: string, opts: { follow?: bo
     found = await find();
   }
   if (!found.run) {
-    throw new MarinError("NOT_FOUND", `no log of step ${JSON.stringify(step)} under ${prefix}${opts.runId ? ` in run ${opts.runId}` : ""} (see \`marin runs\`; a step that was skipped writes none)`);
+    throw new MarinError(
+      "NOT_FOUND",
+      `no log of step ${JSON.stringify(step)} under ${prefix}${opts.runId ? ` in run ${opts.runId}` : ""} (see \`marin runs\`; a step that was skipped writes none)`,
+    );
   }
   const file = path.join(found.run.dir, rel);
   let offset = 0;

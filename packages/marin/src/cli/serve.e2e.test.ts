@@ -66,7 +66,11 @@ describe("marin serve", () => {
     expect(missing).toMatch(/step tiny\/train has no output at .*: run it first/);
     await sh(`node --import tsx ${cli} run ${script} --prefix ${prefix}`, { cwd: repoRoot, env: env() });
 
-    const child = spawn(process.execPath, ["--import", "tsx", cli, "serve", script, "tiny/train", "--prefix", prefix, "--ttl", "120"], { cwd: repoRoot, env: env(), stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, ["--import", "tsx", cli, "serve", script, "tiny/train", "--prefix", prefix, "--ttl", "120"], {
+      cwd: repoRoot,
+      env: env(),
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));

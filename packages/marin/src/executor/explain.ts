@@ -30,9 +30,10 @@ export async function explainStep(graph: StepGraph, name: string, opts: PlanOpti
   const explain = (n: string): Explanation => {
     const e = plan.byName.get(n)!;
     const last = e.lastRun;
-    const upstream = last && last.id !== e.step.id
-      ? e.step.deps.filter((d) => !last.identity.deps.includes(d.id) && last.dependencies.some((o) => o.name === d.name)).map((d) => explain(d.name))
-      : [];
+    const upstream =
+      last && last.id !== e.step.id
+        ? e.step.deps.filter((d) => !last.identity.deps.includes(d.id) && last.dependencies.some((o) => o.name === d.name)).map((d) => explain(d.name))
+        : [];
     return {
       name: e.step.name,
       id: e.step.id,

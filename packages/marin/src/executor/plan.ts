@@ -35,8 +35,7 @@ export interface PlanEntry {
 }
 
 /** What plan, explain and run say about a cached step whose function changed. */
-export const CODE_CHANGED =
-  "code changed since this output was written (identity is config + version: bump the step's `version`, or rerun it with --force, to redo it)";
+export const CODE_CHANGED = "code changed since this output was written (identity is config + version: bump the step's `version`, or rerun it with --force, to redo it)";
 
 /** A plan: every step of the graph, in topological order. */
 export interface RunPlan {
@@ -75,7 +74,13 @@ async function checkpointSteps(staging: string): Promise<number[]> {
       if (!e.isDirectory()) continue;
       const m = /^step-(\d+)$/.exec(e.name);
       if (m) {
-        if (await fs.stat(path.join(dir, e.name, "metadata.json")).then(() => true, () => false)) found.push(Number(m[1]));
+        if (
+          await fs.stat(path.join(dir, e.name, "metadata.json")).then(
+            () => true,
+            () => false,
+          )
+        )
+          found.push(Number(m[1]));
       } else if (depth < 2) {
         await look(path.join(dir, e.name), depth + 1);
       }

@@ -44,7 +44,11 @@ export function journalFile(outputPath: string): string {
   return path.join(metaDir(outputPath), "publish.json");
 }
 
-const exists = (p: string) => fs.stat(p).then(() => true, () => false);
+const exists = (p: string) =>
+  fs.stat(p).then(
+    () => true,
+    () => false,
+  );
 
 /**
  * Renames `staging` to the output folder: the output appears under its final name complete, in one

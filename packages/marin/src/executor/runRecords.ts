@@ -42,7 +42,10 @@ export function runnerIdentity(): { host: string; pid: number } {
 /** Every run folder at `prefix`, oldest first (run ids start with their start time), with its record when readable. */
 export async function listRuns(prefix: string): Promise<{ runId: string; dir: string; record: RunRecord | undefined }[]> {
   const root = path.join(prefixMetaDir(prefix), "runs");
-  const names = (await fs.readdir(root, { withFileTypes: true }).catch(() => [])).filter((e) => e.isDirectory()).map((e) => e.name).sort();
+  const names = (await fs.readdir(root, { withFileTypes: true }).catch(() => []))
+    .filter((e) => e.isDirectory())
+    .map((e) => e.name)
+    .sort();
   return Promise.all(
     names.map(async (runId) => {
       const dir = path.join(root, runId);

@@ -45,12 +45,14 @@ async function snapshot(root: string): Promise<Map<string, number>> {
 
 /** A diamond whose bodies record their calls and write a file each. */
 function diamond(calls: string[], opts: { failB?: boolean; n?: number } = {}) {
-  const body = (name: string, fail = false) => async (ctx: StepContext<unknown>) => {
-    calls.push(name);
-    if (fail) throw new Error(`${name} exploded`);
-    await fs.writeFile(path.join(ctx.outputPath, "out.txt"), `${name}:${JSON.stringify(ctx.config)}`);
-    return { name };
-  };
+  const body =
+    (name: string, fail = false) =>
+    async (ctx: StepContext<unknown>) => {
+      calls.push(name);
+      if (fail) throw new Error(`${name} exploded`);
+      await fs.writeFile(path.join(ctx.outputPath, "out.txt"), `${name}:${JSON.stringify(ctx.config)}`);
+      return { name };
+    };
   const a = defineStep({ name: "a", config: { n: opts.n ?? 1 }, fn: body("a") });
   const b = defineStep({ name: "b", config: { in: outputOf(a) }, fn: body("b", opts.failB) });
   const c = defineStep({ name: "c", config: { in: outputOf(a) }, fn: body("c") });
@@ -418,7 +420,10 @@ describe("runner", () => {
     const evaluate = defineStep({ name: "evaluate", config: { ck: outputOf(train) }, fn: () => undefined });
     const g = resolveGraph([evaluate], prefix);
     const r = await runGraph(g, { signal: controller.signal });
-    expect(r.steps.map((s) => [s.name, s.outcome])).toEqual([["train", "cancelled"], ["evaluate", "cancelled"]]);
+    expect(r.steps.map((s) => [s.name, s.outcome])).toEqual([
+      ["train", "cancelled"],
+      ["evaluate", "cancelled"],
+    ]);
     expect((await readStatus(g.byName.get("train")!.outputPath))?.state).toBe("CANCELLED");
     expect((await readStatus(g.byName.get("evaluate")!.outputPath))?.state).toBe("CANCELLED");
     const plan = await planRun(g);
@@ -441,7 +446,11 @@ describe("runner", () => {
     const deadline = Date.now() + 5000;
     while (!events.includes("waiting") && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
     // The other runner's attempt fails: FAILED, then it releases.
-    await writeFileAtomic(path.join(meta, "status.json"), JSON.stringify({ state: "FAILED", updatedAt: Date.now(), finishedAt: Date.now(), owner: "other", runId: "theirs", error: "boom" }), META_WRITE);
+    await writeFileAtomic(
+      path.join(meta, "status.json"),
+      JSON.stringify({ state: "FAILED", updatedAt: Date.now(), finishedAt: Date.now(), owner: "other", runId: "theirs", error: "boom" }),
+      META_WRITE,
+    );
     await writeFileAtomic(path.join(meta, "lease-1.json"), JSON.stringify({ ...lease, released: true }), META_WRITE);
     const r = await running;
     expect(ran).toBe(0);

@@ -317,7 +317,15 @@ class Run {
       }
       const finishedAt = this.clock.now();
       await lease.assertHeld();
-      await writeStatus(rs.outputPath, { state: "SUCCESS", updatedAt: finishedAt, startedAt, finishedAt, ...common, codeHash: rs.codeHash, ...(json === undefined ? {} : { result: json }) });
+      await writeStatus(rs.outputPath, {
+        state: "SUCCESS",
+        updatedAt: finishedAt,
+        startedAt,
+        finishedAt,
+        ...common,
+        codeHash: rs.codeHash,
+        ...(json === undefined ? {} : { result: json }),
+      });
       await fs.rm(journalFile(rs.outputPath), { force: true });
       await lease.release();
       return { ...base, outcome: "ran", durationMs: finishedAt - t0, ...(json === undefined ? {} : { result: json }) };
@@ -438,7 +446,7 @@ export async function runGraph(graph: StepGraph, opts: RunGraphOptions = {}): Pr
   try {
     while (pending.length || running.size) {
       if (opts.signal?.aborted && running.size === 0) break;
-      for (let i = 0; i < pending.length && running.size < maxConcurrent && !opts.signal?.aborted; ) {
+      for (let i = 0; i < pending.length && running.size < maxConcurrent && !opts.signal?.aborted;) {
         const e = pending[i];
         const ready = e.step.deps.every((d) => {
           const r = reports.get(d.id);

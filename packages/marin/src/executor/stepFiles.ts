@@ -34,10 +34,12 @@ export async function stagingTokens(outputPath: string): Promise<number[]> {
     if ((e as NodeJS.ErrnoException).code === "ENOENT") return [];
     throw e;
   }
-  return names.flatMap((n) => {
-    const m = STAGING_DIR.exec(n);
-    return m ? [Number(m[1])] : [];
-  }).sort((a, b) => b - a);
+  return names
+    .flatMap((n) => {
+      const m = STAGING_DIR.exec(n);
+      return m ? [Number(m[1])] : [];
+    })
+    .sort((a, b) => b - a);
 }
 
 /** The prefix-wide bookkeeping folder: run records, logs, the embedded cluster's database, pointers. */

@@ -68,7 +68,11 @@ export function keepText(text: string, cfg: Pick<CleanTextConfig, "minChars" | "
 
 /** Normalizes documents (optionally strips `word/TAG` tags, splits paragraphs) and drops those failing length/character filters. */
 export function cleanText(opts: CleanTextOptions): Step<any> {
-  checkOptions("cleanText", { name: true, input: true, stripWordTags: true, splitParagraphs: true, normalize: true, minChars: true, maxChars: true, maxNonLetterFraction: true }, opts);
+  checkOptions(
+    "cleanText",
+    { name: true, input: true, stripWordTags: true, splitParagraphs: true, normalize: true, minChars: true, maxChars: true, maxNonLetterFraction: true },
+    opts,
+  );
   return defineStep({
     name: opts.name ?? "clean",
     description: "normalize text; length and character filters",
@@ -85,7 +89,9 @@ export function cleanText(opts: CleanTextOptions): Step<any> {
     },
     fn: async (ctx) => {
       const cfg = ctx.config as CleanTextConfig;
-      const written = await (await readDocuments(cfg.input))
+      const written = await (
+        await readDocuments(cfg.input)
+      )
         .flatMap((doc): Document[] => {
           const text = cleanDocumentText(doc.text, cfg);
           if (!cfg.splitParagraphs) return [{ id: doc.id, text }];

@@ -25,13 +25,37 @@ afterAll(async () => {
 async function texts(out: string): Promise<string[]> {
   const all: string[] = [];
   for (const f of (await readdir(out)).filter((f) => f.endsWith(".jsonl.gz")).sort()) {
-    for (const line of gunzipSync(await readFile(path.join(out, f))).toString("utf8").split("\n")) if (line) all.push((JSON.parse(line) as { text: string }).text);
+    for (const line of gunzipSync(await readFile(path.join(out, f)))
+      .toString("utf8")
+      .split("\n"))
+      if (line) all.push((JSON.parse(line) as { text: string }).text);
   }
   return all;
 }
 
 function sentence(seed: number, n: number): string {
-  const vocab = ["river", "stone", "light", "the", "of", "and", "market", "winter", "letter", "garden", "quietly", "with", "to", "engine", "harbor", "paper", "doctor", "silver", "morning", "table"];
+  const vocab = [
+    "river",
+    "stone",
+    "light",
+    "the",
+    "of",
+    "and",
+    "market",
+    "winter",
+    "letter",
+    "garden",
+    "quietly",
+    "with",
+    "to",
+    "engine",
+    "harbor",
+    "paper",
+    "doctor",
+    "silver",
+    "morning",
+    "table",
+  ];
   let s = seed * 2654435761;
   const out: string[] = [];
   for (let i = 0; i < n; i++) {

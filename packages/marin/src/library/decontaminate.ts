@@ -94,7 +94,11 @@ export function decontaminate(opts: DecontaminateStepOptions): Step<any> {
       const perSet = Object.fromEntries(cfg.evalSets.map((s) => [s.name, c[`decontaminate.${s.name}`] ?? 0]));
       const kept = written.counts.reduce((a, b) => a + b, 0);
       const contaminated = c[cfg.mode === "drop" ? "decontaminate.dropped" : "decontaminate.marked"] ?? 0;
-      ctx.log(`${cfg.mode === "drop" ? "dropped" : "marked"} ${contaminated} documents; per set: ${Object.entries(perSet).map(([k, v]) => `${k} ${v}`).join(", ")}`);
+      ctx.log(
+        `${cfg.mode === "drop" ? "dropped" : "marked"} ${contaminated} documents; per set: ${Object.entries(perSet)
+          .map(([k, v]) => `${k} ${v}`)
+          .join(", ")}`,
+      );
       return { kept, contaminated, perSet };
     },
   });

@@ -20,7 +20,9 @@ export interface DedupExactOptions {
 /** The key two documents share when they are exact duplicates. */
 export function exactKey(text: string, caseSensitive: boolean): string {
   const t = text.replace(/\s+/g, " ").trim();
-  return createHash("sha256").update(caseSensitive ? t : t.toLowerCase()).digest("hex");
+  return createHash("sha256")
+    .update(caseSensitive ? t : t.toLowerCase())
+    .digest("hex");
 }
 
 /** Keeps one document per distinct text (zephyr `deduplicate`, a shuffle by text hash). */
@@ -35,9 +37,7 @@ export function dedupExact(opts: DedupExactOptions): Step<any> {
     fn: async (ctx) => {
       const cfg = ctx.config as z.infer<typeof configSchema>;
       const before = await (await readDocuments(cfg.input)).count(ZEPHYR_RUN);
-      const written = await (await readDocuments(cfg.input))
-        .deduplicate((d) => exactKey(d.text, cfg.caseSensitive))
-        .writeJsonl(documentsPattern(ctx.outputPath), ZEPHYR_RUN);
+      const written = await (await readDocuments(cfg.input)).deduplicate((d) => exactKey(d.text, cfg.caseSensitive)).writeJsonl(documentsPattern(ctx.outputPath), ZEPHYR_RUN);
       const kept = written.counts.reduce((a, b) => a + b, 0);
       ctx.log(`kept ${kept} of ${before} documents`);
       return { kept, removed: before - kept };

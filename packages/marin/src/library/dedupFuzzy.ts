@@ -55,7 +55,14 @@ export function dedupFuzzy(opts: DedupFuzzyStepOptions): Step<any> {
     description: "near-duplicate removal (MinHash LSH, connected components)",
     version: "1",
     schema: configSchema,
-    config: { input: opts.input, threshold: opts.threshold ?? 0.8, ngram: opts.ngram ?? 5, permutations: opts.permutations ?? 128, seed: opts.seed ?? 1, verify: opts.verify ?? false },
+    config: {
+      input: opts.input,
+      threshold: opts.threshold ?? 0.8,
+      ngram: opts.ngram ?? 5,
+      permutations: opts.permutations ?? 128,
+      seed: opts.seed ?? 1,
+      verify: opts.verify ?? false,
+    },
     fn: async (ctx): Promise<DedupFuzzyResult> => {
       const cfg = ctx.config as z.infer<typeof configSchema>;
       const { input, ...params } = cfg;

@@ -59,7 +59,8 @@ export function evaluateViaService(opts: EvaluateViaServiceOptions): Step<any> {
       const cfg = ctx.config as z.infer<typeof configSchema>;
       const r = await remoteInference(
         { checkpoint: cfg.checkpoints, replicas: cfg.replicas, ...(opts.serverResources ? { resources: opts.serverResources } : {}), name: "evaluate", log: (l) => ctx.log(l) },
-        (s) => scoreViaService({ baseUrl: s.baseUrl, model: s.model, data: cfg.data, batchSize: cfg.batchSize, ...(cfg.maxBatches !== null ? { maxBatches: cfg.maxBatches } : {}) }),
+        (s) =>
+          scoreViaService({ baseUrl: s.baseUrl, model: s.model, data: cfg.data, batchSize: cfg.batchSize, ...(cfg.maxBatches !== null ? { maxBatches: cfg.maxBatches } : {}) }),
       );
       const result = { loss: r.loss, bpb: r.bpb, tokens: r.tokens, window: r.window };
       await fs.writeFile(path.join(ctx.outputPath, "eval.json"), JSON.stringify(result, null, 2) + "\n");

@@ -41,7 +41,11 @@ export interface GenerateTextOptions {
 
 /** Samples a continuation per prompt from the final checkpoint into `samples.jsonl` (`{ prompt, text }` per line). */
 export function generateText(opts: GenerateTextOptions): Step<any> {
-  checkOptions("generateText", { name: true, checkpoints: true, prompts: true, maxTokens: true, temperature: true, topK: true, seed: true, viaService: true, resources: RESOURCE_KEYS }, opts);
+  checkOptions(
+    "generateText",
+    { name: true, checkpoints: true, prompts: true, maxTokens: true, temperature: true, topK: true, seed: true, viaService: true, resources: RESOURCE_KEYS },
+    opts,
+  );
   return defineStep({
     name: opts.name ?? "generate",
     description: "sample text from the trained model",

@@ -13,7 +13,17 @@ import { EXPORTED_GGUF, EXPORTED_MODEL, exportModel, importHfModel } from "./mod
 import { trainLmStep } from "./trainLmStep.ts";
 
 function ctx(config: unknown, outputPath: string): StepContext<any> {
-  return { name: "t", id: "t-0", config, outputPath, finalPath: outputPath, prefix: path.dirname(outputPath), signal: new AbortController().signal, log: () => {}, reportStatus: () => {} };
+  return {
+    name: "t",
+    id: "t-0",
+    config,
+    outputPath,
+    finalPath: outputPath,
+    prefix: path.dirname(outputPath),
+    signal: new AbortController().signal,
+    log: () => {},
+    reportStatus: () => {},
+  };
 }
 
 describe("importHfModel / exportModel", () => {
@@ -23,7 +33,10 @@ describe("importHfModel / exportModel", () => {
     process.env.LEVANTER_LOG = "warn";
     await selectBackend({ force: "wasm" });
     dir = mkdtempSync(path.join(os.tmpdir(), "marin-models-"));
-    const cfg = resolveModelConfig(ModelConfigSchema.parse({ positions: "rope", norm: "rms", activation: "swiglu", nLayers: 1, dModel: 16, nHeads: 2, nKvHeads: 1, seqLen: 16 }), 257);
+    const cfg = resolveModelConfig(
+      ModelConfigSchema.parse({ positions: "rope", norm: "rms", activation: "swiglu", nLayers: 1, dModel: 16, nHeads: 2, nKvHeads: 1, seqLen: 16 }),
+      257,
+    );
     const rng = new Rng(2);
     const model = TransformerLm.init(cfg, rng);
     const optimizer = new AdamW(model.params, { beta1: 0.9, beta2: 0.95, epsilon: 1e-8, weightDecay: 0, maxGradNorm: 0, decayMask: defaultDecayMask });
@@ -31,9 +44,19 @@ describe("importHfModel / exportModel", () => {
     model.dispose();
     optimizer.dispose();
     // A GPT-2-shaped checkpoint (layer norm, gelu, learned positions): GGUF's llama cannot hold it.
-    const gpt = TransformerLm.init(resolveModelConfig(ModelConfigSchema.parse({ positions: "learned", norm: "layer", activation: "gelu", nLayers: 1, dModel: 16, nHeads: 2, seqLen: 16 }), 257), rng);
+    const gpt = TransformerLm.init(
+      resolveModelConfig(ModelConfigSchema.parse({ positions: "learned", norm: "layer", activation: "gelu", nLayers: 1, dModel: 16, nHeads: 2, seqLen: 16 }), 257),
+      rng,
+    );
     const gptOpt = new AdamW(gpt.params, { beta1: 0.9, beta2: 0.95, epsilon: 1e-8, weightDecay: 0, maxGradNorm: 0, decayMask: defaultDecayMask });
-    await saveTrainState(path.join(dir, "gpt", "step-0"), false, { step: 0, model: gpt, optimizer: gptOpt, rng, tokenizer: "byte", loader: { seed: 0, step: 0, batchSize: 1, seqLen: 16 } });
+    await saveTrainState(path.join(dir, "gpt", "step-0"), false, {
+      step: 0,
+      model: gpt,
+      optimizer: gptOpt,
+      rng,
+      tokenizer: "byte",
+      loader: { seed: 0, step: 0, batchSize: 1, seqLen: 16 },
+    });
     gpt.dispose();
     gptOpt.dispose();
     hf = path.join(dir, "hf");

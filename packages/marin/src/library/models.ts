@@ -100,7 +100,8 @@ export function exportModel(opts: ExportModelOptions): Step<any> {
   if (format !== "hf" && format !== "gguf") throw new MarinError("INVALID_CONFIG", `exportModel: format ${JSON.stringify(format)} is not one of "hf", "gguf"`);
   const other = format === "hf" ? "gguf" : "hf";
   for (const k of FORMAT_KEYS[other]) {
-    if ((opts as unknown as Record<string, unknown>)[k] !== undefined) throw new MarinError("INVALID_CONFIG", `exportModel: ${k} is an option of format "${other}", not of "${format}"`);
+    if ((opts as unknown as Record<string, unknown>)[k] !== undefined)
+      throw new MarinError("INVALID_CONFIG", `exportModel: ${k} is an option of format "${other}", not of "${format}"`);
   }
   if (format === "gguf" && opts.type !== undefined && !["f32", "f16", "q8_0"].includes(opts.type)) {
     throw new MarinError("INVALID_CONFIG", `exportModel: type ${JSON.stringify(opts.type)} is not one of f32, f16, q8_0`);

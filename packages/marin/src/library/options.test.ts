@@ -19,7 +19,9 @@ describe("standard step options", () => {
     })();
     expect(err).toBeInstanceOf(MarinError);
     expect((err as MarinError).message).toBe("cleanText: invalid options:\n  unknown key minChar (did you mean minChars?)");
-    expect(() => tokenize({ input, name: "tok", validatonFraction: 0.1 } as never)).toThrow("tokenize (step tok): invalid options:\n  unknown key validatonFraction (did you mean validationFraction?)");
+    expect(() => tokenize({ input, name: "tok", validatonFraction: 0.1 } as never)).toThrow(
+      "tokenize (step tok): invalid options:\n  unknown key validatonFraction (did you mean validationFraction?)",
+    );
     expect(() => cleanText({ input, zzzzzz: 1 } as never)).toThrow(/unknown key zzzzzz \(known: name, input, /);
   });
 

@@ -44,13 +44,24 @@ export function qualityFilter(opts: QualityFilterStepOptions): Step<any> {
     config: { input: opts.input, rules: opts.rules ?? {} },
     fn: async (ctx): Promise<QualityFilterResult> => {
       const cfg = ctx.config as z.infer<typeof configSchema>;
-      const written = await (await readDocuments(cfg.input)).qualityFilter({ text: (d) => d.text, rules: cfg.rules as QualityRules }).writeJsonl(documentsPattern(ctx.outputPath), ZEPHYR_RUN);
+      const written = await (
+        await readDocuments(cfg.input)
+      )
+        .qualityFilter({ text: (d) => d.text, rules: cfg.rules as QualityRules })
+        .writeJsonl(documentsPattern(ctx.outputPath), ZEPHYR_RUN);
       const c = written.stats.counters;
       const perRule: Record<string, number> = {};
-      for (const [k, v] of Object.entries(c)) if (k.startsWith("qualityFilter.") && k !== "qualityFilter.kept" && k !== "qualityFilter.dropped") perRule[k.slice("qualityFilter.".length)] = v;
+      for (const [k, v] of Object.entries(c))
+        if (k.startsWith("qualityFilter.") && k !== "qualityFilter.kept" && k !== "qualityFilter.dropped") perRule[k.slice("qualityFilter.".length)] = v;
       const kept = written.counts.reduce((a, b) => a + b, 0);
       const dropped = c["qualityFilter.dropped"] ?? 0;
-      ctx.log(`kept ${kept} of ${kept + dropped} documents; failed: ${Object.entries(perRule).map(([k, v]) => `${k} ${v}`).join(", ") || "none"}`);
+      ctx.log(
+        `kept ${kept} of ${kept + dropped} documents; failed: ${
+          Object.entries(perRule)
+            .map(([k, v]) => `${k} ${v}`)
+            .join(", ") || "none"
+        }`,
+      );
       return { kept, dropped, perRule };
     },
   });

@@ -73,7 +73,22 @@ describe("tiny-brown, shortened, on an embedded LocalCluster", () => {
     // Without the dashboard the embedded cluster starts when a step needs it, its database in the run folder.
     const first = await marin(["run", script, "--prefix", prefix, "--no-dashboard"]);
     expect(first.code, first.stdout + first.stderr).toBe(0);
-    for (const step of ["import", "clean", "dedup", "quality", "dedup-fuzzy", "held-out", "decontaminate", "tokenizer", "tokenize", "train", "evaluate", "generate", "export-hf", "export-gguf"]) {
+    for (const step of [
+      "import",
+      "clean",
+      "dedup",
+      "quality",
+      "dedup-fuzzy",
+      "held-out",
+      "decontaminate",
+      "tokenizer",
+      "tokenize",
+      "train",
+      "evaluate",
+      "generate",
+      "export-hf",
+      "export-gguf",
+    ]) {
       expect(first.stdout).toMatch(new RegExp(`tiny-brown/${step}\\s+ran\\s`));
     }
     expect(first.stdout).toMatch(/loss: \d/);
@@ -81,7 +96,12 @@ describe("tiny-brown, shortened, on an embedded LocalCluster", () => {
     expect(first.stdout).toMatch(/sample: "The jury said/);
 
     const dirs = await fs.readdir(path.join(prefix, "tiny-brown"));
-    const dirOf = (name: string) => path.join(prefix, "tiny-brown", dirs.find((d) => d.startsWith(`${name}-`))!);
+    const dirOf = (name: string) =>
+      path.join(
+        prefix,
+        "tiny-brown",
+        dirs.find((d) => d.startsWith(`${name}-`))!,
+      );
     const metaOf = (name: string) => path.join(prefix, "tiny-brown", ".marin", path.basename(dirOf(name)));
     // The training job's status reports reach the live view: step/total, loss, tokens/s, ETA.
     expect(first.stderr).toMatch(/tiny-brown\/train: step \d+\/4 \([\d.]+%\) · loss \d+\.\d+ · [\d,]+ tok\/s .*ETA \d/);
@@ -149,7 +169,14 @@ describe("tiny-brown training after a crash", () => {
           const stagings = (await fs.readdir(meta).catch(() => [] as string[])).filter((n) => n.startsWith("staging-"));
           const ckptDirs = stagings.map((st) => path.join(meta, st, "checkpoints"));
           const ckpts = (await Promise.all(ckptDirs.map(async (cd) => (await fs.readdir(cd).catch(() => [] as string[])).map((c) => path.join(cd, c))))).flat();
-          const complete = await Promise.all(ckpts.map((c) => fs.stat(path.join(c, "metadata.json")).then(() => true, () => false)));
+          const complete = await Promise.all(
+            ckpts.map((c) =>
+              fs.stat(path.join(c, "metadata.json")).then(
+                () => true,
+                () => false,
+              ),
+            ),
+          );
           if (complete.some(Boolean)) break;
         }
         await new Promise((r) => setTimeout(r, 200));
@@ -172,7 +199,11 @@ describe("tiny-brown training after a crash", () => {
     expect(plan).toMatch(/run\s+tiny-brown\/train[^\n]*\n[^\n]*would resume from step-\d+/);
 
     const rerun = await new Promise<{ code: number | null; stdout: string }>((resolve) => {
-      const c = spawn(process.execPath, ["--import", "tsx", cli, "run", script, "--prefix", prefix, "--only", "train"], { cwd: repoRoot, env, stdio: ["ignore", "pipe", "inherit"] });
+      const c = spawn(process.execPath, ["--import", "tsx", cli, "run", script, "--prefix", prefix, "--only", "train"], {
+        cwd: repoRoot,
+        env,
+        stdio: ["ignore", "pipe", "inherit"],
+      });
       let stdout = "";
       c.stdout.on("data", (d) => (stdout += d));
       c.on("close", (code) => resolve({ code, stdout }));

@@ -31,7 +31,11 @@ describe("trainLmStep with ranks: 2", () => {
     // `marin ARGS` as a real process: its exit code, its stdout, and stdout and stderr together.
     const marin = (...args: string[]) =>
       new Promise<{ code: number | null; stdout: string; out: string }>((resolve) => {
-        const child = spawn(process.execPath, ["--import", "tsx", cli, ...args, "--prefix", path.join(tmp, "out")], { cwd: repoRoot, env: { ...process.env, npm_lifecycle_event: "" }, stdio: ["ignore", "pipe", "pipe"] });
+        const child = spawn(process.execPath, ["--import", "tsx", cli, ...args, "--prefix", path.join(tmp, "out")], {
+          cwd: repoRoot,
+          env: { ...process.env, npm_lifecycle_event: "" },
+          stdio: ["ignore", "pipe", "pipe"],
+        });
         let stdout = "";
         let out = "";
         child.stdout.on("data", (d) => ((stdout += d), (out += d)));

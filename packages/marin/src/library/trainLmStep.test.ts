@@ -24,13 +24,19 @@ function resolveError(opts: Partial<Parameters<typeof trainLmStep>[0]>): string 
 
 describe("trainLmStep config", () => {
   it("accepts a valid config", () => {
-    const g = resolveGraph([trainLmStep({ data: outputOf(data), model: { dModel: 32, nHeads: 4 }, optimizer: { learningRate: 1e-3 }, trainer: { numTrainSteps: 10, batchSize: 8, microBatchSize: 4 } })], prefix);
+    const g = resolveGraph(
+      [trainLmStep({ data: outputOf(data), model: { dModel: 32, nHeads: 4 }, optimizer: { learningRate: 1e-3 }, trainer: { numTrainSteps: 10, batchSize: 8, microBatchSize: 4 } })],
+      prefix,
+    );
     expect(g.byName.get("train")!.config).toMatchObject({ trainer: { numTrainSteps: 10, batchSize: 8 } });
   });
 
   it("sizes levanter's matMul threads to the cores it asks for, without changing the step's version", () => {
     const make = (cpuMillis?: number) =>
-      resolveGraph([trainLmStep({ data: outputOf(data), model: { dModel: 32, nHeads: 4 }, trainer: { numTrainSteps: 10 }, ...(cpuMillis ? { resources: { cpuMillis } } : {}) })], prefix).byName.get("train")!;
+      resolveGraph(
+        [trainLmStep({ data: outputOf(data), model: { dModel: 32, nHeads: 4 }, trainer: { numTrainSteps: 10 }, ...(cpuMillis ? { resources: { cpuMillis } } : {}) })],
+        prefix,
+      ).byName.get("train")!;
     const [one, two, half] = [make(), make(2500), make(500)];
     const threads = (s: { config: unknown }) => (s.config as { threads: number }).threads;
     expect([one, two, half].map(threads)).toEqual([1, 2, 1]);
@@ -39,7 +45,10 @@ describe("trainLmStep config", () => {
 
   it("leaves ranks out of the step's identity (levanter gives the same bits on any number of ranks)", () => {
     const make = (ranks?: number) =>
-      resolveGraph([trainLmStep({ data: outputOf(data), model: { dModel: 32, nHeads: 4 }, trainer: { numTrainSteps: 10, batchSize: 8, microBatches: 4 }, ...(ranks ? { ranks } : {}) })], prefix).byName.get("train")!;
+      resolveGraph(
+        [trainLmStep({ data: outputOf(data), model: { dModel: 32, nHeads: 4 }, trainer: { numTrainSteps: 10, batchSize: 8, microBatches: 4 }, ...(ranks ? { ranks } : {}) })],
+        prefix,
+      ).byName.get("train")!;
     expect(make(2).outputPath).toBe(make().outputPath);
     expect((make(2).config as { ranks: number }).ranks).toBe(2);
     expect(resolveError({ ranks: 0 })).toMatch(/ranks/);
@@ -70,7 +79,17 @@ describe("trainLmStep config", () => {
   });
 
   it("agrees with levanter on what it refuses", () => {
-    const models: unknown[] = [{ dModel: 30, nHeads: 4 }, { nLayers: 0 }, { positions: "rope", dModel: 12, nHeads: 4 }, { activation: "relu" }, { dModel: 64, nHeads: 8 }, { nHeads: 4, nKvHeads: 3 }, { nHeads: 4, nKvHeads: 2 }, { dModel: 30, nHeads: 4, headDim: 8 }, { positions: "rope", dModel: 30, nHeads: 4, headDim: 7 }];
+    const models: unknown[] = [
+      { dModel: 30, nHeads: 4 },
+      { nLayers: 0 },
+      { positions: "rope", dModel: 12, nHeads: 4 },
+      { activation: "relu" },
+      { dModel: 64, nHeads: 8 },
+      { nHeads: 4, nKvHeads: 3 },
+      { nHeads: 4, nKvHeads: 2 },
+      { dModel: 30, nHeads: 4, headDim: 8 },
+      { positions: "rope", dModel: 30, nHeads: 4, headDim: 7 },
+    ];
     for (const m of models) expect(trainLmStepConfigSchema.shape.model.safeParse(m).success, JSON.stringify(m)).toBe(ModelConfigSchema.safeParse(m).success);
     const opts: unknown[] = [{ beta1: 2 }, { warmup: 1.5 }, { cycles: 2, cycleLength: 10 }, { lrSchedule: "step" }, { learningRate: 1e-3, warmup: 0.1 }];
     for (const o of opts) expect(trainLmStepConfigSchema.shape.optimizer.safeParse(o).success, JSON.stringify(o)).toBe(OptimizerConfigSchema.safeParse(o).success);
@@ -80,10 +99,24 @@ describe("trainLmStep config", () => {
     const other = defineStep({ name: "tokenize-b", config: {}, fn: () => undefined });
     const make = (mixture: unknown, withData = false) =>
       trainLmStep({ ...(withData ? { data: outputOf(data) } : {}), mixture: mixture as never, model: { dModel: 32, nHeads: 4 }, trainer: { numTrainSteps: 10 } });
-    const ok = { sources: [{ name: "a", data: outputOf(data), weight: 2 }, { name: "b", data: outputOf(other), weight: 1, validation: false }], weightsAt: [{ step: 5, weights: { b: 1 } }] };
+    const ok = {
+      sources: [
+        { name: "a", data: outputOf(data), weight: 2 },
+        { name: "b", data: outputOf(other), weight: 1, validation: false },
+      ],
+      weightsAt: [{ step: 5, weights: { b: 1 } }],
+    };
     const g = resolveGraph([make(ok)], prefix);
     const train = g.byName.get("train")!;
-    expect(train.config).toMatchObject({ mixture: { sources: [{ name: "a", weight: 2, validation: true }, { name: "b", weight: 1, validation: false }], weightsAt: [{ step: 5 }] } });
+    expect(train.config).toMatchObject({
+      mixture: {
+        sources: [
+          { name: "a", weight: 2, validation: true },
+          { name: "b", weight: 1, validation: false },
+        ],
+        weightsAt: [{ step: 5 }],
+      },
+    });
     expect(train.config).not.toHaveProperty("data");
     // Both tokenize steps are upstream of it.
     expect(g.byName.has("tokenize")).toBe(true);

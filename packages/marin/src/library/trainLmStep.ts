@@ -68,7 +68,10 @@ export interface TrainLmStepOptions {
 }
 
 const posInt = z.number().int().positive();
-const fracOrSteps = z.number().nonnegative().refine((v) => v < 1 || Number.isInteger(v), { message: "expected a fraction below 1 or a whole number of steps" });
+const fracOrSteps = z
+  .number()
+  .nonnegative()
+  .refine((v) => v < 1 || Number.isInteger(v), { message: "expected a fraction below 1 or a whole number of steps" });
 const intOrList = z.union([posInt, z.array(posInt).min(1)]);
 
 /**
@@ -85,7 +88,16 @@ export const trainLmStepConfigSchema = z
     mixture: z
       .object({
         sources: z
-          .array(z.object({ name: z.string().regex(/^[A-Za-z0-9_.-]+$/, "expected letters, digits, '_', '.' or '-'"), data: z.string().min(1), weight: z.number().finite().nonnegative(), validation: z.boolean() }).strict())
+          .array(
+            z
+              .object({
+                name: z.string().regex(/^[A-Za-z0-9_.-]+$/, "expected letters, digits, '_', '.' or '-'"),
+                data: z.string().min(1),
+                weight: z.number().finite().nonnegative(),
+                validation: z.boolean(),
+              })
+              .strict(),
+          )
           .min(1)
           .refine((s) => new Set(s.map((x) => x.name)).size === s.length, { message: "source names must be distinct" })
           .refine((s) => s.some((x) => x.weight > 0), { message: "the weights sum to 0; at least one source needs a positive weight" }),
@@ -174,7 +186,18 @@ export function trainLmStep(opts: TrainLmStepOptions): Step<any> {
   const shape = trainLmStepConfigSchema.shape;
   checkOptions(
     "trainLmStep",
-    { name: true, data: true, initializeFrom: true, mixture: true, model: leavesOf(shape.model), optimizer: leavesOf(shape.optimizer), trainer: leavesOf(shape.trainer), resources: RESOURCE_KEYS, backend: true, ranks: true },
+    {
+      name: true,
+      data: true,
+      initializeFrom: true,
+      mixture: true,
+      model: leavesOf(shape.model),
+      optimizer: leavesOf(shape.optimizer),
+      trainer: leavesOf(shape.trainer),
+      resources: RESOURCE_KEYS,
+      backend: true,
+      ranks: true,
+    },
     opts,
   );
   const t = opts.trainer;
@@ -223,7 +246,8 @@ export function trainLmStep(opts: TrainLmStepOptions): Step<any> {
         mixture?: { sources: { name: string; data: string; weight: number; validation: boolean }[]; weightsAt?: { step: number; weights: Record<string, number> }[] };
         model: ModelConfigInput;
         optimizer: OptimizerConfigInput;
-        trainer: Required<Omit<TrainLmTrainerOptions, "microBatchSize" | "microBatches" | "maxEvalBatches">> & Pick<TrainLmTrainerOptions, "microBatchSize" | "microBatches" | "maxEvalBatches">;
+        trainer: Required<Omit<TrainLmTrainerOptions, "microBatchSize" | "microBatches" | "maxEvalBatches">> &
+          Pick<TrainLmTrainerOptions, "microBatchSize" | "microBatches" | "maxEvalBatches">;
         backend: TrainLmStepOptions["backend"] | null;
         threads: number;
         ranks: number;
@@ -231,40 +255,52 @@ export function trainLmStep(opts: TrainLmStepOptions): Step<any> {
       const { checkpointIntervalSeconds, ...trainer } = cfg.trainer;
       const { trainLm: levanterTrainLm, runTrainGang } = await import("@marin/levanter");
       const levanterConfig = {
-          model: cfg.model,
-          data: cfg.mixture
-            ? {
-                mixture: {
-                  sources: cfg.mixture.sources.map((s) => ({
-                    name: s.name,
-                    trainCache: path.join(s.data, TRAIN_CACHE),
-                    ...(s.validation ? { validationCache: path.join(s.data, VALIDATION_CACHE) } : {}),
-                    weight: s.weight,
-                  })),
-                  ...(cfg.mixture.weightsAt ? { weightsAt: cfg.mixture.weightsAt } : {}),
-                },
-                ...(cfg.data !== undefined ? { validationCache: path.join(cfg.data, VALIDATION_CACHE) } : {}),
-              }
-            : { trainCache: path.join(cfg.data!, TRAIN_CACHE), validationCache: path.join(cfg.data!, VALIDATION_CACHE) },
-          optimizer: cfg.optimizer,
-          trainer: {
-            ...trainer,
-            runDir: ctx.outputPath,
-            trackers: ["console", "jsonl", "tensorboard"],
-            checkpointer: { basePath: path.join(ctx.outputPath, CHECKPOINTS), saveIntervalSeconds: checkpointIntervalSeconds, keep: null },
-            resume: true,
-            ...(cfg.backend ? { backend: cfg.backend } : {}),
-            ...(cfg.initializeFrom !== undefined ? { initializeFrom: cfg.initializeFrom } : {}),
-            threads: cfg.ranks > 1 ? 1 : cfg.threads,
-          },
-        } satisfies Parameters<typeof levanterTrainLm>[0];
+        model: cfg.model,
+        data: cfg.mixture
+          ? {
+              mixture: {
+                sources: cfg.mixture.sources.map((s) => ({
+                  name: s.name,
+                  trainCache: path.join(s.data, TRAIN_CACHE),
+                  ...(s.validation ? { validationCache: path.join(s.data, VALIDATION_CACHE) } : {}),
+                  weight: s.weight,
+                })),
+                ...(cfg.mixture.weightsAt ? { weightsAt: cfg.mixture.weightsAt } : {}),
+              },
+              ...(cfg.data !== undefined ? { validationCache: path.join(cfg.data, VALIDATION_CACHE) } : {}),
+            }
+          : { trainCache: path.join(cfg.data!, TRAIN_CACHE), validationCache: path.join(cfg.data!, VALIDATION_CACHE) },
+        optimizer: cfg.optimizer,
+        trainer: {
+          ...trainer,
+          runDir: ctx.outputPath,
+          trackers: ["console", "jsonl", "tensorboard"],
+          checkpointer: { basePath: path.join(ctx.outputPath, CHECKPOINTS), saveIntervalSeconds: checkpointIntervalSeconds, keep: null },
+          resume: true,
+          ...(cfg.backend ? { backend: cfg.backend } : {}),
+          ...(cfg.initializeFrom !== undefined ? { initializeFrom: cfg.initializeFrom } : {}),
+          threads: cfg.ranks > 1 ? 1 : cfg.threads,
+        },
+      } satisfies Parameters<typeof levanterTrainLm>[0];
       if (cfg.ranks > 1) {
         // Rank 0's progress becomes this step's, as one rank's would (live view, dashboard), and
         // every rank's log lines go to this step's log, each prefixed with its rank.
-        const gang = await runTrainGang(levanterConfig, cfg.ranks, { signal: ctx.signal, logOut: process.stderr, statusSink: async (text, metrics) => ctx.reportStatus(text, metrics) });
-        if (gang.state !== "SUCCEEDED" || !gang.result) throw new Error(`the ${cfg.ranks}-rank training gang ${gang.job} ended ${gang.state}${gang.error ? `: ${gang.error}` : ""}`);
+        const gang = await runTrainGang(levanterConfig, cfg.ranks, {
+          signal: ctx.signal,
+          logOut: process.stderr,
+          statusSink: async (text, metrics) => ctx.reportStatus(text, metrics),
+        });
+        if (gang.state !== "SUCCEEDED" || !gang.result)
+          throw new Error(`the ${cfg.ranks}-rank training gang ${gang.job} ended ${gang.state}${gang.error ? `: ${gang.error}` : ""}`);
         const r = gang.result;
-        return { steps: r.step, ranks: cfg.ranks, ...(r.resumedFrom !== undefined ? { resumedFrom: r.resumedFrom } : {}), ...(r.finalLoss !== undefined ? { finalTrainLoss: r.finalLoss } : {}), parameters: r.parameterCount, ...perSource(r.evalBySource) };
+        return {
+          steps: r.step,
+          ranks: cfg.ranks,
+          ...(r.resumedFrom !== undefined ? { resumedFrom: r.resumedFrom } : {}),
+          ...(r.finalLoss !== undefined ? { finalTrainLoss: r.finalLoss } : {}),
+          parameters: r.parameterCount,
+          ...perSource(r.evalBySource),
+        };
       }
       const result = await levanterTrainLm(
         levanterConfig,

@@ -44,7 +44,14 @@ describe("trainTokenizer and tokenize with it", () => {
       const summary = await runGraph(graph);
       const result = (n: string) => summary.steps.find((s) => s.name === n)?.result as Record<string, unknown>;
       const bpeOut = graph.steps.find((s) => s.name === bpe.name)!.outputPath;
-      runs.push({ file: await readFile(path.join(bpeOut, TOKENIZER_JSON)), result: result("tokenizer"), tokenize: result("tokenize"), held: result("holdOut"), tokensOut: graph.steps.find((s) => s.name === tokens.name)!.outputPath, bpeOut });
+      runs.push({
+        file: await readFile(path.join(bpeOut, TOKENIZER_JSON)),
+        result: result("tokenizer"),
+        tokenize: result("tokenize"),
+        held: result("holdOut"),
+        tokensOut: graph.steps.find((s) => s.name === tokens.name)!.outputPath,
+        bpeOut,
+      });
     }
     const [a, b] = runs as [(typeof runs)[0], (typeof runs)[0]];
     expect(a.file.equals(b.file)).toBe(true);

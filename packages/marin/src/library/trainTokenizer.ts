@@ -75,8 +75,19 @@ export function trainTokenizer(opts: TrainTokenizerOptions): Step<any> {
       const trained = await trainBpeTokenizer(texts, { vocabSize: cfg.vocabSize, eosToken: cfg.eosToken });
       const file = await writeTrainedTokenizer(ctx.outputPath, trained);
       // Where the file lives once the step's output is published.
-      const result = { tokenizer: path.join(ctx.finalPath, TOKENIZER_JSON), vocabSize: trained.vocabSize, merges: trained.merges, documents: trained.documents, bytes: trained.bytes };
-      ctx.reportStatus(`vocabulary ${trained.vocabSize} (${trained.merges} merges) from ${trained.documents} documents`, { vocabSize: trained.vocabSize, merges: trained.merges, documents: trained.documents, bytes: trained.bytes });
+      const result = {
+        tokenizer: path.join(ctx.finalPath, TOKENIZER_JSON),
+        vocabSize: trained.vocabSize,
+        merges: trained.merges,
+        documents: trained.documents,
+        bytes: trained.bytes,
+      };
+      ctx.reportStatus(`vocabulary ${trained.vocabSize} (${trained.merges} merges) from ${trained.documents} documents`, {
+        vocabSize: trained.vocabSize,
+        merges: trained.merges,
+        documents: trained.documents,
+        bytes: trained.bytes,
+      });
       ctx.log(`trained ${file}: ${trained.vocabSize} ids, ${trained.merges} merges, ${trained.documents} documents, ${trained.bytes} bytes`);
       return result;
     },

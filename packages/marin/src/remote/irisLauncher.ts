@@ -85,18 +85,21 @@ export async function createIrisLauncher(opts: IrisLauncherOptions): Promise<Ste
     async run(step: ResolvedStep, args: LaunchArgs): Promise<unknown> {
       const taskArgs: StepTaskArgs = { script, step: step.name, planned: plannedIdentity(step), prefix: opts.prefix, staging: args.stagingPath };
       const res = step.step.resources ?? {};
-      const job: Job = await client.submit({
-        name: jobNameFor(step, args.token),
-        entrypoint: { module: STEP_TASK_MODULE, export: "runStepTask", args: taskArgs },
-        resources: {
-          ...(res.cpuMillis !== undefined ? { cpuMillis: res.cpuMillis } : {}),
-          ...(res.memoryBytes !== undefined ? { memoryBytes: res.memoryBytes } : {}),
-          ...(res.devices ? { devices: res.devices } : {}),
+      const job: Job = await client.submit(
+        {
+          name: jobNameFor(step, args.token),
+          entrypoint: { module: STEP_TASK_MODULE, export: "runStepTask", args: taskArgs },
+          resources: {
+            ...(res.cpuMillis !== undefined ? { cpuMillis: res.cpuMillis } : {}),
+            ...(res.memoryBytes !== undefined ? { memoryBytes: res.memoryBytes } : {}),
+            ...(res.devices ? { devices: res.devices } : {}),
+          },
+          maxRetriesFailure: 0,
+          // The task rebuilds the graph from the script: settings it reads from the environment must match.
+          env: Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => /^(MARIN|LEVANTER|ZEPHYR)_/.test(e[0]) && e[1] !== undefined)),
         },
-        maxRetriesFailure: 0,
-        // The task rebuilds the graph from the script: settings it reads from the environment must match.
-        env: Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => /^(MARIN|LEVANTER|ZEPHYR)_/.test(e[0]) && e[1] !== undefined)),
-      }, uploaded ? { bundle: uploaded.root } : {});
+        uploaded ? { bundle: uploaded.root } : {},
+      );
       args.log(`submitted iris job ${job.name}`);
       const onAbort = () => void job.terminate().catch(() => undefined);
       args.signal.addEventListener("abort", onAbort, { once: true });

@@ -35,7 +35,10 @@ async function script(n: number): Promise<string> {
 }
 
 async function rejection(p: Promise<unknown>): Promise<MarinError> {
-  const e = await p.then(() => undefined, (err: unknown) => err);
+  const e = await p.then(
+    () => undefined,
+    (err: unknown) => err,
+  );
   expect(e).toBeInstanceOf(MarinError);
   return e as MarinError;
 }

@@ -69,7 +69,10 @@ export async function runStepTask(input: StepTaskArgs): Promise<unknown> {
       signal: abort.signal,
       log: (line) => process.stdout.write(`${line}\n`),
       // The task's status report: the parent runner sees it in the job's status and shows it live.
-      reportStatus: (text, metrics) => void getIrisCtx()?.reportStatus(text, metrics).catch(() => undefined),
+      reportStatus: (text, metrics) =>
+        void getIrisCtx()
+          ?.reportStatus(text, metrics)
+          .catch(() => undefined),
     });
   } finally {
     process.off("SIGTERM", onTerm);

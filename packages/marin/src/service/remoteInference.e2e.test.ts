@@ -49,7 +49,16 @@ describe("remoteInference", () => {
       expect(models.data[0]!.id).toBe("tiny");
       // Through the controller: a capability URL works with curl, without the cluster token.
       const cap = await cluster.client.mintEndpointToken(s.endpoint);
-      const { stdout } = await run("curl", ["-sS", "-X", "POST", `${cap.url}/v1/completions`, "-H", "content-type: application/json", "-d", JSON.stringify({ model: "tiny", prompt: "hi", max_tokens: 4, temperature: 0 })]);
+      const { stdout } = await run("curl", [
+        "-sS",
+        "-X",
+        "POST",
+        `${cap.url}/v1/completions`,
+        "-H",
+        "content-type: application/json",
+        "-d",
+        JSON.stringify({ model: "tiny", prompt: "hi", max_tokens: 4, temperature: 0 }),
+      ]);
       const body = JSON.parse(stdout) as { choices: { text: string; finish_reason: string }[] };
       expect(body.choices).toHaveLength(1);
       return body.choices[0]!.finish_reason;
@@ -80,7 +89,11 @@ describe("remoteInference", () => {
       expect(s.capabilityExpiresAtMs).toBeGreaterThan(Date.now() + 23 * 3600_000);
       expect(s.replicaUrls).not.toContain(s.baseUrl);
       const post = () =>
-        fetch(`${s.baseUrl}/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "pair", prompt: "ab", max_tokens: 8, temperature: 0 }) }).then((r) => r.json() as Promise<{ choices: { text: string }[] }>);
+        fetch(`${s.baseUrl}/completions`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ model: "pair", prompt: "ab", max_tokens: 8, temperature: 0 }),
+        }).then((r) => r.json() as Promise<{ choices: { text: string }[] }>);
       const answers = await Promise.all([post(), post(), post(), post()]);
       // Same weights, greedy: the same text whichever replica answered.
       expect(new Set(answers.map((a) => a.choices[0]!.text)).size).toBe(1);
@@ -115,7 +128,13 @@ describe("remoteInference", () => {
 
   it("fails within its start-up budget, naming what it waited for, when the server never becomes ready", async () => {
     const t0 = Date.now();
-    const err = await remoteInference({ checkpoint: ckpt, client: cluster.client, name: "stuck", startupTimeoutMs: 10_000, server: { module: STUCK, export: "stuckReplica" } }).then(
+    const err = await remoteInference({
+      checkpoint: ckpt,
+      client: cluster.client,
+      name: "stuck",
+      startupTimeoutMs: 10_000,
+      server: { module: STUCK, export: "stuckReplica" },
+    }).then(
       () => undefined,
       (e: unknown) => e as Error,
     );

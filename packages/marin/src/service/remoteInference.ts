@@ -115,7 +115,8 @@ function checkOptions(opts: RemoteInferenceOptions): { replicas: number; name: s
   const replicas = opts.replicas ?? 1;
   if (!Number.isInteger(replicas) || replicas < 1) throw new MarinError("INVALID_CONFIG", `remoteInference: replicas: expected a positive integer, got ${String(opts.replicas)}`);
   const name = opts.name ?? `lm-${randomBytes(3).toString("hex")}`;
-  if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(name)) throw new MarinError("INVALID_CONFIG", `remoteInference: name: expected letters, digits, ".", "_" or "-", got ${JSON.stringify(name)}`);
+  if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(name))
+    throw new MarinError("INVALID_CONFIG", `remoteInference: name: expected letters, digits, ".", "_" or "-", got ${JSON.stringify(name)}`);
   const startupMs = opts.startupTimeoutMs ?? DEFAULT_STARTUP_MS;
   if (!(startupMs > 0)) throw new MarinError("INVALID_CONFIG", `remoteInference: startupTimeoutMs: expected a positive number, got ${String(opts.startupTimeoutMs)}`);
   return { replicas, name, startupMs };
@@ -139,7 +140,10 @@ async function startSession(opts: RemoteInferenceOptions): Promise<InferenceSess
     ...(opts.engine?.kvBudgetMb ? { kvBudgetMb: opts.engine.kvBudgetMb } : {}),
   };
   const res = opts.resources ?? { cpuMillis: 1000 };
-  const env = { ...Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => /^(MARIN|LEVANTER)_/.test(e[0]) && e[1] !== undefined)), ...(opts.env ?? {}) };
+  const env = {
+    ...Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => /^(MARIN|LEVANTER)_/.test(e[0]) && e[1] !== undefined)),
+    ...(opts.env ?? {}),
+  };
   const spec: JobSpecInput = {
     name: `serve-${name}`,
     entrypoint: { module: opts.server?.module ?? SERVE_TASK_MODULE, export: opts.server?.export ?? "serveReplica", args },
@@ -176,7 +180,9 @@ async function startSession(opts: RemoteInferenceOptions): Promise<InferenceSess
         baseUrl = `${cap.url}/v1`;
         capabilityExpiresAtMs = cap.expiresAtMs;
       } catch (e) {
-        log(`no endpoint proxy to balance the ${replicas} replicas (${e instanceof Error ? e.message : String(e)}): the URL is replica 0's; the others stay reachable at their own URLs`);
+        log(
+          `no endpoint proxy to balance the ${replicas} replicas (${e instanceof Error ? e.message : String(e)}): the URL is replica 0's; the others stay reachable at their own URLs`,
+        );
       }
     }
     log(`inference service ${endpoint} ready at ${baseUrl}`);

@@ -74,7 +74,8 @@ export async function scoreViaService(opts: ScoreViaServiceOptions): Promise<Ser
         const body = parseResponse(CompletionResponseSchema, await res.json(), (m) => new MarinError("STEP_FAILED", `${opts.baseUrl}/completions answered ${res.status}: ${m}`));
         const lps = body.choices[0]?.logprobs?.token_logprobs;
         if (!res.ok || !lps) throw new MarinError("STEP_FAILED", `${opts.baseUrl}/completions answered ${res.status}: no logprobs.token_logprobs`);
-        if (lps.length !== targets.length + 1) throw new MarinError("STEP_FAILED", `${opts.baseUrl}/completions: ${lps.length} prompt logprobs for a prompt of ${targets.length + 1} tokens`);
+        if (lps.length !== targets.length + 1)
+          throw new MarinError("STEP_FAILED", `${opts.baseUrl}/completions: ${lps.length} prompt logprobs for a prompt of ${targets.length + 1} tokens`);
         for (let k = 1; k < lps.length; k++) nats -= lps[k]!;
         tokens += targets.length;
       }

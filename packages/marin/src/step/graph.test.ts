@@ -52,7 +52,9 @@ describe("identity", () => {
     it(`changing ${what} moves exactly ${moved.join(", ") || "nothing"}`, () => {
       const before = paths(base);
       const after = paths({ ...base, ...change });
-      const changed = Object.keys(before).filter((n) => before[n] !== after[n]).sort();
+      const changed = Object.keys(before)
+        .filter((n) => before[n] !== after[n])
+        .sort();
       expect(changed).toEqual(moved);
     });
   }
@@ -155,7 +157,12 @@ describe("identity", () => {
     };
     const reverseKeys = (v: unknown): unknown => {
       if (Array.isArray(v)) return v.map(reverseKeys);
-      if (v !== null && typeof v === "object") return Object.fromEntries(Object.entries(v).reverse().map(([k, e]) => [k, reverseKeys(e)]));
+      if (v !== null && typeof v === "object")
+        return Object.fromEntries(
+          Object.entries(v)
+            .reverse()
+            .map(([k, e]) => [k, reverseKeys(e)]),
+        );
       return v;
     };
     const idOf = (config: unknown) => resolveGraph([defineStep({ name: "s", config, fn: noop })], "/p").steps[0].id;
@@ -182,7 +189,7 @@ describe("code hash", () => {
   it("follows the function's source (not its whitespace) and never enters identity", () => {
     const mk = (fn: () => unknown) => resolveGraph([defineStep({ name: "s", config: { a: 1 }, fn })], "/p").steps[0];
     const one = mk(() => 1);
-    const spaced = mk(() =>   1);
+    const spaced = mk(() => 1);
     const two = mk(() => 2);
     expect(spaced.codeHash).toBe(one.codeHash);
     expect(two.codeHash).not.toBe(one.codeHash);

@@ -163,7 +163,11 @@ export class GraphBuilder {
         if (isIgnored(v)) return resolveValue(v.value);
         if (Array.isArray(v)) return v.map(resolveValue);
         if (v !== null && typeof v === "object") {
-          return Object.fromEntries(Object.entries(v).filter(([, e]) => e !== undefined).map(([k, e]) => [k, resolveValue(e)]));
+          return Object.fromEntries(
+            Object.entries(v)
+              .filter(([, e]) => e !== undefined)
+              .map(([k, e]) => [k, resolveValue(e)]),
+          );
         }
         return v;
       };
@@ -189,10 +193,7 @@ export class GraphBuilder {
       };
       const clash = byName.get(step.name);
       if (clash) {
-        throw new MarinError(
-          "INVALID_GRAPH",
-          `two different steps are named ${step.name} (${clash.id} and ${ident.id}); give them distinct names`,
-        );
+        throw new MarinError("INVALID_GRAPH", `two different steps are named ${step.name} (${clash.id} and ${ident.id}); give them distinct names`);
       }
       byId.set(ident.id, resolved);
       byName.set(step.name, resolved);

@@ -113,10 +113,7 @@ const NAME_SEGMENT = /^[A-Za-z0-9_][A-Za-z0-9._-]*$/;
  */
 export function defineStep<C>(def: StepDefinition<C>): Step<C> {
   if (typeof def.name !== "string" || !def.name.split("/").every((s) => NAME_SEGMENT.test(s))) {
-    throw new MarinError(
-      "INVALID_CONFIG",
-      `step name ${JSON.stringify(def.name)}: expected path segments of letters, digits, '.', '_' or '-' separated by '/'`,
-    );
+    throw new MarinError("INVALID_CONFIG", `step name ${JSON.stringify(def.name)}: expected path segments of letters, digits, '.', '_' or '-' separated by '/'`);
   }
   if (typeof def.fn !== "function") throw new MarinError("INVALID_CONFIG", `step ${def.name}: fn must be a function`);
   if (def.version !== undefined && typeof def.version !== "string") {

@@ -25,7 +25,10 @@ export interface CommittedShard {
 export function shardPath(pattern: string, shard: number, total: number): string {
   const pad = (n: number): string => String(n).padStart(5, "0");
   if (!pattern.includes("{shard}") && total > 1) {
-    throw new ZephyrError("INVALID_ARGUMENT", `output pattern ${JSON.stringify(pattern)} has no {shard} but ${total} shards would write to it; add {shard} (for example "out/part-{shard}-of-{total}.jsonl.gz")`);
+    throw new ZephyrError(
+      "INVALID_ARGUMENT",
+      `output pattern ${JSON.stringify(pattern)} has no {shard} but ${total} shards would write to it; add {shard} (for example "out/part-{shard}-of-{total}.jsonl.gz")`,
+    );
   }
   return path.resolve(pattern.replaceAll("{shard}", pad(shard)).replaceAll("{total}", pad(total)));
 }
@@ -157,7 +160,9 @@ export async function removeStaleTemps(finalPaths: readonly string[]): Promise<v
   }
   for (const [dir, prefixes] of byDir) {
     const names = await readdir(dir).catch(() => [] as string[]);
-    await Promise.all(names.filter((n) => n.startsWith(".tmp-") && [...prefixes].some((suffix) => n.endsWith(suffix))).map((n) => unlink(path.join(dir, n)).catch(() => undefined)));
+    await Promise.all(
+      names.filter((n) => n.startsWith(".tmp-") && [...prefixes].some((suffix) => n.endsWith(suffix))).map((n) => unlink(path.join(dir, n)).catch(() => undefined)),
+    );
   }
 }
 

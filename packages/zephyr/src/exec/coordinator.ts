@@ -9,7 +9,22 @@ import { runIdentity } from "../plan/fingerprint.ts";
 import type { DatasetPlan, Stage } from "../plan/planner.ts";
 import { planStages } from "../plan/planner.ts";
 import { chooseBackend } from "./backends.ts";
-import type { Backend, DatasetRunOptions, RunOutcome, RunSource, RunStats, ShardInput, SinkOptions, SinkSpec, StageCounters, StageStats, TaskResult, TaskSpec, TokenCacheOptions, ZephyrBackendName } from "./contracts.ts";
+import type {
+  Backend,
+  DatasetRunOptions,
+  RunOutcome,
+  RunSource,
+  RunStats,
+  ShardInput,
+  SinkOptions,
+  SinkSpec,
+  StageCounters,
+  StageStats,
+  TaskResult,
+  TaskSpec,
+  TokenCacheOptions,
+  ZephyrBackendName,
+} from "./contracts.ts";
 import type { ChunkRange } from "./chunkFile.ts";
 import { readChunkRange } from "./chunkFile.ts";
 import { clearPreviousOutputs, commonDir, publishShards, readCommitted, removeStaleTemps, shardPath, writeSuccessManifest } from "./commit.ts";
@@ -146,7 +161,10 @@ export async function runPlan(ds: RunSource, sink: SinkSpec, options: SinkOption
   // Whatever is not kept goes first: a shard commits with a link that never replaces a file, so
   // a stale file left in place would be adopted as this run's output.
   if ((sink.kind === "jsonl" || sink.kind === "parquet") && committed.size < finalPaths.length) {
-    await clearPreviousOutputs(finalPaths.filter((_, i) => !committed.has(i)), commonDir(finalPaths));
+    await clearPreviousOutputs(
+      finalPaths.filter((_, i) => !committed.has(i)),
+      commonDir(finalPaths),
+    );
   }
 
   const ownScratch = options.scratchDir === undefined;
@@ -290,7 +308,20 @@ function scatterRefs(outs: readonly OutputResult[]): ScatterRef[] {
   });
 }
 
-function shardOutput(stage: Stage, i: number, n: number, scratch: string, sink: SinkSpec, finalPaths: string[], plan: DatasetPlan, shards: number[], backend: ZephyrBackendName, options: TokenCacheOptions, fingerprint: string, round: number): ShardOutputSpec {
+function shardOutput(
+  stage: Stage,
+  i: number,
+  n: number,
+  scratch: string,
+  sink: SinkSpec,
+  finalPaths: string[],
+  plan: DatasetPlan,
+  shards: number[],
+  backend: ZephyrBackendName,
+  options: TokenCacheOptions,
+  fingerprint: string,
+  round: number,
+): ShardOutputSpec {
   const tag = `${stageDir(stage, round)}/shard-${String(i).padStart(5, "0")}`;
   switch (stage.output.kind) {
     case "chunks":
@@ -303,7 +334,15 @@ function shardOutput(stage: Stage, i: number, n: number, scratch: string, sink: 
       // Inline, the reducer runs in this thread: deduplicate and groupBy hold their exchange in memory while it fits the budget.
       const memory = backend === "inline" && shuffle ? (shuffle.mode === "dedup" ? "dedup" : "group") : undefined;
       const values = jsonPassthrough(consumer, sink.kind, backend) ? "json" : undefined;
-      return { kind: "scatter", dir: path.join(scratch, tag), partitions: shards[consumer.id], tag: tagByte, localDedup: shuffle?.mode === "dedup", memory, ...(values ? { values } : {}) };
+      return {
+        kind: "scatter",
+        dir: path.join(scratch, tag),
+        partitions: shards[consumer.id],
+        tag: tagByte,
+        localDedup: shuffle?.mode === "dedup",
+        memory,
+        ...(values ? { values } : {}),
+      };
     }
     case "sink":
       switch (sink.kind) {
@@ -323,7 +362,14 @@ function shardOutput(stage: Stage, i: number, n: number, scratch: string, sink: 
   }
 }
 
-async function sinkValue(sink: SinkSpec, outs: OutputResult[] | undefined, finalPaths: string[], committed: Map<number, CommittedShard>, fingerprint: string, allCommitted: boolean): Promise<unknown> {
+async function sinkValue(
+  sink: SinkSpec,
+  outs: OutputResult[] | undefined,
+  finalPaths: string[],
+  committed: Map<number, CommittedShard>,
+  fingerprint: string,
+  allCommitted: boolean,
+): Promise<unknown> {
   if (sink.kind === "collect") {
     const records: unknown[] = [];
     for (const o of outs ?? []) {
@@ -342,7 +388,9 @@ async function sinkValue(sink: SinkSpec, outs: OutputResult[] | undefined, final
   // Every shard of the stage has succeeded: publish the staged ones under their final names.
   const staged = shardFiles.flatMap((o) => (o.outcome === "staged" && o.staged !== undefined ? [{ staged: o.staged, path: o.path, count: o.count }] : []));
   const published = new Map((await publishShards(staged, fingerprint)).map((c) => [c.path, c]));
-  const files: CommittedShard[] = allCommitted ? finalPaths.map((_, i) => committed.get(i)!) : shardFiles.map((o) => published.get(o.path) ?? { path: o.path, count: o.count, bytes: o.bytes });
+  const files: CommittedShard[] = allCommitted
+    ? finalPaths.map((_, i) => committed.get(i)!)
+    : shardFiles.map((o) => published.get(o.path) ?? { path: o.path, count: o.count, bytes: o.bytes });
   let manifest: string;
   if (sink.kind === "tokenCache") {
     const lev = await loadLevanterSharding();

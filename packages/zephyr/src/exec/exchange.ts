@@ -4,7 +4,15 @@ import { mkdirSync } from "node:fs";
 import { JOIN_LEFT_TAG, JOIN_RIGHT_TAG, dedupPartition, groupPartition, joinPartition } from "../shuffle/shuffleReader.ts";
 import { ShuffleWriter } from "../shuffle/shuffleWriter.ts";
 import { loadKeyHasher } from "../shuffle/keyCodec.ts";
-import { MemoryScatter, memoryDedupPartition, releaseMemoryScatter, releaseMemoryScattersUnder, memoryGroupPartition, memoryPartitionSize, spillHeldPartition } from "../shuffle/memoryShuffle.ts";
+import {
+  MemoryScatter,
+  memoryDedupPartition,
+  releaseMemoryScatter,
+  releaseMemoryScattersUnder,
+  memoryGroupPartition,
+  memoryPartitionSize,
+  spillHeldPartition,
+} from "../shuffle/memoryShuffle.ts";
 import type { MemoryShuffleMode } from "../shuffle/memoryShuffle.ts";
 import type { SpillRun } from "../shuffle/spillRun.ts";
 import type { MergeOptions } from "../shuffle/mergeRuns.ts";
@@ -50,7 +58,16 @@ export async function openScatter(
   values?: "json",
 ): Promise<ScatterOutput> {
   // Deduplicate's reducer hashes (or sorts) its partition itself: its runs stay in arrival order.
-  const w = await ShuffleWriter.create({ dir, numPartitions: partitions, memoryBudgetBytes: Math.max(4096, budget), tag, sort: !localDedup, name: `m${String(where.shard).padStart(5, "0")}`, values: values ?? "msgpack", dedup: localDedup });
+  const w = await ShuffleWriter.create({
+    dir,
+    numPartitions: partitions,
+    memoryBudgetBytes: Math.max(4096, budget),
+    tag,
+    sort: !localDedup,
+    name: `m${String(where.shard).padStart(5, "0")}`,
+    values: values ?? "msgpack",
+    dedup: localDedup,
+  });
   let mem = memory === undefined ? undefined : new MemoryScatter(memory, partitions, budget, await loadKeyHasher(), dir, tag);
   let seen = 0;
   return {
@@ -115,7 +132,13 @@ async function spilledRuns(refs: readonly ScatterRef[], partition: number, tmpDi
   return runs;
 }
 
-async function* afterSpill(refs: readonly ScatterRef[], partition: number, tmpDir: string, budget: number, body: (runs: SpillRun[]) => AsyncIterable<unknown[]>): AsyncGenerator<unknown[], void, undefined> {
+async function* afterSpill(
+  refs: readonly ScatterRef[],
+  partition: number,
+  tmpDir: string,
+  budget: number,
+  body: (runs: SpillRun[]) => AsyncIterable<unknown[]>,
+): AsyncGenerator<unknown[], void, undefined> {
   yield* body(await spilledRuns(refs, partition, tmpDir, budget));
 }
 
@@ -163,7 +186,15 @@ export function groupBatches(
 }
 
 /** The joined pairs of one partition, in batches. */
-export function joinBatches(left: readonly ScatterRef[], right: readonly ScatterRef[], partition: number, kind: "inner" | "left", tmpDir: string, budget: number, counters: { recordsIn: number }): AsyncIterable<unknown[]> {
+export function joinBatches(
+  left: readonly ScatterRef[],
+  right: readonly ScatterRef[],
+  partition: number,
+  kind: "inner" | "left",
+  tmpDir: string,
+  budget: number,
+  counters: { recordsIn: number },
+): AsyncIterable<unknown[]> {
   counters.recordsIn += [...allRuns(left), ...allRuns(right)].reduce((a, r) => a + (r.counts[partition] ?? 0), 0);
   return batchesOf(joinPartition(allRuns(left), allRuns(right), partition, kind, mergeOptions(tmpDir, budget)));
 }

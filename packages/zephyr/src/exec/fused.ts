@@ -32,11 +32,7 @@ export function userFunctionError(where: StageWhere, label: string, position: nu
   if (cause instanceof ZephyrError && cause.code === "USER_FUNCTION") return cause;
   const msg = cause instanceof Error ? cause.message : String(cause);
   const pos = position === undefined ? "" : ` on record #${position} of its input (${preview(record)})`;
-  return new ZephyrError(
-    "USER_FUNCTION",
-    `stage ${where.stageId} [${where.stageName}], shard ${where.shard} of ${where.numShards}: ${label} threw${pos}: ${msg}`,
-    { cause },
-  );
+  return new ZephyrError("USER_FUNCTION", `stage ${where.stageId} [${where.stageName}], shard ${where.shard} of ${where.numShards}: ${label} threw${pos}: ${msg}`, { cause });
 }
 
 interface Step {
@@ -233,7 +229,13 @@ async function* records(input: AsyncIterable<unknown[]>): AsyncGenerator<unknown
   for await (const batch of input) yield* batch;
 }
 
-async function* mapShardStream(input: AsyncIterable<unknown[]>, fn: (r: AsyncIterable<unknown>, c: TaskContext) => Iterable<unknown> | AsyncIterable<unknown>, ctx: TaskContext, where: StageWhere, label: string): AsyncGenerator<unknown[], void, undefined> {
+async function* mapShardStream(
+  input: AsyncIterable<unknown[]>,
+  fn: (r: AsyncIterable<unknown>, c: TaskContext) => Iterable<unknown> | AsyncIterable<unknown>,
+  ctx: TaskContext,
+  where: StageWhere,
+  label: string,
+): AsyncGenerator<unknown[], void, undefined> {
   try {
     yield* batchesOf(fn(records(input), ctx));
   } catch (e) {

@@ -40,7 +40,12 @@ const shuffleArb: fc.Arbitrary<ChainOp> = fc.oneof(
   fc.record({ op: fc.constant("deduplicate" as const), k: fc.integer({ min: 0, max: 6 }) }),
 );
 const caseArb: fc.Arbitrary<Chain> = fc
-  .tuple(fc.array(fc.integer({ min: -50, max: 200 }), { maxLength: 40 }), fc.integer({ min: 1, max: 4 }), fc.array(opArb, { maxLength: 3 }), fc.option(shuffleArb, { nil: undefined }))
+  .tuple(
+    fc.array(fc.integer({ min: -50, max: 200 }), { maxLength: 40 }),
+    fc.integer({ min: 1, max: 4 }),
+    fc.array(opArb, { maxLength: 3 }),
+    fc.option(shuffleArb, { nil: undefined }),
+  )
   .map(([items, shards, ops, shuffle]) => ({ items, shards, ops: shuffle ? [...ops, shuffle] : ops }));
 
 /** Every file under `root`, relative to it. */
@@ -69,7 +74,20 @@ describe("iris backend (LocalCluster)", () => {
       if (outputOrdered(chain.ops)) expect(records).toEqual(expected);
       else expect([...records].sort((a, b) => a - b)).toEqual([...expected].sort((a, b) => a - b));
     }
-    const join = { left: [{ k: 1, v: 1 }, { k: 2, v: 2 }, { k: 3, v: 3 }], right: [{ k: 2, w: 20 }, { k: 3, w: 30 }, { k: 3, w: 31 }], kind: "left" as const, shards: 2 };
+    const join = {
+      left: [
+        { k: 1, v: 1 },
+        { k: 2, v: 2 },
+        { k: 3, v: 3 },
+      ],
+      right: [
+        { k: 2, w: 20 },
+        { k: 3, w: 30 },
+        { k: 3, w: 31 },
+      ],
+      kind: "left" as const,
+      shards: 2,
+    };
     const joined = await joinPipeline(join).collect({ backend: "iris", iris: { client: cluster.client }, scratchDir });
     const canon = (xs: unknown[]): string[] => xs.map((x) => JSON.stringify(x)).sort();
     expect(canon(joined)).toEqual(canon(referenceJoin(join)));
@@ -100,7 +118,7 @@ describe("iris backend (LocalCluster)", () => {
   it("a writeJsonl run failing on its third file publishes no shard and leaves no temp file", async () => {
     const input = path.join(dir, "fail-input");
     await mkdir(input, { recursive: true });
-    for (const [i, body] of ['{"x":1}\n', '{"x":2}\n', '{oops\n', '{"x":4}\n'].entries()) await writeFile(path.join(input, `f${i}.jsonl`), body);
+    for (const [i, body] of ['{"x":1}\n', '{"x":2}\n', "{oops\n", '{"x":4}\n'].entries()) await writeFile(path.join(input, `f${i}.jsonl`), body);
     const out = path.join(dir, "fail-out");
     const err = await doubledJsonl({ glob: path.join(input, "*.jsonl") })
       .writeJsonl(path.join(out, "part-{shard}.jsonl"), { backend: "iris", iris: { client: cluster.client, jobPrefix: "zfail" }, maxShardRetries: 0 })
@@ -140,7 +158,11 @@ describe("iris backend (LocalCluster)", () => {
     expect(r.counts).toEqual([300, 300, 300]);
     expect(r.stats.stages[0].retries).toBeGreaterThanOrEqual(1);
     const ids: number[] = [];
-    for (const p of r.paths) for (const line of gunzipSync(await readFile(p)).toString("utf8").split("\n")) if (line) ids.push((JSON.parse(line) as { id: number }).id);
+    for (const p of r.paths)
+      for (const line of gunzipSync(await readFile(p))
+        .toString("utf8")
+        .split("\n"))
+        if (line) ids.push((JSON.parse(line) as { id: number }).id);
     expect(ids.sort((a, b) => a - b)).toEqual(Array.from({ length: 900 }, (_, i) => i));
     const manifest = JSON.parse(await readFile(path.join(out, "_SUCCESS"), "utf8")) as { total: number };
     expect(manifest.total).toBe(900);

@@ -80,7 +80,9 @@ describe("the iris backend", () => {
   });
 
   it("reports an APP_ERROR whose code is iris's own (a result over the cap) as SHARD_FAILED with that code", async () => {
-    const err = await runOne(failedWith({ failureKind: "APP_ERROR", errorCode: "RESULT_TOO_LARGE", error: "the task's return value is 2000000 bytes of JSON" })).catch((e: unknown) => e);
+    const err = await runOne(failedWith({ failureKind: "APP_ERROR", errorCode: "RESULT_TOO_LARGE", error: "the task's return value is 2000000 bytes of JSON" })).catch(
+      (e: unknown) => e,
+    );
     expect((err as ZephyrError).code).toBe("SHARD_FAILED");
     expect((err as ZephyrError).message).toMatch(/task 0: APP_ERROR\(RESULT_TOO_LARGE\) the task's return value is 2000000 bytes/);
   });

@@ -33,10 +33,7 @@ function connect(opts: IrisBackendOptions): { submit: (spec: JobSpecInput) => Pr
     const client = iris.IrisClient.connect(address, { token: process.env.IRIS_AUTH_TOKEN });
     return { submit: (s) => client.submit(s, ship), close: () => client.close() };
   }
-  throw new ZephyrError(
-    "INVALID_ARGUMENT",
-    'the iris backend needs a cluster: pass { iris: { client } } or { iris: { address } }, or run inside an iris task (getIrisCtx())',
-  );
+  throw new ZephyrError("INVALID_ARGUMENT", "the iris backend needs a cluster: pass { iris: { client } } or { iris: { address } }, or run inside an iris task (getIrisCtx())");
 }
 
 function why(status: JobStatus): string {
@@ -96,7 +93,10 @@ export function irisBackend(run: RemoteRun, opts: IrisBackendOptions, scratch: s
       });
       for (const t of status.tasks) for (let k = 1; k < t.attempt; k++) hooks.onRetry(new Error(`task ${t.index} attempt ${k} failed`));
       if (status.state !== "SUCCEEDED") {
-        throw appError(status) ?? new ZephyrError("SHARD_FAILED", `stage ${stage.id} [${stage.name}]: iris job ${job.name} ended ${status.state}${why(status) ? `: ${why(status)}` : ""}`);
+        throw (
+          appError(status) ??
+          new ZephyrError("SHARD_FAILED", `stage ${stage.id} [${stage.name}]: iris job ${job.name} ended ${status.state}${why(status) ? `: ${why(status)}` : ""}`)
+        );
       }
       const values = await job.results();
       const results: TaskResult[] = [];

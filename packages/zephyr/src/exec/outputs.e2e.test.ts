@@ -36,7 +36,10 @@ describe("outputs on the threads backend", () => {
     expect(r.counts).toEqual([1000, 1000, 1000, 1000]);
     const ids: number[] = [];
     for (const p of r.paths) {
-      for (const line of gunzipSync(await readFile(p)).toString("utf8").split("\n")) if (line) ids.push((JSON.parse(line) as { id: number }).id);
+      for (const line of gunzipSync(await readFile(p))
+        .toString("utf8")
+        .split("\n"))
+        if (line) ids.push((JSON.parse(line) as { id: number }).id);
     }
     expect(ids.sort((a, b) => a - b)).toEqual(Array.from({ length: 4000 }, (_, i) => i));
     // Only the committed files and the manifest are visible; temp files of the dead attempt are gone.
@@ -44,7 +47,12 @@ describe("outputs on the threads backend", () => {
     expect(readdirSync(out).filter((n) => n.includes(".tmp-"))).toEqual([]);
     const manifest = JSON.parse(await readFile(path.join(out, "_SUCCESS"), "utf8")) as { total: number; shards: { path: string; count: number }[] };
     expect(manifest.total).toBe(4000);
-    expect(manifest.shards.map((s) => s.path)).toEqual(["part-00000-of-00004.jsonl.gz", "part-00001-of-00004.jsonl.gz", "part-00002-of-00004.jsonl.gz", "part-00003-of-00004.jsonl.gz"]);
+    expect(manifest.shards.map((s) => s.path)).toEqual([
+      "part-00000-of-00004.jsonl.gz",
+      "part-00001-of-00004.jsonl.gz",
+      "part-00002-of-00004.jsonl.gz",
+      "part-00003-of-00004.jsonl.gz",
+    ]);
     // Read back through zephyr.
     expect(await readJsonl(path.join(out, "*.jsonl.gz")).count({ backend: "inline" })).toBe(4000);
   });
@@ -65,7 +73,7 @@ describe("outputs on the threads backend", () => {
     const input = path.join(dir, "in");
     await mkdir(input);
     // Small good files first; the third fails at once (BAD_RECORD is not retried).
-    for (const [i, body] of ['{"x":1}\n', '{"x":2}\n', '{oops\n', '{"x":4}\n'].entries()) await writeFile(path.join(input, `f${i}.jsonl`), body);
+    for (const [i, body] of ['{"x":1}\n', '{"x":2}\n', "{oops\n", '{"x":4}\n'].entries()) await writeFile(path.join(input, `f${i}.jsonl`), body);
     const out = path.join(dir, "out-fail");
     const err = await doubledJsonl({ glob: path.join(input, "*.jsonl") })
       .writeJsonl(path.join(out, "part-{shard}.jsonl.gz"), { threads: 2 })
@@ -95,7 +103,9 @@ describe("outputs on the threads backend", () => {
   });
 
   it("a worker whose rebuilt plan differs refuses to run", async () => {
-    const err = await unstablePipeline().collect({ threads: 2 }).catch((e: unknown) => e);
+    const err = await unstablePipeline()
+      .collect({ threads: 2 })
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ZephyrError);
     expect((err as ZephyrError).code).toBe("FINGERPRINT_MISMATCH");
     expect((err as Error).message).toMatch(/refusing to run/);

@@ -18,7 +18,15 @@ export type ShardOutputSpec =
   | { readonly kind: "collect" }
   | { readonly kind: "count" }
   | { readonly kind: "chunks"; readonly file: string }
-  | { readonly kind: "scatter"; readonly dir: string; readonly partitions: number; readonly tag: number; readonly localDedup: boolean; readonly memory?: "dedup" | "group"; readonly values?: "json" }
+  | {
+      readonly kind: "scatter";
+      readonly dir: string;
+      readonly partitions: number;
+      readonly tag: number;
+      readonly localDedup: boolean;
+      readonly memory?: "dedup" | "group";
+      readonly values?: "json";
+    }
   /** `encoded`: the shard's records arrive as UTF-8 JSON text (see {@link jsonPassthrough}), written as they are. */
   | { readonly kind: "jsonl"; readonly path: string; readonly fingerprint: string; readonly encoded?: boolean }
   | { readonly kind: "parquet"; readonly path: string; readonly fingerprint: string }
@@ -34,7 +42,14 @@ export type OutputResult =
    * A shard file. `"staged"`: written in full under the hidden temp name `staged`, beside `path`;
    * the coordinator publishes it under `path` once every shard of the stage has succeeded.
    */
-  | { readonly kind: "file"; readonly path: string; readonly count: number; readonly bytes: number; readonly outcome: "committed" | "already" | "staged"; readonly staged?: string };
+  | {
+      readonly kind: "file";
+      readonly path: string;
+      readonly count: number;
+      readonly bytes: number;
+      readonly outcome: "committed" | "already" | "staged";
+      readonly staged?: string;
+    };
 
 /** A shard's open output. `write` returns a promise only when the caller must wait. */
 export interface ShardOutput {
@@ -96,7 +111,17 @@ export async function openShardOutput(spec: ShardOutputSpec, stage: Stage, task:
     case "scatter": {
       if (stage.output.kind !== "scatter") throw new ZephyrError("INTERNAL", `stage ${stage.id} does not scatter`);
       await mkdir(spec.dir, { recursive: true });
-      const w = await openScatter(spec.dir, spec.partitions, stage.output.key as (r: unknown) => unknown, task.memoryBudgetBytes, spec.tag, where, spec.localDedup, spec.memory, spec.values);
+      const w = await openScatter(
+        spec.dir,
+        spec.partitions,
+        stage.output.key as (r: unknown) => unknown,
+        task.memoryBudgetBytes,
+        spec.tag,
+        where,
+        spec.localDedup,
+        spec.memory,
+        spec.values,
+      );
       return {
         write: (b) => w.write(b),
         close: async () => {

@@ -17,10 +17,7 @@ export class StageProgress {
   /** Draws on `stream` (default stderr) when `enabled`; the coordinator enables it on a TTY. */
   constructor(enabled: boolean, stream: NodeJS.WritableStream = process.stderr) {
     this.multi = enabled
-      ? new cliProgress.MultiBar(
-          { format: " {bar} {value}/{total} shards | {stage}", hideCursor: true, clearOnComplete: false, stream },
-          cliProgress.Presets.shades_classic,
-        )
+      ? new cliProgress.MultiBar({ format: " {bar} {value}/{total} shards | {stage}", hideCursor: true, clearOnComplete: false, stream }, cliProgress.Presets.shades_classic)
       : undefined;
   }
 

@@ -33,7 +33,15 @@ describe("sink options", () => {
   });
 
   it("accept every documented option", async () => {
-    const { count, stats } = await fromList([1, 2, 3]).count({ backend: "inline", threads: 2, maxShardRetries: 0, memoryBudgetBytes: 1 << 20, progress: false, iris: { jobPrefix: "z", cpuMillis: 500 }, withStats: true });
+    const { count, stats } = await fromList([1, 2, 3]).count({
+      backend: "inline",
+      threads: 2,
+      maxShardRetries: 0,
+      memoryBudgetBytes: 1 << 20,
+      progress: false,
+      iris: { jobPrefix: "z", cpuMillis: 500 },
+      withStats: true,
+    });
     expect(count).toBe(3);
     expect(stats.backend).toBe("inline");
   });

@@ -5,7 +5,10 @@ import { z } from "zod";
 import { ZephyrError } from "../errors.ts";
 
 function positiveInt(what = "a positive integer") {
-  return z.number({ error: `expected ${what}` }).int(`expected ${what}`).positive(`expected ${what}`);
+  return z
+    .number({ error: `expected ${what}` })
+    .int(`expected ${what}`)
+    .positive(`expected ${what}`);
 }
 
 function nonNegativeInt() {

@@ -31,7 +31,10 @@ describe("the shared thread pool", () => {
 
   it("runs asking for different thread counts at the same time do not disturb each other", async () => {
     const expected = await numbers({ n: 90, shards: 3 }).collect({ backend: "inline" });
-    const runs = await Promise.all([numbers({ n: 90, shards: 3 }).collect({ threads: 1, maxShardRetries: 0 }), numbers({ n: 90, shards: 3 }).collect({ threads: 2, maxShardRetries: 0 })]);
+    const runs = await Promise.all([
+      numbers({ n: 90, shards: 3 }).collect({ threads: 1, maxShardRetries: 0 }),
+      numbers({ n: 90, shards: 3 }).collect({ threads: 2, maxShardRetries: 0 }),
+    ]);
     expect(runs).toEqual([expected, expected]);
   });
 
@@ -57,7 +60,21 @@ describe("the shared thread pool", () => {
 describe("how pool workers start", () => {
   it("drop the parent's tsx flags (workers register tsx themselves) and keep every other flag", () => {
     const tsxLoader = "file:///repo/node_modules/.pnpm/tsx@4.23.15/node_modules/tsx/dist/loader.mjs";
-    const parent = ["--require", "/repo/node_modules/tsx/dist/preflight.cjs", "--import", tsxLoader, "--import=tsx", "-r", "tsx/cjs", "--max-old-space-size=4000", "--import", "./setup.mjs", "--conditions=dev", "--loader", "ts-node/esm"];
+    const parent = [
+      "--require",
+      "/repo/node_modules/tsx/dist/preflight.cjs",
+      "--import",
+      tsxLoader,
+      "--import=tsx",
+      "-r",
+      "tsx/cjs",
+      "--max-old-space-size=4000",
+      "--import",
+      "./setup.mjs",
+      "--conditions=dev",
+      "--loader",
+      "ts-node/esm",
+    ];
     expect(workerExecArgv(parent)).toEqual(["--max-old-space-size=4000", "--import", "./setup.mjs", "--conditions=dev", "--loader", "ts-node/esm"]);
     expect(workerExecArgv([])).toEqual([]);
   });
@@ -97,7 +114,11 @@ describe("deduplicate into a JSONL sink", () => {
         const got = gunzipSync(await readFile(p)).toString("utf8");
         expect(got).toBe(gunzipSync(await readFile(inline.paths[i])).toString("utf8"));
       }
-      const first = JSON.parse(gunzipSync(await readFile(threads.paths[0])).toString("utf8").split("\n")[0]) as Record<string, unknown>;
+      const first = JSON.parse(
+        gunzipSync(await readFile(threads.paths[0]))
+          .toString("utf8")
+          .split("\n")[0],
+      ) as Record<string, unknown>;
       expect(Object.keys(first).sort()).toEqual(["at", "id", "tags", "text"]);
       expect(first.tags).toEqual({});
     } finally {
@@ -105,4 +126,3 @@ describe("deduplicate into a JSONL sink", () => {
     }
   });
 });
-

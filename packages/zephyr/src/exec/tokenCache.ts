@@ -5,7 +5,11 @@ import { ZephyrError } from "../errors.ts";
 /** The part of `@marin/levanter/sharding` the token-cache sink uses. */
 export interface LevanterSharding {
   TokenCacheShardWriter: {
-    open(dir: string, shard: number, options: { tokenizer: string; vocabSize: number }): Promise<{
+    open(
+      dir: string,
+      shard: number,
+      options: { tokenizer: string; vocabSize: number },
+    ): Promise<{
       writeDocument(ids: ArrayLike<number>): Promise<void>;
       close(): Promise<{ shard: number; file: string; numTokens: number; numDocuments: number }>;
       abort(): Promise<void>;

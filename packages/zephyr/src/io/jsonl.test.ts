@@ -124,7 +124,10 @@ describe("JsonlWriter + readJsonlBatches", () => {
 
   it("finds every bad line under both policies, across chunk boundaries (property)", async () => {
     const lineArb = fc.oneof(
-      { weight: 6, arbitrary: fc.record({ s: fc.string({ maxLength: 3000, unit: "binary" }) }).map((r) => ({ good: true as const, text: JSON.stringify(r), value: r as unknown })) },
+      {
+        weight: 6,
+        arbitrary: fc.record({ s: fc.string({ maxLength: 3000, unit: "binary" }) }).map((r) => ({ good: true as const, text: JSON.stringify(r), value: r as unknown })),
+      },
       { weight: 1, arbitrary: fc.constantFrom("{", "nope", '{"a":}', "[1,,2]").map((t) => ({ good: false as const, text: t, value: undefined as unknown })) },
       { weight: 1, arbitrary: fc.constantFrom("", "  ", "\r").map((t) => ({ good: null, text: t, value: undefined as unknown })) },
     );

@@ -212,7 +212,13 @@ export async function* lineBlocks(filePath: string, options: LineSplitOptions = 
  * Applies the bad-record policy to a bad line: under `"fail"` throws `ZephyrError("BAD_RECORD")`
  * as `FILE:LINE: reason`; under `"skip"` counts it and tells `onSkip`.
  */
-export function badLine(filePath: string, line: number, reason: string, cause: unknown, options: { onBadRecord?: BadRecordPolicy; stats?: ReadStats; onSkip?: (bad: BadRecord) => void }): void {
+export function badLine(
+  filePath: string,
+  line: number,
+  reason: string,
+  cause: unknown,
+  options: { onBadRecord?: BadRecordPolicy; stats?: ReadStats; onSkip?: (bad: BadRecord) => void },
+): void {
   const error = new ZephyrError("BAD_RECORD", `${filePath}:${line}: ${reason}`, cause === undefined ? {} : { cause });
   if ((options.onBadRecord ?? "fail") !== "skip") throw error;
   if (options.stats) options.stats.skipped++;

@@ -79,7 +79,12 @@ describe("ParquetFileWriter + readParquetBatches", () => {
 
   it("honours an explicit schema (INT64 from numbers) and rejects records that break it", async () => {
     const p = file();
-    const w = ParquetFileWriter.create(p, { columns: [{ name: "tok", type: "INT64", nullable: false }, { name: "s", type: "STRING" }] });
+    const w = ParquetFileWriter.create(p, {
+      columns: [
+        { name: "tok", type: "INT64", nullable: false },
+        { name: "s", type: "STRING" },
+      ],
+    });
     await w.write({ tok: 2 ** 40, s: "a" });
     await w.write({ tok: 7n, s: null });
     await expect(w.write({ tok: 1, extra: true })).rejects.toMatchObject({ code: "BAD_RECORD" });
@@ -164,25 +169,54 @@ describe("ParquetFileWriter + readParquetBatches", () => {
       fc.tuple(fc.constant("id"), opArb, fc.integer({ min: -60, max: 60 }), fc.array(fc.integer({ min: -60, max: 60 }), { maxLength: 3 })),
       // An INT64 column filtered with plain numbers (the reader compares them as bigint).
       fc.tuple(fc.constant("n"), opArb, fc.integer({ min: -25, max: 25 }), fc.array(fc.integer({ min: -25, max: 25 }), { maxLength: 3 })),
-      fc.tuple(fc.constant("s"), opArb, fc.constantFrom("a", "b", "c", "e").map((c) => prefix + c), fc.array(fc.constantFrom("a", "c").map((c) => prefix + c), { maxLength: 2 })),
+      fc.tuple(
+        fc.constant("s"),
+        opArb,
+        fc.constantFrom("a", "b", "c", "e").map((c) => prefix + c),
+        fc.array(
+          fc.constantFrom("a", "c").map((c) => prefix + c),
+          { maxLength: 2 },
+        ),
+      ),
     );
     const holds = (v: number | string, op: string, x: number | string, xs: (number | string)[]): boolean =>
-      op === "$eq" ? v === x : op === "$ne" ? v !== x : op === "$gt" ? v > x : op === "$gte" ? v >= x : op === "$lt" ? v < x : op === "$lte" ? v <= x : op === "$in" ? xs.includes(v) : !xs.includes(v);
+      op === "$eq"
+        ? v === x
+        : op === "$ne"
+          ? v !== x
+          : op === "$gt"
+            ? v > x
+            : op === "$gte"
+              ? v >= x
+              : op === "$lt"
+                ? v < x
+                : op === "$lte"
+                  ? v <= x
+                  : op === "$in"
+                    ? xs.includes(v)
+                    : !xs.includes(v);
     await fc.assert(
-      fc.asyncProperty(fc.array(rowArb, { minLength: 1, maxLength: 80 }), fc.boolean(), fc.integer({ min: 1, max: 20 }), fc.array(predArb, { minLength: 1, maxLength: 2 }), fc.boolean(), async (rows, sorted, rowGroupRows, preds, any) => {
-        const data = sorted ? [...rows].sort((a, b) => a.id - b.id) : rows;
-        const p = file();
-        const w = ParquetFileWriter.create(p, { rowGroupRows });
-        await w.writeMany(data);
-        await w.close();
-        const clauses = preds.map(([col, op, x, xs]) => ({ [col]: { [op]: op === "$in" || op === "$nin" ? xs : x } }));
-        const filter = any ? { $or: clauses } : { $and: clauses };
-        const keep = (r: { id: number; s: string; n: bigint }) => {
-          const ok = preds.map(([col, op, x, xs]) => holds(col === "n" ? Number(r.n) : r[col as "id" | "s"], op, x, xs as (number | string)[]));
-          return any ? ok.some(Boolean) : ok.every(Boolean);
-        };
-        expect(await readAll(p, { filter })).toEqual(data.filter(keep).map((r) => ({ ...r, n: Number(r.n) })));
-      }),
+      fc.asyncProperty(
+        fc.array(rowArb, { minLength: 1, maxLength: 80 }),
+        fc.boolean(),
+        fc.integer({ min: 1, max: 20 }),
+        fc.array(predArb, { minLength: 1, maxLength: 2 }),
+        fc.boolean(),
+        async (rows, sorted, rowGroupRows, preds, any) => {
+          const data = sorted ? [...rows].sort((a, b) => a.id - b.id) : rows;
+          const p = file();
+          const w = ParquetFileWriter.create(p, { rowGroupRows });
+          await w.writeMany(data);
+          await w.close();
+          const clauses = preds.map(([col, op, x, xs]) => ({ [col]: { [op]: op === "$in" || op === "$nin" ? xs : x } }));
+          const filter = any ? { $or: clauses } : { $and: clauses };
+          const keep = (r: { id: number; s: string; n: bigint }) => {
+            const ok = preds.map(([col, op, x, xs]) => holds(col === "n" ? Number(r.n) : r[col as "id" | "s"], op, x, xs as (number | string)[]));
+            return any ? ok.some(Boolean) : ok.every(Boolean);
+          };
+          expect(await readAll(p, { filter })).toEqual(data.filter(keep).map((r) => ({ ...r, n: Number(r.n) })));
+        },
+      ),
       { numRuns: 60 },
     );
   });

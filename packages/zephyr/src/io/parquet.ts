@@ -129,7 +129,11 @@ export async function readParquetInfo(filePath: string): Promise<ParquetFileInfo
 
 /** Plain 64-bit integer columns: their values come back as bigint and become numbers when safe. */
 function int64Columns(columns: readonly ParquetColumnInfo[]): Set<string> {
-  return new Set(columns.filter((c) => c.type === "INT64" && (c.logicalType === undefined || c.logicalType === "INTEGER" || c.logicalType === "INT_64" || c.logicalType === "UINT_64")).map((c) => c.name));
+  return new Set(
+    columns
+      .filter((c) => c.type === "INT64" && (c.logicalType === undefined || c.logicalType === "INTEGER" || c.logicalType === "INT_64" || c.logicalType === "UINT_64"))
+      .map((c) => c.name),
+  );
 }
 
 /** Integer filter values on INT64 columns become bigint, so strict equality matches decoded values. */
@@ -383,7 +387,10 @@ export class ParquetFileWriter {
   private append(record: unknown): void {
     if (this.closed) throw new ZephyrError("INVALID_ARGUMENT", `${this.path}: parquet writer is closed`);
     if (record === null || typeof record !== "object" || Array.isArray(record)) {
-      throw new ZephyrError("BAD_RECORD", `${this.path}: record #${this.count} is not an object (got ${record === null ? "null" : Array.isArray(record) ? "an array" : typeof record})`);
+      throw new ZephyrError(
+        "BAD_RECORD",
+        `${this.path}: record #${this.count} is not an object (got ${record === null ? "null" : Array.isArray(record) ? "an array" : typeof record})`,
+      );
     }
     const row = record as Record<string, unknown>;
     let bytes = 16;

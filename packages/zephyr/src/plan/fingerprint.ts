@@ -61,7 +61,13 @@ function hashItems(items: unknown): string {
  * captures from its scope are not seen.
  */
 export function planFingerprint(stages: readonly FingerprintedStage[], options: { functionBodies?: boolean } = {}): string {
-  const text = JSON.stringify(describe(stages.map((s) => ({ input: s.input, ops: s.ops, output: s.output })), hashItems, options.functionBodies ?? false));
+  const text = JSON.stringify(
+    describe(
+      stages.map((s) => ({ input: s.input, ops: s.ops, output: s.output })),
+      hashItems,
+      options.functionBodies ?? false,
+    ),
+  );
   return createHash("sha256").update(text).digest("hex");
 }
 

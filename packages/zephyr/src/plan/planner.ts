@@ -31,10 +31,7 @@ export interface StageLoop {
 }
 
 /** Where a stage's records go. */
-export type StageOutput =
-  | { readonly kind: "scatter"; readonly key: UserFn }
-  | { readonly kind: "chunks" }
-  | { readonly kind: "sink" };
+export type StageOutput = { readonly kind: "scatter"; readonly key: UserFn } | { readonly kind: "chunks" } | { readonly kind: "sink" };
 
 /** One physical stage: every shard reads its input, runs the fused operations, and writes its output. */
 export interface Stage {
@@ -176,7 +173,10 @@ class Builder {
           open.ops.push({ kind: "flatMap", fn: op.emit });
           const first = this.close(open, { kind: "scatter", key: op.key });
           const loop: StageLoop = { counter: op.counter, roundsCounter: op.roundsCounter, maxRounds: op.maxRounds };
-          const body = this.close({ input: { kind: "shuffle", mode: "group", from: first, reducer: op.step, loop }, ops: [{ kind: "flatMap", fn: op.emit }] }, { kind: "scatter", key: op.key });
+          const body = this.close(
+            { input: { kind: "shuffle", mode: "group", from: first, reducer: op.step, loop }, ops: [{ kind: "flatMap", fn: op.emit }] },
+            { kind: "scatter", key: op.key },
+          );
           open = { input: { kind: "shuffle", mode: "group", from: body, reducer: op.finish }, ops: [] };
           break;
         }
@@ -216,7 +216,6 @@ export function planStages(lp: LogicalPlan): DatasetPlan {
   return {
     stages,
     fingerprint,
-    explain: () =>
-      [`plan ${fingerprint.slice(0, 12)}: ${stages.length} stage${stages.length === 1 ? "" : "s"}`, ...stages.map((s) => `  stage ${s.id}: ${s.name}`)].join("\n"),
+    explain: () => [`plan ${fingerprint.slice(0, 12)}: ${stages.length} stage${stages.length === 1 ? "" : "s"}`, ...stages.map((s) => `  stage ${s.id}: ${s.name}`)].join("\n"),
   };
 }

@@ -19,7 +19,9 @@ afterAll(() => rm(root, { recursive: true, force: true }));
 /** Keys equal as data give equal strings: object keys sorted, -0 as 0 (JSON writes it as 0). */
 function canon(k: unknown): string {
   return JSON.stringify(k, (_key, v: unknown) =>
-    v !== null && typeof v === "object" && !Array.isArray(v) ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : v,
+    v !== null && typeof v === "object" && !Array.isArray(v)
+      ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      : v,
   );
 }
 

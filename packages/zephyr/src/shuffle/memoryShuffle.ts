@@ -231,7 +231,13 @@ export function* memoryGroupPartition<V>(ids: readonly string[], partition: numb
  */
 export async function spillHeldPartition(id: string, partition: number, dir: string, budget: number): Promise<SpillRun[]> {
   const h = heldOf(id);
-  const w = await ShuffleWriter.create({ dir, numPartitions: h.numPartitions, memoryBudgetBytes: Math.max(4096, budget), tag: h.tag, name: `held${String(partition).padStart(5, "0")}` });
+  const w = await ShuffleWriter.create({
+    dir,
+    numPartitions: h.numPartitions,
+    memoryBudgetBytes: Math.max(4096, budget),
+    tag: h.tag,
+    name: `held${String(partition).padStart(5, "0")}`,
+  });
   try {
     const keys = h.keys[partition];
     const values = h.values[partition];

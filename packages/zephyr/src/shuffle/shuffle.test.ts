@@ -34,10 +34,21 @@ interface Row {
 }
 
 /** Shards rows round-robin over `mappers` writers, like a map stage would. */
-async function scatter(rows: readonly Row[], opts: { dir: string; mappers: number; partitions: number; budget: number; tag?: number; name?: string; sort?: boolean; dedup?: boolean }): Promise<SpillRun[]> {
+async function scatter(
+  rows: readonly Row[],
+  opts: { dir: string; mappers: number; partitions: number; budget: number; tag?: number; name?: string; sort?: boolean; dedup?: boolean },
+): Promise<SpillRun[]> {
   const runs: SpillRun[] = [];
   for (let m = 0; m < opts.mappers; m++) {
-    const w = await ShuffleWriter.create({ dir: opts.dir, numPartitions: opts.partitions, memoryBudgetBytes: opts.budget, name: `${opts.name ?? "m"}${m}`, tag: opts.tag, sort: opts.sort, dedup: opts.dedup });
+    const w = await ShuffleWriter.create({
+      dir: opts.dir,
+      numPartitions: opts.partitions,
+      memoryBudgetBytes: opts.budget,
+      name: `${opts.name ?? "m"}${m}`,
+      tag: opts.tag,
+      sort: opts.sort,
+      dedup: opts.dedup,
+    });
     // Contiguous slices keep "input order" = mapper order, then position.
     const per = Math.ceil(rows.length / opts.mappers);
     for (const r of rows.slice(m * per, (m + 1) * per)) w.add(r.k, r);
@@ -99,7 +110,10 @@ describe("shuffle", () => {
             const id = Buffer.from(encodeKey(g.key)).toString("hex");
             expect(got.has(id)).toBe(false); // each key is one group, in one partition
             expect(g.key).toEqual(canonicalKey(g.key));
-            got.set(id, [...g.values].map((r) => r.v));
+            got.set(
+              id,
+              [...g.values].map((r) => r.v),
+            );
           }
         }
         // Values are compared by identity (v): msgpack, like JSON, turns a -0 inside a record into 0.
@@ -143,7 +157,11 @@ describe("shuffle", () => {
         expect(got.sort((a, b) => a - b)).toEqual([...reference.values()].map((g) => g[0].v).sort((a, b) => a - b));
         const groups = new Map<string, number[]>();
         for (let p = 0; p < layout.partitions; p++) {
-          for (const g of groupPartition<Row>(runs, p, opts)) groups.set(Buffer.from(encodeKey(g.key)).toString("hex"), [...g.values].map((r) => r.v));
+          for (const g of groupPartition<Row>(runs, p, opts))
+            groups.set(
+              Buffer.from(encodeKey(g.key)).toString("hex"),
+              [...g.values].map((r) => r.v),
+            );
         }
         expect(groups).toEqual(new Map([...reference].map(([k, g]) => [k, g.map((r) => r.v)])));
         // The sorted copies of arrival-order segments are gone with the merge.
@@ -359,7 +377,10 @@ describe("shuffle", () => {
     const dir = await freshDir();
     const frame = (key: unknown, value: unknown): Buffer => handFrame(key, value, 7); // every key has the same sort hash
     const runs: SpillRun[] = [];
-    for (const [i, frames] of [[frame("a", 1), frame("b", 2), frame("a", 3)], [frame("c", 4), frame("b", 5), frame("c", 6), frame("d", 7)]].entries()) {
+    for (const [i, frames] of [
+      [frame("a", 1), frame("b", 2), frame("a", 3)],
+      [frame("c", 4), frame("b", 5), frame("c", 6), frame("d", 7)],
+    ].entries()) {
       const bytes = Buffer.concat(frames);
       const runPath = path.join(dir, `arrival-${i}.spill`);
       await writeFile(runPath, bytes);

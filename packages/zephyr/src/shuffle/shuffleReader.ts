@@ -88,12 +88,7 @@ class GroupWalker {
   /** True while the merge is positioned at an unconsumed record of the current group. */
   inGroup(): boolean {
     const c = this.cur;
-    return (
-      c !== undefined &&
-      c.hash === this.groupHash &&
-      c.keyEnd - c.keyStart === this.groupKey.length &&
-      this.groupKey.compare(c.buf, c.keyStart, c.keyEnd) === 0
-    );
+    return c !== undefined && c.hash === this.groupHash && c.keyEnd - c.keyStart === this.groupKey.length && this.groupKey.compare(c.buf, c.keyStart, c.keyEnd) === 0;
   }
 
   /** The current record's tag. Only valid while {@link inGroup}. */
@@ -114,8 +109,7 @@ class GroupWalker {
     const generation = this.generation;
     return {
       [Symbol.iterator]: () => ({
-        next: (): IteratorResult<V, undefined> =>
-          generation === this.generation && this.inGroup() ? { done: false, value: this.take<V>() } : { done: true, value: undefined },
+        next: (): IteratorResult<V, undefined> => (generation === this.generation && this.inGroup() ? { done: false, value: this.take<V>() } : { done: true, value: undefined }),
       }),
     };
   }
@@ -148,7 +142,7 @@ function readSegment(seg: SpillSegment): Buffer {
 /** Frame start offsets of a segment held in memory (checked against its length). */
 function frameStarts(buf: Buffer, where: string): number[] {
   const starts: number[] = [];
-  for (let at = 0; at < buf.length; ) {
+  for (let at = 0; at < buf.length;) {
     if (buf.length - at < FRAME_HEADER_BYTES) throw new ZephyrError("IO", `spill run ${where} is corrupt (truncated frame)`);
     const end = at + 4 + buf.readUInt32LE(at);
     if (end > buf.length || at + FRAME_HEADER_BYTES + buf.readUInt32LE(at + 13) > end) throw new ZephyrError("IO", `spill run ${where} is corrupt (bad frame header)`);
@@ -188,7 +182,7 @@ function sortSegment(seg: SpillSegment, tmpDir: string): SpillSegment {
     throw new ZephyrError("IO", `creating sorted run ${target} failed`, { cause });
   }
   try {
-    for (let at = 0; at < pos; ) at += writeSync(fd, out, at, pos - at);
+    for (let at = 0; at < pos;) at += writeSync(fd, out, at, pos - at);
   } catch (cause) {
     rmSync(target, { force: true });
     throw new ZephyrError("IO", `writing sorted run ${target} failed`, { cause });

@@ -273,21 +273,22 @@ export class ShuffleWriter {
     let order = new Uint32Array(n);
     if (!this.sort) order = byPartition(partOf, n, this.numPartitions);
     else for (let i = 0; i < n; i++) order[i] = i;
-    if (this.sort) order.sort((a, b) => {
-      const dp = partOf[a] - partOf[b];
-      if (dp !== 0) return dp;
-      const ha = hashOf[a];
-      const hb = hashOf[b];
-      if (ha !== hb) return ha < hb ? -1 : 1;
-      const ca = chunks[chunkOf[a]];
-      const cb = chunks[chunkOf[b]];
-      const oa = offsetOf[a];
-      const ob = offsetOf[b];
-      const ka = oa + FRAME_HEADER_BYTES;
-      const kb = ob + FRAME_HEADER_BYTES;
-      const c = ca.compare(cb, kb, kb + keyLenOf[b], ka, ka + keyLenOf[a]);
-      return c !== 0 ? c : a - b;
-    });
+    if (this.sort)
+      order.sort((a, b) => {
+        const dp = partOf[a] - partOf[b];
+        if (dp !== 0) return dp;
+        const ha = hashOf[a];
+        const hb = hashOf[b];
+        if (ha !== hb) return ha < hb ? -1 : 1;
+        const ca = chunks[chunkOf[a]];
+        const cb = chunks[chunkOf[b]];
+        const oa = offsetOf[a];
+        const ob = offsetOf[b];
+        const ka = oa + FRAME_HEADER_BYTES;
+        const kb = ob + FRAME_HEADER_BYTES;
+        const c = ca.compare(cb, kb, kb + keyLenOf[b], ka, ka + keyLenOf[a]);
+        return c !== 0 ? c : a - b;
+      });
 
     const runPath = path.join(this.dir, `${this.name}-${this.instance}-run${String(this.runs.length).padStart(5, "0")}.spill`);
     const offsets = new Array<number>(this.numPartitions + 1).fill(0);

@@ -131,7 +131,12 @@ const loaded = new Map<string, BloomFilter>();
  * content hash names a file in `dir`; a process that finds the file reads it, otherwise it
  * builds the filter and writes the file (atomically, by rename). Cached per process.
  */
-export function sharedNgramFilter(texts: readonly string[], n: number, p: number, dir: string = path.join(os.tmpdir(), "zephyr-filters")): { filter: BloomFilter; file: string; built: boolean } {
+export function sharedNgramFilter(
+  texts: readonly string[],
+  n: number,
+  p: number,
+  dir: string = path.join(os.tmpdir(), "zephyr-filters"),
+): { filter: BloomFilter; file: string; built: boolean } {
   const h = createHash("sha256").update(`bloom/v1/${n}/${p}/${texts.length}\n`);
   for (const t of texts) h.update(`${Buffer.byteLength(t)}:`).update(t);
   const digest = h.digest("hex");

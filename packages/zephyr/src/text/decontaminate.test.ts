@@ -42,7 +42,15 @@ describe("decontaminate", () => {
     const bFile = path.join(dir, "b.jsonl");
     await writeFile(bFile, evalB.map((text) => JSON.stringify({ text })).join("\n") + "\n");
     const { records, stats } = await fromList(docs, { shards: 3 })
-      .decontaminate({ text: (d) => d.text, evalSets: [{ name: "a", texts: evalA }, { name: "b", path: bFile }], threshold: 0.1, filterDir: path.join(dir, "filters") })
+      .decontaminate({
+        text: (d) => d.text,
+        evalSets: [
+          { name: "a", texts: evalA },
+          { name: "b", path: bFile },
+        ],
+        threshold: 0.1,
+        filterDir: path.join(dir, "filters"),
+      })
       .collect({ backend: "inline", withStats: true });
     expect(records.map((d) => d.id).sort((x, y) => x - y)).toEqual(clean.map((_, i) => i));
     expect(stats.counters["decontaminate.a"]).toBe(15);

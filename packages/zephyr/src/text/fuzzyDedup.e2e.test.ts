@@ -35,7 +35,12 @@ describe("dedupFuzzy on iris", () => {
       [2, 1],
       [8, 9],
     ];
-    const cc = await componentsOf({ edges, shards: 2 }).collect({ backend: "iris", iris: { client: cluster.client, jobPrefix: "zcc" }, withStats: true, scratchDir: path.join(dir, "s2") });
+    const cc = await componentsOf({ edges, shards: 2 }).collect({
+      backend: "iris",
+      iris: { client: cluster.client, jobPrefix: "zcc" },
+      withStats: true,
+      scratchDir: path.join(dir, "s2"),
+    });
     expect(new Map(cc.records)).toEqual(
       new Map([
         [1, 1],

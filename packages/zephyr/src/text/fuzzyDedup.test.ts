@@ -99,10 +99,14 @@ describe("dedupFuzzy", () => {
       });
     };
     fc.assert(
-      fc.property(fc.array(fc.constantFrom("The", "quick", "BROWN", "fox", " ", "\t", "\n  ", "Été", "İ", "x\u00a0y"), { maxLength: 40 }), fc.integer({ min: 1, max: 6 }), (parts, n) => {
-        const text = parts.join(parts.length % 2 ? " " : "");
-        expect([...shingleHashes(text, n)]).toEqual(reference(text, n));
-      }),
+      fc.property(
+        fc.array(fc.constantFrom("The", "quick", "BROWN", "fox", " ", "\t", "\n  ", "Été", "İ", "x\u00a0y"), { maxLength: 40 }),
+        fc.integer({ min: 1, max: 6 }),
+        (parts, n) => {
+          const text = parts.join(parts.length % 2 ? " " : "");
+          expect([...shingleHashes(text, n)]).toEqual(reference(text, n));
+        },
+      ),
     );
   });
 
@@ -125,7 +129,12 @@ describe("connectedComponents", () => {
   const graphArb = fc
     .tuple(fc.integer({ min: 1, max: 40 }), fc.integer({ min: 0, max: 60 }), fc.integer({ min: 0, max: 25 }), fc.integer({ min: 1, max: 4 }))
     .chain(([n, m, chain, shards]) =>
-      fc.tuple(fc.array(fc.tuple(fc.integer({ min: 0, max: n - 1 }), fc.integer({ min: 0, max: n - 1 })), { minLength: m, maxLength: m }), fc.constant(chain), fc.constant(shards), fc.constant(n)),
+      fc.tuple(
+        fc.array(fc.tuple(fc.integer({ min: 0, max: n - 1 }), fc.integer({ min: 0, max: n - 1 })), { minLength: m, maxLength: m }),
+        fc.constant(chain),
+        fc.constant(shards),
+        fc.constant(n),
+      ),
     )
     .map(([edges, chain, shards, n]) => {
       // A chain n, n+1, …, n+chain, numbered backwards so the smallest label must travel its length.

@@ -32,13 +32,20 @@ describe("quality rules", () => {
 
   it("qualityFilter keeps good documents and reports each rule's drop count; rules are configurable", async () => {
     const docs = [good, "too short", `${good}\n${"• bullet of the to and with\n".repeat(40)}`, good.toUpperCase()];
-    const { records, stats } = await fromList(docs, { shards: 2 }).qualityFilter({ text: (t) => t }).collect({ backend: "inline", withStats: true });
+    const { records, stats } = await fromList(docs, { shards: 2 })
+      .qualityFilter({ text: (t) => t })
+      .collect({ backend: "inline", withStats: true });
     expect(records).toEqual([good, good.toUpperCase()]);
     expect(stats.counters["qualityFilter.wordCount"]).toBe(1);
     expect(stats.counters["qualityFilter.bulletLines"]).toBe(1);
     expect(stats.counters["qualityFilter.dropped"]).toBe(2);
     expect(stats.counters["qualityFilter.kept"]).toBe(2);
-    const loose = await fromList(docs).qualityFilter({ text: (t) => t, rules: { wordCount: { min: 1 }, stopWords: false, bulletLines: false, duplicateLines: false, duplicateLineChars: false, topNgramCharFraction: false } }).collect({ backend: "inline" });
+    const loose = await fromList(docs)
+      .qualityFilter({
+        text: (t) => t,
+        rules: { wordCount: { min: 1 }, stopWords: false, bulletLines: false, duplicateLines: false, duplicateLineChars: false, topNgramCharFraction: false },
+      })
+      .collect({ backend: "inline" });
     expect(loose).toHaveLength(4);
     expect(DEFAULT_QUALITY_RULES.wordCount).toEqual({ min: 50, max: 100_000 });
     expect(() => fromList(docs).qualityFilter({ text: (t) => t, rules: { wordCont: { min: 1 } } as never })).toThrow(ZephyrError);

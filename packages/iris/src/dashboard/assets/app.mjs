@@ -66,7 +66,15 @@ function App() {
       view = html`<${OverviewView} />`;
   }
   return html`
-    <a class="skip" href="#main" onClick=${(e) => { e.preventDefault(); document.getElementById("main")?.focus(); }}>Skip to content</a>
+    <a
+      class="skip"
+      href="#main"
+      onClick=${(e) => {
+        e.preventDefault();
+        document.getElementById("main")?.focus();
+      }}
+      >Skip to content</a
+    >
     <header class="top">
       <a class="brand" href="#/">iris</a>
       <nav aria-label="Views">

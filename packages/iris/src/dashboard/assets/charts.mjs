@@ -92,10 +92,14 @@ export function TrainingCharts({ taskId }) {
   const ckpt = lastOf(points, "checkpoint/step");
   return html`<div class="training" data-testid="training">
     <dl class="facts">
-      <dt>Step</dt><dd data-testid="current-step">${last.step}</dd>
-      <dt>ETA</dt><dd>${eta ?? "—"}</dd>
-      <dt>Last checkpoint</dt><dd>${ckpt !== undefined ? `step ${ckpt}` : "—"}</dd>
-      <dt>Status</dt><dd class="status">${statusText || "—"}</dd>
+      <dt>Step</dt>
+      <dd data-testid="current-step">${last.step}</dd>
+      <dt>ETA</dt>
+      <dd>${eta ?? "—"}</dd>
+      <dt>Last checkpoint</dt>
+      <dd>${ckpt !== undefined ? `step ${ckpt}` : "—"}</dd>
+      <dt>Status</dt>
+      <dd class="status">${statusText || "—"}</dd>
     </dl>
     <div class="charts">${CHARTS.map((c) => html`<${Chart} key=${c.title} ...${c} points=${points} />`)}</div>
   </div>`;

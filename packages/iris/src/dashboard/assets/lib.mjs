@@ -23,7 +23,9 @@ let sessionInfo;
  * @returns {Promise<{ user?: string, role?: string, csrf?: string, proxyOrigin?: string }>}
  */
 export function session() {
-  sessionInfo ??= fetch("/api/session", { credentials: "same-origin" }).then((r) => (r.ok ? r.json() : {})).catch(() => ({}));
+  sessionInfo ??= fetch("/api/session", { credentials: "same-origin" })
+    .then((r) => (r.ok ? r.json() : {}))
+    .catch(() => ({}));
   return sessionInfo;
 }
 
@@ -98,7 +100,13 @@ export function useOverview() {
   const [data, setData] = useState(overview.data);
   useEffect(() => {
     overview.listeners.add(setData);
-    if (!overview.close) overview.close = subscribe("/api/stream/overview", { overview: (d) => { overview.data = d; for (const l of overview.listeners) l(d); } });
+    if (!overview.close)
+      overview.close = subscribe("/api/stream/overview", {
+        overview: (d) => {
+          overview.data = d;
+          for (const l of overview.listeners) l(d);
+        },
+      });
     return () => overview.listeners.delete(setData);
   }, []);
   return data;

@@ -8,7 +8,13 @@ import { endpointUrl, html } from "./lib.mjs";
  * until `[DONE]`, the end, or `signal` aborts.
  */
 async function streamSse(url, body, signal, onChunk) {
-  const res = await fetch(url, { method: "POST", headers: { "content-type": "application/json", accept: "text/event-stream" }, body: JSON.stringify(body), signal, credentials: "omit" });
+  const res = await fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json", accept: "text/event-stream" },
+    body: JSON.stringify(body),
+    signal,
+    credentials: "omit",
+  });
   if (!res.ok || !res.body) {
     const text = await res.text().catch(() => "");
     let message = text;
@@ -95,19 +101,32 @@ export function PlaygroundView({ endpoint }) {
     <div role="tablist" class="tabs">
       ${["completion", "chat"].map((m) => html`<button role="tab" aria-selected=${mode === m} class=${mode === m ? "active" : ""} onClick=${() => setMode(m)}>${m === "completion" ? "Completion" : "Chat"}</button>`)}
     </div>
-    <form class="filters" onSubmit=${(e) => { e.preventDefault(); if (!running) void run(); }}>
+    <form
+      class="filters"
+      onSubmit=${(e) => {
+        e.preventDefault();
+        if (!running) void run();
+      }}
+    >
       <${Num} label="Temperature" value=${temperature} set=${setTemperature} min="0" max="2" step="0.1" />
       <${Num} label="Top-k" value=${topK} set=${setTopK} min="0" step="1" />
       <${Num} label="Top-p" value=${topP} set=${setTopP} min="0.01" max="1" step="0.05" />
       <${Num} label="Max tokens" value=${maxTokens} set=${setMaxTokens} min="1" step="1" />
     </form>
-    ${mode === "completion"
-      ? html`<label class="block">Prompt <textarea rows="4" value=${prompt} onInput=${(e) => setPrompt(e.target.value)}></textarea></label>
-          <div class="actions"><button onClick=${run} disabled=${running}>Generate</button><button onClick=${() => abort.current?.abort()} disabled=${!running}>Stop</button></div>
-          <pre class="completion" data-testid="completion" aria-live="polite"><strong>${prompt}</strong>${output}</pre>`
-      : html`<div class="chat" aria-live="polite">${messages.map((m) => html`<div class=${`msg ${m.role}`}><strong>${m.role}</strong> ${m.content}</div>`)}</div>
-          <label class="block">Message <textarea rows="2" value=${draft} onInput=${(e) => setDraft(e.target.value)}></textarea></label>
-          <div class="actions"><button onClick=${run} disabled=${running || !draft}>Send</button><button onClick=${() => abort.current?.abort()} disabled=${!running}>Stop</button><button onClick=${() => setMessages([])} disabled=${running}>Clear</button></div>`}
+    ${
+      mode === "completion"
+        ? html`<label class="block">Prompt <textarea rows="4" value=${prompt} onInput=${(e) => setPrompt(e.target.value)}></textarea></label>
+            <div class="actions">
+              <button onClick=${run} disabled=${running}>Generate</button><button onClick=${() => abort.current?.abort()} disabled=${!running}>Stop</button>
+            </div>
+            <pre class="completion" data-testid="completion" aria-live="polite"><strong>${prompt}</strong>${output}</pre>`
+        : html`<div class="chat" aria-live="polite">${messages.map((m) => html`<div class=${`msg ${m.role}`}><strong>${m.role}</strong> ${m.content}</div>`)}</div>
+            <label class="block">Message <textarea rows="2" value=${draft} onInput=${(e) => setDraft(e.target.value)}></textarea></label>
+            <div class="actions">
+              <button onClick=${run} disabled=${running || !draft}>Send</button><button onClick=${() => abort.current?.abort()} disabled=${!running}>Stop</button
+              ><button onClick=${() => setMessages([])} disabled=${running}>Clear</button>
+            </div>`
+    }
     ${error ? html`<p class="error" role="alert">${error}</p>` : null}
   </section>`;
 }

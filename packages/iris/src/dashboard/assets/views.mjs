@@ -28,16 +28,31 @@ function TaskCounts({ counts }) {
 
 function JobTable({ jobs, empty }) {
   if (!jobs.length) return html`<p class="muted">${empty}</p>`;
-  return html`<div class="scroll"><table>
-    <thead><tr><th>Job</th><th>State</th><th>Tasks</th><th>Submitted</th><th>Duration</th></tr></thead>
-    <tbody>${jobs.map((j) => html`<tr key=${j.instanceId}>
-      <td><a href=${href("job", j.name)}>${j.name}</a></td>
-      <td><${State} state=${j.state} /></td>
-      <td><${TaskCounts} counts=${j.taskCounts} /></td>
-      <td>${time(j.submittedAtMs)}</td>
-      <td>${jobDuration(j)}</td>
-    </tr>`)}</tbody>
-  </table></div>`;
+  return html`<div class="scroll">
+    <table>
+      <thead>
+        <tr>
+          <th>Job</th>
+          <th>State</th>
+          <th>Tasks</th>
+          <th>Submitted</th>
+          <th>Duration</th>
+        </tr>
+      </thead>
+      <tbody>
+        ${jobs.map(
+          (j) =>
+            html`<tr key=${j.instanceId}>
+              <td><a href=${href("job", j.name)}>${j.name}</a></td>
+              <td><${State} state=${j.state} /></td>
+              <td><${TaskCounts} counts=${j.taskCounts} /></td>
+              <td>${time(j.submittedAtMs)}</td>
+              <td>${jobDuration(j)}</td>
+            </tr>`,
+        )}
+      </tbody>
+    </table>
+  </div>`;
 }
 
 function Meter({ label, used, total, format }) {
@@ -61,15 +76,32 @@ export function OverviewView() {
   return html`<section aria-labelledby="h-overview">
     <h1 id="h-overview">Overview</h1>
     <div class="cards">
-      <div class="card"><div class="big">${alive.length}</div><div>workers alive</div>${o.workers.length > alive.length ? html`<div class="muted">${o.workers.length - alive.length} lost</div>` : null}</div>
-      <div class="card"><div class="big">${o.jobs.length}</div><div>jobs</div></div>
-      <div class="card"><div class="big">${o.endpoints.length}</div><div>endpoints</div></div>
+      <div class="card">
+        <div class="big">${alive.length}</div>
+        <div>workers alive</div>
+        ${o.workers.length > alive.length ? html`<div class="muted">${o.workers.length - alive.length} lost</div>` : null}
+      </div>
+      <div class="card">
+        <div class="big">${o.jobs.length}</div>
+        <div>jobs</div>
+      </div>
+      <div class="card">
+        <div class="big">${o.endpoints.length}</div>
+        <div>endpoints</div>
+      </div>
     </div>
     <h2>Capacity</h2>
     <${Meter} label="CPU (cores)" used=${sum(alive, (w) => w.used?.cpuMillis)} total=${sum(alive, (w) => w.capacity?.cpuMillis)} format=${cores} />
     <${Meter} label="Memory" used=${sum(alive, (w) => w.used?.memoryBytes)} total=${sum(alive, (w) => w.capacity?.memoryBytes)} format=${bytes} />
     <h2>Jobs by state</h2>
-    <ul class="states">${JOB_STATES.map((s) => html`<li><a href=${href("jobs", undefined, { state: s })}><${State} state=${s} /> <strong>${byState[s] ?? 0}</strong></a></li>`)}</ul>
+    <ul class="states">
+      ${JOB_STATES.map(
+        (s) =>
+          html`<li>
+            <a href=${href("jobs", undefined, { state: s })}><${State} state=${s} /> <strong>${byState[s] ?? 0}</strong></a>
+          </li>`,
+      )}
+    </ul>
     <h2>Latest jobs</h2>
     <${JobTable} jobs=${recent} empty="No jobs yet." />
   </section>`;
@@ -93,8 +125,20 @@ export function JobsView({ query }) {
   return html`<section aria-labelledby="h-jobs">
     <h1 id="h-jobs">Jobs</h1>
     <form class="filters" onSubmit=${(e) => e.preventDefault()}>
-      <label>State <select value=${state} onChange=${(e) => setState(e.target.value)}><option value="">any</option>${JOB_STATES.map((s) => html`<option value=${s}>${s}</option>`)}</select></label>
-      <label>User <select value=${user} onChange=${(e) => setUser(e.target.value)}><option value="">any</option>${users.map((u) => html`<option value=${u}>${u}</option>`)}</select></label>
+      <label
+        >State
+        <select value=${state} onChange=${(e) => setState(e.target.value)}>
+          <option value="">any</option>
+          ${JOB_STATES.map((s) => html`<option value=${s}>${s}</option>`)}
+        </select></label
+      >
+      <label
+        >User
+        <select value=${user} onChange=${(e) => setUser(e.target.value)}>
+          <option value="">any</option>
+          ${users.map((u) => html`<option value=${u}>${u}</option>`)}
+        </select></label
+      >
       <label>Name prefix <input value=${prefix} placeholder="/alice/train" onInput=${(e) => setPrefix(e.target.value)} /></label>
     </form>
     <p class="muted">${jobs.length} of ${o.jobs.length} jobs</p>
@@ -107,21 +151,36 @@ function ChildTree({ name, jobs }) {
   const below = jobs.filter((j) => j.name.startsWith(`${name}/`));
   if (!below.length) return html`<p class="muted">No child jobs.</p>`;
   const direct = (parent) => below.filter((j) => j.name.slice(0, j.name.lastIndexOf("/")) === parent);
-  const node = (j) => html`<li key=${j.name}><a href=${href("job", j.name)}>${j.name.slice(name.length + 1)}</a> <${State} state=${j.state} />
-    ${direct(j.name).length ? html`<ul>${direct(j.name).map(node)}</ul>` : null}</li>`;
+  const node = (j) =>
+    html`<li key=${j.name}>
+      <a href=${href("job", j.name)}>${j.name.slice(name.length + 1)}</a> <${State} state=${j.state} /> ${
+        direct(j.name).length
+          ? html`<ul>
+              ${direct(j.name).map(node)}
+            </ul>`
+          : null
+      }
+    </li>`;
   // Jobs whose parent is not listed (deeper names) hang from the root.
   const roots = below.filter((j) => !below.some((p) => j.name.startsWith(`${p.name}/`)));
-  return html`<ul class="tree">${roots.map(node)}</ul>`;
+  return html`<ul class="tree">
+    ${roots.map(node)}
+  </ul>`;
 }
 
 function Attempts({ task }) {
   if (!task.attempts?.length) return html`<span class="muted">none yet</span>`;
-  return html`<ol class="attempts">${task.attempts.map((a) => html`<li key=${a.attemptUid}>
-    <strong>#${a.attempt}</strong> <${State} state=${a.state} /> on ${a.workerId || "—"}
-    ${a.failureKind ? html` · <span class="failure" data-failure=${a.failureKind}>${a.failureKind}${a.exitCode !== undefined && a.exitCode !== null ? `(${a.exitCode})` : ""}</span>` : a.exitCode !== undefined && a.exitCode !== null ? html` · exit ${a.exitCode}` : null}
-    ${a.startedAtMs && Number(a.startedAtMs) ? html` · ${duration((Number(a.finishedAtMs) || Date.now()) - Number(a.startedAtMs))}` : null}
-    ${a.error ? html`<div class="errtext">${a.error}</div>` : null}
-  </li>`)}</ol>`;
+  return html`<ol class="attempts">
+    ${task.attempts.map(
+      (a) =>
+        html`<li key=${a.attemptUid}>
+          <strong>#${a.attempt}</strong> <${State} state=${a.state} /> on ${a.workerId || "—"}
+          ${a.failureKind ? html` · <span class="failure" data-failure=${a.failureKind}>${a.failureKind}${a.exitCode !== undefined && a.exitCode !== null ? `(${a.exitCode})` : ""}</span>` : a.exitCode !== undefined && a.exitCode !== null ? html` · exit ${a.exitCode}` : null}
+          ${a.startedAtMs && Number(a.startedAtMs) ? html` · ${duration((Number(a.finishedAtMs) || Date.now()) - Number(a.startedAtMs))}` : null}
+          ${a.error ? html`<div class="errtext">${a.error}</div>` : null}
+        </li>`,
+    )}
+  </ol>`;
 }
 
 function resourcesText(spec) {
@@ -141,7 +200,11 @@ export function JobView({ name, query }) {
   const [metricsTask, setMetricsTask] = useState(Number(query.task ?? 0) || 0);
   const [busy, setBusy] = useState("");
   useTick(2000);
-  if (failure) return html`<section><h1>${name}</h1><${Failure} failure=${failure} /></section>`;
+  if (failure)
+    return html`<section>
+      <h1>${name}</h1>
+      <${Failure} failure=${failure} />
+    </section>`;
   if (!job) return html`<${Loading} what=${name} />`;
   const tasks = job.tasks ?? [];
   const pending = tasks.filter((t) => t.state === "PENDING" && t.pendingReason);
@@ -161,36 +224,104 @@ export function JobView({ name, query }) {
     <h1 id="h-job" class="wrap">${job.name} <${State} state=${job.state} /></h1>
     <div class="actions">
       <a class="button" href=${href("logs", job.name)}>Logs</a>
-      ${TERMINAL.has(job.state) ? null : html`<button onClick=${terminate}>Terminate</button>`}
-      ${busy ? html`<span class="muted">${busy}</span>` : null}
+      ${TERMINAL.has(job.state) ? null : html`<button onClick=${terminate}>Terminate</button>`} ${busy ? html`<span class="muted">${busy}</span>` : null}
     </div>
     ${job.error ? html`<p class="error" data-testid="job-error">${job.error}</p>` : null}
     <dl class="facts">
-      <dt>Submitted</dt><dd>${time(job.submittedAtMs)}</dd>
-      <dt>Duration</dt><dd>${jobDuration(job)}</dd>
-      <dt>Tasks</dt><dd>${job.numTasks} <${TaskCounts} counts=${job.taskCounts} /></dd>
-      <dt>Resources per task</dt><dd>${resourcesText(job.spec)}</dd>
-      <dt>Instance</dt><dd class="mono">${job.instanceId}</dd>
-      ${job.spec?.gang ? html`<dt>Gang</dt><dd>yes</dd>` : null}
+      <dt>Submitted</dt>
+      <dd>${time(job.submittedAtMs)}</dd>
+      <dt>Duration</dt>
+      <dd>${jobDuration(job)}</dd>
+      <dt>Tasks</dt>
+      <dd>${job.numTasks} <${TaskCounts} counts=${job.taskCounts} /></dd>
+      <dt>Resources per task</dt>
+      <dd>${resourcesText(job.spec)}</dd>
+      <dt>Instance</dt>
+      <dd class="mono">${job.instanceId}</dd>
+      ${
+        job.spec?.gang
+          ? html`<dt>Gang</dt>
+              <dd>yes</dd>`
+          : null
+      }
     </dl>
-    ${pending.length ? html`<h2>Why tasks wait</h2><ul class="pending">${pending.slice(0, 20).map((t) => html`<li><strong>task ${t.index}</strong>: ${t.pendingReason}</li>`)}</ul>` : null}
+    ${
+      pending.length
+        ? html`<h2>Why tasks wait</h2>
+            <ul class="pending">
+              ${pending.slice(0, 20).map((t) => html`<li><strong>task ${t.index}</strong>: ${t.pendingReason}</li>`)}
+            </ul>`
+        : null
+    }
     <h2>Tasks</h2>
-    <div class="scroll"><table>
-      <thead><tr><th>#</th><th>State</th><th>Worker</th><th>Status</th><th>Attempts</th><th></th></tr></thead>
-      <tbody>${tasks.map((t) => html`<tr key=${t.taskId}>
-        <td>${t.index}</td>
-        <td><${State} state=${t.state} />${t.failureKind ? html` <span class="failure" data-failure=${t.failureKind}>${t.failureKind}${t.exitCode !== undefined && t.exitCode !== null ? `(${t.exitCode})` : ""}</span>` : null}</td>
-        <td>${t.workerId || "—"}</td>
-        <td class="status">${t.statusText || t.pendingReason || t.error || ""}</td>
-        <td><${Attempts} task=${t} /></td>
-        <td><a href=${href("logs", job.name, { task: String(t.index) })}>logs</a></td>
-      </tr>`)}</tbody>
-    </table></div>
-    ${results.length ? html`<h2>Results</h2><div class="scroll"><table><thead><tr><th>Task</th><th>Result (JSON)</th></tr></thead><tbody>${results.map((t) => html`<tr><td>${t.index}</td><td><pre class="result">${t.resultJson}</pre></td></tr>`)}</tbody></table></div>` : null}
+    <div class="scroll">
+      <table>
+        <thead>
+          <tr>
+            <th>#</th>
+            <th>State</th>
+            <th>Worker</th>
+            <th>Status</th>
+            <th>Attempts</th>
+            <th></th>
+          </tr>
+        </thead>
+        <tbody>
+          ${tasks.map(
+            (t) =>
+              html`<tr key=${t.taskId}>
+                <td>${t.index}</td>
+                <td>
+                  <${State}
+                    state=${t.state}
+                  />${t.failureKind ? html` <span class="failure" data-failure=${t.failureKind}>${t.failureKind}${t.exitCode !== undefined && t.exitCode !== null ? `(${t.exitCode})` : ""}</span>` : null}
+                </td>
+                <td>${t.workerId || "—"}</td>
+                <td class="status">${t.statusText || t.pendingReason || t.error || ""}</td>
+                <td><${Attempts} task=${t} /></td>
+                <td><a href=${href("logs", job.name, { task: String(t.index) })}>logs</a></td>
+              </tr>`,
+          )}
+        </tbody>
+      </table>
+    </div>
+    ${
+      results.length
+        ? html`<h2>Results</h2>
+            <div class="scroll">
+              <table>
+                <thead>
+                  <tr>
+                    <th>Task</th>
+                    <th>Result (JSON)</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  ${results.map(
+                    (t) =>
+                      html`<tr>
+                        <td>${t.index}</td>
+                        <td><pre class="result">${t.resultJson}</pre></td>
+                      </tr>`,
+                  )}
+                </tbody>
+              </table>
+            </div>`
+        : null
+    }
     <h2>Child jobs</h2>
     ${o ? html`<${ChildTree} name=${job.name} jobs=${o.jobs} />` : html`<${Loading} what="child jobs" />`}
     <h2>Training</h2>
-    ${tasks.length > 1 ? html`<label>Task <select value=${String(metricsTask)} onChange=${(e) => setMetricsTask(Number(e.target.value))}>${tasks.map((t) => html`<option value=${String(t.index)}>${t.index}</option>`)}</select></label>` : null}
+    ${
+      tasks.length > 1
+        ? html`<label
+            >Task
+            <select value=${String(metricsTask)} onChange=${(e) => setMetricsTask(Number(e.target.value))}>
+              ${tasks.map((t) => html`<option value=${String(t.index)}>${t.index}</option>`)}
+            </select></label
+          >`
+        : null
+    }
     ${selected ? html`<${TrainingCharts} key=${selected.taskId} taskId=${selected.taskId} />` : html`<p class="muted">No tasks.</p>`}
   </section>`;
 }
@@ -250,18 +381,37 @@ export function LogsView({ name, query }) {
   return html`<section aria-labelledby="h-logs">
     <h1 id="h-logs" class="wrap">Logs: <a href=${href("job", name)}>${name}</a></h1>
     <form class="filters" onSubmit=${(e) => e.preventDefault()}>
-      <label>Task <select value=${task} onChange=${(e) => setTask(e.target.value)}><option value="">all</option>${[...new Set([...tasks, task].filter(Boolean))].map((t) => html`<option value=${t}>${t}</option>`)}</select></label>
-      <label>Attempt <select value=${attempt} onChange=${(e) => setAttempt(e.target.value)}><option value="">all</option>${attempts.map((a) => html`<option value=${a}>${a}</option>`)}</select></label>
+      <label
+        >Task
+        <select value=${task} onChange=${(e) => setTask(e.target.value)}>
+          <option value="">all</option>
+          ${[...new Set([...tasks, task].filter(Boolean))].map((t) => html`<option value=${t}>${t}</option>`)}
+        </select></label
+      >
+      <label
+        >Attempt
+        <select value=${attempt} onChange=${(e) => setAttempt(e.target.value)}>
+          <option value="">all</option>
+          ${attempts.map((a) => html`<option value=${a}>${a}</option>`)}
+        </select></label
+      >
       <label>Search <input type="search" value=${search} onInput=${(e) => setSearch(e.target.value)} placeholder="text in the line" /></label>
       <label class="check"><input type="checkbox" checked=${follow} onChange=${(e) => setFollow(e.target.checked)} /> Follow</label>
       <button type="button" onClick=${toEnd}>Jump to end</button>
     </form>
     <${Failure} failure=${failure} />
     <p class="muted" role="status">${shown.length} of ${lines.length} lines${ended ? " · the job ended" : " · live"}</p>
-    <pre class="log" ref=${box} tabindex="0" aria-label="log lines" onScroll=${(e) => {
-      const el = e.currentTarget;
-      if (el.scrollHeight - el.scrollTop - el.clientHeight > 40 && follow) setFollow(false);
-    }}>${shown.map((e) => html`<div class=${e.stream === "stderr" ? "stderr" : ""} key=${e.seq}><span class="ln">${e.taskIndex}:${e.attempt}</span>${e.line}</div>`)}</pre>
+    <pre
+      class="log"
+      ref=${box}
+      tabindex="0"
+      aria-label="log lines"
+      onScroll=${(e) => {
+        const el = e.currentTarget;
+        if (el.scrollHeight - el.scrollTop - el.clientHeight > 40 && follow) setFollow(false);
+      }}
+    >
+${shown.map((e) => html`<div class=${e.stream === "stderr" ? "stderr" : ""} key=${e.seq}><span class="ln">${e.taskIndex}:${e.attempt}</span>${e.line}</div>`)}</pre>
   </section>`;
 }
 
@@ -271,14 +421,20 @@ export function WorkersView() {
   const [running, setRunning] = useState({});
   useTick(2000);
   // What runs where: the tasks of running jobs, by worker (refreshed as the overview changes).
-  const runningJobs = o ? o.jobs.filter((j) => j.state === "RUNNING" || j.state === "PENDING").map((j) => j.name).slice(0, 100) : [];
+  const runningJobs = o
+    ? o.jobs
+        .filter((j) => j.state === "RUNNING" || j.state === "PENDING")
+        .map((j) => j.name)
+        .slice(0, 100)
+    : [];
   const key = runningJobs.join("\n") + (o?.timeMs ?? "");
   useEffect(() => {
     let stop = false;
     Promise.all(runningJobs.map((n) => api("GetJob", { name: n }).catch(() => undefined))).then((jobs) => {
       if (stop) return;
       const by = {};
-      for (const j of jobs) for (const t of j?.tasks ?? []) if (t.workerId && !TERMINAL.has(t.state) && t.state !== "PENDING") (by[t.workerId] ??= []).push(`${t.taskId}:${t.attempt}`);
+      for (const j of jobs)
+        for (const t of j?.tasks ?? []) if (t.workerId && !TERMINAL.has(t.state) && t.state !== "PENDING") (by[t.workerId] ??= []).push(`${t.taskId}:${t.attempt}`);
       setRunning(by);
     });
     return () => (stop = true);
@@ -287,18 +443,46 @@ export function WorkersView() {
   return html`<section aria-labelledby="h-workers">
     <h1 id="h-workers">Workers</h1>
     ${o.workers.length ? null : html`<p class="muted">No worker registered.</p>`}
-    <div class="scroll"><table>
-      <thead><tr><th>Worker</th><th>State</th><th>CPU used / total</th><th>Memory used / total</th><th>Running</th><th>Last heartbeat</th><th>Attributes</th></tr></thead>
-      <tbody>${o.workers.map((w) => html`<tr key=${w.workerId}>
-        <td><div class="mono">${w.workerId}</div><div class="muted">${w.host}</div></td>
-        <td><${State} state=${w.state} /></td>
-        <td>${cores(w.used?.cpuMillis)} / ${cores(w.capacity?.cpuMillis)}</td>
-        <td>${bytes(w.used?.memoryBytes)} / ${bytes(w.capacity?.memoryBytes)}</td>
-        <td>${w.runningAttempts}${(running[w.workerId] ?? []).length ? html`<ul class="plain">${running[w.workerId].map((a) => html`<li><a href=${href("job", a.slice(0, a.lastIndexOf("/")))}>${a}</a></li>`)}</ul>` : null}</td>
-        <td>${ago(w.lastSeenMs)}</td>
-        <td>${Object.entries(w.attributes ?? {}).map(([k, v]) => html`<span class="chip">${k}=${v}</span>`)}</td>
-      </tr>`)}</tbody>
-    </table></div>
+    <div class="scroll">
+      <table>
+        <thead>
+          <tr>
+            <th>Worker</th>
+            <th>State</th>
+            <th>CPU used / total</th>
+            <th>Memory used / total</th>
+            <th>Running</th>
+            <th>Last heartbeat</th>
+            <th>Attributes</th>
+          </tr>
+        </thead>
+        <tbody>
+          ${o.workers.map(
+            (w) =>
+              html`<tr key=${w.workerId}>
+                <td>
+                  <div class="mono">${w.workerId}</div>
+                  <div class="muted">${w.host}</div>
+                </td>
+                <td><${State} state=${w.state} /></td>
+                <td>${cores(w.used?.cpuMillis)} / ${cores(w.capacity?.cpuMillis)}</td>
+                <td>${bytes(w.used?.memoryBytes)} / ${bytes(w.capacity?.memoryBytes)}</td>
+                <td>
+                  ${w.runningAttempts}${
+                    (running[w.workerId] ?? []).length
+                      ? html`<ul class="plain">
+                          ${running[w.workerId].map((a) => html`<li><a href=${href("job", a.slice(0, a.lastIndexOf("/")))}>${a}</a></li>`)}
+                        </ul>`
+                      : null
+                  }
+                </td>
+                <td>${ago(w.lastSeenMs)}</td>
+                <td>${Object.entries(w.attributes ?? {}).map(([k, v]) => html`<span class="chip">${k}=${v}</span>`)}</td>
+              </tr>`,
+          )}
+        </tbody>
+      </table>
+    </div>
   </section>`;
 }
 
@@ -328,14 +512,31 @@ export function EndpointsView() {
   return html`<section aria-labelledby="h-endpoints">
     <h1 id="h-endpoints">Endpoints</h1>
     ${o.endpoints.length ? null : html`<p class="muted">No endpoint registered.</p>`}
-    <div class="scroll"><table>
-      <thead><tr><th>Name</th><th>Address</th><th>Registered by</th><th>Open</th></tr></thead>
-      <tbody>${o.endpoints.map((e) => html`<tr key=${e.endpointId}>
-        <td class="mono">${e.name}</td>
-        <td class="mono">${e.address}</td>
-        <td>${e.attemptId ? html`<a href=${href("job", e.attemptId.replace(/\/\d+:\d+$/, ""))}>${e.attemptId}</a>` : "—"}</td>
-        <td><a href="#" data-endpoint=${e.name} onClick=${(ev) => openEndpoint(ev, e.name)}>via proxy</a>${/(^|\/)serve\//.test(e.name) ? html` · <a href=${href("playground", e.name)}>playground</a>` : null}</td>
-      </tr>`)}</tbody>
-    </table></div>
+    <div class="scroll">
+      <table>
+        <thead>
+          <tr>
+            <th>Name</th>
+            <th>Address</th>
+            <th>Registered by</th>
+            <th>Open</th>
+          </tr>
+        </thead>
+        <tbody>
+          ${o.endpoints.map(
+            (e) =>
+              html`<tr key=${e.endpointId}>
+                <td class="mono">${e.name}</td>
+                <td class="mono">${e.address}</td>
+                <td>${e.attemptId ? html`<a href=${href("job", e.attemptId.replace(/\/\d+:\d+$/, ""))}>${e.attemptId}</a>` : "—"}</td>
+                <td>
+                  <a href="#" data-endpoint=${e.name} onClick=${(ev) => openEndpoint(ev, e.name)}>via proxy</a
+                  >${/(^|\/)serve\//.test(e.name) ? html` · <a href=${href("playground", e.name)}>playground</a>` : null}
+                </td>
+              </tr>`,
+          )}
+        </tbody>
+      </table>
+    </div>
   </section>`;
 }

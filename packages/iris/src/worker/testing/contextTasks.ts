@@ -32,7 +32,12 @@ export async function rendezvous(args: { endpoint: string }): Promise<void> {
     socket.on("error", reject);
   });
   console.log(`reply: ${reply} (rank ${ep.metadata.rank})`);
-  const child = await ctx.submitChild({ name: "kid", entrypoint: { command: ["sh", "-c", "echo child $IRIS_JOB_ID $TEAM $ROLE"] }, env: { ROLE: "kid" }, resources: { cpuMillis: 100 } });
+  const child = await ctx.submitChild({
+    name: "kid",
+    entrypoint: { command: ["sh", "-c", "echo child $IRIS_JOB_ID $TEAM $ROLE"] },
+    env: { ROLE: "kid" },
+    resources: { cpuMillis: 100 },
+  });
   const status = await child.wait({ timeoutMs: 60_000 });
   console.log(`child ${child.name} ${status.state}`);
 }

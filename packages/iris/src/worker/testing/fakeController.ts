@@ -37,9 +37,7 @@ export class FakeController {
     this.address = address;
   }
 
-  static async start(
-    opts: { port?: number; token?: string; reconcileIntervalMs?: number; workerTimeoutMs?: number } = {},
-  ): Promise<FakeController> {
+  static async start(opts: { port?: number; token?: string; reconcileIntervalMs?: number; workerTimeoutMs?: number } = {}): Promise<FakeController> {
     const server = new grpc.Server();
     const ref: { self?: FakeController } = {};
     const authorized = (call: { metadata: grpc.Metadata }): boolean => isAuthorized(call.metadata, opts.token);
@@ -91,9 +89,7 @@ export class FakeController {
     };
     server.addService(loadIrisProto().WorkerControlService.service, handlers);
     const port = await new Promise<number>((resolve, reject) =>
-      server.bindAsync(`127.0.0.1:${opts.port ?? 0}`, grpc.ServerCredentials.createInsecure(), (err, p) =>
-        err ? reject(err) : resolve(p),
-      ),
+      server.bindAsync(`127.0.0.1:${opts.port ?? 0}`, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
     );
     ref.self = new FakeController(server, `127.0.0.1:${port}`);
     return ref.self;

@@ -31,8 +31,25 @@ export function nativeAdamW(addon: NativeAddon): tf.KernelFunc {
     const outs = [be.makeOutput(p!.shape, "float32"), be.makeOutput(p!.shape, "float32"), be.makeOutput(p!.shape, "float32")];
     const heap = wasmMemory(be)!.buffer;
     const adamw = addon.adamw as (...args: unknown[]) => void;
-    adamw(heap, offsetOf(be, p!), offsetOf(be, g!), offsetOf(be, m!), offsetOf(be, v!), ...outs.map((o) => offsetOf(be, o)), n,
-      a.clip, a.beta1, 1 - a.beta1, a.beta2, 1 - a.beta2, a.bc1, a.bc2, a.epsilon, a.weightDecay, a.lr);
+    adamw(
+      heap,
+      offsetOf(be, p!),
+      offsetOf(be, g!),
+      offsetOf(be, m!),
+      offsetOf(be, v!),
+      ...outs.map((o) => offsetOf(be, o)),
+      n,
+      a.clip,
+      a.beta1,
+      1 - a.beta1,
+      a.beta2,
+      1 - a.beta2,
+      a.bc1,
+      a.bc2,
+      a.epsilon,
+      a.weightDecay,
+      a.lr,
+    );
     return outs;
   };
 }

@@ -32,9 +32,23 @@ export interface NativeAddon {
   setGemm(engine: "openblas" | "vendored"): boolean;
   setIsa(isa: "auto" | "scalar" | "avx2" | "avx512"): boolean;
   matmul(
-    heap: ArrayBufferLike, a: number, b: number, c: number, batches: number, m: number, n: number, k: number,
-    transA: boolean, transB: boolean, strideA: number, strideB: number,
-    bias: number, biasMode: number, biasStride: number, act: number, alpha: number,
+    heap: ArrayBufferLike,
+    a: number,
+    b: number,
+    c: number,
+    batches: number,
+    m: number,
+    n: number,
+    k: number,
+    transA: boolean,
+    transB: boolean,
+    strideA: number,
+    strideB: number,
+    bias: number,
+    biasMode: number,
+    biasStride: number,
+    act: number,
+    alpha: number,
   ): void;
   [op: string]: unknown;
 }
@@ -75,7 +89,11 @@ function calibrate(addon: NativeAddon): GemmCalibration {
     return calibration;
   }
   const t = fn();
-  calibration = { vendored: t.vendored, ...(t.openblas !== undefined ? { openblas: t.openblas } : {}), pick: t.openblas !== undefined && t.openblas < t.vendored ? "openblas" : "vendored" };
+  calibration = {
+    vendored: t.vendored,
+    ...(t.openblas !== undefined ? { openblas: t.openblas } : {}),
+    pick: t.openblas !== undefined && t.openblas < t.vendored ? "openblas" : "vendored",
+  };
   return calibration;
 }
 

@@ -22,12 +22,21 @@ const SHAPES: [number, number, number, number][] = [
 
 // The transformer's own op-by-op attention (models/transformer.ts), on qkv [B·T, 3·H·dh].
 function reference(qkv: tf.Tensor2D, b: number, t: number, nh: number, dh: number): tf.Tensor2D {
-  const mask = tf.linalg.bandPart(tf.ones([t, t]), -1, 0).sub(1).mul(1e9);
+  const mask = tf.linalg
+    .bandPart(tf.ones([t, t]), -1, 0)
+    .sub(1)
+    .mul(1e9);
   const heads = qkv.reshape([b, t, 3 * nh, dh]).transpose([0, 2, 1, 3]);
   const [q, k, v] = tf.split(heads, 3, 1).map((x) => x.reshape([b * nh, t, dh]) as tf.Tensor3D) as [tf.Tensor3D, tf.Tensor3D, tf.Tensor3D];
-  const scores = tf.matMul(q, k.transpose([0, 2, 1])).mul(1 / Math.sqrt(dh)).add(mask);
+  const scores = tf
+    .matMul(q, k.transpose([0, 2, 1]))
+    .mul(1 / Math.sqrt(dh))
+    .add(mask);
   const att = tf.matMul(tf.softmax(scores, -1), v);
-  return att.reshape([b, nh, t, dh]).transpose([0, 2, 1, 3]).reshape([b * t, nh * dh]) as tf.Tensor2D;
+  return att
+    .reshape([b, nh, t, dh])
+    .transpose([0, 2, 1, 3])
+    .reshape([b * t, nh * dh]) as tf.Tensor2D;
 }
 
 function run(native: boolean, [b, t, h, dh]: [number, number, number, number]): Float32Array[] {
@@ -95,7 +104,10 @@ function ropeTables(t: number, dh: number, theta = 10000): [tf.Tensor2D, tf.Tens
 
 // The transformer's op-by-op grouped-query attention with rotary positions (models/transformer.ts).
 function gqaReference(qkv: tf.Tensor2D, b: number, t: number, nh: number, nkv: number, dh: number, rope: boolean): tf.Tensor2D {
-  const mask = tf.linalg.bandPart(tf.ones([t, t]), -1, 0).sub(1).mul(1e9);
+  const mask = tf.linalg
+    .bandPart(tf.ones([t, t]), -1, 0)
+    .sub(1)
+    .mul(1e9);
   const heads = qkv.reshape([b, t, nh + 2 * nkv, dh]).transpose([0, 2, 1, 3]);
   const [q4, k4, v4] = tf.split(heads, [nh, nkv, nkv], 1);
   let q = q4!.reshape([b * nh, t, dh]) as tf.Tensor3D;
@@ -112,10 +124,20 @@ function gqaReference(qkv: tf.Tensor2D, b: number, t: number, nh: number, nkv: n
     k = rot(k);
   }
   const g = nh / nkv;
-  const rep = (x: tf.Tensor3D) => x.reshape([b * nkv, 1, t * dh]).tile([1, g, 1]).reshape([b * nh, t, dh]) as tf.Tensor3D;
-  const scores = tf.matMul(q, rep(k).transpose([0, 2, 1])).mul(1 / Math.sqrt(dh)).add(mask);
+  const rep = (x: tf.Tensor3D) =>
+    x
+      .reshape([b * nkv, 1, t * dh])
+      .tile([1, g, 1])
+      .reshape([b * nh, t, dh]) as tf.Tensor3D;
+  const scores = tf
+    .matMul(q, rep(k).transpose([0, 2, 1]))
+    .mul(1 / Math.sqrt(dh))
+    .add(mask);
   const att = tf.matMul(tf.softmax(scores, -1), rep(v4!.reshape([b * nkv, t, dh]) as tf.Tensor3D));
-  return att.reshape([b, nh, t, dh]).transpose([0, 2, 1, 3]).reshape([b * t, nh * dh]) as tf.Tensor2D;
+  return att
+    .reshape([b, nh, t, dh])
+    .transpose([0, 2, 1, 3])
+    .reshape([b * t, nh * dh]) as tf.Tensor2D;
 }
 
 function runGqa(native: boolean, [b, t, h, hkv, dh]: [number, number, number, number, number], rope: boolean): Float32Array[] {
@@ -168,7 +190,10 @@ describe.skipIf(!load.ok)("native fused attention: grouped-query heads and rotar
           const x2 = x3.slice([0, 0, 0, dh / 2], [b, h + hkv, t, dh / 2]);
           const r = x3.mul(cos).add(tf.concat([x2.neg(), x1], -1).mul(sin));
           expect(n).toBe(b * (h + hkv));
-          return tf.concat([r, v!], 1).transpose([0, 2, 1, 3]).reshape([b * t, (h + 2 * hkv) * dh]);
+          return tf
+            .concat([r, v!], 1)
+            .transpose([0, 2, 1, 3])
+            .reshape([b * t, (h + 2 * hkv) * dh]);
         };
         const [g] = tf.grads((a: tf.Tensor) => f(a).mul(w).sum())([x]);
         return [f(x), g!].map((y) => y.dataSync() as Float32Array);

@@ -58,7 +58,19 @@ export function nativeAttentionGradKernel(addon: NativeAddon): tf.KernelFunc {
     const be = backend as unknown as WasmBackendInternals;
     const dqkv = be.makeOutput(qkv!.shape, "float32");
     if (b * t > 0) {
-      (addon.causalAttentionGrad as (...x: unknown[]) => void)(wasmMemory(be)!.buffer, offsetOf(be, qkv!), offsetOf(be, probs!), offsetOf(be, dy!), offsetOf(be, dqkv), b, t, h, dh, a.scale, hkv);
+      (addon.causalAttentionGrad as (...x: unknown[]) => void)(
+        wasmMemory(be)!.buffer,
+        offsetOf(be, qkv!),
+        offsetOf(be, probs!),
+        offsetOf(be, dy!),
+        offsetOf(be, dqkv),
+        b,
+        t,
+        h,
+        dh,
+        a.scale,
+        hkv,
+      );
     }
     return dqkv;
   };
@@ -84,7 +96,20 @@ export function nativeRotaryKernel(addon: NativeAddon): tf.KernelFunc {
     const be = backend as unknown as WasmBackendInternals;
     const y = be.makeOutput(x!.shape, "float32");
     if (b * t > 0) {
-      (addon.rotary as (...x: unknown[]) => void)(wasmMemory(be)!.buffer, offsetOf(be, x!), offsetOf(be, y), offsetOf(be, cos!), offsetOf(be, sin!), b, t, h, hkv, dh, tableRows, a.inverse);
+      (addon.rotary as (...x: unknown[]) => void)(
+        wasmMemory(be)!.buffer,
+        offsetOf(be, x!),
+        offsetOf(be, y),
+        offsetOf(be, cos!),
+        offsetOf(be, sin!),
+        b,
+        t,
+        h,
+        hkv,
+        dh,
+        tableRows,
+        a.inverse,
+      );
     }
     return y;
   };

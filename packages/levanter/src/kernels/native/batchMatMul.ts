@@ -17,8 +17,25 @@ export function nativeBatchMatMul(addon: NativeAddon, fallback: tf.KernelFunc): 
     if (!g || !memory) return fallback(args);
     const out = be.makeOutput([...g.outBatch, g.m, g.n], "float32");
     if (g.batches * g.m * g.n === 0) return out;
-    addon.matmul(memory.buffer, offsetOf(be, a), offsetOf(be, b), offsetOf(be, out), g.batches, g.m, g.n, g.k,
-      transposeA, transposeB, g.strideA, g.strideB, -1, 0, 0, NATIVE_ACT.linear, 0);
+    addon.matmul(
+      memory.buffer,
+      offsetOf(be, a),
+      offsetOf(be, b),
+      offsetOf(be, out),
+      g.batches,
+      g.m,
+      g.n,
+      g.k,
+      transposeA,
+      transposeB,
+      g.strideA,
+      g.strideB,
+      -1,
+      0,
+      0,
+      NATIVE_ACT.linear,
+      0,
+    );
     return out;
   };
 }

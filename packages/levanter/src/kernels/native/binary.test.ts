@@ -11,18 +11,33 @@ import { broadcastPlan } from "./binary.ts";
 const load = loadNativeAddon();
 
 const PAIRS: [number[], number[]][] = [
-  [[5, 7], [5, 7]],
+  [
+    [5, 7],
+    [5, 7],
+  ],
   [[5, 7], [7]],
   [[7], [5, 7]],
-  [[5, 1], [1, 7]],
-  [[3, 1, 4], [2, 1]],
+  [
+    [5, 1],
+    [1, 7],
+  ],
+  [
+    [3, 1, 4],
+    [2, 1],
+  ],
   [[], [3, 4]],
   [[3, 4], [1]],
   [[2, 3, 4, 5, 6], [6]],
-  [[2, 1, 3, 1, 4, 1], [1, 5, 1, 2, 1, 3]], // 6 dimensions after collapsing: the wasm kernel
+  [
+    [2, 1, 3, 1, 4, 1],
+    [1, 5, 1, 2, 1, 3],
+  ], // 6 dimensions after collapsing: the wasm kernel
   [[0, 3], [3]],
   [[130, 257], [257]],
-  [[16, 1, 128], [16, 64, 1]],
+  [
+    [16, 1, 128],
+    [16, 64, 1],
+  ],
 ];
 
 const seeded = (shape: number[], seed: number) => tf.randomNormal(shape, 0, 1, "float32", seed);
@@ -31,7 +46,9 @@ function run(): Float32Array[] {
   return PAIRS.flatMap(([sa, sb], i) =>
     tf.tidy(() => {
       const a = seeded(sa, 100 + i);
-      const b = seeded(sb, 200 + i).abs().add(0.5);
+      const b = seeded(sb, 200 + i)
+        .abs()
+        .add(0.5);
       const f = (x: tf.Tensor, y: tf.Tensor) => x.mul(y).add(x.div(y)).sub(y).add(x);
       const g = tf.grads((x: tf.Tensor, y: tf.Tensor) => f(x, y).square().sum())([a, b]);
       return [f(a, b), ...g].map((t) => t.dataSync() as Float32Array);
@@ -42,7 +59,10 @@ function run(): Float32Array[] {
 function segments(): Float32Array[] {
   return tf.tidy(() => {
     const table = seeded([37, 20], 300);
-    const ids = tf.tensor1d(Int32Array.from({ length: 1500 }, (_, i) => (i * 7) % 37), "int32");
+    const ids = tf.tensor1d(
+      Int32Array.from({ length: 1500 }, (_, i) => (i * 7) % 37),
+      "int32",
+    );
     const w = seeded([1500, 20], 301);
     const [g] = tf.grads((t: tf.Tensor) => tf.gather(t, ids).mul(w).sum())([table]);
     const x = seeded([6, 70], 302);
@@ -65,7 +85,14 @@ const SUMS: [number[], number | number[], boolean][] = [
 ];
 
 function sums(): Float32Array[] {
-  return SUMS.map(([shape, axis, keep], i) => tf.tidy(() => seeded(shape, 400 + i).sum(axis, keep).dataSync() as Float32Array));
+  return SUMS.map(([shape, axis, keep], i) =>
+    tf.tidy(
+      () =>
+        seeded(shape, 400 + i)
+          .sum(axis, keep)
+          .dataSync() as Float32Array,
+    ),
+  );
 }
 
 describe("broadcastPlan", () => {

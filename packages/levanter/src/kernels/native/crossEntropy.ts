@@ -30,7 +30,15 @@ export function nativeCrossEntropyGrad(addon: NativeAddon): tf.KernelFunc {
     const [rows, cols] = logits!.shape as [number, number];
     const out = be.makeOutput([rows, cols], "float32");
     if (rows * cols > 0) {
-      (addon.crossEntropyGrad as (...a: unknown[]) => void)(wasmMemory(be)!.buffer, offsetOf(be, logits!), offsetOf(be, targets!), offsetOf(be, dy!), offsetOf(be, out), rows, cols);
+      (addon.crossEntropyGrad as (...a: unknown[]) => void)(
+        wasmMemory(be)!.buffer,
+        offsetOf(be, logits!),
+        offsetOf(be, targets!),
+        offsetOf(be, dy!),
+        offsetOf(be, out),
+        rows,
+        cols,
+      );
     }
     return out;
   };
@@ -47,7 +55,8 @@ export function nativeTokenCrossEntropy(logits: tf.Tensor2D, targets: tf.Tensor1
     (save as tf.GradSaveFunc)([x as tf.Tensor]);
     return {
       value: tf.engine().runKernel(CROSS_ENTROPY_KERNEL, { logits: x as tf.Tensor, targets: t }) as tf.Tensor1D,
-      gradFunc: (dy: tf.Tensor | tf.Tensor[], saved: tf.Tensor[]) => tf.engine().runKernel(CROSS_ENTROPY_GRAD_KERNEL, { logits: saved[0]!, targets: t, dy: dy as tf.Tensor }) as tf.Tensor,
+      gradFunc: (dy: tf.Tensor | tf.Tensor[], saved: tf.Tensor[]) =>
+        tf.engine().runKernel(CROSS_ENTROPY_GRAD_KERNEL, { logits: saved[0]!, targets: t, dy: dy as tf.Tensor }) as tf.Tensor,
     };
   }) as (x: tf.Tensor2D) => tf.Tensor1D;
   return f(logits);

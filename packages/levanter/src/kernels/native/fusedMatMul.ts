@@ -11,7 +11,10 @@ export function nativeFusedMatMul(addon: NativeAddon, fallback: tf.KernelFunc): 
   return (args) => {
     const { a, b, bias, preluActivationWeights } = args.inputs as Record<string, tf.TensorInfo | undefined>;
     const { transposeA, transposeB, activation, leakyreluAlpha } = args.attrs as unknown as {
-      transposeA: boolean; transposeB: boolean; activation: string; leakyreluAlpha?: number;
+      transposeA: boolean;
+      transposeB: boolean;
+      activation: string;
+      leakyreluAlpha?: number;
     };
     const act = NATIVE_ACT[activation as keyof typeof NATIVE_ACT];
     const g = geometry(a!, b!, transposeA, transposeB);
@@ -36,8 +39,25 @@ export function nativeFusedMatMul(addon: NativeAddon, fallback: tf.KernelFunc): 
     }
     const out = be.makeOutput([...g.outBatch, g.m, g.n], "float32");
     if (g.batches * g.m * g.n === 0) return out;
-    addon.matmul(memory.buffer, offsetOf(be, a!), offsetOf(be, b!), offsetOf(be, out), g.batches, g.m, g.n, g.k,
-      transposeA, transposeB, g.strideA, g.strideB, bias ? offsetOf(be, bias) : -1, biasMode, biasStride, act, leakyreluAlpha ?? 0.2);
+    addon.matmul(
+      memory.buffer,
+      offsetOf(be, a!),
+      offsetOf(be, b!),
+      offsetOf(be, out),
+      g.batches,
+      g.m,
+      g.n,
+      g.k,
+      transposeA,
+      transposeB,
+      g.strideA,
+      g.strideB,
+      bias ? offsetOf(be, bias) : -1,
+      biasMode,
+      biasStride,
+      act,
+      leakyreluAlpha ?? 0.2,
+    );
     return out;
   };
 }

@@ -52,8 +52,14 @@ function gradsOf(c: Case): Float32Array[] {
   return tf.tidy(() => {
     const a = seeded(c.a, 3);
     const b = seeded(c.b, 4);
-    const f = (x: tf.Tensor, y: tf.Tensor) => tf.matMul(x as tf.Tensor3D, y as tf.Tensor3D, c.ta ?? false, c.tb ?? false).square().sum();
-    return tf.grads(f)([a, b]).map((t) => t.dataSync() as Float32Array);
+    const f = (x: tf.Tensor, y: tf.Tensor) =>
+      tf
+        .matMul(x as tf.Tensor3D, y as tf.Tensor3D, c.ta ?? false, c.tb ?? false)
+        .square()
+        .sum();
+    return tf
+      .grads(f)([a, b])
+      .map((t) => t.dataSync() as Float32Array);
   });
 }
 
@@ -73,12 +79,23 @@ function fused(c: Fused): Float32Array[] {
     const b = seeded(c.b, 6);
     const bias = c.bias ? seeded(c.bias, 7) : undefined;
     const run = () =>
-      tf.fused.matMul({ a: a as tf.Tensor3D, b: b as tf.Tensor3D, transposeA: c.ta ?? false, transposeB: c.tb ?? false, activation: c.act, ...(bias ? { bias } : {}), leakyreluAlpha: 0.1 });
+      tf.fused.matMul({
+        a: a as tf.Tensor3D,
+        b: b as tf.Tensor3D,
+        transposeA: c.ta ?? false,
+        transposeB: c.tb ?? false,
+        activation: c.act,
+        ...(bias ? { bias } : {}),
+        leakyreluAlpha: 0.1,
+      });
     const value = run().dataSync() as Float32Array;
     // Gradients of the linear and relu cases (tfjs has fused gradients only for those).
     if (c.act !== "linear" && c.act !== "relu") return [value];
     const g = tf.grads((x: tf.Tensor, y: tf.Tensor) =>
-      tf.fused.matMul({ a: x as tf.Tensor3D, b: y as tf.Tensor3D, transposeA: c.ta ?? false, transposeB: c.tb ?? false, activation: c.act, ...(bias ? { bias } : {}) }).square().sum(),
+      tf.fused
+        .matMul({ a: x as tf.Tensor3D, b: y as tf.Tensor3D, transposeA: c.ta ?? false, transposeB: c.tb ?? false, activation: c.act, ...(bias ? { bias } : {}) })
+        .square()
+        .sum(),
     )([a, b]);
     return [value, ...g.map((t) => t.dataSync() as Float32Array)];
   });
@@ -188,7 +205,13 @@ describe("native backend selection", () => {
       expect(sel.name).toBe("wasm");
       expect(sel.skipped.find((s) => s.name === "native")?.reason).toMatch(/LEVANTER_NATIVE=off/);
       // Training ops still work on plain wasm.
-      const v = tf.tidy(() => tf.matMul(seeded([5, 7], 1) as tf.Tensor2D, seeded([7, 3], 2) as tf.Tensor2D).sum().dataSync()[0]!);
+      const v = tf.tidy(
+        () =>
+          tf
+            .matMul(seeded([5, 7], 1) as tf.Tensor2D, seeded([7, 3], 2) as tf.Tensor2D)
+            .sum()
+            .dataSync()[0]!,
+      );
       expect(Number.isFinite(v)).toBe(true);
       await expect(selectBackend({ force: "native" })).rejects.toThrow(/backend "native" \(forced\) cannot be used: disabled/);
     } finally {
@@ -208,11 +231,22 @@ describe.skipIf(!load.ok)("native non-GEMM kernels", () => {
   }
 
   it("Softmax (last axis, incl. a causal −∞ mask and an empty batch) and Exp match cpu, value and gradient", async () => {
-    const shapes = [[7, 13], [3, 5, 64], [1, 1], [0, 4]];
+    const shapes = [
+      [7, 13],
+      [3, 5, 64],
+      [1, 1],
+      [0, 4],
+    ];
     const r = await onCpuAndNative(() =>
       shapes.map((s, i) =>
         tf.tidy(() => {
-          const mask = s.length === 3 ? tf.linalg.bandPart(tf.ones([s[1]!, s[2]!]), -1, 0).sub(1).mul(1e9) : tf.zeros(s.slice(-2));
+          const mask =
+            s.length === 3
+              ? tf.linalg
+                  .bandPart(tf.ones([s[1]!, s[2]!]), -1, 0)
+                  .sub(1)
+                  .mul(1e9)
+              : tf.zeros(s.slice(-2));
           const x = seeded(s, 10 + i).add(mask);
           const w = seeded(s, 20 + i);
           const [gs] = tf.grads((y: tf.Tensor) => tf.softmax(y).mul(w).sum())([x]);
@@ -245,7 +279,11 @@ describe.skipIf(!load.ok)("native non-GEMM kernels", () => {
       const x = seeded([rows, vocab], 30).mul(3) as tf.Tensor2D;
       const t = tf.tensor1d(targets, "int32");
       const w = seeded([rows], 31);
-      const [g] = tf.grads((y: tf.Tensor) => nativeTokenCrossEntropy(y as tf.Tensor2D, t).mul(w).sum())([x]);
+      const [g] = tf.grads((y: tf.Tensor) =>
+        nativeTokenCrossEntropy(y as tf.Tensor2D, t)
+          .mul(w)
+          .sum(),
+      )([x]);
       return [nativeTokenCrossEntropy(x, t), g!].map((v) => v.dataSync() as Float32Array);
     });
     expect(got[0]![5]).toBe(0);
@@ -295,14 +333,25 @@ describe.skipIf(!load.ok)("native non-GEMM kernels", () => {
         const b = seeded([48], 92);
         const w = seeded([700, 48], 93);
         const logits = seeded([300, 257], 94).mul(3) as tf.Tensor2D;
-        const t = tf.tensor1d(Int32Array.from({ length: 300 }, (_, i) => (i * 31) % 257), "int32");
+        const t = tf.tensor1d(
+          Int32Array.from({ length: 300 }, (_, i) => (i * 31) % 257),
+          "int32",
+        );
         const outs: tf.Tensor[] = [
           nativeGelu(x),
           ...tf.grads((y: tf.Tensor) => nativeGelu(y).mul(w).sum())([x]),
           nativeSwiglu(x, w),
           ...tf.grads((g: tf.Tensor, u: tf.Tensor) => nativeSwiglu(g, u).mul(x).sum())([x, w]),
-          ...tf.grads((y: tf.Tensor, ss: tf.Tensor, bb: tf.Tensor) => nativeNorm(y as tf.Tensor2D, ss, bb, 1e-5).mul(w).sum())([x, s, b]),
-          ...tf.grads((y: tf.Tensor, ss: tf.Tensor) => nativeNorm(y as tf.Tensor2D, ss, undefined, 1e-5).mul(w).sum())([x, s]),
+          ...tf.grads((y: tf.Tensor, ss: tf.Tensor, bb: tf.Tensor) =>
+            nativeNorm(y as tf.Tensor2D, ss, bb, 1e-5)
+              .mul(w)
+              .sum(),
+          )([x, s, b]),
+          ...tf.grads((y: tf.Tensor, ss: tf.Tensor) =>
+            nativeNorm(y as tf.Tensor2D, ss, undefined, 1e-5)
+              .mul(w)
+              .sum(),
+          )([x, s]),
           tf.softmax(logits),
           tf.exp(logits.mul(0.1)),
           nativeTokenCrossEntropy(logits, t),

@@ -23,7 +23,17 @@ export function nativeNormKernel(addon: NativeAddon): tf.KernelFunc {
     const [rows, cols] = x!.shape as [number, number];
     const out = be.makeOutput(x!.shape, "float32");
     if (rows * cols > 0) {
-      (addon.norm as (...a: unknown[]) => void)(wasmMemory(be)!.buffer, offsetOf(be, x!), offsetOf(be, scale!), bias ? offsetOf(be, bias) : -1, offsetOf(be, out), rows, cols, rms, eps);
+      (addon.norm as (...a: unknown[]) => void)(
+        wasmMemory(be)!.buffer,
+        offsetOf(be, x!),
+        offsetOf(be, scale!),
+        bias ? offsetOf(be, bias) : -1,
+        offsetOf(be, out),
+        rows,
+        cols,
+        rms,
+        eps,
+      );
     }
     return out;
   };
@@ -38,8 +48,18 @@ export function nativeNormGradKernel(addon: NativeAddon): tf.KernelFunc {
     const [rows, cols] = x!.shape as [number, number];
     const outs = [be.makeOutput(x!.shape, "float32"), be.makeOutput([cols], "float32")];
     if (!rms) outs.push(be.makeOutput([cols], "float32"));
-    (addon.normGrad as (...a: unknown[]) => void)(wasmMemory(be)!.buffer, offsetOf(be, x!), offsetOf(be, scale!), offsetOf(be, dy!),
-      ...outs.map((o) => offsetOf(be, o)), ...(rms ? [-1] : []), rows, cols, rms, eps);
+    (addon.normGrad as (...a: unknown[]) => void)(
+      wasmMemory(be)!.buffer,
+      offsetOf(be, x!),
+      offsetOf(be, scale!),
+      offsetOf(be, dy!),
+      ...outs.map((o) => offsetOf(be, o)),
+      ...(rms ? [-1] : []),
+      rows,
+      cols,
+      rms,
+      eps,
+    );
     return outs;
   };
 }

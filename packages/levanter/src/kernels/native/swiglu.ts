@@ -47,7 +47,6 @@ export const nativeSwiglu = tf.customGrad((g, u, save) => {
   (save as tf.GradSaveFunc)([g as tf.Tensor, u as tf.Tensor]);
   return {
     value: tf.engine().runKernel(SWIGLU_KERNEL, { g: g as tf.Tensor, u: u as tf.Tensor }) as tf.Tensor,
-    gradFunc: (dy: tf.Tensor | tf.Tensor[], saved: tf.Tensor[]) =>
-      tf.engine().runKernel(SWIGLU_GRAD_KERNEL, { g: saved[0]!, u: saved[1]!, dy: dy as tf.Tensor }) as tf.Tensor[],
+    gradFunc: (dy: tf.Tensor | tf.Tensor[], saved: tf.Tensor[]) => tf.engine().runKernel(SWIGLU_GRAD_KERNEL, { g: saved[0]!, u: saved[1]!, dy: dy as tf.Tensor }) as tf.Tensor[],
   };
 }) as (g: tf.Tensor, u: tf.Tensor) => tf.Tensor;

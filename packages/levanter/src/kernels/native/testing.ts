@@ -25,5 +25,4 @@ export function relErr(got: Float32Array, want: Float32Array): number {
 }
 
 /** Whether two arrays hold the same bytes. */
-export const sameBits = (a: Float32Array, b: Float32Array): boolean =>
-  Buffer.from(a.buffer, a.byteOffset, a.byteLength).equals(Buffer.from(b.buffer, b.byteOffset, b.byteLength));
+export const sameBits = (a: Float32Array, b: Float32Array): boolean => Buffer.from(a.buffer, a.byteOffset, a.byteLength).equals(Buffer.from(b.buffer, b.byteOffset, b.byteLength));

@@ -63,7 +63,12 @@ describe("wasm BatchMatMul kernel", () => {
       tf.tidy(() => {
         const a = seeded([8, 64, 32], 3);
         const b = seeded([8, 32, 64], 4);
-        const g = tf.grads((x: tf.Tensor, y: tf.Tensor) => tf.matMul(x as tf.Tensor3D, y as tf.Tensor3D).square().sum())([a, b]);
+        const g = tf.grads((x: tf.Tensor, y: tf.Tensor) =>
+          tf
+            .matMul(x as tf.Tensor3D, y as tf.Tensor3D)
+            .square()
+            .sum(),
+        )([a, b]);
         return g.map((t) => t.dataSync() as Float32Array);
       });
     await tf.setBackend("cpu");

@@ -55,7 +55,6 @@ function heapOf(be: WasmBackendInternals): { memory: WebAssembly.Memory; ex: Mat
   return h;
 }
 
-
 /**
  * Replaces wasm's BatchMatMul with one that runs float32 products on matmul.wat, split over the
  * {@link setWasmThreads} pool when they are large enough; other dtypes and batch shapes that

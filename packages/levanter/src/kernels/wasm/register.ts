@@ -13,9 +13,7 @@ import { wasmSlice, wasmSplitV } from "./slice.ts";
  * One wasm kernel: it replaces wasm's kernel of that name (`make` gets the original), or, with
  * `replaces: false`, adds one that wasm lacks (registered only while none is).
  */
-export type WasmKernel =
-  | { kernelName: string; replaces: true; make(original: tf.KernelFunc): tf.KernelFunc }
-  | { kernelName: string; replaces: false; make(): tf.KernelFunc };
+export type WasmKernel = { kernelName: string; replaces: true; make(original: tf.KernelFunc): tf.KernelFunc } | { kernelName: string; replaces: false; make(): tf.KernelFunc };
 
 /** Every kernel levanter registers on the wasm backend, in registration order. */
 export const WASM_KERNELS: WasmKernel[] = [

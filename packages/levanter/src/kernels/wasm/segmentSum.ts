@@ -17,7 +17,8 @@ export const wasmUnsortedSegmentSum: tf.KernelFunc = ({ inputs, attrs, backend }
   for (let i = 0; i < ids.length; i++) {
     const s = ids[i]!;
     if (s < 0 || s >= numSegments) continue; // TF semantics: out-of-range ids are dropped
-    const d = s * row, o = i * row;
+    const d = s * row,
+      o = i * row;
     for (let j = 0; j < row; j++) dst[d + j]! += src[o + j]!;
   }
   return out;

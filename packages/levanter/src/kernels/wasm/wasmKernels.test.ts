@@ -38,9 +38,17 @@ describe("wasm fixes agree with the cpu backend", () => {
         const a = seeded([24, 16], 1) as tf.Tensor2D;
         const b = seeded([16, 40], 2) as tf.Tensor2D;
         const w = seeded([24, 40], 3);
-        const f = (x: tf.Tensor, y: tf.Tensor) => matMul2d(x as tf.Tensor2D, y as tf.Tensor2D).mul(w).sum();
+        const f = (x: tf.Tensor, y: tf.Tensor) =>
+          matMul2d(x as tf.Tensor2D, y as tf.Tensor2D)
+            .mul(w)
+            .sum();
         const [ga, gb] = tf.grads(f)([a, b]);
-        const builtin = tf.grads((x: tf.Tensor, y: tf.Tensor) => tf.matMul(x as tf.Tensor2D, y as tf.Tensor2D).mul(w).sum())([a, b]);
+        const builtin = tf.grads((x: tf.Tensor, y: tf.Tensor) =>
+          tf
+            .matMul(x as tf.Tensor2D, y as tf.Tensor2D)
+            .mul(w)
+            .sum(),
+        )([a, b]);
         return {
           y: Array.from(matMul2d(a, b).dataSync()),
           ga: Array.from(ga!.dataSync()),
@@ -92,7 +100,15 @@ describe("wasm fixes agree with the cpu backend", () => {
     const r = await onBoth(() =>
       tf.tidy(() => {
         const table = seeded([5, 3, 4], 7);
-        const ids = tf.tensor2d([[4, 0], [4, 2], [1, 1]], [3, 2], "int32");
+        const ids = tf.tensor2d(
+          [
+            [4, 0],
+            [4, 2],
+            [1, 1],
+          ],
+          [3, 2],
+          "int32",
+        );
         const rows = tf.gather(table, ids); // fast path: axis 0, [3,2] ids → [3,2,3,4]
         const cols = tf.gather(table, tf.tensor1d([2, 0], "int32"), 1); // axis 1: original kernel
         return { rows: Array.from(rows.dataSync()), shape: rows.shape, cols: Array.from(cols.dataSync()), table: Array.from(table.dataSync()) };
