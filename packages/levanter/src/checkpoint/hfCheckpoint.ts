@@ -1,6 +1,7 @@
 // `levanter import hf` and `levanter export hf`: Hugging Face folders ⇄ levanter checkpoints.
 import { copyFile, mkdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
+import { byteLevelBpeJson } from "../data/byteLevelBpe.ts";
 import { BYTE_EOS_TOKEN, byteLevelAlphabet, byteTokenizer } from "../data/byteTokenizer.ts";
 import { HfTokenizer } from "../data/hfTokenizer.ts";
 import { LevanterError } from "../errors.ts";
@@ -268,31 +269,8 @@ export { BYTE_EOS_TOKEN, byteLevelAlphabet };
 export function byteLevelTokenizerFiles(seqLen: number): { tokenizerJson: unknown; tokenizerConfig: Record<string, unknown> } {
   const vocab: Record<string, number> = {};
   byteLevelAlphabet().forEach((ch, b) => (vocab[ch] = b));
-  const byteLevel = { type: "ByteLevel", add_prefix_space: false, trim_offsets: false, use_regex: false };
-  const eos = { id: byteTokenizer.eosId, content: BYTE_EOS_TOKEN, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true };
   return {
-    tokenizerJson: {
-      version: "1.0",
-      truncation: null,
-      padding: null,
-      added_tokens: [eos],
-      normalizer: null,
-      pre_tokenizer: byteLevel,
-      post_processor: null,
-      decoder: byteLevel,
-      model: {
-        type: "BPE",
-        dropout: null,
-        unk_token: null,
-        continuing_subword_prefix: null,
-        end_of_word_suffix: null,
-        fuse_unk: false,
-        byte_fallback: false,
-        ignore_merges: false,
-        vocab,
-        merges: [],
-      },
-    },
+    tokenizerJson: byteLevelBpeJson({ vocab, merges: [], eos: { id: byteTokenizer.eosId, content: BYTE_EOS_TOKEN }, byteLevel: { trimOffsets: false, useRegex: false } }),
     tokenizerConfig: {
       tokenizer_class: "PreTrainedTokenizerFast",
       eos_token: BYTE_EOS_TOKEN,

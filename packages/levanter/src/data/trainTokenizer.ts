@@ -7,6 +7,7 @@ import os from "node:os";
 import path from "node:path";
 import { once } from "node:events";
 import { LevanterError } from "../errors.ts";
+import { byteLevelBpeJson } from "./byteLevelBpe.ts";
 
 /** Options of {@link trainBpeTokenizer}. */
 export interface TrainBpeOptions {
@@ -114,29 +115,7 @@ export async function trainBpeTokenizer(texts: Iterable<string> | AsyncIterable<
     }
     if (vocab[eosToken] !== undefined) throw new LevanterError("INVALID_CONFIG", `eosToken ${JSON.stringify(eosToken)} is also a learned token`);
     const eosId = size++;
-    const byteLevel = { type: "ByteLevel", add_prefix_space: false, trim_offsets: true, use_regex: true };
-    const tokenizerJson: Record<string, unknown> = {
-      version: "1.0",
-      truncation: null,
-      padding: null,
-      added_tokens: [{ id: eosId, content: eosToken, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true }],
-      normalizer: null,
-      pre_tokenizer: byteLevel,
-      post_processor: null,
-      decoder: byteLevel,
-      model: {
-        type: "BPE",
-        dropout: null,
-        unk_token: null,
-        continuing_subword_prefix: null,
-        end_of_word_suffix: null,
-        fuse_unk: false,
-        byte_fallback: false,
-        ignore_merges: false,
-        vocab,
-        merges,
-      },
-    };
+    const tokenizerJson = byteLevelBpeJson({ vocab, merges, eos: { id: eosId, content: eosToken }, byteLevel: { trimOffsets: true, useRegex: true } });
     const tokenizerConfig = {
       tokenizer_class: "PreTrainedTokenizerFast",
       eos_token: eosToken,
