@@ -1,63 +1,79 @@
-// One unit project and one end-to-end project per layer: the source of truth for how tests are
-// grouped. Vitest 4 no longer reads this file by itself; vitest.config.ts passes it as
-// `test.projects`. `pnpm test:<layer>` selects `<layer>*` (both projects of the layer).
+// The test projects: one unit project and one end-to-end project per layer and for the repository
+// itself. Vitest 4 no longer reads this file by itself; vitest.config.ts passes it as
+// `test.projects`. `pnpm test:<layer>` selects `<layer>*` (every project of the layer).
 //
-// Unit tests (`*.test.ts`) run in parallel. End-to-end tests (`*.e2e.test.ts`) start real
-// processes: each layer's run one file at a time, and the layers' e2e groups run one after another
-// (sequence.groupOrder), so the 2-core machines are never oversubscribed.
+// Three groups run one after another (sequence.groupOrder):
+// 0. unit tests (`*.test.ts`), every file in parallel;
+// 1. end-to-end tests (`*.e2e.test.ts`) of every layer and the repository, two files at a time:
+//    they start real processes and wait on them, so two files keep both cores of the 2-core
+//    machines busy without oversubscribing them;
+// 2. the end-to-end files that must have the machine to themselves, one at a time, in
+//    `<layer>-e2e-solo` projects: those that compare a latency or a rate with the same machine idle.
+//
+// Test files share their worker processes (`isolate: false`): a file's modules are imported once
+// per worker, not once per file, which halves the unit tests' time. The setup file
+// test/setup/restoreEnv.ts gives every file the environment the worker started with.
+import path from "node:path";
+import { fileURLToPath } from "node:url";
 
 const layers = ["iris", "levanter", "zephyr", "marin"] as const;
+type Layer = (typeof layers)[number] | "repo";
+
+/** End-to-end files that run alone (paths relative to the project's root). */
+const SOLO: Record<Layer, string[]> = {
+  iris: ["src/controller/fairness.e2e.test.ts", "src/controller/security.e2e.test.ts"],
+  levanter: [],
+  zephyr: ["src/io/longLines.e2e.test.ts"],
+  marin: [],
+  repo: [],
+};
+
+const UNIT_GROUP = 0;
+const E2E_GROUP = 1;
+const SOLO_GROUP = 2;
+
+const shared = {
+  isolate: false,
+  setupFiles: [path.join(path.dirname(fileURLToPath(import.meta.url)), "test", "setup", "restoreEnv.ts")],
+};
+
+function unitProject(name: Layer, root: string, include: string, exclude: string) {
+  return {
+    extends: true as const,
+    test: { name, root, include: [include], exclude: [exclude, "**/node_modules/**"], testTimeout: 60_000, ...shared, sequence: { groupOrder: UNIT_GROUP } },
+  };
+}
+
+function e2eProjects(name: Layer, root: string, include: string, timeouts: { testTimeout: number; hookTimeout: number }) {
+  const solo = SOLO[name];
+  const parallel = {
+    extends: true as const,
+    test: {
+      name: `${name}-e2e`,
+      root,
+      include: [include],
+      exclude: [...solo, "**/node_modules/**"],
+      maxWorkers: 2,
+      ...timeouts,
+      ...shared,
+      sequence: { groupOrder: E2E_GROUP },
+    },
+  };
+  const alone = {
+    extends: true as const,
+    test: { name: `${name}-e2e-solo`, root, include: solo, fileParallelism: false, ...timeouts, ...shared, sequence: { groupOrder: SOLO_GROUP } },
+  };
+  return solo.length ? [parallel, alone] : [parallel];
+}
 
 const projects = [
-  {
-    extends: true as const,
-    test: {
-      name: "repo",
-      root: ".",
-      include: ["test/**/*.test.ts"],
-      exclude: ["test/**/*.e2e.test.ts", "**/node_modules/**"],
-      testTimeout: 60_000,
-      sequence: { groupOrder: 0 },
-    },
-  },
-  {
-    extends: true as const,
-    // The packages as a user installs them (pnpm pack + npm install outside the workspace): last,
-    // after every layer's end-to-end group.
-    test: {
-      name: "repo-e2e",
-      root: ".",
-      include: ["test/**/*.e2e.test.ts"],
-      fileParallelism: false,
-      testTimeout: 300_000,
-      hookTimeout: 900_000,
-      sequence: { groupOrder: layers.length + 1 },
-    },
-  },
-  ...layers.flatMap((layer, i) => [
-    {
-      extends: true as const,
-      test: {
-        name: layer,
-        root: `packages/${layer}`,
-        include: ["src/**/*.test.ts"],
-        exclude: ["src/**/*.e2e.test.ts", "**/node_modules/**"],
-        testTimeout: 60_000,
-        sequence: { groupOrder: 0 },
-      },
-    },
-    {
-      extends: true as const,
-      test: {
-        name: `${layer}-e2e`,
-        root: `packages/${layer}`,
-        include: ["src/**/*.e2e.test.ts"],
-        fileParallelism: false,
-        testTimeout: 180_000,
-        hookTimeout: 120_000,
-        sequence: { groupOrder: i + 1 },
-      },
-    },
+  unitProject("repo", ".", "test/**/*.test.ts", "test/**/*.e2e.test.ts"),
+  // The repository's end-to-end tests: several hosts, the dashboard in a browser, Slurm gangs, and
+  // the packages as a user installs them (pnpm pack + npm install outside the workspace).
+  ...e2eProjects("repo", ".", "test/**/*.e2e.test.ts", { testTimeout: 300_000, hookTimeout: 900_000 }),
+  ...layers.flatMap((layer) => [
+    unitProject(layer, `packages/${layer}`, "src/**/*.test.ts", "src/**/*.e2e.test.ts"),
+    ...e2eProjects(layer, `packages/${layer}`, "src/**/*.e2e.test.ts", { testTimeout: 180_000, hookTimeout: 120_000 }),
   ]),
 ];
 

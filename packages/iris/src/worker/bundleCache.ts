@@ -296,10 +296,12 @@ export class BundleCache {
     return new Promise((resolve) => {
       let missingOffline = false;
       // CI=true: pnpm neither prompts nor draws progress bars. A worker started from a
-      // `pnpm --silent` script inherits npm_config_loglevel=silent, which would leave the build
-      // log (and a BUILD_FAILED error's tail) empty: pnpm's own default applies instead.
+      // `pnpm --silent` script inherits npm_config_loglevel=silent or npm_config_reporter=silent
+      // (pnpm 10), which would leave the build log (and a BUILD_FAILED error's tail) empty: pnpm's
+      // own defaults apply instead.
       const env: NodeJS.ProcessEnv = { ...process.env, CI: "true" };
       delete env.npm_config_loglevel;
+      delete env.npm_config_reporter;
       const child = spawn(pnpm, args, { cwd, env, stdio: ["ignore", "pipe", "pipe"] });
       let rest = "";
       const onData = (b: Buffer): void => {

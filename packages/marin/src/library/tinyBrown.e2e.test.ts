@@ -37,6 +37,12 @@ function marin(args: string[]): Promise<{ code: number | null; stdout: string; s
   });
 }
 
+const exists = (p: string) =>
+  fs.stat(p).then(
+    () => true,
+    () => false,
+  );
+
 /** Every path under `root` outside `.marin` folders, with size and mtime. */
 async function outsideMarin(root: string): Promise<string[]> {
   const out: string[] = [];
@@ -148,7 +154,9 @@ describe("tiny-brown, shortened, on an embedded LocalCluster", () => {
 
 describe("tiny-brown training after a crash", () => {
   it("a runner SIGKILLed mid-training leaves the step unfinished; the re-run resumes from its checkpoint", async () => {
-    const prefix = path.join(tmp, "crash");
+    // The prefix of the run above, when it ran: its data steps are done (the same configs), so this
+    // run goes straight to training (only the training's config differs). On its own, it runs them.
+    const prefix = path.join(tmp, "out");
     // Enough steps that training outlasts several 1-second checkpoints even on the native kernels
     // (60 steps of this tiny model finish in well under a second there, before any checkpoint).
     const env = { ...process.env, ...SHORT, MARIN_TINY_BROWN_STEPS: "1500", MARIN_TINY_BROWN_CHECKPOINT_SECONDS: "1", npm_lifecycle_event: "" };
@@ -161,7 +169,9 @@ describe("tiny-brown training after a crash", () => {
       for (;;) {
         if (Date.now() > deadline) throw new Error("no checkpoint appeared");
         const dirs = await fs.readdir(path.join(prefix, "tiny-brown", ".marin")).catch(() => [] as string[]);
-        const d = dirs.find((x) => x.startsWith("train-"));
+        // The train step of this run: the one without a published output (the run above published its own).
+        const unpublished = await Promise.all(dirs.filter((x) => x.startsWith("train-")).map(async (x) => ((await exists(path.join(prefix, "tiny-brown", x))) ? undefined : x)));
+        const d = unpublished.find((x) => x !== undefined);
         if (d) {
           trainDir = path.join(prefix, "tiny-brown", d);
           // The staging folder is per lease token: staging-<token>, in the step's bookkeeping folder beside the output.
