@@ -75,12 +75,17 @@ describe.skipIf(skip)("training gangs through --cluster on autoscaled Slurm work
           idleTimeout: "2m",
           bootTimeout: "120s",
           worker: { cpu: 2, memory: "8G" },
-          slurm: { partition: slurm.partition },
+          slurm: { partition: slurm.partition, setup: ["export npm_config_ignore_scripts=true"] },
         },
       ],
     };
     fs.writeFileSync(path.join(dir, "cluster.yaml"), JSON.stringify(config)); // JSON is YAML
-    up = spawn(process.execPath, [DEV, IRIS_CLI, "cluster", "up", "--config", path.join(dir, "cluster.yaml")], { env: slurm.env, stdio: ["ignore", "pipe", "pipe"] });
+    // The Slurm workers unpack the bundle of this checkout into a cache of this test's own
+    // (IRIS_BUNDLE_CACHE reaches them), and install it without its lifecycle scripts (slurm.setup):
+    // the ranks run the TypeScript source, as in test/severalHosts; building every package and
+    // levanter's native addon in the bundle would cost a minute of CPU this test is not about.
+    const env = { ...slurm.env, IRIS_BUNDLE_CACHE: path.join(dir, "bundles") };
+    up = spawn(process.execPath, [DEV, IRIS_CLI, "cluster", "up", "--config", path.join(dir, "cluster.yaml")], { env, stdio: ["ignore", "pipe", "pipe"] });
     up.stdout!.on("data", (d: Buffer) => (upOut += d.toString()));
     up.stderr!.on("data", (d: Buffer) => (upOut += d.toString()));
     address = await waitFor(
