@@ -114,6 +114,10 @@ const cpu = z.union([z.string(), z.number()]).transform((v, ctx) => {
 });
 
 const nonNegInt = z.number().int().min(0);
+/** A TCP port; 0 = any free one. */
+const port = z.number().int().min(0).max(65535);
+/** An optional port: absent, null or a port. */
+const optionalPort = port.nullish().transform((v) => v ?? undefined);
 const optionalText = z
   .string()
   .nullish()
@@ -123,26 +127,14 @@ const NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$/;
 const controllerSchema = z
   .object({
     host: z.string().min(1).default("127.0.0.1"),
-    port: z.number().int().min(0).max(65535),
+    port,
     db: optionalText,
     token: optionalText,
     authFile: optionalText,
     insecure: z.boolean().default(false),
     noAuth: z.boolean().default(false),
-    httpPort: z
-      .number()
-      .int()
-      .min(0)
-      .max(65535)
-      .nullish()
-      .transform((v) => v ?? undefined),
-    proxyPort: z
-      .number()
-      .int()
-      .min(0)
-      .max(65535)
-      .nullish()
-      .transform((v) => v ?? undefined),
+    httpPort: optionalPort,
+    proxyPort: optionalPort,
     tlsCert: optionalText,
     tlsKey: optionalText,
     workerTimeout: duration.optional(),

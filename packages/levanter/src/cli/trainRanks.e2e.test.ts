@@ -12,6 +12,15 @@ import { runTrainGang } from "../trainer/gangJob.ts";
 const pkgDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const main = path.join(pkgDir, "src/cli/main.ts");
 
+/** `levanter train --config CONFIG --ranks 2 ARGS…` as a real process, from the package folder; rejects on a non-zero exit. */
+function trainTwoRanks(config: string, args: string[], env: NodeJS.ProcessEnv, timeout = 120_000): Promise<{ stdout: string; stderr: string }> {
+  return promisify(execFile)(process.execPath, ["--import", "tsx", main, "train", "--config", config, "--ranks", "2", ...args], {
+    cwd: pkgDir,
+    env: { ...process.env, ...env },
+    timeout,
+  });
+}
+
 describe("levanter train --ranks", () => {
   let dir: string;
   beforeAll(async () => {
@@ -30,11 +39,7 @@ describe("levanter train --ranks", () => {
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   it("trains on 2 ranks of an embedded cluster and prints the gang's result", async () => {
-    const { stdout, stderr } = await promisify(execFile)(process.execPath, ["--import", "tsx", main, "train", "--config", path.join(dir, "c.yaml"), "--ranks", "2"], {
-      cwd: pkgDir,
-      env: { ...process.env, LEVANTER_LOG: "info" },
-      timeout: 120_000,
-    });
+    const { stdout, stderr } = await trainTwoRanks(path.join(dir, "c.yaml"), [], { LEVANTER_LOG: "info" });
     const result = JSON.parse(stdout.trim().split("\n").at(-1)!) as { state: string; ranks: number; runDir: string; attempts: number };
     expect(result, stderr).toMatchObject({ state: "SUCCEEDED", ranks: 2, runDir: path.join(dir, "run"), attempts: 1 });
     // Both ranks' log lines came through, each marked with its rank.
@@ -56,15 +61,11 @@ describe("levanter train --ranks", () => {
   // bundle's id, which it never stored (FAILED_PRECONDITION … not stored on this controller).
   it("inside a task run from a bundle, the embedded cluster runs the ranks from the unpacked code", async () => {
     const runDir = path.join(dir, "run-bundled");
-    const { stdout, stderr } = await promisify(execFile)(
-      process.execPath,
-      ["--import", "tsx", main, "train", "--config", path.join(dir, "c.yaml"), "--ranks", "2", `--trainer.runDir=${runDir}`],
-      {
-        cwd: pkgDir,
-        env: { ...process.env, LEVANTER_LOG: "warn", IRIS_BUNDLE_ID: `sha256:${"ab".repeat(32)}`, IRIS_BUNDLE_DIR: path.resolve(pkgDir, "../..") },
-        timeout: 120_000,
-      },
-    );
+    const { stdout, stderr } = await trainTwoRanks(path.join(dir, "c.yaml"), [`--trainer.runDir=${runDir}`], {
+      LEVANTER_LOG: "warn",
+      IRIS_BUNDLE_ID: `sha256:${"ab".repeat(32)}`,
+      IRIS_BUNDLE_DIR: path.resolve(pkgDir, "../.."),
+    });
     const result = JSON.parse(stdout.trim().split("\n").at(-1)!) as { state: string; attempts: number };
     expect(result, stderr).toMatchObject({ state: "SUCCEEDED", ranks: 2, attempts: 1 });
     expect(stderr).not.toMatch(/not stored on this controller/);
@@ -79,24 +80,11 @@ describe("levanter train --ranks", () => {
     "a 40-step run with a final evaluation ends cleanly in one gang attempt, 40 metric rows (run %i)",
     async (i) => {
       const runDir = path.join(dir, `run-end-${i}`);
-      const { stdout, stderr } = await promisify(execFile)(
-        process.execPath,
-        [
-          "--import",
-          "tsx",
-          main,
-          "train",
-          "--config",
-          path.join(dir, "end.yaml"),
-          "--ranks",
-          "2",
-          `--trainer.runDir=${runDir}`,
-          "--trainer.numTrainSteps=40",
-          "--trainer.stepsPerEval=100000",
-          "--trainer.microBatches=4",
-          "--trainer.threads=1",
-        ],
-        { cwd: pkgDir, env: { ...process.env, LEVANTER_LOG: "warn" }, timeout: 300_000 },
+      const { stdout, stderr } = await trainTwoRanks(
+        path.join(dir, "end.yaml"),
+        [`--trainer.runDir=${runDir}`, "--trainer.numTrainSteps=40", "--trainer.stepsPerEval=100000", "--trainer.microBatches=4", "--trainer.threads=1"],
+        { LEVANTER_LOG: "warn" },
+        300_000,
       );
       const result = JSON.parse(stdout.trim().split("\n").at(-1)!) as { state: string; attempts: number; result?: { step: number } };
       expect(result, stderr).toMatchObject({ state: "SUCCEEDED", attempts: 1, result: { step: 40 } });
@@ -112,22 +100,9 @@ describe("levanter train --ranks", () => {
   );
 
   it("a missing validation cache fails the gang at once (APP_ERROR, one attempt), never retried", async () => {
-    const run = promisify(execFile)(
-      process.execPath,
-      [
-        "--import",
-        "tsx",
-        main,
-        "train",
-        "--config",
-        path.join(dir, "end.yaml"),
-        "--ranks",
-        "2",
-        `--trainer.runDir=${path.join(dir, "run-novalid")}`,
-        `--data.validationCache=${path.join(dir, "no-such-cache")}`,
-      ],
-      { cwd: pkgDir, env: { ...process.env, LEVANTER_LOG: "warn" }, timeout: 120_000 },
-    );
+    const run = trainTwoRanks(path.join(dir, "end.yaml"), [`--trainer.runDir=${path.join(dir, "run-novalid")}`, `--data.validationCache=${path.join(dir, "no-such-cache")}`], {
+      LEVANTER_LOG: "warn",
+    });
     const e = (await run.then(
       () => expect.unreachable("the run succeeded"),
       (err: unknown) => err,
