@@ -1,12 +1,11 @@
 #!/usr/bin/env node
 // Runs a workspace TypeScript program from source: `node scripts/dev.mjs FILE.ts [args…]` (what
-// `pnpm iris|levanter|marin|bench` do). It starts FILE under tsx with the `@marin/source` export
+// `pnpm iris|levanter|marin|bench` do). It starts FILE under iris's source loader
+// (packages/iris/src/sourceLoader/register.mjs) with the `@marin/source` export
 // condition in NODE_OPTIONS, so every @marin/* import, in this process and in every process or
 // thread it starts (iris task runners, zephyr threads, spawned CLIs), loads src/*.ts, never a
 // possibly stale dist/. Signals reach the child as they would the program itself.
 import { spawn } from "node:child_process";
-import { createRequire } from "node:module";
-import { pathToFileURL } from "node:url";
 
 const [file, ...args] = process.argv.slice(2);
 if (!file) {
@@ -16,8 +15,8 @@ if (!file) {
 const CONDITION = "--conditions=@marin/source";
 const inherited = process.env.NODE_OPTIONS ?? "";
 const nodeOptions = inherited.includes(CONDITION) ? inherited : `${CONDITION} ${inherited}`.trim();
-const tsx = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href;
-const child = spawn(process.execPath, ["--import", tsx, file, ...args], {
+const loader = new URL("../packages/iris/src/sourceLoader/register.mjs", import.meta.url).href;
+const child = spawn(process.execPath, ["--import", loader, file, ...args], {
   stdio: "inherit",
   env: { ...process.env, NODE_OPTIONS: nodeOptions },
 });

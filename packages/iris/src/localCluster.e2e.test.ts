@@ -8,6 +8,7 @@ import { IrisError } from "./errors.ts";
 import { ENDPOINT_TASK, until } from "./testkit/processes.ts";
 import { IRIS_PACKAGE_ROOT } from "./internal/protoGen.ts";
 import { LocalCluster } from "./localCluster.ts";
+import { SOURCE_LOADER } from "./process/sourceLoader.ts";
 
 const TOKEN = "s3cret-token";
 
@@ -155,13 +156,13 @@ describe("LocalCluster (2 workers, auth on)", () => {
   it("resolves an endpoint registered by another task and drops it when the attempt ends", async () => {
     const server = await client.submit({
       name: "epserver",
-      entrypoint: { command: [process.execPath, "--import", "tsx", ENDPOINT_TASK, "serve"], cwd: IRIS_PACKAGE_ROOT },
+      entrypoint: { command: [process.execPath, "--import", SOURCE_LOADER, ENDPOINT_TASK, "serve"], cwd: IRIS_PACKAGE_ROOT },
       ports: ["http"],
       resources: { cpuMillis: 100 },
     });
     const resolver = await client.submit({
       name: `${server.name}/resolver`,
-      entrypoint: { command: [process.execPath, "--import", "tsx", ENDPOINT_TASK, "resolve"], cwd: IRIS_PACKAGE_ROOT },
+      entrypoint: { command: [process.execPath, "--import", SOURCE_LOADER, ENDPOINT_TASK, "resolve"], cwd: IRIS_PACKAGE_ROOT },
       resources: { cpuMillis: 100 },
     });
     expect((await resolver.wait({ timeoutMs: 120_000 })).state).toBe("SUCCEEDED");

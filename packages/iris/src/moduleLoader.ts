@@ -10,8 +10,8 @@ const TYPESCRIPT = /\.(ts|mts|cts|tsx)$/;
  * `import(url)`, registering tsx (a dependency of `@marin/iris`) once for the whole process first
  * when `url` is a TypeScript file and iris itself runs built — as installed packages do, in a
  * process that may have no TypeScript loader. (It must come before the first attempt: Node caches
- * a failed import of a URL.) From source, iris always runs under a TypeScript loader (tsx or
- * Vitest), so none is added; a second tsx on top of one is harmless.
+ * a failed import of a URL.) From source, iris always runs under a TypeScript loader (its source
+ * loader, src/sourceLoader/, or Vitest), so none is added.
  */
 export async function importModule(url: string): Promise<Record<string, unknown>> {
   if (TYPESCRIPT.test(new URL(url).pathname) && ownExtension(import.meta.url) === ".js") {

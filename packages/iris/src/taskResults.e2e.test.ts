@@ -1,25 +1,23 @@
 // End-to-end on a LocalCluster: module entrypoints' return values recorded with their attempts
 // and read with Job.results(); non-retryable failures (APP_ERROR) shown by the real `iris` CLI.
 import { spawn } from "node:child_process";
-import { createRequire } from "node:module";
 import path from "node:path";
-import { pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { IrisClient } from "./client/irisClient.ts";
 import { IrisError } from "./errors.ts";
 import { RESULT_TASKS } from "./testkit/resultTasks.ts";
 import { LocalCluster } from "./localCluster.ts";
 import { MAX_TASK_RESULT_BYTES } from "./taskResult.ts";
+import { SOURCE_LOADER } from "./process/sourceLoader.ts";
 
 const TOKEN = "results-token";
 const MAIN = path.join(import.meta.dirname, "cli", "main.ts");
-const TSX = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href;
 
 /** Runs the real `iris` CLI against the cluster. */
 function irisCli(address: string, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     const env = { ...process.env, IRIS_CONTROLLER_ADDRESS: address, IRIS_AUTH_TOKEN: TOKEN };
-    const child = spawn(process.execPath, ["--import", TSX, MAIN, ...args], { env, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, ["--import", SOURCE_LOADER, MAIN, ...args], { env, stdio: ["ignore", "pipe", "pipe"] });
     let stdout = "";
     let stderr = "";
     child.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d));

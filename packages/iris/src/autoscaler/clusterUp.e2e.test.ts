@@ -1,15 +1,14 @@
 // `iris cluster up|status|down` as real processes, with a local scale group.
 import { spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
-import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
 import { waitFor } from "../testing.ts";
+import { SOURCE_LOADER } from "../process/sourceLoader.ts";
 
 const MAIN = path.join(path.dirname(fileURLToPath(import.meta.url)), "..", "cli", "main.ts");
-const TSX = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href;
 const TOKEN = "cluster-up-e2e-secret";
 
 class Iris {
@@ -19,7 +18,7 @@ class Iris {
   readonly exited: Promise<number | null>;
   constructor(args: string[]) {
     const env = { ...process.env, IRIS_CONTROLLER_ADDRESS: "", IRIS_AUTH_TOKEN: "" };
-    this.child = spawn(process.execPath, ["--import", TSX, MAIN, ...args], { env, stdio: ["ignore", "pipe", "pipe"] });
+    this.child = spawn(process.execPath, ["--import", SOURCE_LOADER, MAIN, ...args], { env, stdio: ["ignore", "pipe", "pipe"] });
     this.child.stdout!.setEncoding("utf8").on("data", (d: string) => (this.stdout += d));
     this.child.stderr!.setEncoding("utf8").on("data", (d: string) => (this.stderr += d));
     this.exited = new Promise((resolve) => this.child.on("close", (code) => resolve(code)));

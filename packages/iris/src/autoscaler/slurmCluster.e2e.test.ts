@@ -10,18 +10,17 @@ import fs from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
-import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { IrisClient } from "../client/irisClient.ts";
 import { skipUnlessSlurm, startSlurm, type TestSlurm } from "../testkit/slurm.ts";
 import { until } from "../testkit/processes.ts";
 import type { ClusterStatus } from "./autoscaler.ts";
+import { SOURCE_LOADER } from "../process/sourceLoader.ts";
 
 const skip = skipUnlessSlurm("the Slurm cluster tests");
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const IRIS_CLI = path.join(HERE, "..", "cli", "main.ts");
-const TSX = createRequire(import.meta.url).resolve("tsx");
 
 async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -92,7 +91,7 @@ describe.skipIf(skip)("iris cluster up on a real Slurm", () => {
   }
 
   async function up(config: string): Promise<{ up: Up; client: IrisClient }> {
-    const proc = spawn(process.execPath, ["--import", TSX, IRIS_CLI, "cluster", "up", "--config", config], { env: slurm.env, stdio: ["ignore", "pipe", "pipe"] });
+    const proc = spawn(process.execPath, ["--import", SOURCE_LOADER, IRIS_CLI, "cluster", "up", "--config", config], { env: slurm.env, stdio: ["ignore", "pipe", "pipe"] });
     let out = "";
     proc.stdout!.on("data", (d: Buffer) => (out += d.toString()));
     proc.stderr!.on("data", (d: Buffer) => (out += d.toString()));
@@ -223,7 +222,7 @@ describe.skipIf(skip)("iris cluster up on a real Slurm", () => {
     expect(s.groups[0]!.decisions.some((d) => d.kind === "cancel" && /not registered within 3 s.*cancelled; boot failed 1×, backing off/.test(d.reason))).toBe(true);
     await until("the cancelled job to leave squeue", () => liveIrisJobs().length === 0, 60_000);
     // `iris cluster status` shows it too.
-    const cli = spawnSync(process.execPath, ["--import", TSX, IRIS_CLI, "cluster", "status", "--controller", u.address], { encoding: "utf8" });
+    const cli = spawnSync(process.execPath, ["--import", SOURCE_LOADER, IRIS_CLI, "cluster", "status", "--controller", u.address], { encoding: "utf8" });
     expect(cli.status).toBe(0);
     expect(cli.stdout).toMatch(/backing off/);
     await job.terminate();

@@ -1,21 +1,20 @@
 // The command line a provider runs for one worker: `iris worker` of THIS iris installation (the
 // controller's; clusters share a filesystem), with the group's shape, the id it must register
 // with and the file holding its credential. Nothing secret is in it.
-import { createRequire } from "node:module";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { sourceNode } from "../process/sourceLoader.ts";
 import type { ProviderStartRequest } from "./provider.ts";
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 
 /**
  * `[node, …args]` that runs the `iris` CLI of this installation: from source (`src/cli/main.ts`
- * under tsx) when this module runs from source, else the built `bin/iris.mjs`.
+ * under the source loader) when this module runs from source, else the built `bin/iris.mjs`.
  */
 export function irisCommand(): string[] {
   if (import.meta.url.endsWith(".ts")) {
-    const tsx = createRequire(import.meta.url).resolve("tsx");
-    return [process.execPath, "--import", tsx, path.join(HERE, "..", "cli", "main.ts")];
+    return [...sourceNode(), path.join(HERE, "..", "cli", "main.ts")];
   }
   return [process.execPath, path.join(HERE, "..", "..", "bin", "iris.mjs")];
 }

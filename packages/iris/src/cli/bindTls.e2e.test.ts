@@ -4,19 +4,18 @@
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import https from "node:https";
-import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Controller } from "../controller/controller.ts";
 import { IrisClient } from "../client/irisClient.ts";
 import type { IrisError } from "../errors.ts";
 import { waitFor } from "../testing.ts";
 import { Worker } from "../worker/worker.ts";
+import { SOURCE_LOADER } from "../process/sourceLoader.ts";
 
 const MAIN = path.join(path.dirname(fileURLToPath(import.meta.url)), "main.ts");
-const TSX = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href;
 
 /** A running `iris …` process and its output so far. */
 class Iris {
@@ -29,7 +28,7 @@ class Iris {
     delete base.IRIS_AUTH_TOKEN;
     delete base.IRIS_TLS_CA;
     delete base.IRIS_CONTROLLER_ADDRESS;
-    this.child = spawn(process.execPath, ["--import", TSX, MAIN, ...args], { env: { ...base, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+    this.child = spawn(process.execPath, ["--import", SOURCE_LOADER, MAIN, ...args], { env: { ...base, ...env }, stdio: ["ignore", "pipe", "pipe"] });
     this.child.stdout!.setEncoding("utf8").on("data", (d: string) => (this.stdout += d));
     this.child.stderr!.setEncoding("utf8").on("data", (d: string) => (this.stderr += d));
     this.exited = new Promise((resolve) => this.child.on("close", (code) => resolve(code)));

@@ -3,15 +3,14 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import net from "node:net";
-import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { waitFor } from "../testing.ts";
+import { SOURCE_LOADER } from "../process/sourceLoader.ts";
 
 const MAIN = path.join(path.dirname(fileURLToPath(import.meta.url)), "main.ts");
-const TSX = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href;
 const TOKEN = "cli-e2e-secret";
 
 /** A running `iris …` process with its output so far. */
@@ -22,7 +21,7 @@ class IrisProcess {
   readonly exited: Promise<number | null>;
 
   constructor(args: string[], env: NodeJS.ProcessEnv) {
-    this.child = spawn(process.execPath, ["--import", TSX, MAIN, ...args], { env, stdio: ["ignore", "pipe", "pipe"] });
+    this.child = spawn(process.execPath, ["--import", SOURCE_LOADER, MAIN, ...args], { env, stdio: ["ignore", "pipe", "pipe"] });
     this.child.stdout!.setEncoding("utf8").on("data", (d: string) => (this.stdout += d));
     this.child.stderr!.setEncoding("utf8").on("data", (d: string) => (this.stderr += d));
     this.exited = new Promise((resolve) => this.child.on("close", (code) => resolve(code)));

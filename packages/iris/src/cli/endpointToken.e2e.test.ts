@@ -4,20 +4,19 @@ import { spawn } from "node:child_process";
 import fs from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { IrisClient } from "../client/irisClient.ts";
 import { waitFor } from "../testing.ts";
+import { SOURCE_LOADER } from "../process/sourceLoader.ts";
 
 const MAIN = path.join(path.dirname(fileURLToPath(import.meta.url)), "main.ts");
-const TSX = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href;
 const TOKEN = "endpoint-token-e2e";
 
 function iris(args: string[], env: NodeJS.ProcessEnv): { out: () => string; err: () => string; exited: Promise<number | null>; kill: (s: NodeJS.Signals) => void } {
-  const child = spawn(process.execPath, ["--import", TSX, MAIN, ...args], { env, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, ["--import", SOURCE_LOADER, MAIN, ...args], { env, stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
   let err = "";
   child.stdout.setEncoding("utf8").on("data", (d: string) => (out += d));

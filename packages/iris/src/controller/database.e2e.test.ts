@@ -2,22 +2,21 @@
 // refused with an error naming it, and `iris db backup` makes a copy a controller starts on.
 import { spawn } from "node:child_process";
 import fs from "node:fs";
-import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { IrisClient } from "../client/irisClient.ts";
 import { Controller } from "./controller.ts";
 import { openDb } from "./db.ts";
+import { SOURCE_LOADER } from "../process/sourceLoader.ts";
 
 const MAIN = path.join(path.dirname(fileURLToPath(import.meta.url)), "..", "cli", "main.ts");
-const TSX = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href;
 
 /** Runs `iris …` to its end; a daemon that starts is stopped with SIGTERM once it says it listens. */
 function iris(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ["--import", TSX, MAIN, ...args], { stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, ["--import", SOURCE_LOADER, MAIN, ...args], { stdio: ["ignore", "pipe", "pipe"] });
     let stdout = "";
     let stderr = "";
     child.stdout.setEncoding("utf8").on("data", (d: string) => {

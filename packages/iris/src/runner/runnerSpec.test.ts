@@ -27,12 +27,12 @@ describe("parseRunnerSpec", () => {
 });
 
 describe("runnerArgv", () => {
-  it("runs commands under the plain-JS supervisor and modules under this package's tsx", () => {
+  it("runs commands under the plain-JS supervisor and modules under this package's source loader", () => {
     expect(runnerArgv({ command: ["true"] }, "/s.json")).toEqual([process.execPath, COMMAND_SUPERVISOR_PATH, "/s.json"]);
     const argv = runnerArgv({ module: "/a.ts", export: "f" }, "/s.json");
     expect(argv[0]).toBe(process.execPath);
     expect(argv[1]).toBe("--import");
-    expect(argv[2]).toMatch(/^file:\/\/.*\/tsx\/dist\/loader\.mjs$/);
+    expect(argv[2]).toMatch(/^file:\/\/.*\/iris\/src\/sourceLoader\/register\.mjs$/);
     expect(argv.slice(3)).toEqual([TASK_RUNNER_PATH, "/s.json"]);
   });
 });

@@ -1,9 +1,9 @@
 // The runner spec a worker writes for each attempt (entrypoint, parent pid, grace, report path),
 // its check, and the argv that starts the runner.
-import { createRequire } from "node:module";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import type { Entrypoint } from "../jobSpec.ts";
 import { ownExtension } from "../moduleLoader.ts";
+import { sourceNode } from "../process/sourceLoader.ts";
 
 /** What the worker hands an attempt's runner, as a JSON file in the attempt's scratch directory. */
 export interface RunnerSpec {
@@ -67,7 +67,7 @@ export function parseRunnerSpec(raw: unknown): Required<RunnerSpec> | { problems
 
 /** Whether iris runs from its TypeScript source (the workspace) rather than built JavaScript. */
 const FROM_SOURCE = ownExtension(import.meta.url) === ".ts";
-/** The runner of module entrypoints: TypeScript under tsx from source, plain JavaScript built. */
+/** The runner of module entrypoints: TypeScript under the source loader from source, plain JavaScript built. */
 export const TASK_RUNNER_PATH = fileURLToPath(new URL(`./taskRunner${ownExtension(import.meta.url)}`, import.meta.url));
 /** The supervisor of command entrypoints (plain JavaScript: no loader to start). */
 export const COMMAND_SUPERVISOR_PATH = fileURLToPath(new URL("./commandSupervisor.mjs", import.meta.url));
@@ -75,14 +75,14 @@ export const COMMAND_SUPERVISOR_PATH = fileURLToPath(new URL("./commandSuperviso
 /**
  * The argv that runs an attempt whose spec is in `specPath`: for a command, this Node binary with
  * the command supervisor; for a module entrypoint, the task runner — built, as plain JavaScript
- * (a TypeScript module gets tsx on first need, see moduleLoader.ts); from source, under the tsx
- * that `@marin/iris` depends on (resolved from this package, never from the task's cwd).
+ * (a TypeScript module gets tsx on first need, see moduleLoader.ts); from source, under iris's
+ * source loader (process/sourceLoader.ts: a `file:` URL of this package, never resolved from the
+ * task's cwd).
  */
 export function runnerArgv(entrypoint: RunnerSpec["entrypoint"], specPath: string): string[] {
   if ("command" in entrypoint) return [process.execPath, COMMAND_SUPERVISOR_PATH, specPath];
   if (!FROM_SOURCE) return [process.execPath, TASK_RUNNER_PATH, specPath];
-  const tsxLoader = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href;
-  return [process.execPath, "--import", tsxLoader, TASK_RUNNER_PATH, specPath];
+  return [...sourceNode(), TASK_RUNNER_PATH, specPath];
 }
 
 /** A `file:` URL for a module entrypoint given as a URL or an absolute path. */

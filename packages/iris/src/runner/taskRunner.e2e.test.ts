@@ -122,8 +122,8 @@ describe("task runner, command entrypoints", () => {
 describe("task runner, when its worker dies", () => {
   async function orphan(entrypoint: RunnerSpec["entrypoint"], isReady: (line: string) => number | undefined) {
     const fixture = path.join(import.meta.dirname, "..", "worker", "testing", "fakeWorker.ts");
-    const tsx = runnerArgv({ module: fixture, export: "unused" }, "unused").slice(0, 3);
-    const worker = spawn(tsx[0], [...tsx.slice(1), fixture, JSON.stringify(entrypoint), "2000", dir], {
+    const sourceArgv = runnerArgv({ module: fixture, export: "unused" }, "unused").slice(0, 3);
+    const worker = spawn(sourceArgv[0], [...sourceArgv.slice(1), fixture, JSON.stringify(entrypoint), "2000", dir], {
       stdio: ["ignore", "pipe", "inherit"],
       detached: true,
     });

@@ -1,4 +1,4 @@
-// A task program for endpoint tests (run as `node --import tsx endpointTask.ts MODE`):
+// A task program for endpoint tests (run as `node --import <SOURCE_LOADER> endpointTask.ts MODE`):
 // "serve" registers endpoint "svc" leased to its attempt and stays up; "resolve" resolves "svc"
 // (scoped to its root job) with backoff and prints the address.
 import { IrisClient } from "../client/irisClient.ts";

@@ -1,4 +1,4 @@
-// Controllers and workers as child processes (`node --import tsx`), for tests that kill them.
+// Controllers and workers as child processes (on the source loader), for tests that kill them.
 import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
 import path from "node:path";
@@ -7,6 +7,7 @@ import type { ControllerOptions } from "../controller/controller.ts";
 import type { WorkerOptions } from "../worker/worker.ts";
 import { IRIS_PACKAGE_ROOT } from "../internal/protoGen.ts";
 import { waitFor } from "../worker/testing/waitFor.ts";
+import { SOURCE_LOADER } from "../process/sourceLoader.ts";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 
@@ -22,7 +23,7 @@ export interface ChildHandle {
 }
 
 function startScript(script: string, arg: unknown, readyWord: string, timeoutMs = 30_000): Promise<ChildHandle> {
-  const proc = spawn(process.execPath, ["--import", "tsx", path.join(here, script), JSON.stringify(arg)], {
+  const proc = spawn(process.execPath, ["--import", SOURCE_LOADER, path.join(here, script), JSON.stringify(arg)], {
     cwd: IRIS_PACKAGE_ROOT,
     stdio: ["ignore", "pipe", "pipe"],
   });
@@ -70,7 +71,7 @@ export function startWorkerProcess(opts: WorkerOptions): Promise<ChildHandle> {
   return startScript("workerMain.ts", opts, "REGISTERED");
 }
 
-/** Absolute path of the endpoint task program (run it with `node --import tsx` from the package root). */
+/** Absolute path of the endpoint task program (run it with `node --import SOURCE_LOADER`). */
 export const ENDPOINT_TASK = path.join(here, "endpointTask.ts");
 
 /** {@link waitFor} with the longer default deadline that process-level tests need. */

@@ -301,8 +301,8 @@ describe("Worker restarts", () => {
     fc = await FakeController.start();
     fc.run.set("r1", runCommand("r1", ["sh", "-c", "echo ready; exec sleep 1000"]));
     const stateDir = path.join(dir, "state");
-    const tsx = runnerArgv({ module: "/unused", export: "unused" }, "unused").slice(0, 3);
-    const proc: ChildProcess = spawn(tsx[0], [...tsx.slice(1), path.join(import.meta.dirname, "testing", "workerProcess.ts"), fc.address, stateDir, "no-adopt"], {
+    const sourceArgv = runnerArgv({ module: "/unused", export: "unused" }, "unused").slice(0, 3);
+    const proc: ChildProcess = spawn(sourceArgv[0], [...sourceArgv.slice(1), path.join(import.meta.dirname, "testing", "workerProcess.ts"), fc.address, stateDir, "no-adopt"], {
       stdio: ["ignore", "pipe", "inherit"],
       detached: true,
     });
@@ -337,8 +337,8 @@ describe("Worker restarts", () => {
     const script = `echo before; while [ ! -f ${gate} ]; do sleep 0.05; done; echo after; echo oops >&2; exit 0`;
     fc.run.set("r1", runCommand("r1", ["sh", "-c", script]));
     const stateDir = path.join(dir, "state");
-    const tsx = runnerArgv({ module: "/unused", export: "unused" }, "unused").slice(0, 3);
-    const proc: ChildProcess = spawn(tsx[0], [...tsx.slice(1), path.join(import.meta.dirname, "testing", "workerProcess.ts"), fc.address, stateDir], {
+    const sourceArgv = runnerArgv({ module: "/unused", export: "unused" }, "unused").slice(0, 3);
+    const proc: ChildProcess = spawn(sourceArgv[0], [...sourceArgv.slice(1), path.join(import.meta.dirname, "testing", "workerProcess.ts"), fc.address, stateDir], {
       stdio: ["ignore", "pipe", "inherit"],
       detached: true,
     });
@@ -385,9 +385,9 @@ describe("Worker restarts", () => {
     fc = await FakeController.start();
     fc.run.set("s1", runCommand("s1", ["sh", "-c", "echo ready; exec sleep 1000"]));
     const root = path.join(dir, "root");
-    const tsx = runnerArgv({ module: "/unused", export: "unused" }, "unused").slice(0, 3);
+    const sourceArgv = runnerArgv({ module: "/unused", export: "unused" }, "unused").slice(0, 3);
     // No state flags at all: the directory comes from IRIS_STATE_DIR, as for `iris worker`.
-    const proc: ChildProcess = spawn(tsx[0], [...tsx.slice(1), path.join(import.meta.dirname, "testing", "workerProcess.ts"), fc.address, "-"], {
+    const proc: ChildProcess = spawn(sourceArgv[0], [...sourceArgv.slice(1), path.join(import.meta.dirname, "testing", "workerProcess.ts"), fc.address, "-"], {
       stdio: ["ignore", "pipe", "inherit"],
       detached: true,
       env: { ...process.env, IRIS_STATE_DIR: root },

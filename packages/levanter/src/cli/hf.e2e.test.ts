@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { selectBackend } from "../backend.ts";
 import { loadNativeAddon } from "../kernels/native/addon.ts";
 import { syntheticDocuments } from "../internal/testCorpus.ts";
-import { waitFor } from "@marin/iris/testing";
+import { SOURCE_LOADER, waitFor } from "@marin/iris/testing";
 import { loadHfTokenizer } from "../data/hfTokenizer.ts";
 import { encodeDocument } from "../data/tokenizer.ts";
 import { finalizeTokenCache, writeTokenCacheShard } from "../sharding/tokenCacheWriter.ts";
@@ -26,7 +26,7 @@ const main = path.join(pkgDir, "src/cli/main.ts");
 const children = new Set<ChildProcess>();
 
 function start(args: string[]): { child: ChildProcess; out: () => { stdout: string; stderr: string }; done: Promise<number | null> } {
-  const child = spawn(process.execPath, ["--import", "tsx", main, ...args], {
+  const child = spawn(process.execPath, ["--import", SOURCE_LOADER, main, ...args], {
     cwd: pkgDir,
     env: { ...process.env, LEVANTER_LOG: "warn", LEVANTER_BACKEND: "wasm" },
     stdio: ["ignore", "pipe", "pipe"],

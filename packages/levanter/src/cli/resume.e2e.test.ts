@@ -9,6 +9,7 @@ import { loadCheckpoint } from "../checkpoint/checkpointStore.ts";
 import { Rng } from "../rng.ts";
 import { syntheticDocuments, writeByteCache } from "../internal/testCorpus.ts";
 import { loadNativeAddon } from "../kernels/native/addon.ts";
+import { SOURCE_LOADER } from "@marin/iris/testing";
 
 // The guarantee holds on every CPU backend: plain wasm, and the native kernels when they are built.
 const BACKENDS = ["wasm", ...(loadNativeAddon().ok ? ["native"] : [])] as const;
@@ -29,7 +30,7 @@ interface Trainer {
 // `pauseAfter`: the trainer stops after that step and waits (LEVANTER_PAUSE_AFTER_STEP), so the
 // test interrupts it at an exact step however fast or slow the machine is.
 function train(configFile: string, runDir: string, pauseAfter?: number): Trainer {
-  const child = spawn(process.execPath, ["--import", "tsx", main, "train", "--config", configFile, `--trainer.runDir=${runDir}`], {
+  const child = spawn(process.execPath, ["--import", SOURCE_LOADER, main, "train", "--config", configFile, `--trainer.runDir=${runDir}`], {
     cwd: pkgDir,
     env: { ...process.env, LEVANTER_LOG: "warn", ...(pauseAfter !== undefined ? { LEVANTER_PAUSE_AFTER_STEP: String(pauseAfter) } : {}) },
     stdio: ["ignore", "pipe", "pipe"],

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { byteTokenizer } from "../data/byteTokenizer.ts";
 import { syntheticDocuments, writeByteCache } from "../internal/testCorpus.ts";
 import { TokenCacheReader } from "../sharding/tokenCacheReader.ts";
+import { SOURCE_LOADER } from "@marin/iris/testing";
 
 const pkgDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const main = path.join(pkgDir, "src/cli/main.ts");
@@ -22,7 +23,7 @@ interface Ran {
 }
 
 function levanter(args: string[], env: Record<string, string> = {}): Promise<Ran> {
-  const child = spawn(process.execPath, ["--import", "tsx", main, ...args], {
+  const child = spawn(process.execPath, ["--import", SOURCE_LOADER, main, ...args], {
     cwd: pkgDir,
     env: { ...process.env, LEVANTER_LOG: "info", ...env },
     stdio: ["ignore", "pipe", "pipe"],
@@ -169,7 +170,7 @@ describe("levanter train in a run directory (real CLI)", () => {
 
   it.skipIf(!hasScript)("on a real pseudo-terminal: a progress bar redrawn in place (step, loss, tok/s, ETA), then the summary", async () => {
     const runDir = freshRun();
-    const cmd = [process.execPath, "--import", "tsx", main, "train", "--config", config, `--trainer.runDir=${runDir}`, "--trainer.numTrainSteps=8"]
+    const cmd = [process.execPath, "--import", SOURCE_LOADER, main, "train", "--config", config, `--trainer.runDir=${runDir}`, "--trainer.numTrainSteps=8"]
       .map((a) => `'${a.replaceAll("'", "'\\''")}'`)
       .join(" ");
     // `script` runs the command on a new pseudo-terminal and copies what it prints to stdout.

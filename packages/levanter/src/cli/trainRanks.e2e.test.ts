@@ -8,13 +8,14 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { syntheticDocuments, writeByteCache } from "../internal/testCorpus.ts";
 import { runTrainGang } from "../trainer/gangJob.ts";
+import { SOURCE_LOADER } from "@marin/iris/testing";
 
 const pkgDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const main = path.join(pkgDir, "src/cli/main.ts");
 
 /** `levanter train --config CONFIG --ranks 2 ARGS…` as a real process, from the package folder; rejects on a non-zero exit. */
 function trainTwoRanks(config: string, args: string[], env: NodeJS.ProcessEnv, timeout = 120_000): Promise<{ stdout: string; stderr: string }> {
-  return promisify(execFile)(process.execPath, ["--import", "tsx", main, "train", "--config", config, "--ranks", "2", ...args], {
+  return promisify(execFile)(process.execPath, ["--import", SOURCE_LOADER, main, "train", "--config", config, "--ranks", "2", ...args], {
     cwd: pkgDir,
     env: { ...process.env, ...env },
     timeout,

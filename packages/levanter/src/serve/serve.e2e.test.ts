@@ -4,7 +4,7 @@ import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { waitFor } from "@marin/iris/testing";
+import { SOURCE_LOADER, waitFor } from "@marin/iris/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { selectBackend } from "../backend.ts";
 import { ModelConfigSchema, resolveModelConfig } from "../models/modelConfig.ts";
@@ -39,7 +39,7 @@ describe("levanter serve (CLI)", () => {
   });
 
   it("serves the newest complete checkpoint on 127.0.0.1 and stops cleanly on SIGINT", async () => {
-    const child = spawn(process.execPath, ["--import", "tsx", main, "serve", "--checkpoint", dir, "--port", "0"], {
+    const child = spawn(process.execPath, ["--import", SOURCE_LOADER, main, "serve", "--checkpoint", dir, "--port", "0"], {
       cwd: pkgDir,
       env: { ...process.env, LEVANTER_LOG: "warn", LEVANTER_BACKEND: "wasm" },
       stdio: ["ignore", "pipe", "pipe"],

@@ -8,7 +8,7 @@ import http from "node:http";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { waitFor } from "@marin/iris/testing";
+import { SOURCE_LOADER, waitFor } from "@marin/iris/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { selectBackend } from "../backend.ts";
 import { ModelConfigSchema, resolveModelConfig } from "../models/modelConfig.ts";
@@ -88,7 +88,7 @@ describe("levanter serve under abuse (CLI)", () => {
   });
 
   it("refuses or cleans up every abuse, without warnings, and its memory returns near idle", async () => {
-    const child = spawn(process.execPath, ["--import", "tsx", main, "serve", "--checkpoint", dir, "--port", "0", "--max-queue", "1024"], {
+    const child = spawn(process.execPath, ["--import", SOURCE_LOADER, main, "serve", "--checkpoint", dir, "--port", "0", "--max-queue", "1024"], {
       cwd: pkgDir,
       env: { ...process.env, LEVANTER_LOG: "warn", LEVANTER_BACKEND: "wasm" },
       stdio: ["ignore", "pipe", "pipe"],

@@ -7,6 +7,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { TokenCacheReader } from "./tokenCacheReader.ts";
 import { finalizeTokenCache } from "./tokenCacheWriter.ts";
+import { SOURCE_LOADER } from "@marin/iris/testing";
 
 // Real processes write shards of one cache directory at the same time, as zephyr tasks do; shard 1
 // is written by two of them (a retried task racing its first attempt).
@@ -26,7 +27,7 @@ const docsOf = (s: number): number[][] => Array.from({ length: 30 }, (_, d) => A
 
 function runWriter(script: string, shard: number): Promise<number> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", script, dir, String(shard)], { cwd: packageRoot, stdio: ["ignore", "inherit", "inherit"] });
+    const child = spawn(process.execPath, ["--import", SOURCE_LOADER, script, dir, String(shard)], { cwd: packageRoot, stdio: ["ignore", "inherit", "inherit"] });
     child.on("error", reject);
     child.on("exit", (code) => resolve(code ?? -1));
   });

@@ -7,7 +7,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { LocalCluster } from "@marin/iris";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { waitFor } from "@marin/iris/testing";
+import { SOURCE_LOADER, waitFor } from "@marin/iris/testing";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const repoRoot = path.resolve(here, "../../../..");
@@ -73,7 +73,7 @@ interface Done {
 }
 
 function start(args: string[], env: Record<string, string> = {}, entry = cli): { child: ChildProcess; done: Promise<Done>; stderr: () => string } {
-  const child = spawn(process.execPath, ["--import", "tsx", entry, ...args], {
+  const child = spawn(process.execPath, ["--import", SOURCE_LOADER, entry, ...args], {
     cwd: repoRoot,
     env: { ...process.env, npm_lifecycle_event: "", ...env },
     stdio: ["ignore", "pipe", "pipe"],

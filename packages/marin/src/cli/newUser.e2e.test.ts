@@ -6,7 +6,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { waitFor } from "@marin/iris/testing";
+import { SOURCE_LOADER, waitFor } from "@marin/iris/testing";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const repoRoot = path.resolve(here, "../../../..");
@@ -32,7 +32,7 @@ interface Done {
 
 function start(args: string[], env: Record<string, string> = {}): { child: ChildProcess; done: Promise<Done>; out: () => string } {
   const t0 = Date.now();
-  const child = spawn(process.execPath, ["--import", "tsx", cli, ...args], {
+  const child = spawn(process.execPath, ["--import", SOURCE_LOADER, cli, ...args], {
     cwd: repoRoot,
     env: { ...process.env, npm_lifecycle_event: "", ...env },
     stdio: ["ignore", "pipe", "pipe"],

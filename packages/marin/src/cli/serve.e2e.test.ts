@@ -6,7 +6,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
-import { waitFor } from "@marin/iris/testing";
+import { SOURCE_LOADER, waitFor } from "@marin/iris/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { tinyCheckpoint } from "../internal/fixtures/tinyCheckpoint.ts";
 
@@ -66,7 +66,7 @@ describe("marin serve", () => {
     expect(missing).toMatch(/step tiny\/train has no output at .*: run it first/);
     await sh(`node --import tsx ${cli} run ${script} --prefix ${prefix}`, { cwd: repoRoot, env: env() });
 
-    const child = spawn(process.execPath, ["--import", "tsx", cli, "serve", script, "tiny/train", "--prefix", prefix, "--ttl", "120"], {
+    const child = spawn(process.execPath, ["--import", SOURCE_LOADER, cli, "serve", script, "tiny/train", "--prefix", prefix, "--ttl", "120"], {
       cwd: repoRoot,
       env: env(),
       stdio: ["ignore", "pipe", "pipe"],

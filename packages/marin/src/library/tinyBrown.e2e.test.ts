@@ -5,6 +5,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { SOURCE_LOADER } from "@marin/iris/testing";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const repoRoot = path.resolve(here, "../../../..");
@@ -24,7 +25,7 @@ afterAll(async () => {
 
 function marin(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ["--import", "tsx", cli, ...args], {
+    const child = spawn(process.execPath, ["--import", SOURCE_LOADER, cli, ...args], {
       cwd: repoRoot,
       env: { ...process.env, ...SHORT, npm_lifecycle_event: "" },
       stdio: ["ignore", "pipe", "pipe"],
@@ -160,7 +161,7 @@ describe("tiny-brown training after a crash", () => {
     // Enough steps that training outlasts several 1-second checkpoints even on the native kernels
     // (60 steps of this tiny model finish in well under a second there, before any checkpoint).
     const env = { ...process.env, ...SHORT, MARIN_TINY_BROWN_STEPS: "1500", MARIN_TINY_BROWN_CHECKPOINT_SECONDS: "1", npm_lifecycle_event: "" };
-    const child = spawn(process.execPath, ["--import", "tsx", cli, "run", script, "--prefix", prefix], { cwd: repoRoot, env, stdio: "ignore" });
+    const child = spawn(process.execPath, ["--import", SOURCE_LOADER, cli, "run", script, "--prefix", prefix], { cwd: repoRoot, env, stdio: "ignore" });
     const exited = new Promise((r) => child.on("close", r));
     // Wait for a complete checkpoint (metadata.json is written last) in the train step's staging folder.
     const deadline = Date.now() + 300_000;
@@ -201,7 +202,7 @@ describe("tiny-brown training after a crash", () => {
     await expect(fs.stat(trainDir!)).rejects.toThrow(/ENOENT/); // nothing published
     // The plan says where training will resume.
     const plan = await new Promise<string>((resolve) => {
-      const c = spawn(process.execPath, ["--import", "tsx", cli, "plan", script, "--prefix", prefix], { cwd: repoRoot, env, stdio: ["ignore", "pipe", "inherit"] });
+      const c = spawn(process.execPath, ["--import", SOURCE_LOADER, cli, "plan", script, "--prefix", prefix], { cwd: repoRoot, env, stdio: ["ignore", "pipe", "inherit"] });
       let out = "";
       c.stdout.on("data", (d) => (out += d));
       c.on("close", () => resolve(out));
@@ -209,7 +210,7 @@ describe("tiny-brown training after a crash", () => {
     expect(plan).toMatch(/run\s+tiny-brown\/train[^\n]*\n[^\n]*would resume from step-\d+/);
 
     const rerun = await new Promise<{ code: number | null; stdout: string }>((resolve) => {
-      const c = spawn(process.execPath, ["--import", "tsx", cli, "run", script, "--prefix", prefix, "--only", "train"], {
+      const c = spawn(process.execPath, ["--import", SOURCE_LOADER, cli, "run", script, "--prefix", prefix, "--only", "train"], {
         cwd: repoRoot,
         env,
         stdio: ["ignore", "pipe", "inherit"],

@@ -5,6 +5,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { SOURCE_LOADER } from "@marin/iris/testing";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const repoRoot = path.resolve(here, "../../../..");
@@ -31,7 +32,7 @@ describe("trainLmStep with ranks: 2", () => {
     // `marin ARGS` as a real process: its exit code, its stdout, and stdout and stderr together.
     const marin = (...args: string[]) =>
       new Promise<{ code: number | null; stdout: string; out: string }>((resolve) => {
-        const child = spawn(process.execPath, ["--import", "tsx", cli, ...args, "--prefix", path.join(tmp, "out")], {
+        const child = spawn(process.execPath, ["--import", SOURCE_LOADER, cli, ...args, "--prefix", path.join(tmp, "out")], {
           cwd: repoRoot,
           env: { ...process.env, npm_lifecycle_event: "" },
           stdio: ["ignore", "pipe", "pipe"],

@@ -58,7 +58,7 @@ describe("the shared thread pool", () => {
 });
 
 describe("how pool workers start", () => {
-  it("drop the parent's tsx flags (workers register tsx themselves) and keep every other flag", () => {
+  it("drop the parent's TypeScript loader flags (workers register one themselves) and keep every other flag", () => {
     const tsxLoader = "file:///repo/node_modules/.pnpm/tsx@4.23.15/node_modules/tsx/dist/loader.mjs";
     const parent = [
       "--require",
@@ -66,6 +66,9 @@ describe("how pool workers start", () => {
       "--import",
       tsxLoader,
       "--import=tsx",
+      "--import",
+      "file:///repo/packages/iris/src/sourceLoader/register.mjs",
+      "--import=@marin/iris/source-loader",
       "-r",
       "tsx/cjs",
       "--max-old-space-size=4000",

@@ -40,14 +40,15 @@ const WORKER_HEAP_FLAGS = { "min-semi-space-size": YOUNG_GENERATION_MB / 3, "ini
 let idleMs = 60_000;
 
 /**
- * The parent's Node flags minus those that start tsx: a worker registers tsx itself (see
- * threadWorker.mjs), and an inherited `--import tsx` cost each worker ~150 ms of start-up without
- * making TypeScript importable there (measured on Node 20: the worker's probe import of a .ts
- * file still failed). Other flags (heap sizes, conditions, other loaders) are kept.
+ * The parent's Node flags minus those that start a TypeScript loader (tsx, or iris's source
+ * loader): a worker registers one itself (see threadWorker.mjs), and an inherited `--import tsx`
+ * cost each worker ~150 ms of start-up without making TypeScript importable there (measured on
+ * Node 20: the worker's probe import of a .ts file still failed). Other flags (heap sizes,
+ * conditions, other loaders) are kept.
  */
 export function workerExecArgv(parent: readonly string[] = process.execArgv): string[] {
   const out: string[] = [];
-  const startsTsx = (value: string): boolean => /(^|[/\\])tsx($|[/\\@])/.test(value);
+  const startsLoader = (value: string): boolean => /(^|[/\\])tsx($|[/\\@])/.test(value) || /(^@marin\/iris\/source-loader$|[/\\]sourceLoader[/\\]register\.mjs$)/.test(value);
   for (let i = 0; i < parent.length; i++) {
     const a = parent[i];
     const m = /^(--import|--require|-r|--loader|--experimental-loader)(=(.*))?$/.exec(a);
@@ -57,7 +58,7 @@ export function workerExecArgv(parent: readonly string[] = process.execArgv): st
     }
     const value = m[2] !== undefined ? m[3] : parent[i + 1];
     if (m[2] === undefined) i++;
-    if (value !== undefined && startsTsx(value)) continue;
+    if (value !== undefined && startsLoader(value)) continue;
     out.push(a);
     if (m[2] === undefined && value !== undefined) out.push(value);
   }

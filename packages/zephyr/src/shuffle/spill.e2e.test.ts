@@ -6,6 +6,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { SOURCE_LOADER } from "@marin/iris/testing";
 
 const packageDir = fileURLToPath(new URL("../..", import.meta.url));
 const probe = fileURLToPath(new URL("./fixtures/groupByLargerThanHeap.ts", import.meta.url));
@@ -36,7 +37,7 @@ describe("shuffle spill under a real heap limit", () => {
     const budget = 8 * 1024 * 1024;
     const records = 600_000;
     const keys = 30_000;
-    const res = await run([`--max-old-space-size=${heapMb}`, "--import", "tsx", probe, dir, String(records), String(keys), String(budget)]);
+    const res = await run([`--max-old-space-size=${heapMb}`, "--import", SOURCE_LOADER, probe, dir, String(records), String(keys), String(budget)]);
     expect(res.stderr).not.toMatch(/heap out of memory/i);
     expect({ code: res.code, signal: res.signal }).toEqual({ code: 0, signal: null });
     const report = JSON.parse(res.stdout.trim().split("\n").at(-1) as string) as {

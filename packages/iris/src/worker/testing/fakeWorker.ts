@@ -1,7 +1,7 @@
 // Test fixture: plays the part of a worker that starts one attempt through the task runner, then
 // idles. It prints `{"runner": <pid>}` and then every line of the attempt as JSON, so that a test
 // can SIGKILL this process and check that the attempt does not outlive it.
-// Usage: node --import tsx fakeWorker.ts '<entrypoint JSON>' <orphanGraceMs> <scratch dir>
+// Usage: node --import <SOURCE_LOADER> fakeWorker.ts '<entrypoint JSON>' <orphanGraceMs> <scratch dir>
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
