@@ -111,6 +111,9 @@ describe("autoscaler with the local provider", () => {
     const { cluster, client } = await start([{ name: "g", provider: "local", maxWorkers: 3, idleTimeout: "1m", worker: { cpu: 1, memory: "1G" } }]);
     const job = await client.submit({ name: "pair", replicas: 2, gang: true, entrypoint: { command: ["true"] }, resources: { cpuMillis: 500 } });
     expect((await job.wait()).state).toBe("SUCCEEDED");
+    // Status is as of the autoscaler's last round: wait for one after the job ended.
+    const ended = Date.now();
+    await waitFor("a round after the job", () => status(cluster).lastRoundAtMs >= ended, { timeoutMs: 10_000 });
     expect(status(cluster).decisions.map((d) => d.reason)).toContain("+2 g for /admin/pair (gang of 2)");
     expect(status(cluster).groups[0].workers).toHaveLength(2);
   }, 60_000);

@@ -119,9 +119,19 @@ describe("iris cluster up", () => {
     for (const line of job.stderr.split("\n").filter((l) => l !== "")) expect(line).toMatch(/^iris: \d of 2 tasks pending: /);
     expect(job.code).toBe(0);
     expect(job.stdout).toContain("hello from");
-    const st = await iris(["cluster", "status", "--json", ...client]);
-    expect(st.code).toBe(0);
-    const status = JSON.parse(st.stdout) as { groups: { name: string; ready: number; maxWorkers: number }[]; decisions: { reason: string }[] };
+    // Status is as of the autoscaler's last round (every 2 s): wait for one after the job ended.
+    const ended = Date.now();
+    type Status = { lastRoundAtMs: number; groups: { name: string; ready: number; maxWorkers: number }[]; decisions: { reason: string }[] };
+    const status = await waitFor(
+      "a cluster status from a round after the job",
+      async () => {
+        const st = await iris(["cluster", "status", "--json", ...client]);
+        expect(st.code).toBe(0);
+        const s = JSON.parse(st.stdout) as Status;
+        return s.lastRoundAtMs >= ended ? s : undefined;
+      },
+      { timeoutMs: 20_000 },
+    );
     expect(status.groups).toMatchObject([{ name: "cpu", ready: 2, maxWorkers: 3 }]);
     expect(status.decisions.some((d) => /^\+2 cpu for \/admin\/job-/.test(d.reason))).toBe(true);
     const table = await iris(["cluster", "status", ...client]);
