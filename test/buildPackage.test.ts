@@ -17,7 +17,11 @@ function write(rel: string, text: string): void {
 }
 
 function build(pkg: string, ...args: string[]): { rebuilt: boolean; out: string } {
-  const r = spawnSync(process.execPath, [path.join(root, "scripts", "buildPackage.mjs"), ...args], { cwd: path.join(root, "packages", pkg), encoding: "utf8", env: { ...process.env, MARIN_BUILD_FORCE: "" } });
+  const r = spawnSync(process.execPath, [path.join(root, "scripts", "buildPackage.mjs"), ...args], {
+    cwd: path.join(root, "packages", pkg),
+    encoding: "utf8",
+    env: { ...process.env, MARIN_BUILD_FORCE: "" },
+  });
   expect(r.stderr).toBe("");
   expect(r.status).toBe(0);
   return { rebuilt: !/is up to date/.test(r.stdout), out: r.stdout };
@@ -32,7 +36,11 @@ beforeAll(() => {
   copyFileSync(path.join(repo, "scripts", "buildPackage.mjs"), path.join(root, "scripts", "buildPackage.mjs"));
   copyFileSync(path.join(repo, "tsconfig.base.json"), path.join(root, "tsconfig.base.json"));
   write("pnpm-lock.yaml", "lockfileVersion: '9.0'\n");
-  const tsconfig = JSON.stringify({ extends: "../../tsconfig.base.json", compilerOptions: { rootDir: "src", outDir: "dist", composite: false, incremental: false, declaration: true, emitDeclarationOnly: false, customConditions: [] }, include: ["src/**/*.ts"] });
+  const tsconfig = JSON.stringify({
+    extends: "../../tsconfig.base.json",
+    compilerOptions: { rootDir: "src", outDir: "dist", composite: false, incremental: false, declaration: true, emitDeclarationOnly: false, customConditions: [] },
+    include: ["src/**/*.ts"],
+  });
   write("packages/a/package.json", JSON.stringify({ name: "@marin/a", type: "module" }));
   write("packages/a/tsconfig.build.json", tsconfig);
   write("packages/a/src/index.ts", `export const a: number = 1;\n`);
