@@ -38,7 +38,7 @@ beforeAll(() => {
   write("pnpm-lock.yaml", "lockfileVersion: '9.0'\n");
   const tsconfig = JSON.stringify({
     extends: "../../tsconfig.base.json",
-    compilerOptions: { rootDir: "src", outDir: "dist", composite: false, incremental: false, declaration: true, emitDeclarationOnly: false, customConditions: [] },
+    compilerOptions: { types: [], rootDir: "src", outDir: "dist", composite: false, incremental: false, declaration: true, emitDeclarationOnly: false, customConditions: [] },
     include: ["src/**/*.ts"],
   });
   write("packages/a/package.json", JSON.stringify({ name: "@marin/a", type: "module" }));

@@ -1,7 +1,8 @@
 // The exact all-reduce over real loopback sockets: N = 2, 3, 4 ranks in this process against the
 // one-process reference, and peers that send garbage, disconnect, or lack the gang's secret.
-import { existsSync, readdirSync } from "node:fs";
+import { existsSync } from "node:fs";
 import net from "node:net";
+import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { localGangs, memoryRendezvous } from "../internal/testGang.ts";
 import { Rng } from "../rng.ts";
@@ -91,12 +92,19 @@ describe("allReduceExactMean on loopback", () => {
     const mbs = randomMicroBatches(new Rng(21), 3, sizes);
     const segments = segmentsOf(sizes, mbs);
     const reference = finishExactMean(partialOf(mbs, segments), segments, 3);
-    const leftovers = () => readdirSync("/dev/shm").filter((f) => f.startsWith("levanter-dp-"));
-    const before = leftovers().length;
+    // The regions these gangs create (their names pass through the offer hook): none may be left.
+    // (Not a count of /dev/shm: other test files create and remove regions meanwhile.)
+    const created: string[] = [];
+    const leftovers = () => created.filter((n) => existsSync(path.join("/dev/shm", n)));
     const run = async (setup: () => void, expectShared: number[][]) => {
       const gangs = await localGangs(3);
       open.push(...gangs);
       setup();
+      const offer = shmTesting.offerName;
+      shmTesting.offerName = (n) => {
+        created.push(n);
+        return offer ? offer(n) : n;
+      };
       try {
         const regions = await Promise.all(gangs.map((g) => ensureShared(g, 3022)));
         expect(regions.map((r) => [...r.peers.keys()].sort())).toEqual(expectShared);
@@ -104,7 +112,7 @@ describe("allReduceExactMean on loopback", () => {
         delete process.env.LEVANTER_DP_SHM;
         shmTesting.offerName = undefined;
       }
-      expect(leftovers().length).toBe(before);
+      expect(leftovers()).toEqual([]);
       for (let rep = 0; rep < 2; rep++) {
         const got = await Promise.all(gangs.map((g) => allReduceExactMean(g, { kind: "raw", values: mbs[g.rank]! }, segments, 3, { bucketElements: 1000 })));
         for (const r of got) expect(Buffer.from(r.buffer).equals(Buffer.from(reference.buffer))).toBe(true);
@@ -121,6 +129,7 @@ describe("allReduceExactMean on loopback", () => {
     // A rank whose region others cannot map (as on another host): TCP with it, shared memory between the rest.
     let calls = 0;
     await run(() => (shmTesting.offerName = (n) => (calls++ === 2 ? `${n}0` : n)), [[1], [0], []]);
+    expect(created).toHaveLength(6); // three regions in the first run and three in the last
   });
 
   it("a peer that sends garbage fails the step with a clear error", async () => {
