@@ -1,7 +1,6 @@
 import os from "node:os";
 import path from "node:path";
 import { defineConfig } from "vitest/config";
-import ListedFirst from "./test/setup/sequencer.ts";
 import projects from "./vitest.workspace.ts";
 
 // vitest.workspace.ts is the source of truth for the projects; this file hands it to Vitest 4 and
@@ -23,7 +22,5 @@ export default defineConfig({
   test: {
     projects,
     passWithNoTests: true,
-    // The longest end-to-end files start first, busy and waiting ones alternately (test/setup/sequencer.ts).
-    sequence: { sequencer: ListedFirst },
   },
 });
