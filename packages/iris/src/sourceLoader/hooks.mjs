@@ -8,10 +8,11 @@
 //   so stack traces name the right line and column without a source map. Other TypeScript (an
 //   enum, a namespace, a parameter property) is transformed instead, without a source map. The
 //   output is cached under the OS temp folder by a hash of the text: a process loads what the
-//   last one compiled. A `.ts` file in a package that says `"type": "commonjs"`, and `.cts` and
+//   last one compiled. The cache is used only in a folder this user owns that nobody else may
+//   write to (another user on the machine could otherwise plant code in it). A `.ts` file in a package that says `"type": "commonjs"`, and `.cts` and
 //   `.tsx` files, are refused with the reason: they need tsx.
 import { createHash } from "node:crypto";
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -24,7 +25,7 @@ const uid = typeof process.getuid === "function" ? process.getuid() : "user";
 const CACHE_DIR = path.join(os.tmpdir(), `marin-source-loader-${uid}`);
 
 let amaro;
-let cacheReady = false;
+let cacheUsable;
 const packageTypes = new Map();
 
 export async function resolve(specifier, context, nextResolve) {
@@ -56,6 +57,7 @@ export async function load(url, context, nextLoad) {
 }
 
 async function compiled(file, source) {
+  if (!(cacheUsable ??= ownCacheDir())) return strip(file, source);
   const key = createHash("sha1").update(`${LOADER_VERSION}\0${source}`).digest("hex");
   const cached = path.join(CACHE_DIR, `${key}.js`);
   try {
@@ -65,8 +67,6 @@ async function compiled(file, source) {
   }
   const code = await strip(file, source);
   try {
-    if (!cacheReady) mkdirSync(CACHE_DIR, { recursive: true, mode: 0o700 });
-    cacheReady = true;
     const temporary = `${cached}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
     writeFileSync(temporary, code, { mode: 0o600 });
     renameSync(temporary, cached);
@@ -74,6 +74,17 @@ async function compiled(file, source) {
     // A cache that cannot be written only costs the next process a compile.
   }
   return code;
+}
+
+/** Whether the cache folder exists (made if not), belongs to this user and only they may write it. */
+function ownCacheDir() {
+  try {
+    mkdirSync(CACHE_DIR, { recursive: true, mode: 0o700 });
+    const st = statSync(CACHE_DIR);
+    return st.isDirectory() && (typeof process.getuid !== "function" || st.uid === process.getuid()) && (st.mode & 0o022) === 0;
+  } catch {
+    return false;
+  }
 }
 
 /** The JavaScript of `source`: types blanked out, or transformed where blanking cannot do. */

@@ -2,7 +2,7 @@
 // import spellings, type stripping with esbuild, the on-disk cache, source-mapped stack traces, and
 // the shapes it refuses (CommonJS packages, .cts, .tsx) with a message that says why.
 import { spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -63,6 +63,17 @@ describe("the workspace source loader", () => {
     const again = run("main.ts");
     expect(again.stdout).toBe(first.stdout);
     expect(cacheFiles()).toEqual(cached);
+  });
+
+  it("uses no cache folder that others may write to", () => {
+    write({ "main.ts": `const n: number = 7;\nconsole.log(n);` });
+    const shared = path.join(dir, "tmp", `marin-source-loader-${process.getuid?.() ?? "user"}`);
+    mkdirSync(shared, { recursive: true });
+    chmodSync(shared, 0o777);
+    const r = run("main.ts");
+    expect(r.stderr).toBe("");
+    expect(r.stdout.trim()).toBe("7");
+    expect(readdirSync(shared)).toEqual([]);
   });
 
   it("names the TypeScript line in a stack trace", () => {
