@@ -84,18 +84,9 @@ const r = spawnSync(process.execPath, [tsc, "-p", config], { stdio: "inherit" })
 if (r.status !== 0) process.exit(r.status ?? 1);
 
 const ASSET = /\.(mjs|cjs|wat|json|css|png)$/;
-const SKIP_DIR = new Set(["node_modules", "__snapshots__"]);
-function copyAssets(dir) {
-  for (const name of readdirSync(dir)) {
-    const full = path.join(dir, name);
-    if (statSync(full).isDirectory()) {
-      if (!SKIP_DIR.has(name)) copyAssets(full);
-    } else if (ASSET.test(name)) {
-      cpSync(full, path.join(dist, path.relative(src, full)));
-    }
-  }
+for (const f of filesUnder(src)) {
+  if (ASSET.test(f) && !f.split(path.sep).includes("__snapshots__")) cpSync(path.join(src, f), path.join(dist, f));
 }
-copyAssets(src);
 
 mkdirSync(path.dirname(stampFile), { recursive: true });
 writeFileSync(stampFile, JSON.stringify({ inputs, outputs: outputsHash() }) + "\n");

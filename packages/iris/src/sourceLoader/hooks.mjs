@@ -9,8 +9,9 @@
 //   enum, a namespace, a parameter property) is transformed instead, without a source map. The
 //   output is cached under the OS temp folder by a hash of the text: a process loads what the
 //   last one compiled. The cache is used only in a folder this user owns that nobody else may
-//   write to (another user on the machine could otherwise plant code in it). A `.ts` file in a package that says `"type": "commonjs"`, and `.cts` and
-//   `.tsx` files, are refused with the reason: they need tsx.
+//   write to (another user on the machine could otherwise plant code in it).
+// A `.ts` file in a package that says `"type": "commonjs"`, and `.cts` and `.tsx` files, are
+// refused with the reason: they need tsx.
 import { createHash } from "node:crypto";
 import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
@@ -21,8 +22,8 @@ const TS = /\.(ts|mts)$/;
 const OTHER_TS = /\.(cts|tsx)$/;
 /** Bumped when the output changes for the same input. */
 const LOADER_VERSION = "1";
-const uid = typeof process.getuid === "function" ? process.getuid() : "user";
-const CACHE_DIR = path.join(os.tmpdir(), `marin-source-loader-${uid}`);
+const uid = typeof process.getuid === "function" ? process.getuid() : undefined;
+const CACHE_DIR = path.join(os.tmpdir(), `marin-source-loader-${uid ?? "user"}`);
 
 let amaro;
 let cacheUsable;
@@ -81,7 +82,7 @@ function ownCacheDir() {
   try {
     mkdirSync(CACHE_DIR, { recursive: true, mode: 0o700 });
     const st = statSync(CACHE_DIR);
-    return st.isDirectory() && (typeof process.getuid !== "function" || st.uid === process.getuid()) && (st.mode & 0o022) === 0;
+    return st.isDirectory() && (uid === undefined || st.uid === uid) && (st.mode & 0o022) === 0;
   } catch {
     return false;
   }

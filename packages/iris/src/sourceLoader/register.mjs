@@ -4,7 +4,7 @@
 // runners, workers, CLIs, zephyr threads, the tests' children) start under it instead of tsx.
 // It does only what the workspace's code needs (ES modules, `.ts` imports) and, because blanking
 // keeps every line and column where it was, needs no source maps: a process starts with about
-// half the CPU it took under tsx. A user's module of another shape (CommonJS, JSX) runs under
+// two thirds of the CPU it took under tsx. A user's module of another shape (CommonJS, JSX) runs under
 // tsx, as built iris runs it (see moduleLoader.ts).
 import { register } from "node:module";
 
