@@ -150,6 +150,7 @@ const folderPolicies = [
     "parallel/ (the gang, collectives, shared memory) never imports the trainer, the inference engine or the server: the trainer builds on it.",
   ),
   moduleRule("levanter", ["parallel"], ["@tensorflow/*", "@tensorflow/**"], "parallel/ works on plain typed arrays: it imports no @tensorflow/*."),
+  folderRule("levanter", ["parallel"], ["tf.ts"], "parallel/ works on plain typed arrays: it imports no TensorFlow.js (tf.ts) either."),
   folderRule(
     "levanter",
     ["trainer"],
@@ -259,6 +260,21 @@ module.exports = {
   overrides: [
     { files: ["*.cjs"], rules: { "@typescript-eslint/no-require-imports": "off" } },
     { files: ["**/*.test.ts", "**/*.test-d.ts"], rules: { "boundaries/dependencies": dependencyRule([]) } },
+    // levanter loads TensorFlow.js once, with require(), in src/tf.ts (why: its opening comment);
+    // an ES import of the package elsewhere would bring back the cost. Type imports are erased.
+    {
+      files: ["packages/levanter/src/**/*.ts"],
+      excludedFiles: ["packages/levanter/src/tf.ts"],
+      rules: {
+        "@typescript-eslint/no-restricted-imports": [
+          "error",
+          {
+            paths: [{ name: "@tensorflow/tfjs", message: 'import { tf } from "<levanter>/src/tf.ts" instead (see its opening comment).', allowTypeImports: true }],
+            patterns: [{ group: ["@tensorflow/tfjs-*"], message: "load TensorFlow.js packages with require(), as src/tf.ts and backend.ts do.", allowTypeImports: true }],
+          },
+        ],
+      },
+    },
     // The dashboard's page modules run in the browser (served as-is, see packages/iris/README.md).
     { files: ["packages/iris/src/dashboard/assets/**/*.mjs"], env: { browser: true, node: false } },
   ],

@@ -281,6 +281,13 @@ describe("folder rules inside packages", () => {
       `import * as tf from "@tensorflow/tfjs"; export { tf };`,
     ],
     [
+      "levanter: parallel/ imports no TensorFlow.js through src/tf.ts either",
+      at("levanter", "parallel/fixture.ts"),
+      `import { tf } from "../tf.ts"; export { tf };`,
+      at("levanter", "models/fixture.ts"),
+      `import { tf } from "../tf.ts"; export { tf };`,
+    ],
+    [
       "levanter: parallel/ imports no @tensorflow/* subpackage, dynamically",
       at("levanter", "parallel/fixture.ts"),
       `export const m = () => import("@tensorflow/tfjs-backend-wasm");`,

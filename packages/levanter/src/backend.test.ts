@@ -1,7 +1,11 @@
 // Backend selection and the matMul calibration (the wasm kernels: kernels/wasm/wasmKernels.test.ts).
-import * as tf from "@tensorflow/tfjs";
+import { tf } from "./tf.ts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { parseBackendName, selectBackend } from "./backend.ts";
+import fs from "node:fs";
+import { createRequire } from "node:module";
+import os from "node:os";
+import path from "node:path";
+import { missingBinding, parseBackendName, selectBackend } from "./backend.ts";
 import { measureMatMulGflops } from "./kernels/profile.ts";
 import { LevanterError } from "./errors.ts";
 
@@ -32,6 +36,48 @@ describe("selectBackend", () => {
     // @tensorflow/tfjs-node is deliberately not a dependency of this package, so it cannot load.
     await expect(selectBackend({ force: "tensorflow" })).rejects.toThrow(LevanterError);
     expect(() => parseBackendName("gpu")).toThrow(/LEVANTER_BACKEND: expected one of/);
+  });
+});
+
+describe("missingBinding", () => {
+  // A scratch project with a package laid out as tfjs-node(-gpu) is (node-pre-gyp's `binary`
+  // section); its index.js records that it was loaded, which the check must never do.
+  let dir: string;
+  let from: NodeJS.Require;
+  const loaded = (): boolean => fs.existsSync(path.join(dir, "loaded"));
+  const install = (name: string, manifest: Record<string, unknown>): string => {
+    const pkg = path.join(dir, "node_modules", name);
+    fs.mkdirSync(pkg, { recursive: true });
+    fs.writeFileSync(path.join(pkg, "package.json"), JSON.stringify({ name, version: "1.0.0", main: "index.js", ...manifest }));
+    fs.writeFileSync(path.join(pkg, "index.js"), `require("fs").writeFileSync(${JSON.stringify(path.join(dir, "loaded"))}, "");`);
+    return pkg;
+  };
+  beforeAll(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), "levanter-binding-"));
+    from = createRequire(path.join(dir, "index.js"));
+  });
+  afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  const binary = { module_name: "tfjs_binding", module_path: "./lib/napi-v{napi_build_version}", napi_versions: [3, 8] };
+
+  it("names a package installed without its binding, without loading it", () => {
+    install("no-binding", { binary });
+    expect(missingBinding("no-binding", from)).toBe("installed without its native binding (libtensorflow not downloaded)");
+    expect(loaded()).toBe(false);
+  });
+
+  it("lets a package with a binding for any of its N-API versions load", () => {
+    const pkg = install("with-binding", { binary });
+    fs.mkdirSync(path.join(pkg, "lib", "napi-v3"), { recursive: true });
+    fs.writeFileSync(path.join(pkg, "lib", "napi-v3", "tfjs_binding.node"), "");
+    expect(missingBinding("with-binding", from)).toBeUndefined();
+  });
+
+  it("leaves a package without a binary section, or not installed, to require() itself", () => {
+    install("plain", {});
+    expect(missingBinding("plain", from)).toBeUndefined();
+    expect(missingBinding("not-installed-anywhere", from)).toBeUndefined();
+    expect(loaded()).toBe(false);
   });
 });
 

@@ -1,11 +1,14 @@
 // Backend selection (see shared/reference/tfjs-on-node.md): which backend loads, and which kernel
 // list goes over it (kernels/wasm/register.ts on wasm, then kernels/native/register.ts for
 // `native`). Nothing here runs at import time: callers invoke selectBackend() explicitly.
-import * as tf from "@tensorflow/tfjs";
+import { tf } from "./tf.ts";
 import { toInteger } from "@marin/iris/toolkit";
 import { LevanterError } from "./errors.ts";
 import { log } from "./internal/log.ts";
+import fs from "node:fs";
+import { createRequire } from "node:module";
 import os from "node:os";
+import path from "node:path";
 import { setWasmThreads, wasmThreads } from "./kernels/wasm/batchMatMul.ts";
 import { installWasmFixes } from "./kernels/wasm/register.ts";
 import { loadNativeAddon, type NativeInfo } from "./kernels/native/addon.ts";
@@ -45,8 +48,34 @@ export interface SelectBackendOptions {
 const NATIVE_GPU = "@tensorflow/tfjs-node-gpu";
 const NATIVE_CPU = "@tensorflow/tfjs-node";
 
+const requireHere = createRequire(import.meta.url);
+
+/**
+ * Why an installed tfjs-node(-gpu) cannot load, when its package.json (node-pre-gyp's `binary`
+ * section) names where its binding goes and no build of it is there; undefined when it may load.
+ * Loading it only to see it throw costs about 0.25 CPU-s (0.6 as an ES import), in every process
+ * that picks a backend, on every machine that installed it without libtensorflow (pnpm runs no
+ * dependency's download script unless told to).
+ */
+export function missingBinding(specifier: string, from: NodeJS.Require = requireHere): string | undefined {
+  let manifest: string;
+  try {
+    manifest = from.resolve(`${specifier}/package.json`);
+  } catch {
+    return undefined; // not installed, or hides its package.json: require() says which
+  }
+  const binary = (JSON.parse(fs.readFileSync(manifest, "utf8")) as { binary?: { module_name?: unknown; module_path?: unknown; napi_versions?: unknown } }).binary;
+  if (typeof binary?.module_name !== "string" || typeof binary.module_path !== "string" || !Array.isArray(binary.napi_versions)) return undefined;
+  const { module_name: name, module_path: where } = binary as { module_name: string; module_path: string };
+  const candidates = binary.napi_versions.map((v) => path.join(path.dirname(manifest), where.replaceAll("{napi_build_version}", String(v)), `${name}.node`));
+  return candidates.some((c) => fs.existsSync(c)) ? undefined : "installed without its native binding (libtensorflow not downloaded)";
+}
+
 async function tryNative(specifier: string): Promise<void> {
-  await import(specifier);
+  const missing = missingBinding(specifier);
+  if (missing !== undefined) throw new Error(missing);
+  // require(), not import(), for the reason in tf.ts.
+  requireHere(specifier);
   // tfjs-node registers "tensorflow" on the tfjs-core it resolves; if that is another copy than
   // ours, our ops would never see it.
   if (!tf.findBackendFactory("tensorflow")) {
@@ -58,7 +87,8 @@ async function tryNative(specifier: string): Promise<void> {
 let requestedThreads = 1;
 
 async function startWasm(): Promise<void> {
-  await import("@tensorflow/tfjs-backend-wasm"); // registers the "wasm" factory (tfjs' only way)
+  // Registers the "wasm" factory (tfjs' only way). require(), not import(), for the reason in tf.ts.
+  requireHere("@tensorflow/tfjs-backend-wasm");
   if (!(await tf.setBackend("wasm"))) throw new Error(`the "wasm" backend failed to initialise`);
   installWasmFixes();
 }

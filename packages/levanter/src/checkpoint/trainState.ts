@@ -1,5 +1,5 @@
 // Training state in checkpoints: parameters, optimizer state, loader position and run identity.
-import * as tf from "@tensorflow/tfjs";
+import { tf } from "../tf.ts";
 import { copyFile, mkdir, stat } from "node:fs/promises";
 import path from "node:path";
 import type { HfTokenizerFiles } from "../data/hfTokenizer.ts";

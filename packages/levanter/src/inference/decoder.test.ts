@@ -1,5 +1,5 @@
 // BatchDecoder and KvPool: ragged batched steps over preallocated KV buffers equal a full forward; the pool keeps its byte budget.
-import * as tf from "@tensorflow/tfjs";
+import { tf } from "../tf.ts";
 import { beforeAll, describe, expect, it } from "vitest";
 import { selectBackend } from "../backend.ts";
 import { byteTokenizer } from "../data/byteTokenizer.ts";

@@ -1,5 +1,5 @@
 // The engine's forward pass: one batched step over ragged rows (decode tokens and prompt chunks of many sequences) against preallocated KV buffers.
-import * as tf from "@tensorflow/tfjs";
+import { tf } from "../tf.ts";
 import { nativeActive } from "../kernels/native/register.ts";
 import { nativeGelu } from "../kernels/native/gelu.ts";
 import { attentionShape, type AttentionShape, type ResolvedModelConfig } from "../models/modelConfig.ts";

@@ -1,5 +1,5 @@
 // InferenceEngine: cached decode vs full recomputation, seeded sampling in a busy batch, cancellation, the KV budget, chunked prefill, prompt scoring.
-import * as tf from "@tensorflow/tfjs";
+import { tf } from "../tf.ts";
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";

@@ -1,6 +1,6 @@
 // The geometry of a (batch) matrix product as tfjs' BatchMatMul sees it: output batch shape,
 // M/N/K and batch strides (0 = broadcast from one matrix), shared by the wasm and native kernels.
-import * as tf from "@tensorflow/tfjs";
+import { tf } from "../tf.ts";
 
 /** Whether two shapes are equal. */
 export const sameShape = (a: readonly number[], b: readonly number[]) => a.length === b.length && a.every((x, i) => x === b[i]);

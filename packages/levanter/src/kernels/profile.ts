@@ -1,6 +1,6 @@
 // Per-kernel time of a piece of work on the active backend (tf.profile, aggregated by kernel), and
 // the matMul rate that calibrates throughput benchmarks.
-import * as tf from "@tensorflow/tfjs";
+import { tf } from "../tf.ts";
 
 /** One kernel's share of a profiled run. */
 export interface KernelTime {

@@ -3,7 +3,7 @@
 // `import hf` and after `export hf` (of an import, a fine-tuned import and a model trained here),
 // float32 and sharded bf16 files, byte-identical round trips. Skipped with a notice where torch is
 // absent, except under CI=true.
-import * as tf from "@tensorflow/tfjs";
+import { tf } from "../tf.ts";
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";

@@ -1,7 +1,7 @@
 // Safetensors and Hugging Face folders without a reference: hostile files are clear errors naming
 // the file; refused configs name the field; a GPT-2-family model exports and imports back exactly;
 // the byte tokenizer's export encodes to the bytes.
-import * as tf from "@tensorflow/tfjs";
+import { tf } from "../tf.ts";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";

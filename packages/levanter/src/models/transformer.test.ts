@@ -1,5 +1,5 @@
 // The transformer LM: FLOP counts, shapes, causal masking, parameter names.
-import * as tf from "@tensorflow/tfjs";
+import { tf } from "../tf.ts";
 import { beforeAll, describe, expect, it } from "vitest";
 import { selectBackend } from "../backend.ts";
 import { Rng } from "../rng.ts";

@@ -1,5 +1,5 @@
 // The decoder-only transformer language model: parameters by name, forward pass and loss.
-import * as tf from "@tensorflow/tfjs";
+import { tf } from "../tf.ts";
 import { nativeActive } from "../kernels/native/register.ts";
 import { matMul2d } from "../kernels/wasm/matMul2d.ts";
 import { oneHotFloat } from "../kernels/wasm/oneHotFloat.ts";

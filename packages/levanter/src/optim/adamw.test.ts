@@ -1,5 +1,5 @@
 // AdamW against hand-computed updates: decay mask, gradient clipping, saved and restored scalars.
-import * as tf from "@tensorflow/tfjs";
+import { tf } from "../tf.ts";
 import { beforeAll, describe, expect, it } from "vitest";
 import { selectBackend } from "../backend.ts";
 import { AdamW, type AdamWOptions } from "./adamw.ts";

@@ -1,5 +1,5 @@
 // AdamW with decoupled weight decay, a decay mask and global-norm clipping; its state round-trips bitwise.
-import * as tf from "@tensorflow/tfjs";
+import { tf } from "../tf.ts";
 import { LevanterError } from "../errors.ts";
 import { ADAMW_KERNEL, nativeSumSquares, type AdamWAttrs } from "../kernels/native/adamw.ts";
 import { activeNativeAddon } from "../kernels/native/register.ts";

@@ -1,5 +1,5 @@
 // Evaluation: loss and bits per byte of a model or a checkpoint over validation batches.
-import * as tf from "@tensorflow/tfjs";
+import { tf } from "../tf.ts";
 import { selectBackend } from "../backend.ts";
 import { tokenizerNamed } from "../data/tokenizerLookup.ts";
 import { bitsPerByte, type Tokenizer } from "../data/tokenizer.ts";

@@ -1,6 +1,6 @@
 // Gradient computation: micro-batch accumulation equals the full batch, and is bitwise the same
 // on one rank and spread over a data-parallel gang (real loopback sockets, ranks in this process).
-import * as tf from "@tensorflow/tfjs";
+import { tf } from "../tf.ts";
 import { describe, expect, it } from "vitest";
 import { selectBackend } from "../backend.ts";
 import { Rng } from "../rng.ts";

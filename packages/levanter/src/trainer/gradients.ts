@@ -1,6 +1,6 @@
 // Loss and gradients of one batch from its micro-batches, by the exact fixed-point rule of
 // parallel/exactSum.ts: on one rank (gradient accumulation) and across a data-parallel gang alike.
-import * as tf from "@tensorflow/tfjs";
+import { tf } from "../tf.ts";
 import { LevanterError } from "../errors.ts";
 import type { TransformerLm } from "../models/transformer.ts";
 import type { WasmBackendInternals } from "../kernels/native/heap.ts";

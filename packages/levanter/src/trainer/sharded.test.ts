@@ -1,7 +1,7 @@
 // ZeRO-1 steps (ranks own whole tensors: their reduced gradients, norm terms, AdamW moments and
 // updates, then an all-gather of the parameters) against one rank with the same micro-batches:
 // the same bits every step, on the wasm backend and on the native kernels (real loopback gangs).
-import * as tf from "@tensorflow/tfjs";
+import { tf } from "../tf.ts";
 import { afterEach, describe, expect, it } from "vitest";
 import { selectBackend } from "../backend.ts";
 import { localGangs } from "../internal/testGang.ts";

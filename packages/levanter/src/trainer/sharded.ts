@@ -3,7 +3,7 @@
 // the updated parameters are all-gathered. Rank 0 gathers the other ranks' Adam moments only when
 // it saves. Every per-tensor computation is the one kernel call a single rank makes on the whole
 // tensor, and the norm's terms are combined in parameter order, so the bits do not depend on N.
-import * as tf from "@tensorflow/tfjs";
+import { tf } from "../tf.ts";
 import type { WasmBackendInternals } from "../kernels/native/heap.ts";
 import type { TransformerLm } from "../models/transformer.ts";
 import type { AdamW } from "../optim/adamw.ts";

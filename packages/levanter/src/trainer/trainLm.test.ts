@@ -1,5 +1,5 @@
 // trainLm end to end in-process: loss falls, checkpoints, exact resume.
-import * as tf from "@tensorflow/tfjs";
+import { tf } from "../tf.ts";
 import { getEventListeners } from "node:events";
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import os from "node:os";

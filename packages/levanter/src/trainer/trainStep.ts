@@ -1,7 +1,7 @@
 // One training step of a run (trainRun.ts): the batch, the data-parallel gradients (with rank 0's
 // checkpoint decision and a stop request voted alongside), the non-finite guard, the update, and
 // the step's metrics. The loop and its hooks are trainLm's (trainLm.ts, loopHooks.ts).
-import * as tf from "@tensorflow/tfjs";
+import { tf } from "../tf.ts";
 import type { SavedCheckpoint } from "../checkpoint/checkpointer.ts";
 import { LevanterError } from "../errors.ts";
 import { log } from "../internal/log.ts";

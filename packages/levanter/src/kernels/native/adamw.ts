@@ -1,6 +1,6 @@
 // The fused AdamW update as one native kernel per parameter ("LevanterAdamW" on wasm): the same
 // float32 operations in the same order as optim/adamw.ts's op-by-op update, in one pass.
-import * as tf from "@tensorflow/tfjs";
+import { tf } from "../../tf.ts";
 import type { NativeAddon } from "./addon.ts";
 import { offsetOf, wasmMemory, type WasmBackendInternals } from "./heap.ts";
 

@@ -1,7 +1,7 @@
 // The fused causal attention kernels against the model's op-by-op attention on the pure-JS cpu
 // backend (value and gradient; odd head sizes, one-token sequences, an empty batch; grouped-query
 // heads and rotary positions), and their bits for 1, 2 and 3 threads.
-import * as tf from "@tensorflow/tfjs";
+import { tf } from "../../tf.ts";
 import { describe, expect, it } from "vitest";
 import { selectBackend } from "../../backend.ts";
 import { loadNativeAddon } from "./addon.ts";

@@ -2,7 +2,7 @@
 // "LevanterCausalAttention" and "LevanterCausalAttentionGrad" — and the op {@link nativeCausalAttention}
 // with its exact gradient; rotate-half rotary positions on the same qkv layout — "LevanterRotary" —
 // and the op {@link nativeRotary} (its gradient is the same kernel, transposed).
-import * as tf from "@tensorflow/tfjs";
+import { tf } from "../../tf.ts";
 import type { NativeAddon } from "./addon.ts";
 import { offsetOf, wasmMemory, type WasmBackendInternals } from "./heap.ts";
 

@@ -1,7 +1,7 @@
 // Native BatchMatMul over the wasm backend: every float32 product (any transpose flags, batch
 // broadcast from one matrix or equal batch shapes) on the addon's GEMM, in place on the heap.
 // Anything else goes to the kernel registered before.
-import * as tf from "@tensorflow/tfjs";
+import { tf } from "../../tf.ts";
 import { NATIVE_ACT, type NativeAddon } from "./addon.ts";
 import { offsetOf, wasmMemory, type WasmBackendInternals } from "./heap.ts";
 import { geometry } from "../matmulGeometry.ts";

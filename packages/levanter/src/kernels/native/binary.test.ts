@@ -1,7 +1,7 @@
 // The native elementwise binary kernels (broadcasting, odd and empty shapes, several chunks), Sum
 // and UnsortedSegmentSum against the pure-JS cpu backend, value and gradient, and their bits for 1, 2
 // and 3 threads.
-import * as tf from "@tensorflow/tfjs";
+import { tf } from "../../tf.ts";
 import { describe, expect, it } from "vitest";
 import { selectBackend } from "../../backend.ts";
 import { loadNativeAddon } from "./addon.ts";

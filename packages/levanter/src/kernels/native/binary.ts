@@ -1,7 +1,7 @@
 // Native elementwise Add, Sub, Multiply and RealDiv with broadcasting over the wasm backend
 // (float32 operands whose broadcast collapses to at most 4 dimensions; the rest goes to the kernel
 // registered before). Each element is one IEEE float32 operation: the same bits as tfjs' kernels.
-import * as tf from "@tensorflow/tfjs";
+import { tf } from "../../tf.ts";
 import type { NativeAddon } from "./addon.ts";
 import { offsetOf, wasmMemory, type WasmBackendInternals } from "./heap.ts";
 

@@ -1,7 +1,7 @@
 // Fused softmax cross-entropy for integer targets: "LevanterCrossEntropy" (per-row losses) and
 // "LevanterCrossEntropyGrad" ((softmax − onehot)·dy) as native kernels on wasm, and the op
 // {@link nativeTokenCrossEntropy} that ties them together with an exact gradient.
-import * as tf from "@tensorflow/tfjs";
+import { tf } from "../../tf.ts";
 import type { NativeAddon } from "./addon.ts";
 import { offsetOf, wasmMemory, type WasmBackendInternals } from "./heap.ts";
 

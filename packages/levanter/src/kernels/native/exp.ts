@@ -1,5 +1,5 @@
 // Native Exp over the wasm backend (float32; other dtypes go to the kernel registered before).
-import * as tf from "@tensorflow/tfjs";
+import { tf } from "../../tf.ts";
 import type { NativeAddon } from "./addon.ts";
 import { offsetOf, wasmMemory, type WasmBackendInternals } from "./heap.ts";
 

@@ -1,7 +1,7 @@
 // Native _FusedMatMul over the wasm backend: the BatchMatMul product with the bias and activation
 // applied in the GEMM's epilogue, per output tile. prelu and other bias broadcasts go to the
 // kernel registered before.
-import * as tf from "@tensorflow/tfjs";
+import { tf } from "../../tf.ts";
 import { NATIVE_ACT, type NativeAddon } from "./addon.ts";
 import { geometry, sameShape } from "../matmulGeometry.ts";
 import { offsetOf, wasmMemory, type WasmBackendInternals } from "./heap.ts";

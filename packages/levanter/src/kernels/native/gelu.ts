@@ -1,6 +1,6 @@
 // Fused GELU (tanh approximation) as native kernels on wasm — "LevanterGelu" and
 // "LevanterGeluGrad" — and the op {@link nativeGelu} with its exact gradient.
-import * as tf from "@tensorflow/tfjs";
+import { tf } from "../../tf.ts";
 import type { NativeAddon } from "./addon.ts";
 import { offsetOf, wasmMemory, type WasmBackendInternals } from "./heap.ts";
 

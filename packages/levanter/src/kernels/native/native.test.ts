@@ -1,7 +1,8 @@
 // The native kernels against the pure-JS cpu backend (forward and gradient), bitwise identity
 // over thread counts and micro-kernels, and the whole file again with the vendored GEMM
 // (LEVANTER_NATIVE_GEMM=vendored), as CI requires.
-import * as tf from "@tensorflow/tfjs";
+import type * as Tfjs from "@tensorflow/tfjs";
+import { tf } from "../../tf.ts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { selectBackend } from "../../backend.ts";
 import { agreeOnNativeGemm, loadNativeAddon, nativeGemmCalibration, nativeGemmEngine } from "./addon.ts";
@@ -63,7 +64,7 @@ function gradsOf(c: Case): Float32Array[] {
   });
 }
 
-type Fused = { a: number[]; b: number[]; bias?: number[]; act: tf.fused.Activation; ta?: boolean; tb?: boolean };
+type Fused = { a: number[]; b: number[]; bias?: number[]; act: Tfjs.fused.Activation; ta?: boolean; tb?: boolean };
 const FUSED: Fused[] = [
   { a: [17, 9], b: [9, 21], bias: [21], act: "linear" },
   { a: [9, 17], b: [21, 9], bias: [1, 21], act: "relu", ta: true, tb: true },

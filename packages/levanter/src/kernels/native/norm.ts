@@ -1,6 +1,6 @@
 // Fused layer / RMS norm with scale (and bias) as native kernels on wasm — "LevanterNorm" and
 // "LevanterNormGrad" — and the op {@link nativeNorm} with its exact gradient.
-import * as tf from "@tensorflow/tfjs";
+import { tf } from "../../tf.ts";
 import type { NativeAddon } from "./addon.ts";
 import { offsetOf, wasmMemory, type WasmBackendInternals } from "./heap.ts";
 

@@ -1,7 +1,7 @@
 // The registration list of levanter's native kernels, installed over the tfjs wasm backend (they
 // read and write its heap in place, so every other wasm kernel keeps working on the same
 // tensors), and the switch that restores the kernels they replaced.
-import * as tf from "@tensorflow/tfjs";
+import { tf } from "../../tf.ts";
 import type { NativeAddon } from "./addon.ts";
 import { ADAMW_KERNEL, nativeAdamW } from "./adamw.ts";
 import { SWIGLU_GRAD_KERNEL, SWIGLU_KERNEL, nativeSwigluGradKernel, nativeSwigluKernel } from "./swiglu.ts";

@@ -1,6 +1,6 @@
 // Native UnsortedSegmentSum over the wasm backend — the embedding lookup's (GatherV2's) gradient —
 // for float32 rows and int32 ids; other dtypes go to the kernel registered before.
-import * as tf from "@tensorflow/tfjs";
+import { tf } from "../../tf.ts";
 import type { NativeAddon } from "./addon.ts";
 import { offsetOf, wasmMemory, type WasmBackendInternals } from "./heap.ts";
 

@@ -1,5 +1,5 @@
 // Native Softmax (last axis) over the wasm backend; other axes go to the kernel registered before.
-import * as tf from "@tensorflow/tfjs";
+import { tf } from "../../tf.ts";
 import type { NativeAddon } from "./addon.ts";
 import { offsetOf, wasmMemory, type WasmBackendInternals } from "./heap.ts";
 

@@ -1,7 +1,7 @@
 // Native Sum over the wasm backend for float32 input and a contiguous block of reduced axes (row
 // sums, column sums — the broadcast gradients — and anything between); other cases go to the
 // kernel registered before. Empty reductions give zeros (wasm's own Sum leaves them unset).
-import * as tf from "@tensorflow/tfjs";
+import { tf } from "../../tf.ts";
 import type { NativeAddon } from "./addon.ts";
 import { offsetOf, wasmMemory, type WasmBackendInternals } from "./heap.ts";
 

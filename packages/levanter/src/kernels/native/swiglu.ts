@@ -1,7 +1,7 @@
 // Fused SwiGLU product as native kernels on wasm — "LevanterSwiglu" and "LevanterSwigluGrad" —
 // and the op {@link nativeSwiglu} with its exact gradient: (g·sigmoid(g))·u in one pass each way
 // instead of sigmoid, two multiplies and their gradients op by op.
-import * as tf from "@tensorflow/tfjs";
+import { tf } from "../../tf.ts";
 import type { NativeAddon } from "./addon.ts";
 import { offsetOf, wasmMemory, type WasmBackendInternals } from "./heap.ts";
 

@@ -1,6 +1,6 @@
 // The wasm SIMD matMul kernel against the cpu backend: every transpose form, odd sizes, threads.
 import { readFile } from "node:fs/promises";
-import * as tf from "@tensorflow/tfjs";
+import { tf } from "../../tf.ts";
 import { describe, expect, it } from "vitest";
 import { quietSuiteBackToWasm } from "../native/testing.ts";
 import { selectBackend } from "../../backend.ts";

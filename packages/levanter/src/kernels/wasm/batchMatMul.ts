@@ -4,7 +4,7 @@
 // ~1.2 GFLOP/s (attention's q·kᵀ and att·v and their gradients); matmul.wat runs those 8–19
 // GFLOP/s, and plain rank-2 products as fast as tfjs' XNNPACK path (21–25 GFLOP/s here) with the
 // same bits. Using one routine for everything makes results independent of the thread count.
-import * as tf from "@tensorflow/tfjs";
+import { tf } from "../../tf.ts";
 import { GemmPool } from "../gemmPool.ts";
 import type { MatmulExports } from "../gemmPool.ts";
 import { MATMUL_WASM_BASE64 } from "../matmulWasm.ts";

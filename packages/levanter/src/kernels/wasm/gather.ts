@@ -1,7 +1,7 @@
 // wasm's GatherV2 takes ~6.5 ms for the 1,024-row embedding lookup of a training step; copying
 // rows from the heap takes well under 1. Only the plain case (axis 0, no batch dims, float32 rows,
 // int32 ids, all in range) is handled here; everything else goes to the original kernel.
-import * as tf from "@tensorflow/tfjs";
+import { tf } from "../../tf.ts";
 import type { WasmBackendLike } from "./backendLike.ts";
 
 /** GatherV2 built around wasm's own (`orig`), which runs every case but the plain one. */

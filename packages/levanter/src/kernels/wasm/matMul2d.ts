@@ -1,6 +1,6 @@
 // An op, not a registered kernel: the model's rank-2 products, shaped for wasm's fast GEMM (same
 // values as tf.matMul on every backend).
-import * as tf from "@tensorflow/tfjs";
+import { tf } from "../../tf.ts";
 import { nativeActive } from "../native/register.ts";
 
 /**

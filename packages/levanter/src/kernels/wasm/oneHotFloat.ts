@@ -1,6 +1,6 @@
 // An op, not a registered kernel: the float32 one-hot the loss uses on every backend, working
 // around wasm's float32 oneHot.
-import * as tf from "@tensorflow/tfjs";
+import { tf } from "../../tf.ts";
 
 /**
  * A float32 one-hot that is correct on wasm: wasm's float32 `oneHot` returns integer bit

@@ -2,7 +2,7 @@
 // none of) and faster versions of kernels it has (each built around the replaced one, which runs
 // what it does not take). One file per kernel under this folder; the backend selection
 // (backend.ts) calls installWasmFixes() when it starts wasm, before any native kernel goes over.
-import * as tf from "@tensorflow/tfjs";
+import { tf } from "../../tf.ts";
 import { wasmBatchMatMul } from "./batchMatMul.ts";
 import { wasmGather } from "./gather.ts";
 import { wasmSharedIdentity } from "./identity.ts";

@@ -1,6 +1,6 @@
 // A JS UnsortedSegmentSum for the wasm backend, which has none: without it `tf.gather`
 // (embedding lookups) has no gradient there.
-import * as tf from "@tensorflow/tfjs";
+import { tf } from "../../tf.ts";
 import type { WasmBackendLike } from "./backendLike.ts";
 
 /** The kernel: rows of `x` summed into `numSegments` rows by `segmentIds`. */

@@ -1,7 +1,7 @@
 // wasm's Slice (and SplitV, which calls it directly) copies the whole input out of the heap with
 // readSync before slicing: splitting attention's fused q/k/v costs ~7 ms. These read through a
 // heap view instead (numeric dtypes; strings go to the original kernels).
-import * as tf from "@tensorflow/tfjs";
+import { tf } from "../../tf.ts";
 import type { WasmBackendLike } from "./backendLike.ts";
 
 /** Slice built around wasm's own (`orig`, for strings). */

@@ -1,6 +1,6 @@
 // The wasm kernels (kernels/wasm/) and the wasm-shaped ops, against the cpu backend, and their
 // registration list.
-import * as tf from "@tensorflow/tfjs";
+import { tf } from "../../tf.ts";
 import { beforeAll, describe, expect, it } from "vitest";
 import { selectBackend } from "../../backend.ts";
 import { matMul2d } from "./matMul2d.ts";
