@@ -6,6 +6,7 @@
 // (old URLs keep working) and sends anything else (a browser, `/cap` URLs) to the proxy's origin.
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import type http from "node:http";
+import { CAPABILITY_TTL_S, DEFAULT_PROXY_TIMEOUT_MS, PROXY_TIMEOUT_KEY, PROXY_TIMEOUT_RANGE_MS } from "../endpointLimits.ts";
 import { IrisError } from "../errors.ts";
 import type { EndpointCapability } from "../jobSpec.ts";
 import type { Endpoint as WireEndpoint } from "../internal/generated/iris/v1/Endpoint.ts";
@@ -13,15 +14,6 @@ import { forward } from "./forward.ts";
 import type { HttpPrincipal } from "./principal.ts";
 import { reply } from "./respond.ts";
 import type { HttpRouter } from "./router.ts";
-
-/** Endpoint metadata key: the proxy's timeout for that endpoint, in milliseconds. */
-export const PROXY_TIMEOUT_KEY = "proxy_timeout_ms";
-/** The proxy timeout when the endpoint's metadata sets none (5 min: long generations). */
-export const DEFAULT_PROXY_TIMEOUT_MS = 300_000;
-/** `proxy_timeout_ms` is clamped to this range. */
-export const PROXY_TIMEOUT_RANGE_MS = { min: 100, max: 3_600_000 } as const;
-/** Capability token lifetime: the default and the clamp, in seconds. */
-export const CAPABILITY_TTL_S = { default: 3600, min: 60, max: 86_400 } as const;
 
 /** The permission (role table entry) that `/proxy` needs. */
 export const PROXY_PERMISSION = "HTTP /proxy";

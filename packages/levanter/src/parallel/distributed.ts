@@ -1,7 +1,7 @@
 // Joining the data-parallel gang of an iris job: rank and world from the task's identity, the
 // secret from IRIS_GANG_SECRET, the listen port from IRIS_PORT_<NAME> on IRIS_ADVERTISE_HOST only,
 // and rank 0's address published as an iris endpoint before anyone waits (see gang.ts).
-import { getIrisCtx, type IrisContext } from "@marin/iris";
+import { getIrisCtx, type IrisContext } from "@marin/iris/client";
 import { LevanterError } from "../errors.ts";
 import { setLogContext } from "../internal/log.ts";
 import { allGatherJson } from "./collectives.ts";

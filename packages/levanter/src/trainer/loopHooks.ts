@@ -4,7 +4,7 @@
 // checkpoints (evaluation adds its metrics first, so the others see them); at the end `atEnd` in
 // the order checkpoints → caller's hooks → status → trackers (the final checkpoint exists before
 // anything reports the end). Only rank 0 tracks, reports and writes.
-import { getIrisCtx } from "@marin/iris";
+import { getIrisCtx } from "@marin/iris/client";
 import path from "node:path";
 import type { SavedCheckpoint } from "../checkpoint/checkpointer.ts";
 import { saveTrainState } from "../checkpoint/trainState.ts";

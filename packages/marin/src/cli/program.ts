@@ -9,7 +9,7 @@ import { newRunId, runGraph } from "../executor/runner.ts";
 import type { RunSummary, StepLauncher } from "../executor/runner.ts";
 import { loadExperiment } from "../experiment/experiment.ts";
 import { resolveGraph } from "../step/graph.ts";
-import { lookupToken } from "@marin/iris";
+import { lookupToken } from "@marin/iris/client";
 import { integerArg } from "@marin/iris/toolkit";
 import { PipelineReporter } from "./dashboardReport.ts";
 import { formatSummary, LiveView } from "./liveView.ts";

@@ -3,7 +3,8 @@
 import { existsSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { IrisClient, LocalCluster } from "@marin/iris";
+import { IrisClient } from "@marin/iris/client";
+import type { LocalCluster } from "@marin/iris";
 import { MarinError } from "../errors.ts";
 import { remoteInference } from "../service/remoteInference.ts";
 import type { StepGraph } from "../step/graph.ts";
@@ -65,6 +66,7 @@ export async function serveStep(opts: ServeStepOptions): Promise<number> {
   if (opts.cluster) {
     client = IrisClient.connect(opts.cluster, { token: process.env.IRIS_AUTH_TOKEN });
   } else {
+    const { LocalCluster } = await import("@marin/iris"); // only here: see remote/irisLauncher.ts
     cluster = await LocalCluster.start({ workers: 1, httpPort: opts.httpPort, workerCpuMillis: os.availableParallelism() * 1000, workerMemoryBytes: os.totalmem() });
     client = cluster.client;
   }

@@ -3,8 +3,9 @@ import { promises as fs } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { IrisClient, IrisError, LocalCluster } from "@marin/iris";
-import type { Job, JobStatus, UploadedBundle } from "@marin/iris";
+import { IrisClient, IrisError } from "@marin/iris/client";
+import type { Job, JobStatus, UploadedBundle } from "@marin/iris/client";
+import type { LocalCluster } from "@marin/iris";
 import { ownExtension } from "@marin/iris/loader";
 import { MarinError } from "../errors.ts";
 import type { LaunchArgs, StepLauncher } from "../executor/runner.ts";
@@ -54,6 +55,8 @@ export async function createIrisLauncher(opts: IrisLauncherOptions): Promise<Ste
     client = IrisClient.connect(opts.cluster, { token: process.env.IRIS_AUTH_TOKEN });
   } else {
     if (opts.stateDir) await fs.mkdir(opts.stateDir, { recursive: true });
+    // Imported here: the controller and worker cost a step task, which only reaches a cluster, 0.2 CPU-s at start.
+    const { LocalCluster } = await import("@marin/iris");
     cluster = await LocalCluster.start({
       workers: 1,
       ...(opts.stateDir ? { dbPath: path.join(opts.stateDir, "iris.sqlite") } : {}),

@@ -1,6 +1,6 @@
 // The iris task entry that runs one step's body: rebuilds the graph, checks the identity, runs the step.
 import path from "node:path";
-import { getIrisCtx } from "@marin/iris";
+import { getIrisCtx } from "@marin/iris/client";
 import { formatZodIssues } from "@marin/iris/toolkit";
 import { z } from "zod";
 import { MarinError } from "../errors.ts";

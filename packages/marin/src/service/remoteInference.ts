@@ -5,8 +5,8 @@
 // requests over the replicas that registered the endpoint (marin runs no proxy of its own).
 import { randomBytes } from "node:crypto";
 import { fileURLToPath } from "node:url";
-import { CAPABILITY_TTL_S, getIrisCtx, isTerminalJobState } from "@marin/iris";
-import type { Endpoint, IrisClient, Job, JobSpecInput, JobStatus } from "@marin/iris";
+import { CAPABILITY_TTL_S, getIrisCtx, isTerminalJobState } from "@marin/iris/client";
+import type { Endpoint, IrisClient, Job, JobSpecInput, JobStatus } from "@marin/iris/client";
 import { ownExtension } from "@marin/iris/loader";
 import { ModelListSchema } from "@marin/levanter/serve/openai";
 import { MarinError } from "../errors.ts";

@@ -1,7 +1,7 @@
 // The iris task entry of one inference replica: binds the job's `http` port, registers the
 // endpoint `serve/<name>` at once (status "loading"), loads the checkpoint with levanter's server,
 // re-registers with the model's context (status "ready"), and serves until the task is killed.
-import { irisCtx } from "@marin/iris";
+import { irisCtx } from "@marin/iris/client";
 import { formatZodIssues } from "@marin/iris/toolkit";
 import { z } from "zod";
 import { MarinError } from "../errors.ts";
