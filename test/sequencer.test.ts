@@ -2,10 +2,15 @@
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import type { TestSpecification, Vitest } from "vitest/node";
 import { describe, expect, it } from "vitest";
-import { spread, WAITING_FILES } from "./setup/sequencer.ts";
+import SpreadWaitingSequencer, { spread, WAITING_FILES } from "./setup/sequencer.ts";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+
+function spec(project: string, groupOrder: number, file: string): TestSpecification {
+  return { project: { name: project, config: { sequence: { groupOrder }, isolate: false } }, moduleId: path.join(root, file) } as unknown as TestSpecification;
+}
 
 describe("spread", () => {
   it("keeps both orders and puts the waiting files evenly among the busy ones, the first one first", () => {
@@ -30,5 +35,44 @@ describe("spread", () => {
 describe("WAITING_FILES", () => {
   it("names files that exist (a renamed file would silently lose its place)", () => {
     for (const f of WAITING_FILES) expect(existsSync(path.join(root, f)), f).toBe(true);
+  });
+});
+
+describe("SpreadWaitingSequencer", () => {
+  it("keeps groups and projects in Vitest's order and spreads a project's waiting files among its busy ones", async () => {
+    // No cached results: Vitest orders a project's files by size, larger first.
+    const sizes: Record<string, number> = {
+      "a.e2e.test.ts": 40,
+      "b.e2e.test.ts": 30,
+      "c.e2e.test.ts": 20,
+      [path.basename(WAITING_FILES[0]!)]: 35,
+      [path.basename(WAITING_FILES[1]!)]: 34,
+    };
+    const ctx = {
+      config: { root },
+      cache: { getFileTestResults: () => undefined, getFileStats: (key: string) => ({ size: sizes[path.basename(key)] ?? 1 }) },
+    } as unknown as Vitest;
+    const files = [
+      spec("zephyr-e2e", 1, "packages/zephyr/src/z.e2e.test.ts"),
+      spec("iris-e2e", 1, "packages/iris/src/a.e2e.test.ts"),
+      spec("iris-e2e", 1, WAITING_FILES[1]!),
+      spec("iris-e2e", 1, "packages/iris/src/c.e2e.test.ts"),
+      spec("iris-e2e", 1, WAITING_FILES[0]!),
+      spec("iris-e2e", 1, "packages/iris/src/b.e2e.test.ts"),
+      spec("iris", 0, "packages/iris/src/u.test.ts"),
+      spec("iris-e2e-solo", 2, "packages/iris/src/controller/fairness.e2e.test.ts"),
+    ];
+    const sorted = await new SpreadWaitingSequencer(ctx).sort(files);
+    // By size alone the two waiting files (35, 34) would run together, second and third.
+    expect(sorted.map((s) => path.relative(root, s.moduleId))).toEqual([
+      "packages/iris/src/u.test.ts",
+      WAITING_FILES[0],
+      "packages/iris/src/a.e2e.test.ts",
+      WAITING_FILES[1],
+      "packages/iris/src/b.e2e.test.ts",
+      "packages/iris/src/c.e2e.test.ts",
+      "packages/zephyr/src/z.e2e.test.ts",
+      "packages/iris/src/controller/fairness.e2e.test.ts",
+    ]);
   });
 });

@@ -64,11 +64,12 @@ export function missingBinding(specifier: string, from: NodeJS.Require = require
   } catch {
     return undefined; // not installed, or hides its package.json: require() says which
   }
-  const binary = (JSON.parse(fs.readFileSync(manifest, "utf8")) as { binary?: { module_name?: unknown; module_path?: unknown; napi_versions?: unknown } }).binary;
-  if (typeof binary?.module_name !== "string" || typeof binary.module_path !== "string" || !Array.isArray(binary.napi_versions)) return undefined;
-  const { module_name: name, module_path: where } = binary as { module_name: string; module_path: string };
-  const candidates = binary.napi_versions.map((v) => path.join(path.dirname(manifest), where.replaceAll("{napi_build_version}", String(v)), `${name}.node`));
-  return candidates.some((c) => fs.existsSync(c)) ? undefined : "installed without its native binding (libtensorflow not downloaded)";
+  const { binary } = JSON.parse(fs.readFileSync(manifest, "utf8")) as { binary?: Record<string, unknown> };
+  const { module_name: name, module_path: where, napi_versions: versions } = binary ?? {};
+  if (typeof name !== "string" || typeof where !== "string" || !Array.isArray(versions)) return undefined;
+  const dir = path.dirname(manifest);
+  const built = versions.some((v) => fs.existsSync(path.join(dir, where.replaceAll("{napi_build_version}", String(v)), `${name}.node`)));
+  return built ? undefined : "installed without its native binding (libtensorflow not downloaded)";
 }
 
 async function tryNative(specifier: string): Promise<void> {

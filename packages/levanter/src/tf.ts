@@ -17,7 +17,6 @@ export const tf = createRequire(import.meta.url)("@tensorflow/tfjs") as typeof T
 
 // eslint-disable-next-line @typescript-eslint/no-namespace -- types only, erased: see above
 export declare namespace tf {
-  export type Rank = Tfjs.Rank;
   export type Tensor<R extends Tfjs.Rank = Tfjs.Rank> = Tfjs.Tensor<R>;
   export type Scalar = Tfjs.Scalar;
   export type Tensor1D = Tfjs.Tensor1D;
