@@ -1,7 +1,7 @@
 import os from "node:os";
 import path from "node:path";
 import { defineConfig } from "vitest/config";
-import SpreadWaitingSequencer from "./test/setup/sequencer.ts";
+import WaitingFirstSequencer from "./test/setup/sequencer.ts";
 import projects from "./vitest.workspace.ts";
 
 // vitest.workspace.ts is the source of truth for the projects; this file hands it to Vitest 4 and
@@ -23,7 +23,7 @@ export default defineConfig({
   test: {
     projects,
     passWithNoTests: true,
-    // Vitest's order, with the end-to-end files that mostly wait spread out (test/setup/sequencer.ts).
-    sequence: { sequencer: SpreadWaitingSequencer },
+    // Vitest's order, with the end-to-end files that mostly wait first in the unit group (test/setup/sequencer.ts).
+    sequence: { sequencer: WaitingFirstSequencer },
   },
 });

@@ -1,10 +1,12 @@
-// The test order's one change to Vitest's: end-to-end files that mostly wait are spread out.
+// The test order's one change to Vitest's: the end-to-end files that mostly wait start first in
+// their group (the unit group).
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { TestSpecification, Vitest } from "vitest/node";
 import { describe, expect, it } from "vitest";
-import SpreadWaitingSequencer, { spread, WAITING_FILES } from "./setup/sequencer.ts";
+import WaitingFirstSequencer, { waitingFirst } from "./setup/sequencer.ts";
+import { WAITING_FILES } from "./setup/waitingFiles.ts";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 
@@ -12,65 +14,67 @@ function spec(project: string, groupOrder: number, file: string): TestSpecificat
   return { project: { name: project, config: { sequence: { groupOrder }, isolate: false } }, moduleId: path.join(root, file) } as unknown as TestSpecification;
 }
 
-describe("spread", () => {
-  it("keeps both orders and puts the waiting files evenly among the busy ones, the first one first", () => {
-    expect(spread(["b1", "b2", "b3", "b4"], ["w1", "w2"])).toEqual(["w1", "b1", "b2", "w2", "b3", "b4"]);
-    expect(spread(["b1", "b2", "b3"], ["w1", "w2", "w3"])).toEqual(["w1", "b1", "w2", "b2", "w3", "b3"]);
-  });
-
-  it("never pairs two waiting files when there are enough busy ones, and loses none", () => {
-    const busy = Array.from({ length: 23 }, (_, i) => `b${i}`);
-    const waiting = ["w0", "w1", "w2"];
-    const out = spread(busy, waiting);
-    expect([...out].sort()).toEqual([...busy, ...waiting].sort());
-    for (let i = 1; i < out.length; i++) expect(out[i - 1]!.startsWith("w") && out[i]!.startsWith("w")).toBe(false);
-  });
-
-  it("handles no waiting files, and more waiting files than busy ones", () => {
-    expect(spread(["b1", "b2"], [])).toEqual(["b1", "b2"]);
-    expect([...spread(["b1"], ["w1", "w2", "w3"])].sort()).toEqual(["b1", "w1", "w2", "w3"]);
+describe("waitingFirst", () => {
+  it("puts each group's waiting items first, keeping both orders and every group in place", () => {
+    const items = [
+      { g: 0, n: "u1" },
+      { g: 0, n: "w1" },
+      { g: 0, n: "u2" },
+      { g: 0, n: "w2" },
+      { g: 1, n: "e1" },
+      { g: 1, n: "w3" },
+      { g: 2, n: "s1" },
+    ];
+    const out = waitingFirst(
+      items,
+      (x) => x.g,
+      (x) => x.n.startsWith("w"),
+    );
+    expect(out.map((x) => x.n)).toEqual(["w1", "w2", "u1", "u2", "w3", "e1", "s1"]);
+    expect(
+      waitingFirst(
+        [],
+        () => 0,
+        () => true,
+      ),
+    ).toEqual([]);
   });
 });
 
-describe("WAITING_FILES", () => {
-  it("names files that exist (a renamed file would silently lose its place)", () => {
+describe("the waiting projects", () => {
+  it("name files that exist (a renamed file would silently lose its place)", () => {
+    expect(WAITING_FILES.length).toBeGreaterThan(0);
     for (const f of WAITING_FILES) expect(existsSync(path.join(root, f)), f).toBe(true);
   });
 });
 
-describe("SpreadWaitingSequencer", () => {
-  it("keeps groups and projects in Vitest's order and spreads a project's waiting files among its busy ones", async () => {
+describe("WaitingFirstSequencer", () => {
+  it("keeps Vitest's order of groups and projects and starts the unit group with its waiting files", async () => {
     // No cached results: Vitest orders a project's files by size, larger first.
-    const sizes: Record<string, number> = {
-      "a.e2e.test.ts": 40,
-      "b.e2e.test.ts": 30,
-      "c.e2e.test.ts": 20,
-      [path.basename(WAITING_FILES[0]!)]: 35,
-      [path.basename(WAITING_FILES[1]!)]: 34,
-    };
+    const sizes: Record<string, number> = { "a.test.ts": 40, "b.test.ts": 30, [path.basename(WAITING_FILES[0]!)]: 35, [path.basename(WAITING_FILES[1]!)]: 34 };
     const ctx = {
       config: { root },
       cache: { getFileTestResults: () => undefined, getFileStats: (key: string) => ({ size: sizes[path.basename(key)] ?? 1 }) },
     } as unknown as Vitest;
     const files = [
       spec("zephyr-e2e", 1, "packages/zephyr/src/z.e2e.test.ts"),
-      spec("iris-e2e", 1, "packages/iris/src/a.e2e.test.ts"),
-      spec("iris-e2e", 1, WAITING_FILES[1]!),
-      spec("iris-e2e", 1, "packages/iris/src/c.e2e.test.ts"),
-      spec("iris-e2e", 1, WAITING_FILES[0]!),
-      spec("iris-e2e", 1, "packages/iris/src/b.e2e.test.ts"),
-      spec("iris", 0, "packages/iris/src/u.test.ts"),
+      spec("iris", 0, "packages/iris/src/b.test.ts"),
+      spec("iris-e2e-waiting", 0, WAITING_FILES[1]!),
+      spec("iris", 0, "packages/iris/src/a.test.ts"),
+      spec("iris-e2e-waiting", 0, WAITING_FILES[0]!),
+      spec("zephyr", 0, "packages/zephyr/src/c.test.ts"),
+      spec("iris-e2e", 1, "packages/iris/src/d.e2e.test.ts"),
       spec("iris-e2e-solo", 2, "packages/iris/src/controller/fairness.e2e.test.ts"),
     ];
-    const sorted = await new SpreadWaitingSequencer(ctx).sort(files);
-    // By size alone the two waiting files (35, 34) would run together, second and third.
+    const sorted = await new WaitingFirstSequencer(ctx).sort(files);
+    // By Vitest's order alone the waiting project (after "iris" by name) would start after every iris unit file.
     expect(sorted.map((s) => path.relative(root, s.moduleId))).toEqual([
-      "packages/iris/src/u.test.ts",
       WAITING_FILES[0],
-      "packages/iris/src/a.e2e.test.ts",
       WAITING_FILES[1],
-      "packages/iris/src/b.e2e.test.ts",
-      "packages/iris/src/c.e2e.test.ts",
+      "packages/iris/src/a.test.ts",
+      "packages/iris/src/b.test.ts",
+      "packages/zephyr/src/c.test.ts",
+      "packages/iris/src/d.e2e.test.ts",
       "packages/zephyr/src/z.e2e.test.ts",
       "packages/iris/src/controller/fairness.e2e.test.ts",
     ]);

@@ -1,60 +1,34 @@
 // The order test files start in: Vitest's own (groups in order, then project by project, then the
-// slowest or, on a first run, the largest file first), except that within a project the end-to-end
-// files that mostly wait are spread out among the others. Two files run at once in the end-to-end
-// group; when both wait (two Slurm files on Slurm's scheduler, say), a core stands idle. Measured
-// on a clean clone, that was 30–70 % idle for about 35 s while slurmCluster and slurmProvider, next
-// to each other by size, ran together.
-import path from "node:path";
+// slowest or, on a first run, the largest file first), except that the end-to-end files that
+// mostly wait (the `<layer>-e2e-waiting` projects, vitest.workspace.ts) start first in their
+// group. They run beside lint, typecheck and the unit tests, which keep both cores busy while they
+// wait; started first, they are done long before the group's last unit file, so none of them
+// holds the group open with the cores idle. (Measured on a clean clone when two of them ran side
+// by side among the end-to-end files: 30–70 % idle for about 35 s.)
 import { BaseSequencer, type TestSpecification } from "vitest/node";
 
-/**
- * End-to-end files whose wall time is mostly waiting, not CPU (measured alone: `/usr/bin/time
- * vitest run <file>`): on Slurm's scheduler and time limits, a worker's reconnect backoff, a
- * browser and network namespaces.
- */
-export const WAITING_FILES = [
-  "packages/iris/src/autoscaler/slurmCluster.e2e.test.ts", // 20 CPU-s in 37 s
-  "packages/iris/src/autoscaler/slurmProvider.e2e.test.ts", // 10 CPU-s in 36 s
-  "packages/iris/src/worker/worker.e2e.test.ts", // 14 CPU-s in 28 s
-  "test/gangOnSlurm.e2e.test.ts", // 17 CPU-s in 39 s (plus its Slurm jobs')
-  "test/severalHosts.e2e.test.ts", // 22 CPU-s in 29 s
-  "test/dashboard.e2e.test.ts", // 20 CPU-s in 32 s
-];
+/** The projects whose files start first in their group. */
+export const isWaitingProject = (name: string): boolean => name.endsWith("-e2e-waiting");
 
-/** `busy` in order with `waiting` spread evenly among them, the first waiting file first. */
-export function spread<T>(busy: readonly T[], waiting: readonly T[]): T[] {
-  if (waiting.length === 0) return [...busy];
-  const total = busy.length + waiting.length;
-  const step = total / waiting.length;
+/** `items` in order, except that within each run of one group the waiting ones come first. */
+export function waitingFirst<T>(items: readonly T[], groupOf: (item: T) => number, isWaiting: (item: T) => boolean): T[] {
   const out: T[] = [];
-  let w = 0;
-  let b = 0;
-  for (let i = 0; i < total; i++) {
-    if (w < waiting.length && (i >= Math.floor(w * step) || b === busy.length)) out.push(waiting[w++]!);
-    else out.push(busy[b++]!);
+  for (let i = 0; i < items.length;) {
+    let j = i;
+    while (j < items.length && groupOf(items[j]!) === groupOf(items[i]!)) j++;
+    const block = items.slice(i, j);
+    out.push(...block.filter(isWaiting), ...block.filter((x) => !isWaiting(x)));
+    i = j;
   }
   return out;
 }
 
-export default class SpreadWaitingSequencer extends BaseSequencer {
+export default class WaitingFirstSequencer extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
-    const sorted = await super.sort(files);
-    const root = this.ctx.config.root;
-    const waiting = new Set(WAITING_FILES.map((f) => path.resolve(root, f)));
-    const out: TestSpecification[] = [];
-    // Vitest's order keeps each project's files together: spread within each run of one project.
-    for (let i = 0; i < sorted.length;) {
-      let j = i;
-      while (j < sorted.length && sorted[j]!.project.name === sorted[i]!.project.name) j++;
-      const block = sorted.slice(i, j);
-      out.push(
-        ...spread(
-          block.filter((s) => !waiting.has(s.moduleId)),
-          block.filter((s) => waiting.has(s.moduleId)),
-        ),
-      );
-      i = j;
-    }
-    return out;
+    return waitingFirst(
+      await super.sort(files),
+      (s) => s.project.config.sequence.groupOrder,
+      (s) => isWaitingProject(s.project.name),
+    );
   }
 }

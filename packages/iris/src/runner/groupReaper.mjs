@@ -1,6 +1,6 @@
 // @ts-check
-// The iris group reaper: one per worker, started once as `node groupReaper.mjs <workerPid> <graceMs>`
-// in its own process group, with an IPC channel to the worker. The worker tells it the process
+// The iris group reaper: one per worker, started with the worker's first command attempt as
+// `node groupReaper.mjs <workerPid> <graceMs>` in its own process group, with an IPC channel to the worker. The worker tells it the process
 // groups of the command attempts it spawns directly (`{ add: pgid }`, `{ remove: pgid }`); when
 // the worker dies (the channel disconnects, or this process is re-parented), the reaper ends
 // every group it still tracks (SIGTERM, SIGKILL after the grace) and exits. A worker that stops
