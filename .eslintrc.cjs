@@ -231,6 +231,10 @@ const dependencyRule = (folderRules) => [
   },
 ];
 
+// zod's value imports go through iris's toolkit (packages/iris/src/toolkit/zod.ts); types may come from zod.
+const ZOD_PATH = { name: "zod", message: 'import { z } from "@marin/iris/toolkit" instead (inside iris: src/toolkit/zod.ts; see its opening comment).', allowTypeImports: true };
+const ZOD_PATTERN = { group: ["zod/*"], message: "zod's subpaths are ES modules: take z from @marin/iris/toolkit.", allowTypeImports: true };
+
 module.exports = {
   root: true,
   parser: "@typescript-eslint/parser",
@@ -260,6 +264,21 @@ module.exports = {
   overrides: [
     { files: ["*.cjs"], rules: { "@typescript-eslint/no-require-imports": "off" } },
     { files: ["**/*.test.ts", "**/*.test-d.ts"], rules: { "boundaries/dependencies": dependencyRule([]) } },
+    // zod's ES-module build costs every process ~140 ms of CPU at start-up: code takes zod's
+    // CommonJS build through iris's toolkit (packages/iris/src/toolkit/zod.ts); types may come from zod.
+    {
+      files: ["packages/*/src/**/*.ts", "test/**/*.ts", "bench/**/*.ts", "experiments/**/*.ts"],
+      excludedFiles: ["packages/iris/src/toolkit/zod.ts"],
+      rules: {
+        "@typescript-eslint/no-restricted-imports": [
+          "error",
+          {
+            paths: [ZOD_PATH],
+            patterns: [ZOD_PATTERN],
+          },
+        ],
+      },
+    },
     // levanter loads TensorFlow.js once, with require(), in src/tf.ts (why: its opening comment);
     // an ES import of the package elsewhere would bring back the cost. Type imports are erased.
     {
@@ -269,8 +288,15 @@ module.exports = {
         "@typescript-eslint/no-restricted-imports": [
           "error",
           {
-            paths: [{ name: "@tensorflow/tfjs", message: 'import { tf } from "<levanter>/src/tf.ts" instead (see its opening comment).', allowTypeImports: true }],
-            patterns: [{ group: ["@tensorflow/tfjs-*"], message: "load TensorFlow.js packages with require(), as src/tf.ts and backend.ts do.", allowTypeImports: true }],
+            paths: [
+              { name: "@tensorflow/tfjs", message: 'import { tf } from "<levanter>/src/tf.ts" instead (see its opening comment).', allowTypeImports: true },
+              // Repeated from the zod entry above: an override's options replace the earlier ones.
+              ZOD_PATH,
+            ],
+            patterns: [
+              { group: ["@tensorflow/tfjs-*"], message: "load TensorFlow.js packages with require(), as src/tf.ts and backend.ts do.", allowTypeImports: true },
+              ZOD_PATTERN,
+            ],
           },
         ],
       },

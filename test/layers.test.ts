@@ -394,3 +394,27 @@ describe("iris folders form no circle", () => {
     expect(circles).toEqual([]);
   });
 });
+
+describe("imports that cost every process its start-up (no-restricted-imports)", () => {
+  async function restricted(file: string, code: string): Promise<string[]> {
+    const [result] = await eslint.lintText(code, { filePath: path.join(root, file) });
+    return result!.messages.filter((m) => m.ruleId === "@typescript-eslint/no-restricted-imports").map((m) => m.message);
+  }
+  const zodValue = `import { z } from "zod"; export const s = z.string();`;
+  const zodType = `import type { z } from "zod"; export type S = z.infer<z.ZodString>;`;
+
+  it.each([IRIS, LEVANTER, SHARDING, ZEPHYR, MARIN, "test/fixture.ts", "experiments/fixture.ts"])("zod's value import is refused in %s, its types are not", async (file) => {
+    expect(await restricted(file, zodValue)).toEqual([expect.stringContaining(`import { z } from "@marin/iris/toolkit"`)]);
+    expect(await restricted(file, `import { z } from "zod/mini"; export const s = z.string();`)).toEqual([expect.stringContaining("@marin/iris/toolkit")]);
+    expect(await restricted(file, zodType)).toEqual([]);
+  });
+
+  it("only iris's toolkit/zod.ts loads zod itself; in levanter both the zod and the TensorFlow.js rules hold", async () => {
+    expect(await restricted("packages/iris/src/toolkit/zod.ts", zodValue)).toEqual([]);
+    expect(await restricted(LEVANTER, `import * as tf from "@tensorflow/tfjs"; ${zodValue}`)).toEqual([
+      expect.stringContaining(`src/tf.ts`),
+      expect.stringContaining(`@marin/iris/toolkit`),
+    ]);
+    expect(await restricted(LEVANTER, `import { z } from "@marin/iris/toolkit"; export const s = z.string();`)).toEqual([]);
+  });
+});

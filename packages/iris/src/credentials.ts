@@ -9,7 +9,7 @@ import { createHmac } from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { z } from "zod";
+import { z } from "./toolkit/zod.ts";
 import { writeFileAtomicSync } from "./toolkit/atomicWrite.ts";
 
 /** One controller's entry. */

@@ -2,7 +2,7 @@
 // controller: normalizeJobSpec), and code bundle ids. Inside the package everything passes the
 // normalized JobSpec. Its neighbours, re-exported here: the status types (jobStatus.ts), the
 // limits (jobLimits.ts) and the name rules (jobNames.ts).
-import { z } from "zod";
+import { z } from "./toolkit/zod.ts";
 import { IrisError } from "./errors.ts";
 import { LIMITS, utf8Bytes, valueDepthOver } from "./jobLimits.ts";
 import { checkJobName } from "./jobNames.ts";

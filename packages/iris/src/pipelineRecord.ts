@@ -6,7 +6,7 @@
 // The JSON field names are the wire format and stay as they are: the node list is `steps` and a
 // node's content address is `id`/`outputPath` (any string a runner uses to say where a node's
 // result lives; marin writes its step's output path). Only the TypeScript names are generic.
-import { z } from "zod";
+import { z } from "./toolkit/zod.ts";
 
 /**
  * States a node shows: `planned` (will run), `waiting` (on its dependencies or a lock),

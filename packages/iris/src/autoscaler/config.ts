@@ -4,7 +4,7 @@ import { readFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { parse as parseYaml } from "yaml";
-import { z } from "zod";
+import { z } from "../toolkit/zod.ts";
 import { formatZodIssues, valueAtPath } from "../toolkit/zodIssues.ts";
 import type { ScaleGroupConfig } from "./provider.ts";
 

@@ -7,7 +7,7 @@ import { createHash, createHmac, timingSafeEqual } from "node:crypto";
 import fs from "node:fs";
 import type * as grpc from "@grpc/grpc-js";
 import { parse as parseYaml } from "yaml";
-import { z } from "zod";
+import { z } from "../toolkit/zod.ts";
 import { IrisError } from "../errors.ts";
 import { inTree } from "../jobSpec.ts";
 import { formatZodIssues } from "../toolkit/zodIssues.ts";

@@ -1,5 +1,6 @@
 // @marin/iris/toolkit: small helpers shared by every package (iris is the floor they all import).
 // Each module stands alone and imports nothing else of iris.
+export { z } from "./zod.ts";
 export { formatZodIssues, issuePath, valueAtPath } from "./zodIssues.ts";
 export type { FormatIssuesOptions, IssuePath, ZodIssue } from "./zodIssues.ts";
 export { Backoff, backoffDelay, sleep } from "./backoff.ts";

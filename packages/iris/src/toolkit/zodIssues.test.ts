@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { z } from "zod";
+import { z } from "./zod.ts";
 import { formatZodIssues, valueAtPath } from "./zodIssues.ts";
 
 const schema = z.strictObject({ a: z.object({ n: z.number().int() }), list: z.array(z.string()).optional() });

@@ -3,7 +3,7 @@
 import { createHash } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
-import { z } from "zod";
+import { z } from "../toolkit/zod.ts";
 import { groupAlive, readProcStat, signalGroup } from "../process/processGroup.ts";
 import { writeFileAtomicSync } from "../toolkit/atomicWrite.ts";
 

@@ -9,7 +9,7 @@ import { createHash, randomBytes } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import * as tar from "tar";
-import { z } from "zod";
+import { z } from "../toolkit/zod.ts";
 import type { WorkerControlServiceClient } from "../internal/rpc.ts";
 import { beyondRetention } from "../internal/retention.ts";
 import { toIrisError } from "../internal/rpc.ts";

@@ -4,7 +4,7 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { z } from "zod";
+import { z } from "../toolkit/zod.ts";
 import { IrisError } from "../errors.ts";
 import { AttemptStore, killRecordedAttempt } from "./attemptStore.ts";
 import { processAlive, readProcStat } from "../process/processGroup.ts";

@@ -12,7 +12,7 @@ import { mkdir, open, readFile, readdir, rm } from "node:fs/promises";
 import { endianness } from "node:os";
 import path from "node:path";
 import { crc32 } from "node:zlib";
-import { z } from "zod";
+import { z } from "@marin/iris/toolkit";
 import { LevanterError } from "../errors.ts";
 import { log } from "../internal/log.ts";
 import { formatZodIssues, syncDir, writeFileAtomic } from "@marin/iris/toolkit";

@@ -1,7 +1,7 @@
 // The checkpoint policy: when to save (time and step rules) and which checkpoints to keep.
 import { rm } from "node:fs/promises";
 import path from "node:path";
-import { z } from "zod";
+import { z } from "@marin/iris/toolkit";
 import { LevanterError } from "../errors.ts";
 import { formatZodIssues } from "@marin/iris/toolkit";
 import { checkpointDirName, findLatestCheckpoint, listCheckpoints, readCheckpointMetadata } from "./checkpointStore.ts";

@@ -1,7 +1,7 @@
 // What a run directory remembers of its config (model and data), and the check that a new `train`
 // in that directory continues the same run: differing fields are named, not met as shape errors.
 import path from "node:path";
-import { z } from "zod";
+import { z } from "@marin/iris/toolkit";
 import { LevanterError } from "../errors.ts";
 import type { ResolvedModelConfig } from "../models/modelConfig.ts";
 import type { TokenCacheReader } from "../sharding/tokenCacheReader.ts";

@@ -5,7 +5,7 @@ import path from "node:path";
 import type { HfTokenizerFiles } from "../data/hfTokenizer.ts";
 import { writeTrainedTokenizer } from "../data/trainTokenizer.ts";
 import { formatZodIssues } from "@marin/iris/toolkit";
-import { z } from "zod";
+import { z } from "@marin/iris/toolkit";
 import { findLatestCheckpoint, loadCheckpoint, readCheckpointMetadata, saveCheckpoint } from "./checkpointStore.ts";
 import { loadTokenizer } from "../data/hfTokenizer.ts";
 import type { Tokenizer } from "../data/tokenizer.ts";

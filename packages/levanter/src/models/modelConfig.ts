@@ -1,5 +1,5 @@
 // The `model` section of a training config and the FLOP counts derived from it.
-import { z } from "zod";
+import { z } from "@marin/iris/toolkit";
 import { LevanterError } from "../errors.ts";
 
 /**

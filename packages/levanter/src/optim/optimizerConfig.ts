@@ -1,5 +1,5 @@
 // The `optimizer` section of a training config (zod schema and its input/output types).
-import { z } from "zod";
+import { z } from "@marin/iris/toolkit";
 
 const fracOrSteps = z
   .number()

@@ -2,7 +2,7 @@
 // one definition the server validates requests with and clients (marin's) parse responses with.
 // It imports nothing but zod, so a client loads it without TensorFlow.js
 // (`@marin/levanter/serve/openai`; the same names are exported from `@marin/levanter/serve`).
-import { z } from "zod";
+import { z } from "@marin/iris/toolkit";
 
 // --- requests (the server validates them) ---
 

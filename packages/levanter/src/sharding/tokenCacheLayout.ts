@@ -17,7 +17,7 @@
 // Tokens come first so that a writer streams them with bounded memory; offsets are positions in
 // the shard's token array (not bytes). ledger.json repeats each shard's counts, so a reader checks
 // every footer against it and refuses a cache whose shards changed after finalization.
-import { z } from "zod";
+import { z } from "@marin/iris/toolkit";
 import { LevanterError } from "../errors.ts";
 import { formatZodIssues } from "@marin/iris/toolkit";
 

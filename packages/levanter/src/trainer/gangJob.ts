@@ -4,7 +4,7 @@ import { getIrisCtx, IrisClient, IrisError, LocalCluster, localWorkerCapacity, t
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { formatZodIssues } from "@marin/iris/toolkit";
-import { z } from "zod";
+import { z } from "@marin/iris/toolkit";
 import { LevanterError } from "../errors.ts";
 import { log } from "../internal/log.ts";
 import type { StatusSink } from "./status.ts";

@@ -1,6 +1,6 @@
 // The training config: zod schemas of its `data` and `trainer` sections and the whole `trainLm` config.
 import { formatZodIssues } from "@marin/iris/toolkit";
-import { z } from "zod";
+import { z } from "@marin/iris/toolkit";
 import { BACKEND_NAMES } from "../backend.ts";
 import { checkpointerConfigSchema } from "../checkpoint/checkpointer.ts";
 import { LevanterError } from "../errors.ts";

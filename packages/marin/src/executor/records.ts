@@ -1,6 +1,6 @@
 // A step's `info.json` and the prefix's last-run records (what `explain` diffs against).
 import path from "node:path";
-import { z } from "zod";
+import { z } from "@marin/iris/toolkit";
 import type { ResolvedStep, StepIdentity } from "../step/graph.ts";
 import { writeFileAtomic } from "@marin/iris/toolkit";
 import { META_WRITE, metaDir, prefixMetaDir, readJson } from "./stepFiles.ts";

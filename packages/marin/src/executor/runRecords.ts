@@ -2,7 +2,7 @@
 import { promises as fs } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { z } from "zod";
+import { z } from "@marin/iris/toolkit";
 import { writeFileAtomic } from "@marin/iris/toolkit";
 import { META_WRITE, prefixMetaDir, readJson } from "./stepFiles.ts";
 

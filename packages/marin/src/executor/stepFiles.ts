@@ -2,7 +2,7 @@
 import { promises as fs } from "node:fs";
 import path from "node:path";
 import { formatZodIssues, writeFileAtomic } from "@marin/iris/toolkit";
-import { z } from "zod";
+import { z } from "@marin/iris/toolkit";
 import { MarinError } from "../errors.ts";
 
 /**

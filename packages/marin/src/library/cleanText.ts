@@ -1,6 +1,6 @@
 // The cleanText standard step: normalization, word/TAG stripping, paragraph splits and filters.
 import { stripWordTags } from "@marin/iris/toolkit";
-import { z } from "zod";
+import { z } from "@marin/iris/toolkit";
 import { defineStep } from "../step/step.ts";
 import { checkOptions } from "./options.ts";
 import type { OutputRef, Step } from "../step/step.ts";

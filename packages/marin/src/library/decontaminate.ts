@@ -1,5 +1,5 @@
 // The decontaminate standard step: drop (or mark) documents that overlap evaluation sets.
-import { z } from "zod";
+import { z } from "@marin/iris/toolkit";
 import { MarinError } from "../errors.ts";
 import { defineStep } from "../step/step.ts";
 import { checkOptions } from "./options.ts";

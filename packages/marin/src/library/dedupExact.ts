@@ -1,6 +1,6 @@
 // The dedupExact standard step: one document per distinct text.
 import { createHash } from "node:crypto";
-import { z } from "zod";
+import { z } from "@marin/iris/toolkit";
 import { defineStep } from "../step/step.ts";
 import { checkOptions } from "./options.ts";
 import type { OutputRef, Step } from "../step/step.ts";

@@ -1,5 +1,5 @@
 // The dedupFuzzy standard step: one document per group of near-duplicates (zephyr `dedupFuzzy`).
-import { z } from "zod";
+import { z } from "@marin/iris/toolkit";
 import { defineStep } from "../step/step.ts";
 import { checkOptions } from "./options.ts";
 import type { OutputRef, Step } from "../step/step.ts";

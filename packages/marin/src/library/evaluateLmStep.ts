@@ -1,7 +1,7 @@
 // The evaluateLmStep standard step: loss and bits per byte of a final checkpoint (levanter).
 import { promises as fs } from "node:fs";
 import path from "node:path";
-import { z } from "zod";
+import { z } from "@marin/iris/toolkit";
 import { defineStep } from "../step/step.ts";
 import { checkOptions, RESOURCE_KEYS } from "./options.ts";
 import type { OutputRef, Step, StepResources } from "../step/step.ts";

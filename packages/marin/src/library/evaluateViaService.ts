@@ -2,7 +2,7 @@
 // through an inference service (remoteInference + /v1/completions prompt logprobs).
 import { promises as fs } from "node:fs";
 import path from "node:path";
-import { z } from "zod";
+import { z } from "@marin/iris/toolkit";
 import { remoteInference } from "../service/remoteInference.ts";
 import { scoreViaService } from "../service/scoreViaService.ts";
 import { defineStep } from "../step/step.ts";

@@ -2,7 +2,7 @@
 import { promises as fs } from "node:fs";
 import path from "node:path";
 import { CompletionResponseSchema, parseResponse } from "@marin/levanter/serve/openai";
-import { z } from "zod";
+import { z } from "@marin/iris/toolkit";
 import { MarinError } from "../errors.ts";
 import { remoteInference } from "../service/remoteInference.ts";
 import { defineStep } from "../step/step.ts";

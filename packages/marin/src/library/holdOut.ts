@@ -1,5 +1,5 @@
 // The holdOut standard step: the documents a tokenize step would hold out for validation, on their own.
-import { z } from "zod";
+import { z } from "@marin/iris/toolkit";
 import { defineStep } from "../step/step.ts";
 import { checkOptions } from "./options.ts";
 import type { OutputRef, Step } from "../step/step.ts";

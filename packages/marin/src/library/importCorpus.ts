@@ -1,7 +1,7 @@
 // The importCorpus standard step: text files → gzip JSON Lines documents (zephyr).
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import { z } from "zod";
+import { z } from "@marin/iris/toolkit";
 import { defineStep, ignore } from "../step/step.ts";
 import { checkOptions } from "./options.ts";
 import type { Step } from "../step/step.ts";

@@ -3,7 +3,7 @@
 // checkpoint as a Hugging Face folder or a GGUF file.
 import { promises as fs } from "node:fs";
 import path from "node:path";
-import { z } from "zod";
+import { z } from "@marin/iris/toolkit";
 import { MarinError } from "../errors.ts";
 import { defineStep } from "../step/step.ts";
 import type { OutputRef, Step, StepResources } from "../step/step.ts";

@@ -1,5 +1,5 @@
 // The run-time check of a standard step's options: zod strict objects, so that a misspelled key is an error with a suggestion.
-import { z } from "zod";
+import { z } from "@marin/iris/toolkit";
 import { formatZodIssues } from "@marin/iris/toolkit";
 import { MarinError } from "../errors.ts";
 

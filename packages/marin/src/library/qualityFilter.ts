@@ -1,5 +1,5 @@
 // The qualityFilter standard step: Gopher/C4-style rules (zephyr `qualityFilter`).
-import { z } from "zod";
+import { z } from "@marin/iris/toolkit";
 import { QUALITY_RULE_NAMES, type QualityRules } from "@marin/zephyr";
 import { defineStep } from "../step/step.ts";
 import { checkOptions } from "./options.ts";

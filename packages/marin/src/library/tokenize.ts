@@ -1,7 +1,7 @@
 // The tokenize standard step: documents → levanter token caches (train and validation).
 import { createHash } from "node:crypto";
 import path from "node:path";
-import { z } from "zod";
+import { z } from "@marin/iris/toolkit";
 import { defineStep } from "../step/step.ts";
 import { checkOptions } from "./options.ts";
 import type { OutputRef, Step } from "../step/step.ts";

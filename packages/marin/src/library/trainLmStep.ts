@@ -1,7 +1,7 @@
 // The trainLmStep standard step: trains a levanter LM in an iris job, resumable from its checkpoints.
 import path from "node:path";
 import type { ModelConfigInput, OptimizerConfigInput } from "@marin/levanter";
-import { z } from "zod";
+import { z } from "@marin/iris/toolkit";
 import { defineStep, ignore } from "../step/step.ts";
 import type { OutputRef, Step, StepResources } from "../step/step.ts";
 import { checkOptions, leavesOf, RESOURCE_KEYS } from "./options.ts";

@@ -1,6 +1,6 @@
 // The trainTokenizer standard step: documents → a byte-level BPE tokenizer.json (levanter's trainBpeTokenizer).
 import path from "node:path";
-import { z } from "zod";
+import { z } from "@marin/iris/toolkit";
 import { defineStep } from "../step/step.ts";
 import { checkOptions } from "./options.ts";
 import type { OutputRef, Step } from "../step/step.ts";

@@ -2,7 +2,7 @@
 import path from "node:path";
 import { getIrisCtx } from "@marin/iris/client";
 import { formatZodIssues } from "@marin/iris/toolkit";
-import { z } from "zod";
+import { z } from "@marin/iris/toolkit";
 import { MarinError } from "../errors.ts";
 import { loadExperiment } from "../experiment/experiment.ts";
 import { resolveGraph } from "../step/graph.ts";

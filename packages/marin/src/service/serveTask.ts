@@ -3,7 +3,7 @@
 // re-registers with the model's context (status "ready"), and serves until the task is killed.
 import { irisCtx } from "@marin/iris/client";
 import { formatZodIssues } from "@marin/iris/toolkit";
-import { z } from "zod";
+import { z } from "@marin/iris/toolkit";
 import { MarinError } from "../errors.ts";
 
 /** The port name remoteInference requests for each replica. */

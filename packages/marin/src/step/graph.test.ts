@@ -1,7 +1,7 @@
 // Step identity and graph resolution: truth tables and a fast-check property.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { z } from "zod";
+import { z } from "@marin/iris/toolkit";
 import { MarinError } from "../errors.ts";
 import { canonicalJson } from "./canonical.ts";
 import { resolveGraph } from "./graph.ts";

@@ -1,7 +1,7 @@
 // The sinks' options are checked where they enter (zod), so a typo or a bad value fails before
 // anything runs, with the field's path, instead of being ignored or failing deep in a worker.
 import { formatZodIssues } from "@marin/iris/toolkit";
-import { z } from "zod";
+import { z } from "@marin/iris/toolkit";
 import { ZephyrError } from "../errors.ts";
 
 function positiveInt(what = "a positive integer") {
