@@ -34,10 +34,10 @@ async function events(r: Response): Promise<string[]> {
 }
 
 describe("OpenAI protocol module", () => {
-  it("imports nothing but zod (clients load it without TensorFlow.js)", () => {
+  it("imports nothing but zod, from iris's toolkit (clients load it without TensorFlow.js)", () => {
     const source = readFileSync(new URL("./openai.ts", import.meta.url), "utf8");
     const imports = [...source.matchAll(/^import\s.*from\s+"([^"]+)";$/gm)].map((m) => m[1]);
-    expect(imports).toEqual(["zod"]);
+    expect(imports).toEqual(["@marin/iris/toolkit"]);
   });
 
   it("parseResponse names the field at fault, or the server's error message", () => {

@@ -1,6 +1,6 @@
 // The OpenAI-compatible wire protocol `levanter serve` speaks, as zod schemas and their types: the
 // one definition the server validates requests with and clients (marin's) parse responses with.
-// It imports nothing but zod, so a client loads it without TensorFlow.js
+// It imports nothing but zod (from iris's toolkit), so a client loads it without TensorFlow.js
 // (`@marin/levanter/serve/openai`; the same names are exported from `@marin/levanter/serve`).
 import { z } from "@marin/iris/toolkit";
 
