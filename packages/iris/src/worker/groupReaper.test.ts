@@ -1,13 +1,53 @@
-// The group reaper's start-up when its worker's channel breaks under it (a real reaper process).
+// The group reaper's start-up: only on first use, and quiet when its worker's channel breaks under
+// it (real reaper processes).
 import { spawn } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { GROUP_REAPER_PATH } from "./groupReaper.ts";
+import { waitFor } from "../testing.ts";
+import { GROUP_REAPER_PATH, GroupReaper } from "./groupReaper.ts";
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "iris-reaper-test-"));
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+/** This process's children running groupReaper.mjs. */
+function reapers(): number[] {
+  return fs
+    .readdirSync("/proc")
+    .filter((n) => /^\d+$/.test(n))
+    .map(Number)
+    .filter((pid) => {
+      try {
+        const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+        const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+        return ppid === process.pid && fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("groupReaper.mjs");
+      } catch {
+        return false;
+      }
+    });
+}
+
+describe("GroupReaper", () => {
+  it("starts its process on first use, not when made; a closed one never starts", async () => {
+    const before = reapers();
+    const reaper = GroupReaper.start(100);
+    expect(reapers()).toEqual(before);
+    expect(reaper.ready).toBe(false);
+    expect(await reaper.started).toBe(true);
+    expect(reaper.ready).toBe(true);
+    const started = reapers().filter((p) => !before.includes(p));
+    expect(started).toHaveLength(1);
+    reaper.close();
+    await waitFor("the reaper to exit after a clean close", () => !reapers().includes(started[0]!), { timeoutMs: 10_000 });
+
+    const unused = GroupReaper.start(100);
+    unused.close();
+    expect(await unused.started).toBe(false);
+    expect(unused.ready).toBe(false);
+    expect(reapers().filter((p) => !before.includes(p))).toEqual([]);
+  });
+});
 
 describe("groupReaper.mjs", () => {
   it("a worker gone between the reaper's check and its ready message (EPIPE): it exits quietly, no stack trace", async () => {
