@@ -8,7 +8,6 @@
 // run made: one gang attempt on 2 workers.
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -24,17 +23,6 @@ const LEVANTER_CLI = path.join(root, "packages", "levanter", "src", "cli", "main
 const TOKEN = "gang-on-slurm-token";
 
 const skip = skipUnlessSlurm("training gangs on Slurm");
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const port = (srv.address() as net.AddressInfo).port;
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 /** Runs a CLI of this checkout to its end: exit code, stdout, and stdout with stderr. */
 function runCli(args: string[], env: Record<string, string>, timeoutMs: number): Promise<{ code: number | null; stdout: string; out: string }> {
@@ -65,7 +53,7 @@ describe.skipIf(skip)("training gangs through --cluster on autoscaled Slurm work
     slurm = await startSlurm();
     dir = fs.mkdtempSync(path.join(os.tmpdir(), "gang-slurm-"));
     const config = {
-      controller: { host: "127.0.0.1", port: await freePort(), db: path.join(dir, "iris.sqlite"), token: TOKEN, workerTimeout: 30 },
+      controller: { host: "127.0.0.1", port: 0, db: path.join(dir, "iris.sqlite"), token: TOKEN, workerTimeout: 30 },
       scaleGroups: [
         {
           name: "cpu",
@@ -79,6 +67,8 @@ describe.skipIf(skip)("training gangs through --cluster on autoscaled Slurm work
         },
       ],
     };
+    // Port 0: the controller binds a free port itself (its address comes from its ready line); a
+    // port found free beforehand could be taken by another process first (EADDRINUSE).
     fs.writeFileSync(path.join(dir, "cluster.yaml"), JSON.stringify(config)); // JSON is YAML
     // The Slurm workers unpack the bundle of this checkout into a cache of this test's own
     // (IRIS_BUNDLE_CACHE reaches them), and install it without its lifecycle scripts (slurm.setup):
