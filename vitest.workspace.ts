@@ -13,6 +13,9 @@
 // 2. the end-to-end files that must have the machine to themselves, one at a time, in
 //    `<layer>-e2e-solo` projects: those that compare a latency or a rate with the same machine idle.
 //
+// Test files share their worker processes (`isolate: false`): a file's modules are imported once
+// per worker, not once per file, which halves the unit tests' time. The setup file
+// test/setup/restoreEnv.ts gives every file the environment the worker started with.
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { WAITING } from "./test/setup/waitingFiles.ts";
