@@ -1,5 +1,6 @@
 // Controllers and workers as child processes (on the source loader), for tests that kill them.
 import { spawn } from "node:child_process";
+import fs from "node:fs";
 import type { ChildProcess } from "node:child_process";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -8,6 +9,7 @@ import type { WorkerOptions } from "../worker/worker.ts";
 import { IRIS_PACKAGE_ROOT } from "../internal/protoGen.ts";
 import { waitFor } from "../worker/testing/waitFor.ts";
 import { SOURCE_LOADER } from "../process/sourceLoader.ts";
+import { readProcStat } from "../process/processGroup.ts";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 
@@ -77,4 +79,21 @@ export const ENDPOINT_TASK = path.join(here, "endpointTask.ts");
 /** {@link waitFor} with the longer default deadline that process-level tests need. */
 export function until<T>(what: string, check: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 60_000): Promise<T> {
   return waitFor(what, check, { timeoutMs, intervalMs: 25 });
+}
+
+/** The pids whose parent is `ppid` (from /proc), only those whose argv contains `argvIncludes` when given. */
+export function childrenOf(ppid: number, argvIncludes?: string): number[] {
+  return fs
+    .readdirSync("/proc")
+    .filter((n) => /^\d+$/.test(n))
+    .map(Number)
+    .filter((pid) => {
+      if (readProcStat(pid)?.ppid !== ppid) return false;
+      if (argvIncludes === undefined) return true;
+      try {
+        return fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(argvIncludes);
+      } catch {
+        return false; // gone meanwhile
+      }
+    });
 }

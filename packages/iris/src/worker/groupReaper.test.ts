@@ -5,28 +5,15 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { waitFor } from "../testing.ts";
+import { childrenOf } from "../testkit/processes.ts";
+import { waitFor } from "./testing/waitFor.ts";
 import { GROUP_REAPER_PATH, GroupReaper } from "./groupReaper.ts";
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "iris-reaper-test-"));
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
 /** This process's children running groupReaper.mjs. */
-function reapers(): number[] {
-  return fs
-    .readdirSync("/proc")
-    .filter((n) => /^\d+$/.test(n))
-    .map(Number)
-    .filter((pid) => {
-      try {
-        const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
-        const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-        return ppid === process.pid && fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("groupReaper.mjs");
-      } catch {
-        return false;
-      }
-    });
-}
+const reapers = (): number[] => childrenOf(process.pid, "groupReaper.mjs");
 
 describe("GroupReaper", () => {
   it("starts its process on first use, not when made; a closed one never starts", async () => {

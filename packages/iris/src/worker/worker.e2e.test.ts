@@ -10,6 +10,7 @@ import { runnerArgv } from "../runner/runnerSpec.ts";
 import { AttemptStore, spawnedRecord } from "./attemptStore.ts";
 import { allocatePorts } from "./ports.ts";
 import { FakeController, runCommand } from "./testing/fakeController.ts";
+import { childrenOf } from "../testkit/processes.ts";
 import { processAlive, waitFor } from "./testing/waitFor.ts";
 import { Worker, type WorkerEvent, type WorkerOptions } from "./worker.ts";
 import { defaultStateRoot } from "./workerStateDir.ts";
@@ -41,22 +42,6 @@ async function startWorker(opts: Partial<WorkerOptions> = {}) {
   });
   cleanups.push(() => worker.stop());
   return { worker, events };
-}
-
-/** The pids whose parent is `ppid` (from /proc). */
-function childrenOf(ppid: number): number[] {
-  return fs
-    .readdirSync("/proc")
-    .filter((n) => /^\d+$/.test(n))
-    .map(Number)
-    .filter((pid) => {
-      try {
-        const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
-        return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]) === ppid;
-      } catch {
-        return false;
-      }
-    });
 }
 
 const observedState = (uid: string, state: string) =>
@@ -409,7 +394,7 @@ describe("Worker restarts", () => {
     // wedged (stopped) attempt, so that nothing but the sweep can end it.
     process.kill(-pid, "SIGSTOP");
     cleanups.push(() => processAlive(pid) && process.kill(-pid, "SIGKILL"));
-    const reapers = childrenOf(proc.pid!).filter((p) => fs.readFileSync(`/proc/${p}/cmdline`, "utf8").includes("groupReaper.mjs"));
+    const reapers = childrenOf(proc.pid!, "groupReaper.mjs");
     expect(reapers).toHaveLength(1);
     process.kill(reapers[0]!, "SIGKILL");
     process.kill(proc.pid!, "SIGKILL");
